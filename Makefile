@@ -1,0 +1,40 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export CHARGENET_TEST_DATABASE_URL ?= postgresql+asyncpg://chargenet:chargenet@127.0.0.1:5432/chargenet_test
+
+.PHONY: demo test lint typecheck unit bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/chargenet demo --data-dir .demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check chargenet tests bench scripts
+	$(BIN)/ruff format --check chargenet tests bench scripts
+	$(BIN)/lint-imports
+
+typecheck: $(STAMP)
+	$(BIN)/mypy chargenet
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from chargenet.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,232 @@
+"""Settings from environment variables and command-line flags (decisions.md §1), validated at start.
+
+A flag wins over its environment variable, which wins over the default. Every bad value is refused with a
+`ConfigurationError` naming the setting as the operator typed it (`--port` or `CHARGENET_PORT`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from chargenet.errors import ConfigurationError
+
+LOG_FORMATS = ("plain", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str = ""
+    data_dir: Path = field(default_factory=lambda: default_data_dir({}))
+    keys_dir: Path = Path()
+    database_url: str = ""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    forwarded_allow_ips: str | None = None
+    log_format: str = "plain"
+    log_level: str = "info"
+    webhook_allow_private: bool = False
+    event_retention_days: int = 7
+    ocpp_max_frame: int = 65536
+
+    @property
+    def auth_url(self) -> str:
+        return f"{self.public_url}/auth"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.public_url}/api/v1"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+# (setting name, environment variable, flag)
+_SOURCES: dict[str, tuple[str, str]] = {
+    "host": ("CHARGENET_HOST", "--host"),
+    "port": ("CHARGENET_PORT", "--port"),
+    "public_url": ("CHARGENET_PUBLIC_URL", "--public-url"),
+    "data_dir": ("CHARGENET_DATA_DIR", "--data-dir"),
+    "keys_dir": ("CHARGENET_KEYS_DIR", "--keys-dir"),
+    "database_url": ("CHARGENET_DATABASE_URL", "--database-url"),
+    "tls_cert": ("CHARGENET_TLS_CERT", "--tls-cert"),
+    "tls_key": ("CHARGENET_TLS_KEY", "--tls-key"),
+    "forwarded_allow_ips": ("CHARGENET_FORWARDED_ALLOW_IPS", "--forwarded-allow-ips"),
+    "log_format": ("CHARGENET_LOG_FORMAT", "--log-format"),
+    "log_level": ("CHARGENET_LOG_LEVEL", "--log-level"),
+    "webhook_allow_private": ("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "--webhook-allow-private"),
+    "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
+    "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
+}
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    xdg = environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "chargenet"
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Build settings from flags (argparse dest names; None means not given) and the environment."""
+    flags = flags or {}
+    env = os.environ if environ is None else environ
+    raw: dict[str, tuple[str, Any]] = {}
+    for name, (variable, flag) in _SOURCES.items():
+        if flags.get(name) is not None:
+            raw[name] = (flag, flags[name])
+        elif env.get(variable) not in (None, ""):
+            raw[name] = (variable, env[variable])
+
+    def get(name: str) -> tuple[str, Any] | None:
+        return raw.get(name)
+
+    host = str(get("host")[1]) if get("host") else "127.0.0.1"
+    port = _port(*get("port")) if get("port") else 8080
+    data_dir = _directory(*get("data_dir")) if get("data_dir") else default_data_dir(env)
+    keys_dir = _directory(*get("keys_dir")) if get("keys_dir") else data_dir / "keys"
+    tls_cert = _readable_file(*get("tls_cert")) if get("tls_cert") else None
+    tls_key = _readable_file(*get("tls_key")) if get("tls_key") else None
+    if (tls_cert is None) != (tls_key is None):
+        missing = _SOURCES["tls_key" if tls_key is None else "tls_cert"]
+        raise ConfigurationError(f"{missing[1]} / {missing[0]}", "TLS needs both a certificate and a key")
+    scheme = "https" if tls_cert else "http"
+    public_url = _public_url(*get("public_url")) if get("public_url") else f"{scheme}://{_url_host(host)}:{port}"
+    database_url = _database_url(*get("database_url")) if get("database_url") else _sqlite_url(data_dir)
+    log_format = _choice(*get("log_format"), LOG_FORMATS) if get("log_format") else "plain"
+    log_level = _choice(*get("log_level"), LOG_LEVELS) if get("log_level") else "info"
+    allow_private = _boolean(*get("webhook_allow_private")) if get("webhook_allow_private") else False
+    retention = _positive_int(*get("event_retention_days")) if get("event_retention_days") else 7
+    max_frame = _positive_int(*get("ocpp_max_frame")) if get("ocpp_max_frame") else 65536
+    forwarded = get("forwarded_allow_ips")
+    if forwarded:
+        _forwarded_ips(*forwarded)
+    return Settings(
+        host=host,
+        port=port,
+        public_url=public_url,
+        data_dir=data_dir,
+        keys_dir=keys_dir,
+        database_url=database_url,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        forwarded_allow_ips=str(forwarded[1]) if forwarded else None,
+        log_format=log_format,
+        log_level=log_level,
+        webhook_allow_private=allow_private,
+        event_retention_days=retention,
+        ocpp_max_frame=max_frame,
+    )
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _sqlite_url(data_dir: Path) -> str:
+    return f"sqlite+aiosqlite:///{data_dir / 'chargenet.db'}"
+
+
+def _port(source: str, value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(source, f"{value!r} is not a port number (1-65535)") from None
+    if not 0 <= port <= 65535:
+        raise ConfigurationError(source, f"{value!r} is not a port number (1-65535)")
+    return port
+
+
+def _positive_int(source: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(source, f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise ConfigurationError(source, f"{value!r} must be at least 1")
+    return number
+
+
+def _boolean(source: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(source, f"{value!r} is not a boolean (use 1 or 0)")
+
+
+def _choice(source: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).lower()
+    if text not in choices:
+        raise ConfigurationError(source, f"{value!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def _directory(source: str, value: Any) -> Path:
+    path = Path(str(value)).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigurationError(source, f"{str(path)!r} exists and is not a directory")
+    return path.resolve()
+
+
+def _readable_file(source: str, value: Any) -> Path:
+    path = Path(str(value)).expanduser()
+    if not path.is_file():
+        raise ConfigurationError(source, f"{str(path)!r} is not a readable file")
+    try:
+        path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(source, f"{str(path)!r} cannot be read ({exc.strerror})") from None
+    return path.resolve()
+
+
+def _public_url(source: str, value: Any) -> str:
+    text = str(value).rstrip("/")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ConfigurationError(source, f"{value!r} is not an http:// or https:// URL without query or fragment")
+    return text
+
+
+def _database_url(source: str, value: Any) -> str:
+    text = str(value)
+    if text.startswith(("postgresql+asyncpg://", "sqlite+aiosqlite://")):
+        return text
+    if text.startswith(("postgresql://", "postgres://")):
+        return "postgresql+asyncpg://" + text.split("://", 1)[1]
+    if text.startswith("sqlite://"):
+        return "sqlite+aiosqlite://" + text.split("://", 1)[1]
+    raise ConfigurationError(source, f"{_redact(text)!r} is not a postgresql:// or sqlite:// database URL")
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@")
+    return url
+
+
+def _forwarded_ips(source: str, value: Any) -> None:
+    for item in str(value).split(","):
+        item = item.strip()
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ConfigurationError(source, f"{item!r} is not an IP address, network or '*'") from None
+
+
+def redacted_database_url(settings: Settings) -> str:
+    return _redact(settings.database_url)

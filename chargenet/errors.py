@@ -1,0 +1,72 @@
+"""One exception tree for the whole service, named by what failed.
+
+Errors carry data, not wire formats. Each wire surface maps them in exactly one place
+(the API to RFC 9457 problems, the token endpoint to RFC 6749 errors, the edge to OCPP
+CALLERROR codes, the CLI to a message and an exit code); the most specific class wins.
+"""
+
+from __future__ import annotations
+
+
+class ChargenetError(Exception):
+    """Base of every error chargenet raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigurationError(ChargenetError):
+    """A setting is missing or invalid; the message names the setting and the bad value."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting = setting
+
+
+class StoreError(ChargenetError):
+    """The database cannot be used as it is."""
+
+
+class StoreUnreachable(StoreError):
+    pass
+
+
+class StoreCorrupt(StoreError):
+    pass
+
+
+class SchemaOutdated(StoreError):
+    """The store's schema is older than the code; `chargenet migrate` upgrades it."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer chargenet; this version refuses to touch it."""
+
+
+class KeysMismatch(StoreError):
+    """The keys folder does not hold the keys this database was set up with."""
+
+
+class InvalidInput(ChargenetError):
+    """A value from outside is malformed; `field` names where."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.detail = message
+
+
+class NotFound(ChargenetError):
+    def __init__(self, kind: str, identifier: str) -> None:
+        super().__init__(f"{kind} {identifier!r} not found")
+        self.kind = kind
+        self.identifier = identifier
+
+
+class Conflict(ChargenetError):
+    """The request contradicts the current state (a duplicate id, a session that cannot be stopped)."""
+
+
+class Forbidden(ChargenetError):
+    """The caller is known but not allowed to do this."""

@@ -1,0 +1,66 @@
+"""Company > site > station > charge point > connector."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chargenet.store.models.base import Base, UtcDateTime
+
+
+class Company(Base):
+    __tablename__ = "companies"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Site(Base):
+    __tablename__ = "sites"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    company_id: Mapped[str] = mapped_column(ForeignKey("companies.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    upstream_url: Mapped[str | None] = mapped_column(Text, default=None)
+    # Sent to the upstream CPO, so it is encrypted (credential key), not hashed.
+    upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Station(Base):
+    __tablename__ = "stations"
+
+    id: Mapped[str] = mapped_column(String(48), primary_key=True)
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True)
+    # Keyed hash of the AuthorizationKey; NULL means security profile 0 (no Basic auth).
+    password_hash: Mapped[str | None] = mapped_column(String(128), default=None)
+    upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    charge_points: Mapped[int] = mapped_column(Integer, default=1)
+    connectors_per_charge_point: Mapped[int | None] = mapped_column(Integer, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ChargePoint(Base):
+    __tablename__ = "charge_points"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), index=True)
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True)
+    ordinal: Mapped[int] = mapped_column(Integer)
+
+
+class Connector(Base):
+    """The last known status of a connector; it survives restarts so that unchanged statuses stay silent."""
+
+    __tablename__ = "connectors"
+
+    charge_point_id: Mapped[str] = mapped_column(ForeignKey("charge_points.id", ondelete="CASCADE"), primary_key=True)
+    connector_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    status: Mapped[str | None] = mapped_column(String(32), default=None)
+    error_code: Mapped[str | None] = mapped_column(String(32), default=None)
+    info: Mapped[str | None] = mapped_column(String(255), default=None)
+    status_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    updated_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)

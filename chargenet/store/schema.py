@@ -1,0 +1,125 @@
+"""Schema versions: create a new store, refuse an outdated or too-new one, migrate on request.
+
+Decisions.md §4: `serve` and `admin` create a new store at the latest schema on first use; a store at an
+older schema is upgraded only by `chargenet migrate` (or `serve --migrate`); a newer schema is refused.
+All migrations of one upgrade run in a single transaction, so a failure leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
+
+from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
+from chargenet.store.db import Store
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class SchemaAction(enum.Enum):
+    CREATED = "created"
+    CURRENT = "current"
+    UPGRADED = "upgraded"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def known_revisions() -> set[str]:
+    return {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+async def current_revision(store: Store) -> str | None:
+    try:
+        async with store.engine.connect() as connection:
+            return await connection.run_sync(_read_revision)
+    except (OperationalError, InterfaceError, OSError) as exc:
+        raise _unreachable(store, exc) from None
+    except DatabaseError as exc:
+        raise StoreCorrupt(f"the database is not readable: {_reason(exc)}") from None
+
+
+async def prepare_schema(store: Store, *, migrate: bool = False) -> SchemaAction:
+    """Bring the store to the code's schema, or raise a `StoreError` that says what to do."""
+    head = head_revision()
+    current = await current_revision(store)
+    if current == head:
+        return SchemaAction.CURRENT
+    if current is None:
+        await _upgrade(store, head)
+        return SchemaAction.CREATED
+    if current not in known_revisions():
+        raise SchemaTooNew(
+            f"the store's schema {current!r} is newer than this chargenet (which knows up to {head!r}); "
+            "upgrade chargenet instead"
+        )
+    if not migrate:
+        raise SchemaOutdated(
+            f"the store's schema {current!r} is older than this chargenet's {head!r}; "
+            "run `chargenet migrate` (or `chargenet serve --migrate`) to upgrade it"
+        )
+    await _upgrade(store, head)
+    return SchemaAction.UPGRADED
+
+
+async def upgrade(store: Store, target: str = "head") -> None:
+    await _upgrade(store, target)
+
+
+async def downgrade(store: Store, target: str) -> None:
+    async with store.engine.begin() as connection:
+        await connection.run_sync(lambda conn: command.downgrade(alembic_config(conn), target))
+
+
+async def _upgrade(store: Store, target: str) -> None:
+    try:
+        async with store.engine.begin() as connection:
+            await connection.run_sync(lambda conn: command.upgrade(alembic_config(conn), target))
+    except (OperationalError, InterfaceError, OSError) as exc:
+        raise _unreachable(store, exc) from None
+
+
+def _read_revision(connection: Connection) -> str | None:
+    revision = MigrationContext.configure(connection).get_current_revision()
+    if revision is None:
+        tables = set(inspect(connection).get_table_names())
+        if tables - {"alembic_version"}:
+            raise StoreCorrupt(
+                f"the database has tables ({', '.join(sorted(tables)[:5])}) but no chargenet schema version; "
+                "it is not a chargenet store"
+            )
+    return revision
+
+
+def _reason(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None) or exc
+    return str(original).splitlines()[0] if str(original) else type(original).__name__
+
+
+def _unreachable(store: Store, exc: BaseException) -> StoreUnreachable | StoreCorrupt:
+    reason = _reason(exc)
+    if "file is not a database" in reason or "malformed" in reason:
+        return StoreCorrupt(f"the database is not readable: {reason}")
+    from sqlalchemy.engine import make_url
+
+    where = make_url(store.url).render_as_string(hide_password=True)
+    return StoreUnreachable(f"cannot reach the database {where}: {reason}")
