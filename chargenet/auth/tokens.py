@@ -35,6 +35,8 @@ ALLOWED_ALGORITHMS = ("RS256",)
 ACCESS_TOKEN_TYPES = ("at+jwt", "application/at+jwt")
 FORBIDDEN_HEADERS = ("jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit")
 MAX_TOKEN_LENGTH = 8192
+# A private claim (RFC 7519 §4.3): only our own API reads it.
+SECRET_GENERATION_CLAIM = "secret_generation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class AccessTokenClaims:
     jti: str
     scopes: tuple[str, ...]
     kid: str
+    secret_generation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,14 @@ class TokenIssuer:
     def kid(self) -> str:
         return self._kid
 
-    def issue(self, *, client_id: str, scopes: Iterable[str], now: datetime, jti: str) -> IssuedToken:
-        """A signed token for `client_id` valid from `now` for the configured lifetime."""
+    def issue(
+        self, *, client_id: str, scopes: Iterable[str], now: datetime, jti: str, secret_generation: int
+    ) -> IssuedToken:
+        """A signed token for `client_id` valid from `now` for the configured lifetime.
+
+        `secret_generation` is the application's secret generation at issue time: the API refuses a token
+        whose generation is no longer current, so rotating a secret revokes the tokens it obtained.
+        """
         iat = _epoch(now)
         scope_list = tuple(sorted(set(scopes)))
         claims: dict[str, Any] = {
@@ -93,6 +102,7 @@ class TokenIssuer:
             "iat": iat,
             "exp": iat + self._lifetime,
             "jti": jti,
+            SECRET_GENERATION_CLAIM: secret_generation,
         }
         if scope_list:
             # RFC 6749 §3.3 has no empty scope, so an application without grants gets no claim.
@@ -110,6 +120,7 @@ class TokenIssuer:
                 jti=jti,
                 scopes=scope_list,
                 kid=self._kid,
+                secret_generation=secret_generation,
             ),
         )
 
@@ -202,6 +213,9 @@ class TokenValidator:
             raise InvalidToken("client_id and sub must name the same client")
         if not isinstance(jti, str) or not jti:
             raise InvalidToken("missing jti")
+        generation = claims.get(SECRET_GENERATION_CLAIM)
+        if not isinstance(generation, int) or isinstance(generation, bool):
+            raise InvalidToken("missing secret generation")
         scope = claims.get("scope", "")
         if not isinstance(scope, str):
             raise InvalidToken("scope is not a string")
@@ -214,4 +228,5 @@ class TokenValidator:
             jti=jti,
             scopes=tuple(scope.split()),
             kid=kid,
+            secret_generation=generation,
         )

@@ -49,6 +49,7 @@ def claims(**overrides: Any) -> dict[str, Any]:
         "exp": int(NOW.timestamp()) + 900,
         "jti": "j1",
         "scope": "sites:read",
+        "secret_generation": 1,
     }
     base.update(overrides)
     return {k: v for k, v in base.items() if v is not None}
@@ -61,13 +62,15 @@ def signed(key: RSAKey, payload: dict[str, Any], **header: Any) -> str:
 
 
 def test_issued_token_has_rfc9068_header(issuer: TokenIssuer) -> None:
-    token = issuer.issue(client_id="app_x", scopes=["sites:read"], now=NOW, jti="j1").access_token
+    token = issuer.issue(client_id="app_x", scopes=["sites:read"], now=NOW, jti="j1", secret_generation=1).access_token
     header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
     assert header == {"alg": "RS256", "typ": "at+jwt", "kid": KID}
 
 
 def test_issued_token_carries_rfc9068_claims(issuer: TokenIssuer) -> None:
-    token = issuer.issue(client_id="app_x", scopes=["sites:read", "charge-points:read"], now=NOW, jti="j1")
+    token = issuer.issue(
+        client_id="app_x", scopes=["sites:read", "charge-points:read"], now=NOW, jti="j1", secret_generation=1
+    )
     payload = json.loads(base64.urlsafe_b64decode(token.access_token.split(".")[1] + "=="))
     iat = int(NOW.timestamp())
     assert payload == {
@@ -78,13 +81,14 @@ def test_issued_token_carries_rfc9068_claims(issuer: TokenIssuer) -> None:
         "iat": iat,
         "exp": iat + 900,
         "jti": "j1",
+        "secret_generation": 1,
         "scope": "charge-points:read sites:read",
     }
     assert token.expires_in == 900
 
 
 def test_token_without_scopes_has_no_scope_claim(issuer: TokenIssuer) -> None:
-    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1").access_token
+    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1", secret_generation=1).access_token
     payload = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
     assert "scope" not in payload
 
@@ -96,19 +100,19 @@ def test_issuer_refuses_public_key(rsa_key: RSAKey) -> None:
 
 
 def test_issued_token_validates(issuer: TokenIssuer, validator: TokenValidator) -> None:
-    token = issuer.issue(client_id="app_x", scopes=["sites:read"], now=NOW, jti="j1").access_token
+    token = issuer.issue(client_id="app_x", scopes=["sites:read"], now=NOW, jti="j1", secret_generation=1).access_token
     result = validator.validate(token, now=NOW + timedelta(seconds=899))
     assert (result.client_id, result.scopes, result.jti, result.kid) == ("app_x", ("sites:read",), "j1", KID)
 
 
 def test_expired_token_is_refused(issuer: TokenIssuer, validator: TokenValidator) -> None:
-    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1").access_token
+    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1", secret_generation=1).access_token
     with pytest.raises(InvalidToken, match="expired"):
         validator.validate(token, now=NOW + timedelta(seconds=900 + LEEWAY))
 
 
 def test_token_within_leeway_after_expiry_is_accepted(issuer: TokenIssuer, validator: TokenValidator) -> None:
-    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1").access_token
+    token = issuer.issue(client_id="app_x", scopes=[], now=NOW, jti="j1", secret_generation=1).access_token
     assert validator.validate(token, now=NOW + timedelta(seconds=900 + LEEWAY - 1)).client_id == "app_x"
 
 
@@ -203,6 +207,15 @@ def test_missing_jti_is_refused(rsa_key: RSAKey, validator: TokenValidator) -> N
 def test_unknown_kid_is_refused(rsa_key: RSAKey, validator: TokenValidator) -> None:
     with pytest.raises(InvalidToken, match="kid"):
         validator.validate(signed(rsa_key, claims(), kid="tok-9"), now=NOW)
+
+
+def test_missing_secret_generation_is_refused(rsa_key: RSAKey, validator: TokenValidator) -> None:
+    with pytest.raises(InvalidToken, match="generation"):
+        validator.validate(signed(rsa_key, claims(secret_generation=None)), now=NOW)
+
+
+def test_secret_generation_is_reported(rsa_key: RSAKey, validator: TokenValidator) -> None:
+    assert validator.validate(signed(rsa_key, claims(secret_generation=7)), now=NOW).secret_generation == 7
 
 
 def test_missing_kid_is_refused(rsa_key: RSAKey, validator: TokenValidator) -> None:
