@@ -36,7 +36,7 @@ ACCESS_TOKEN_TYPES = ("at+jwt", "application/at+jwt")
 FORBIDDEN_HEADERS = ("jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit")
 MAX_TOKEN_LENGTH = 8192
 # A private claim (RFC 7519 §4.3): only our own API reads it.
-SECRET_GENERATION_CLAIM = "secret_generation"
+SECRET_GENERATION_CLAIM = "secret_generation"  # noqa: S105 (a claim name, not a secret)
 
 
 @dataclass(frozen=True, slots=True)
