@@ -39,3 +39,10 @@ class InsufficientScope(Forbidden):
     def __init__(self, scope: str) -> None:
         super().__init__(f"the application lacks scope {scope!r} here")
         self.scope = scope
+
+
+class MissingToken(ChargenetError):
+    """A protected endpoint was called without bearer credentials."""
+
+    def __init__(self) -> None:
+        super().__init__("an access token is required")

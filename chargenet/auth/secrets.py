@@ -2,15 +2,14 @@
 
 Ids and secrets use only RFC 3986 unreserved characters, so they survive the form-urlencoding of
 HTTP Basic credentials (RFC 6749 §2.3.1) unchanged. A secret carries 256 random bits and is stored only
-as a keyed SHA-256 (HMAC) hash: a machine secret of that entropy needs no slow hash, and a fast one keeps
-the token endpoint fast (argon2 defaults verify about 10 secrets a second on our hardware).
+as a keyed SHA-256 (HMAC) hash (`chargenet.keys.SecretHasher`): a machine secret of that entropy needs no
+slow hash, and a fast one keeps the token endpoint fast (argon2 defaults verify about 10 secrets a second
+on our hardware).
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import secrets
 from collections.abc import Callable
 
@@ -18,7 +17,6 @@ CLIENT_ID_PREFIX = "app_"
 CLIENT_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 CLIENT_ID_LENGTH = 20  # about 103 bits: ids are not secret, but they must not collide or be guessed in bulk
 SECRET_BYTES = 32
-HASH_SCHEME = "hmac-sha256"
 UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 RandomBytes = Callable[[int], bytes]
@@ -45,25 +43,3 @@ def new_client_secret(random_bytes: RandomBytes = secrets.token_bytes) -> str:
 
 def is_unreserved(value: str) -> bool:
     return bool(value) and all(c in UNRESERVED for c in value)
-
-
-class SecretHasher:
-    """Keyed hashes of secrets with a key kept outside the database, so a leaked database reveals nothing."""
-
-    def __init__(self, key: bytes) -> None:
-        if len(key) < 32:
-            raise ValueError("the secret-hashing key must have at least 32 bytes")
-        self._key = key
-        # Compared against when the client is unknown, so that path costs the same as a wrong secret.
-        self._decoy = self.hash("decoy")
-
-    def hash(self, secret: str) -> str:
-        digest = hmac.new(self._key, secret.encode("utf-8"), hashlib.sha256).hexdigest()
-        return f"{HASH_SCHEME}${digest}"
-
-    def verify(self, secret: str, stored: str | None) -> bool:
-        """True when `secret` hashes to `stored`; `stored=None` (unknown client) always fails in the same time."""
-        candidate = self.hash(secret)
-        reference = stored if stored is not None else self._decoy
-        matches = hmac.compare_digest(candidate.encode("utf-8"), reference.encode("utf-8"))
-        return matches and stored is not None

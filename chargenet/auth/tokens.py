@@ -157,6 +157,10 @@ class TokenValidator:
         self._keys = dict(keys)
         self._leeway = leeway
 
+    @property
+    def kids(self) -> frozenset[str]:
+        return frozenset(self._keys)
+
     def validate(self, token: str, *, now: datetime) -> AccessTokenClaims:
         """The claims of `token`, or `InvalidToken` naming the first rule it broke."""
         header = self._header(token)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.clock import Clock
 from chargenet.domain.scopes import Scope, format_scopes, parse_scope
+from chargenet.domain.tenants import validate_name
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.store.models import Application, Company, Group, GroupMember, Site
@@ -30,6 +31,17 @@ class GroupView:
     client_ids: tuple[str, ...]
     created_at: datetime
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "companyId": self.company_id,
+            "siteId": self.site_id,
+            "name": self.name,
+            "scopes": [s.value for s in self.scopes],
+            "clientIds": list(self.client_ids),
+            "createdAt": self.created_at.isoformat(),
+        }
+
 
 def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
     scopes = frozenset(parse_scope(v) for v in values)
@@ -38,18 +50,16 @@ def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
     return scopes
 
 
-async def create(
+async def create_group(
     session: AsyncSession,
     *,
-    clock: Clock,
     company_id: str,
     name: str,
     scopes: Iterable[str],
+    now: datetime,
     site_id: str | None = None,
-) -> str:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise InvalidInput("must be 1 to 200 characters", field="name")
+) -> GroupView:
+    name = validate_name(name)
     granted = parse_scopes(scopes)
     if await session.get(Company, company_id) is None:
         raise NotFound("company", company_id)
@@ -57,19 +67,17 @@ async def create(
         site = await session.get(Site, site_id)
         if site is None or site.company_id != company_id:
             raise NotFound("site", site_id)
-    group_id = new_id("grp")
-    session.add(
-        Group(
-            id=group_id,
-            company_id=company_id,
-            site_id=site_id,
-            name=name,
-            scopes=format_scopes(granted),
-            created_at=clock.now(),
-        )
+    group = Group(
+        id=new_id("grp"),
+        company_id=company_id,
+        site_id=site_id,
+        name=name,
+        scopes=format_scopes(granted),
+        created_at=now,
     )
+    session.add(group)
     await session.flush()
-    return group_id
+    return await _view(session, group)
 
 
 async def _get(session: AsyncSession, group_id: str, company_id: str | None) -> Group:
@@ -79,7 +87,7 @@ async def _get(session: AsyncSession, group_id: str, company_id: str | None) -> 
     return group
 
 
-async def add_app(session: AsyncSession, *, group_id: str, client_id: str, company_id: str | None = None) -> None:
+async def add_app(session: AsyncSession, group_id: str, client_id: str, *, company_id: str | None = None) -> None:
     group = await _get(session, group_id, company_id)
     app = await session.get(Application, client_id)
     if app is None or app.company_id != group.company_id:
@@ -90,18 +98,20 @@ async def add_app(session: AsyncSession, *, group_id: str, client_id: str, compa
         await session.flush()
 
 
-async def remove_app(session: AsyncSession, *, group_id: str, client_id: str, company_id: str | None = None) -> None:
+async def remove_app(session: AsyncSession, group_id: str, client_id: str, *, company_id: str | None = None) -> None:
     await _get(session, group_id, company_id)
     member = await session.get(GroupMember, (group_id, client_id))
     if member is None:
         raise NotFound("group member", client_id)
     await session.delete(member)
+    await session.flush()
 
 
-async def delete_group(session: AsyncSession, *, group_id: str, company_id: str | None = None) -> None:
+async def delete_group(session: AsyncSession, group_id: str, *, company_id: str | None = None) -> None:
     group = await _get(session, group_id, company_id)
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)
+    await session.flush()
 
 
 async def _view(session: AsyncSession, group: Group) -> GroupView:
@@ -119,7 +129,7 @@ async def _view(session: AsyncSession, group: Group) -> GroupView:
     )
 
 
-async def show(session: AsyncSession, *, group_id: str, company_id: str | None = None) -> GroupView:
+async def get_group(session: AsyncSession, group_id: str, *, company_id: str | None = None) -> GroupView:
     return await _view(session, await _get(session, group_id, company_id))
 
 

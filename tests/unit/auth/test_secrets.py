@@ -7,13 +7,10 @@ import pytest
 
 from chargenet.auth.secrets import (
     CLIENT_ID_ALPHABET,
-    SecretHasher,
     is_unreserved,
     new_client_id,
     new_client_secret,
 )
-
-KEY = b"k" * 32
 
 
 def test_client_id_uses_unreserved_characters_only() -> None:
@@ -40,34 +37,6 @@ def test_client_secret_refuses_short_randomness() -> None:
 
 def test_client_secrets_differ() -> None:
     assert len({new_client_secret() for _ in range(100)}) == 100
-
-
-def test_hash_is_keyed() -> None:
-    assert SecretHasher(KEY).hash("s") != SecretHasher(b"j" * 32).hash("s")
-
-
-def test_hash_does_not_contain_the_secret() -> None:
-    secret = new_client_secret()
-    assert secret not in SecretHasher(KEY).hash(secret)
-
-
-def test_right_secret_verifies() -> None:
-    hasher = SecretHasher(KEY)
-    assert hasher.verify("s3cret", hasher.hash("s3cret"))
-
-
-def test_wrong_secret_fails() -> None:
-    hasher = SecretHasher(KEY)
-    assert not hasher.verify("s3cret!", hasher.hash("s3cret"))
-
-
-def test_unknown_client_fails_even_with_the_decoy_secret() -> None:
-    assert not SecretHasher(KEY).verify("decoy", None)
-
-
-def test_short_hashing_key_is_refused() -> None:
-    with pytest.raises(ValueError):
-        SecretHasher(b"short")
 
 
 @pytest.mark.parametrize("value", ["", "a b", "a:b", "a%20", "é"])
