@@ -21,6 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from chargenet.auth.routes import auth_routes
+from chargenet.auth.server import AuthServer
 from chargenet.clock import Clock, SystemClock
 from chargenet.config import Settings
 from chargenet.errors import KeysMismatch
@@ -55,6 +57,7 @@ class AppContext:
     health_checks: list[HealthCheck] = field(default_factory=list)
     routes: list[BaseRoute] = field(default_factory=list)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    auth: AuthServer | None = None
 
     async def close(self) -> None:
         await self.store.dispose()
@@ -76,6 +79,8 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     context = AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
     context.health_checks.append(_database_check(store))
     context.workers.append(EventRetention(store, clock, settings.event_retention_days))
+    context.auth = AuthServer(settings=settings, store=store, keys=keys, clock=clock)
+    context.routes.extend(auth_routes(context.auth))
     return context
 
 

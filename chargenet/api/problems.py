@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
+from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
 from chargenet.errors import ChargenetError, Conflict, Forbidden, InvalidInput, NotFound
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,34 @@ def problem(status: int, title: str, detail: str | None = None, **extra: Any) ->
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
+BEARER_REALM = 'Bearer realm="chargenet"'
+
+
+def _for_auth_error(exc: ChargenetError) -> JSONResponse | None:
+    """RFC 6750 §3: a challenge on 401 and 403, with an error code only when a token was sent. The reason a
+    token was refused goes to the log, never to the caller."""
+    if isinstance(exc, MissingToken):
+        response = problem(401, "Unauthorized", "an access token is required")
+        response.headers["WWW-Authenticate"] = BEARER_REALM
+        return response
+    if isinstance(exc, InvalidToken):
+        log.info("access token refused", extra={"fields": {"reason": exc.reason}})
+        response = problem(401, "Unauthorized", "the access token is invalid, expired or revoked")
+        response.headers["WWW-Authenticate"] = (
+            f'{BEARER_REALM}, error="invalid_token", error_description="the access token is invalid"'
+        )
+        return response
+    if isinstance(exc, InsufficientScope):
+        response = problem(403, "Forbidden", f"the application's groups do not grant {exc.scope}")
+        response.headers["WWW-Authenticate"] = f'{BEARER_REALM}, error="insufficient_scope", scope="{exc.scope}"'
+        return response
+    return None
+
+
 def _for_error(exc: ChargenetError) -> JSONResponse:
+    auth = _for_auth_error(exc)
+    if auth is not None:
+        return auth
     for cls in type(exc).__mro__:
         if cls in _STATUS:
             status, title = _STATUS[cls]

@@ -15,7 +15,7 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.cli.common import add_store_flags, emit, run_with_context, settings_flags
 from chargenet.config import Settings, load_settings
 from chargenet.observability.logging import configure_logging
-from chargenet.services import companies, sites
+from chargenet.services import applications, companies, demo_access, sites
 from chargenet.store import schema
 from chargenet.store.db import Store
 
@@ -134,7 +134,7 @@ def _demo(args: argparse.Namespace) -> None:
     settings = load_settings(settings_flags(args))
     configure_logging(settings.log_format, settings.log_level)
 
-    async def setup(ctx: AppContext) -> tuple[str, str]:
+    async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials]:
         async with ctx.store.transaction() as session:
             company = next((c for c in await companies.list_companies(session) if c.name == DEMO_COMPANY), None)
             if company is None:
@@ -146,16 +146,21 @@ def _demo(args: argparse.Namespace) -> None:
                 site = await sites.create_site(
                     session, ctx.keys.credential_cipher(), company_id=company.id, name=DEMO_SITE, now=ctx.clock.now()
                 )
-        return company.id, site.id
+            partner = await demo_access.ensure_demo_application(
+                session, ctx.keys.secret_hasher(), company_id=company.id, now=ctx.clock.now()
+            )
+        return company.id, site.id, partner
 
-    company_id, site_id = run_with_context(args, setup)
+    company_id, site_id, partner = run_with_context(args, setup)
     sys.stdout.write(
         "\nchargenet demo\n"
         f"  data folder     {settings.data_dir}\n"
         f"  company         {company_id} ({DEMO_COMPANY})\n"
         f"  site            {site_id} ({DEMO_SITE})\n"
         f"  health          curl {settings.public_url}/health\n"
-        f"  API reference   {settings.base_url}/docs\n\n"
+        f"  API reference   {settings.base_url}/docs\n"
+        f"  partner app     {partner.client_id} (secret shown below, new on every start)\n"
+        f"  list charge points as the partner:\n    {demo_access.curl_command(settings.public_url, partner)}\n\n"
     )
     sys.stdout.flush()
     asyncio.run(serve(settings))

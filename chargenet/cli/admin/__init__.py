@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from chargenet.cli.admin import companies, sites, stations
+from chargenet.cli.admin import applications, companies, groups, keys, sites, stations
 
 # Each entry adds `admin <noun> ...` to the parser; later parts append theirs here.
 NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     companies.register,
     sites.register,
     stations.register,
+    applications.register,
+    groups.register,
+    keys.register,
 ]
 
 

@@ -1,16 +1,20 @@
 """All tables. Importing this package registers every model on `Base.metadata` (Alembic reads it)."""
 
+from chargenet.store.models.applications import Application, Group, GroupMember
 from chargenet.store.models.base import Base, UtcDateTime
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 
 __all__ = [
+    "Application",
     "Base",
     "ChargePoint",
     "Company",
     "Connector",
     "EventStream",
+    "Group",
+    "GroupMember",
     "OutboxCursor",
     "OutboxEvent",
     "Site",

@@ -1,0 +1,41 @@
+"""Cursor pagination shared by every list (decisions.md §1): `?limit=` (default 50, at most 500) and
+`?cursor=`, answered as `{"items": [...], "next": <cursor or null>}`. A cursor is the opaque, base64url
+form of the last key returned; lists are ordered by that key."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Query
+
+from chargenet.errors import InvalidInput
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    limit: int
+    after: str | None
+
+
+def encode_cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(key.encode()).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+
+
+def page_params(
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Page:
+    return Page(limit, decode_cursor(cursor) if cursor else None)

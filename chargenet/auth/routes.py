@@ -1,0 +1,96 @@
+"""HTTP for the authorization server (decisions.md §1, §4): the token endpoint, the key set and the metadata.
+
+Plain Starlette rather than FastAPI: the token endpoint is the hottest path of the service, and its wire
+form is RFC 6749's, not the API's.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from chargenet.auth.errors import ClientAuthenticationFailed, TooManyFailedAttempts
+from chargenet.auth.keyring import JWKS_MAX_AGE
+from chargenet.auth.server import AuthServer
+from chargenet.auth.token_request import (
+    ErrorCode,
+    RawTokenRequest,
+    TokenError,
+    parse_token_request,
+    token_error_for,
+)
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_BODY = 4096
+METADATA_MAX_AGE = 3600
+
+
+def _error(error: TokenError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers={**NO_STORE, **error.headers()})
+
+
+async def _read_body(request: Request) -> bytes | None:
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None
+    return body
+
+
+def auth_routes(server: AuthServer) -> list[BaseRoute]:
+    """`/auth/...` plus the RFC 8414 §3.1 location at the root, to be added to the app's routes."""
+
+    async def token(request: Request) -> Response:
+        body = await _read_body(request) if request.method == "POST" else b""
+        if body is None:
+            return _error(TokenError(ErrorCode.INVALID_REQUEST, "the request body is too large", 413))
+        raw = RawTokenRequest(
+            method=request.method,
+            query=request.url.query,
+            content_type=request.headers.get("content-type"),
+            authorization=tuple(request.headers.getlist("authorization")),
+            body=body,
+        )
+        parsed = parse_token_request(raw)
+        if isinstance(parsed, TokenError):
+            return _error(parsed)
+        address = request.client.host if request.client else None
+        try:
+            issued = await server.grant(parsed, address)
+        except (ClientAuthenticationFailed, TooManyFailedAttempts) as exc:
+            return _error(token_error_for(exc))
+        answer: dict[str, object] = {
+            "access_token": issued.access_token,
+            "token_type": "Bearer",
+            "expires_in": issued.expires_in,
+        }
+        if issued.claims.scopes:
+            # RFC 6749 §5.1: required when it differs from what was asked, and nothing was asked.
+            answer["scope"] = " ".join(issued.claims.scopes)
+        return JSONResponse(answer, headers=NO_STORE)
+
+    async def jwks(_: Request) -> Response:
+        return JSONResponse(
+            server.jwks(),
+            media_type="application/jwk-set+json",
+            headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE}"},
+        )
+
+    async def metadata(_: Request) -> Response:
+        return JSONResponse(server.metadata(), headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"})
+
+    every_method = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    return [
+        Route("/.well-known/oauth-authorization-server/auth", metadata, methods=["GET"]),
+        Mount(
+            "/auth",
+            routes=[
+                Route("/oauth2/token", token, methods=every_method),
+                Route("/.well-known/jwks.json", jwks, methods=["GET"]),
+                Route("/.well-known/oauth-authorization-server", metadata, methods=["GET"]),
+                Route("/.well-known/openid-configuration", metadata, methods=["GET"]),
+            ],
+        ),
+    ]

@@ -1,0 +1,46 @@
+"""Client applications, groups and group membership (the authorization server's state)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chargenet.store.models.base import Base, UtcDateTime
+
+
+class Application(Base):
+    __tablename__ = "applications"
+
+    client_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    company_id: Mapped[str] = mapped_column(ForeignKey("companies.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # Keyed hash (secret-hashing key); the secret itself is shown once and never stored.
+    secret_hash: Mapped[str] = mapped_column(String(128))
+    # Tokens carry the generation they were issued under; rotating the secret bumps it, which revokes them.
+    secret_generation: Mapped[int] = mapped_column(Integer, default=1)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Group(Base):
+    __tablename__ = "groups"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    company_id: Mapped[str] = mapped_column(ForeignKey("companies.id", ondelete="RESTRICT"), index=True)
+    # NULL: the group is anchored at the company and reaches every site of it.
+    site_id: Mapped[str | None] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True, default=None)
+    name: Mapped[str] = mapped_column(String(200))
+    scopes: Mapped[str] = mapped_column(Text)  # space-separated, sorted
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+
+    group_id: Mapped[str] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
+    client_id: Mapped[str] = mapped_column(
+        ForeignKey("applications.client_id", ondelete="CASCADE"), primary_key=True, index=True
+    )

@@ -1,0 +1,91 @@
+"""`chargenet admin app|group|keys` on both backends, through the real command entry point."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tests.integration.cli.test_admin import Result, cli
+
+__all__ = ["cli"]
+
+
+async def company_and_site(cli) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]
+    site = (await cli("admin", "site", "create", "--company", company, "Depot", "--json")).json()["id"]
+    return company, site
+
+
+async def test_app_create_prints_client_id_and_secret_once(cli) -> None:  # type: ignore[no-untyped-def]
+    company, _ = await company_and_site(cli)
+    created = (await cli("admin", "app", "create", "--company", company, "partner", "--json")).json()
+    assert set(created) == {"client_id", "client_secret"} and len(created["client_secret"]) == 43
+    shown = await cli("admin", "app", "show", created["client_id"], "--json")
+    assert created["client_secret"] not in shown.out and shown.json()["enabled"] is True
+    listing = (await cli("admin", "app", "list", "--company", company, "--json")).json()
+    assert [a["client_id"] for a in listing["items"]] == [created["client_id"]]
+
+
+async def test_app_disable_enable_rotate_delete(cli) -> None:  # type: ignore[no-untyped-def]
+    company, _ = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    assert (await cli("admin", "app", "disable", client_id, "--json")).json()["enabled"] is False
+    assert (await cli("admin", "app", "enable", client_id, "--json")).json()["enabled"] is True
+    rotated = (await cli("admin", "app", "rotate-secret", client_id, "--json")).json()
+    assert rotated["client_id"] == client_id and len(rotated["client_secret"]) == 43
+    assert (await cli("admin", "app", "delete", client_id)).code == 0
+    missing: Result = await cli("admin", "app", "show", client_id)
+    assert missing.code == 4 and "not found" in missing.err
+
+
+async def test_group_create_add_and_remove_app(cli) -> None:  # type: ignore[no-untyped-def]
+    company, site = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    group = (
+        await cli(
+            "admin",
+            "group",
+            "create",
+            "--company",
+            company,
+            "--site",
+            site,
+            "readers",
+            "--scope",
+            "sites:read",
+            "--scope",
+            "charge-points:read",
+            "--json",
+        )
+    ).json()
+    assert set(group) == {"id"}
+    assert (await cli("admin", "group", "add-app", group["id"], client_id)).code == 0
+    shown = (await cli("admin", "group", "show", group["id"], "--json")).json()
+    assert shown["clientIds"] == [client_id] and shown["scopes"] == ["charge-points:read", "sites:read"]
+    assert (await cli("admin", "group", "remove-app", group["id"], client_id)).code == 0
+    assert (await cli("admin", "group", "show", group["id"], "--json")).json()["clientIds"] == []
+
+
+async def test_group_with_unknown_scope_is_a_usage_error(cli) -> None:  # type: ignore[no-untyped-def]
+    company, _ = await company_and_site(cli)
+    result = await cli("admin", "group", "create", "--company", company, "g", "--scope", "everything", "--json")
+    assert result.code == 2 and "sites:read" in result.err
+
+
+async def test_token_key_rotation_publishes_a_second_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    before = (await cli("admin", "keys", "show", "--json")).json()["keys"]
+    await cli("admin", "keys", "rotate-token-key", "--json")
+    after = (await cli("admin", "keys", "show", "--json")).json()["keys"]
+    assert len([k for k in after if k["alg"] == "RS256"]) == len([k for k in before if k["alg"] == "RS256"]) + 1
+    keys_dir = tmp_path / "data" / "keys"
+    for pem in keys_dir.glob("*.pem"):
+        assert stat.S_IMODE(os.stat(pem).st_mode) == 0o600, pem
+
+
+async def test_webhook_key_rotation_waits_24_hours_before_promoting(cli) -> None:  # type: ignore[no-untyped-def]
+    assert (await cli("admin", "keys", "rotate-webhook-key", "--json")).json() == {"step": "published-next"}
+    kids = {k["kid"] for k in (await cli("admin", "keys", "show", "--json")).json()["keys"]}
+    assert {"sign", "sign-next"} <= kids
+    too_early = await cli("admin", "keys", "rotate-webhook-key", "--json")
+    assert too_early.code == 5 and "24 hours" in too_early.err
