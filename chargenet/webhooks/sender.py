@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -89,7 +90,7 @@ class WebhookSender:
         self,
         *,
         clock: Clock,
-        keys: WebhookSigningKeys,
+        keys: Callable[[], WebhookSigningKeys],
         allow_private: bool,
         timeout: float = DEFAULT_TIMEOUT,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
@@ -146,6 +147,8 @@ class WebhookSender:
         return status
 
     async def _post_once(self, endpoint: Endpoint, body: bytes, request_id: str, authorization: str | None) -> int:
+        # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
+        keys = self._keys()
         headers = {
             "Content-Type": "application/json",
             "x-request-id": request_id,
@@ -154,10 +157,10 @@ class WebhookSender:
                 request_id=request_id,
                 body=body,
                 created=int(self._clock.now().timestamp()),
-                key=self._keys.for_algorithm(endpoint.algorithm),
+                key=keys.for_algorithm(endpoint.algorithm),
                 algorithm=endpoint.algorithm,
                 signature_format=endpoint.signature_format,
-                key_id=self._keys.key_id,
+                key_id=keys.key_id,
             ),
         }
         if authorization:

@@ -68,7 +68,7 @@ class Harness:
         return int(lane_id)
 
     def engine(self, owner: str = "process-1", timeout: float = 2.0) -> DeliveryEngine:
-        sender = WebhookSender(clock=self.clock, keys=signing_keys(), allow_private=True, timeout=timeout)
+        sender = WebhookSender(clock=self.clock, keys=signing_keys, allow_private=True, timeout=timeout)
         engine = DeliveryEngine(
             store=self.store, clock=self.clock, sender=sender, cipher=self.keys.credential_cipher(), owner=owner
         )

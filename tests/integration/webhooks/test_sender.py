@@ -27,7 +27,7 @@ START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
 def _sender(clock: ManualClock | None = None, *, allow_private: bool = True, timeout: float = 2.0) -> WebhookSender:
     return WebhookSender(
-        clock=clock or ManualClock(START), keys=signing_keys(), allow_private=allow_private, timeout=timeout
+        clock=clock or ManualClock(START), keys=signing_keys, allow_private=allow_private, timeout=timeout
     )
 
 
@@ -155,7 +155,7 @@ async def test_refused_connection_is_a_failed_attempt() -> None:
 async def test_endless_body_after_2xx_is_capped_and_delivered() -> None:
     async with run_receiver(lambda _r: Reply(200, body=b"x" * 100, drip=b"y" * 100)) as receiver:
         sender = WebhookSender(
-            clock=ManualClock(START), keys=signing_keys(), allow_private=True, timeout=5.0, max_response_bytes=110
+            clock=ManualClock(START), keys=signing_keys, allow_private=True, timeout=5.0, max_response_bytes=110
         )
         result = await sender.send(_endpoint(receiver.url), BODY)
         await sender.aclose()
@@ -179,7 +179,7 @@ async def test_name_resolving_to_a_private_address_is_refused_at_connect_time() 
     async def rebinding(host: str, port: int) -> list[str]:
         return ["10.0.0.7"]
 
-    sender = WebhookSender(clock=ManualClock(START), keys=signing_keys(), allow_private=False, resolver=rebinding)
+    sender = WebhookSender(clock=ManualClock(START), keys=signing_keys, allow_private=False, resolver=rebinding)
     result = await sender.send(_endpoint("https://partner.example/hook"), BODY)
     await sender.aclose()
     assert isinstance(result.outcome, Failed)
