@@ -359,25 +359,23 @@ async def list_dead_letters(
 
 
 async def replay_dead_letters(
-    session: AsyncSession, webhook_id: str, *, now: datetime, dead_letter_id: int | None = None
+    session: AsyncSession, webhook_id: str, *, now: datetime, event_id: str | None = None
 ) -> list[DeadLetterView]:
-    """Put dead letters back at the tail of their lanes, oldest first, and mark them replayed.
+    """Put the webhook's dead letters (or those of one event) back at the tail of their lanes, oldest first,
+    and mark them replayed.
 
-    Raises NotFound for an unknown webhook or letter, Conflict when the letter was replayed already, its
-    event type is no longer subscribed, or its lane is full (nothing of that call is replayed then).
+    Raises NotFound for an unknown webhook, or an event with no dead letter waiting; Conflict when the event
+    type is no longer subscribed or the lane is full (then nothing of this call is replayed).
     """
     webhook = await _get(session, webhook_id)
     query = select(WebhookDeadLetter).where(
         WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None)
     )
-    if dead_letter_id is not None:
-        letter = await session.get(WebhookDeadLetter, dead_letter_id)
-        if letter is None or letter.webhook_id != webhook_id:
-            raise NotFound("dead letter", str(dead_letter_id))
-        if letter.replayed_at is not None:
-            raise Conflict(f"dead letter {dead_letter_id} was replayed at {letter.replayed_at.isoformat()}")
-        query = query.where(WebhookDeadLetter.id == dead_letter_id)
+    if event_id is not None:
+        query = query.where(WebhookDeadLetter.event_id == event_id)
     letters = list(await session.scalars(query.order_by(WebhookDeadLetter.id)))
+    if event_id is not None and not letters:
+        raise NotFound("dead letter of event", event_id)
     lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook.id).with_for_update())}
     for letter in letters:
         lane = lanes.get(letter.event_type)
