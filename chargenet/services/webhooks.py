@@ -35,6 +35,7 @@ MAX_PAGE = 500
 class WebhookView:
     id: str
     site_id: str
+    company_id: str
     url: str
     event_types: list[str]
     auth_type: str
@@ -48,6 +49,7 @@ class WebhookView:
         return {
             "id": self.id,
             "siteId": self.site_id,
+            "companyId": self.company_id,
             "url": self.url,
             "events": self.event_types,
             "auth": self.auth_type,
@@ -96,10 +98,11 @@ class Page(Generic[T]):
     next: str | None
 
 
-def _view(row: Webhook) -> WebhookView:
+def _view(row: Webhook, company_id: str) -> WebhookView:
     return WebhookView(
         id=row.id,
         site_id=row.site_id,
+        company_id=company_id,
         url=row.url,
         event_types=row.event_types.split(","),
         auth_type=row.auth_type,
@@ -109,6 +112,12 @@ def _view(row: Webhook) -> WebhookView:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+async def _view_of(session: AsyncSession, row: Webhook) -> WebhookView:
+    company_id = await session.scalar(select(Site.company_id).where(Site.id == row.site_id))
+    assert company_id is not None
+    return _view(row, company_id)
 
 
 def parse_event_types(values: Sequence[str]) -> list[EventType]:
@@ -160,7 +169,8 @@ async def create_webhook(
     resolver: Resolver = resolve,
 ) -> WebhookView:
     """Raises NotFound for an unknown site, InvalidInput for a bad URL, event type, algorithm or auth."""
-    if await session.get(Site, site_id) is None:
+    site = await session.get(Site, site_id)
+    if site is None:
         raise NotFound("site", site_id)
     check_url(url)
     check_format(algorithm, signature_format)
@@ -184,7 +194,7 @@ async def create_webhook(
     for event_type in types:
         session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
     await session.flush()
-    return _view(row)
+    return _view(row, site.company_id)
 
 
 async def update_webhook(
@@ -227,7 +237,7 @@ async def update_webhook(
                 await session.delete(lane)
     row.updated_at = now
     await session.flush()
-    return _view(row)
+    return await _view_of(session, row)
 
 
 async def set_enabled(session: AsyncSession, webhook_id: str, enabled: bool, *, now: datetime) -> WebhookView:
@@ -237,7 +247,7 @@ async def set_enabled(session: AsyncSession, webhook_id: str, enabled: bool, *, 
     row.enabled = enabled
     row.updated_at = now
     await session.flush()
-    return _view(row)
+    return await _view_of(session, row)
 
 
 async def delete_webhook(session: AsyncSession, webhook_id: str) -> None:
@@ -254,19 +264,21 @@ async def delete_webhook(session: AsyncSession, webhook_id: str) -> None:
 
 
 async def get_webhook(session: AsyncSession, webhook_id: str) -> WebhookView:
-    return _view(await _get(session, webhook_id))
+    return await _view_of(session, await _get(session, webhook_id))
 
 
 async def list_webhooks(
     session: AsyncSession, *, site_ids: Sequence[str] | None = None, site_id: str | None = None
 ) -> list[WebhookView]:
     """All webhooks, or those of `site_id`, limited to `site_ids` when given (the caller's reach)."""
-    query = select(Webhook).order_by(Webhook.created_at, Webhook.id)
+    query = (
+        select(Webhook, Site.company_id).join(Site, Site.id == Webhook.site_id).order_by(Webhook.created_at, Webhook.id)
+    )
     if site_id is not None:
         query = query.where(Webhook.site_id == site_id)
     if site_ids is not None:
         query = query.where(Webhook.site_id.in_(list(site_ids)))
-    return [_view(row) for row in await session.scalars(query)]
+    return [_view(row, company_id) for row, company_id in await session.execute(query)]
 
 
 @dataclass(frozen=True, slots=True)
