@@ -82,6 +82,11 @@ class DeliveryEngine:
         self._poke = asyncio.Event()
         self.spawn_lane_tasks = True
 
+    @property
+    def active_lanes(self) -> set[int]:
+        """Lanes whose task is running in this process."""
+        return {lane_id for lane_id, task in self._tasks.items() if not task.done()}
+
     # --- one iteration of each part (what tests call) ---------------------------------------------------------
 
     async def fill_once(self) -> FillReport:
