@@ -72,7 +72,7 @@ async def _start(context: AppContext) -> tuple[DeliveryEngine, asyncio.Event, as
 async def test_running_engine_delivers_signed_events_in_order(context: AppContext) -> None:
     async with run_receiver() as receiver:
         site_id, _ = await _setup(context, receiver.url)
-        engine, stopping, task = await _start(context)
+        _engine, stopping, task = await _start(context)
         await _publish(context, site_id, "A", "B")
         await _publish(context, site_id, "C")
         await _eventually(lambda: len(receiver.received) == 3)
@@ -125,7 +125,7 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
 async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
     async with run_receiver(lambda _r: Reply(500)) as receiver:
         site_id, webhook_id = await _setup(context, receiver.url)
-        engine, stopping, task = await _start(context)
+        _engine, stopping, task = await _start(context)
         await _publish(context, site_id, "A")
         await _eventually(lambda: len(receiver.received) == 1)
         await asyncio.sleep(0.3)
