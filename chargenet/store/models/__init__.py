@@ -5,6 +5,7 @@ from chargenet.store.models.base import Base, UtcDateTime
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
+from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 
 __all__ = [
     "Application",
@@ -21,4 +22,8 @@ __all__ = [
     "Station",
     "StoreSetting",
     "UtcDateTime",
+    "Webhook",
+    "WebhookDeadLetter",
+    "WebhookLane",
+    "WebhookLaneEntry",
 ]

@@ -1,0 +1,181 @@
+"""`chargenet admin webhook ...` and `chargenet admin deadletter ...` (decisions.md §1)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.app import AppContext
+from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.errors import InvalidInput
+from chargenet.services import webhooks
+from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
+from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
+
+_AUTH_FIELDS = ("username", "password", "token", "token_url", "client_id", "client_secret", "token_scope")
+
+
+def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    noun = nouns.add_parser("webhook", help="webhooks of a site")
+    verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    create = add_verb(verbs, "create", "create a webhook", _create)
+    create.add_argument("--site", required=True, dest="site_id", metavar="ID")
+    create.add_argument("--url", required=True)
+    create.add_argument("--events", required=True, help="comma-separated event types")
+    _add_auth_flags(create)
+    create.add_argument("--alg", choices=[a.value for a in SignatureAlgorithm], default="ed25519")
+    create.add_argument(
+        "--signature-format", dest="signature_format", choices=[f.value for f in SignatureFormat], default="rfc9421"
+    )
+
+    update = add_verb(verbs, "update", "change a webhook", _update)
+    update.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    update.add_argument("--url")
+    update.add_argument("--events", help="comma-separated event types (a dropped type's lane is deleted)")
+    _add_auth_flags(update, default=None)
+    update.add_argument("--alg", choices=[a.value for a in SignatureAlgorithm])
+    update.add_argument("--signature-format", dest="signature_format", choices=[f.value for f in SignatureFormat])
+
+    for verb, enabled in (("enable", True), ("disable", False)):
+        parser = add_verb(verbs, verb, f"{verb} a webhook", _set_enabled)
+        parser.add_argument("webhook_id", metavar="WEBHOOK_ID")
+        parser.set_defaults(enabled=enabled)
+    add_verb(verbs, "delete", "delete a webhook with its lanes and dead letters", _delete).add_argument(
+        "webhook_id", metavar="WEBHOOK_ID"
+    )
+    add_verb(verbs, "list", "list webhooks", _list).add_argument("--site", dest="site_id", metavar="ID")
+    add_verb(verbs, "show", "show a webhook and its lanes", _show).add_argument("webhook_id", metavar="WEBHOOK_ID")
+
+    dead = nouns.add_parser("deadletter", help="events a webhook could not deliver")
+    dead_verbs = dead.add_subparsers(dest="verb", metavar="VERB", required=True)
+    listing = add_verb(dead_verbs, "list", "list dead letters waiting for replay", _dead_list)
+    listing.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")
+    listing.add_argument("--all", dest="include_replayed", action="store_true", help="include replayed ones")
+    listing.add_argument("--limit", type=int, default=webhooks.MAX_PAGE)
+    replay = add_verb(dead_verbs, "replay", "send dead letters again (all, or one event)", _dead_replay)
+    replay.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")
+    replay.add_argument("event_id", nargs="?", metavar="EVENT_ID")
+
+
+def _add_auth_flags(parser: argparse.ArgumentParser, default: str | None = "none") -> None:
+    group = parser.add_argument_group("delivery auth")
+    group.add_argument("--auth", choices=[a.value for a in AuthType], default=default)
+    group.add_argument("--username", metavar="U")
+    group.add_argument("--password", metavar="P")
+    group.add_argument("--token", metavar="T")
+    group.add_argument("--token-url", dest="token_url", metavar="URL")
+    group.add_argument("--client-id", dest="client_id", metavar="ID")
+    group.add_argument("--client-secret", dest="client_secret", metavar="S")
+    group.add_argument(
+        "--token-auth-method", dest="token_auth_method", choices=[m.value for m in TokenAuthMethod], default="basic"
+    )
+    group.add_argument("--token-scope", dest="token_scope", metavar="S")
+
+
+def _auth(args: argparse.Namespace) -> OutboundAuth | None:
+    if args.auth is None:
+        if any(getattr(args, name) for name in _AUTH_FIELDS):
+            raise InvalidInput("give --auth with the credentials it needs", field="auth")
+        return None
+    return build_auth(
+        AuthType(args.auth),
+        username=args.username,
+        password=args.password,
+        token=args.token,
+        token_url=args.token_url,
+        client_id=args.client_id,
+        client_secret=args.client_secret,
+        token_auth_method=TokenAuthMethod(args.token_auth_method),
+        scope=args.token_scope,
+    )
+
+
+def _create(args: argparse.Namespace) -> None:
+    async def action(ctx: AppContext, session: AsyncSession) -> webhooks.WebhookView:
+        auth = _auth(args)
+        assert auth is not None
+        return await webhooks.create_webhook(
+            session,
+            ctx.keys.credential_cipher(),
+            site_id=args.site_id,
+            url=args.url,
+            event_types=[args.events],
+            auth=auth,
+            algorithm=SignatureAlgorithm(args.alg),
+            signature_format=SignatureFormat(args.signature_format),
+            now=ctx.clock.now(),
+            allow_private=ctx.settings.webhook_allow_private,
+        )
+
+    view = in_transaction(args, action)
+    emit(args, {"id": view.id}, f"created webhook {view.id} for site {view.site_id}")
+
+
+def _update(args: argparse.Namespace) -> None:
+    async def action(ctx: AppContext, session: AsyncSession) -> webhooks.WebhookView:
+        return await webhooks.update_webhook(
+            session,
+            ctx.keys.credential_cipher(),
+            args.webhook_id,
+            now=ctx.clock.now(),
+            allow_private=ctx.settings.webhook_allow_private,
+            url=args.url,
+            event_types=[args.events] if args.events else None,
+            auth=_auth(args),
+            algorithm=SignatureAlgorithm(args.alg) if args.alg else None,
+            signature_format=SignatureFormat(args.signature_format) if args.signature_format else None,
+        )
+
+    view = in_transaction(args, action)
+    emit(args, view.to_json(), f"updated webhook {view.id}")
+
+
+def _set_enabled(args: argparse.Namespace) -> None:
+    view = in_transaction(
+        args, lambda ctx, session: webhooks.set_enabled(session, args.webhook_id, args.enabled, now=ctx.clock.now())
+    )
+    emit(args, view.to_json(), f"{'enabled' if view.enabled else 'disabled'} webhook {view.id}")
+
+
+def _delete(args: argparse.Namespace) -> None:
+    in_transaction(args, lambda ctx, session: webhooks.delete_webhook(session, args.webhook_id))
+    emit(args, {"id": args.webhook_id, "deleted": True}, f"deleted webhook {args.webhook_id}")
+
+
+def _list(args: argparse.Namespace) -> None:
+    items = in_transaction(args, lambda ctx, session: webhooks.list_webhooks(session, site_id=args.site_id))
+    emit_list(args, [w.to_json() for w in items], ["id", "siteId", "url", "events", "auth", "enabled"])
+
+
+def _show(args: argparse.Namespace) -> None:
+    async def action(ctx: AppContext, session: AsyncSession) -> dict[str, Any]:
+        view = await webhooks.get_webhook(session, args.webhook_id)
+        lanes = await webhooks.get_lanes(session, args.webhook_id)
+        return {**view.to_json(), "lanes": [lane.to_json() for lane in lanes]}
+
+    emit_object(args, in_transaction(args, action))
+
+
+def _dead_list(args: argparse.Namespace) -> None:
+    page = in_transaction(
+        args,
+        lambda ctx, session: webhooks.list_dead_letters(
+            session, args.webhook_id, limit=args.limit, include_replayed=args.include_replayed
+        ),
+    )
+    items = [d.to_json() for d in page.items]
+    emit_list(args, items, ["id", "eventType", "eventId", "reason", "attempts", "deadAt", "error"])
+
+
+def _dead_replay(args: argparse.Namespace) -> None:
+    replayed = in_transaction(
+        args,
+        lambda ctx, session: webhooks.replay_dead_letters(
+            session, args.webhook_id, now=ctx.clock.now(), event_id=args.event_id
+        ),
+    )
+    ids = [d.event_id for d in replayed]
+    emit(args, {"replayed": ids}, f"replayed {len(ids)} event(s) of webhook {args.webhook_id}")

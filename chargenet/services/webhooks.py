@@ -1,0 +1,408 @@
+"""Webhook use cases shared by the API and the CLI: configuration, dead letters and their replay.
+
+Credentials are encrypted with the credential key and never come back out through a view. A webhook's
+target address is checked when it is created or its URL changes (if the name resolves now) and again at
+every connect by the sender.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.events import EventType
+from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.ids import new_id
+from chargenet.keys import CredentialCipher
+from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
+from chargenet.webhooks.lane import LANE_CAPACITY
+from chargenet.webhooks.outbound_auth import NoAuth, OutboundAuth, check_url, to_document
+from chargenet.webhooks.queue import enqueue
+from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
+from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookView:
+    id: str
+    site_id: str
+    company_id: str
+    url: str
+    event_types: list[str]
+    auth_type: str
+    signature_algorithm: str
+    signature_format: str
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "siteId": self.site_id,
+            "companyId": self.company_id,
+            "url": self.url,
+            "events": self.event_types,
+            "auth": self.auth_type,
+            "alg": self.signature_algorithm,
+            "signatureFormat": self.signature_format,
+            "enabled": self.enabled,
+            "createdAt": self.created_at.isoformat(),
+            "updatedAt": self.updated_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterView:
+    id: int
+    webhook_id: str
+    event_type: str
+    event_id: str
+    reason: str
+    error: str
+    attempts: int
+    dead_at: datetime
+    replayed_at: datetime | None
+    event: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "webhookId": self.webhook_id,
+            "eventType": self.event_type,
+            "eventId": self.event_id,
+            "reason": self.reason,
+            "error": self.error,
+            "attempts": self.attempts,
+            "deadAt": self.dead_at.isoformat(),
+            "replayedAt": self.replayed_at.isoformat() if self.replayed_at else None,
+            "event": self.event,
+        }
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next: str | None
+
+
+def _view(row: Webhook, company_id: str) -> WebhookView:
+    return WebhookView(
+        id=row.id,
+        site_id=row.site_id,
+        company_id=company_id,
+        url=row.url,
+        event_types=row.event_types.split(","),
+        auth_type=row.auth_type,
+        signature_algorithm=row.signature_algorithm,
+        signature_format=row.signature_format,
+        enabled=row.enabled,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def _view_of(session: AsyncSession, row: Webhook) -> WebhookView:
+    company_id = await session.scalar(select(Site.company_id).where(Site.id == row.site_id))
+    assert company_id is not None
+    return _view(row, company_id)
+
+
+def parse_event_types(values: Sequence[str]) -> list[EventType]:
+    """Event types from `Authorize,ChargePointStatus` or a list; refuses unknown and empty."""
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    if not names:
+        raise InvalidInput("subscribe to at least one event type", field="events")
+    result: list[EventType] = []
+    for name in names:
+        if name not in set(EventType):
+            raise InvalidInput(f"{name!r} is not one of {', '.join(EventType)}", field="events")
+        if EventType(name) not in result:
+            result.append(EventType(name))
+    return result
+
+
+async def check_target(url: str, *, allow_private: bool, resolver: Resolver = resolve) -> None:
+    """Refuse a URL whose host resolves now to an address that is not allowed (unresolvable names pass:
+    the sender checks again at every connect)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        await checked_addresses(host, port, allow_private=allow_private, resolver=resolver)
+    except OutboundAddressRefused as exc:
+        raise InvalidInput(f"target refused: {exc.reason}", field="url") from None
+    except HostUnresolvable:
+        return
+
+
+def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
+    if isinstance(auth, NoAuth):
+        return None
+    return cipher.encrypt(json.dumps(to_document(auth)))
+
+
+async def create_webhook(
+    session: AsyncSession,
+    cipher: CredentialCipher,
+    *,
+    site_id: str,
+    url: str,
+    event_types: Sequence[str],
+    auth: OutboundAuth,
+    algorithm: SignatureAlgorithm = SignatureAlgorithm.ED25519,
+    signature_format: SignatureFormat = SignatureFormat.RFC9421,
+    now: datetime,
+    allow_private: bool,
+    resolver: Resolver = resolve,
+) -> WebhookView:
+    """Raises NotFound for an unknown site, InvalidInput for a bad URL, event type, algorithm or auth."""
+    site = await session.get(Site, site_id)
+    if site is None:
+        raise NotFound("site", site_id)
+    check_url(url)
+    check_format(algorithm, signature_format)
+    types = parse_event_types(event_types)
+    await check_target(url, allow_private=allow_private, resolver=resolver)
+    row = Webhook(
+        id=new_id("wh"),
+        site_id=site_id,
+        url=url,
+        event_types=",".join(types),
+        auth_type=auth.type.value,
+        credentials=_encrypt(cipher, auth),
+        signature_algorithm=algorithm.value,
+        signature_format=signature_format.value,
+        enabled=True,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(row)
+    await session.flush()
+    for event_type in types:
+        session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
+    await session.flush()
+    return _view(row, site.company_id)
+
+
+async def update_webhook(
+    session: AsyncSession,
+    cipher: CredentialCipher,
+    webhook_id: str,
+    *,
+    now: datetime,
+    allow_private: bool,
+    url: str | None = None,
+    event_types: Sequence[str] | None = None,
+    auth: OutboundAuth | None = None,
+    algorithm: SignatureAlgorithm | None = None,
+    signature_format: SignatureFormat | None = None,
+    resolver: Resolver = resolve,
+) -> WebhookView:
+    """Change settings. Dropping an event type deletes its lane with the events still in it; the caller
+    is told so by the lanes' sizes in `get_lanes` beforehand, and the API documents it."""
+    row = await _get(session, webhook_id)
+    if url is not None:
+        check_url(url)
+        await check_target(url, allow_private=allow_private, resolver=resolver)
+        row.url = url
+    new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
+    new_format = signature_format or SignatureFormat(row.signature_format)
+    check_format(new_algorithm, new_format)
+    row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
+    if auth is not None:
+        row.auth_type = auth.type.value
+        row.credentials = _encrypt(cipher, auth)
+    if event_types is not None:
+        types = parse_event_types(event_types)
+        row.event_types = ",".join(types)
+        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id))}
+        for event_type in types:
+            if event_type.value not in lanes:
+                session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
+        for name, lane in lanes.items():
+            if name not in types:
+                await session.delete(lane)
+    row.updated_at = now
+    await session.flush()
+    return await _view_of(session, row)
+
+
+async def set_enabled(session: AsyncSession, webhook_id: str, enabled: bool, *, now: datetime) -> WebhookView:
+    """Disabling stops the lanes' workers (an in-flight request is cancelled) and keeps their events;
+    enabling resumes them where they were."""
+    row = await _get(session, webhook_id)
+    row.enabled = enabled
+    row.updated_at = now
+    await session.flush()
+    return await _view_of(session, row)
+
+
+async def delete_webhook(session: AsyncSession, webhook_id: str) -> None:
+    row = await _get(session, webhook_id)
+    await session.execute(
+        delete(WebhookLaneEntry).where(
+            WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id))
+        )
+    )
+    await session.execute(delete(WebhookLane).where(WebhookLane.webhook_id == webhook_id))
+    await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.webhook_id == webhook_id))
+    await session.delete(row)
+    await session.flush()
+
+
+async def get_webhook(session: AsyncSession, webhook_id: str) -> WebhookView:
+    return await _view_of(session, await _get(session, webhook_id))
+
+
+async def list_webhooks(
+    session: AsyncSession, *, site_ids: Sequence[str] | None = None, site_id: str | None = None
+) -> list[WebhookView]:
+    """All webhooks, or those of `site_id`, limited to `site_ids` when given (the caller's reach)."""
+    query = (
+        select(Webhook, Site.company_id).join(Site, Site.id == Webhook.site_id).order_by(Webhook.created_at, Webhook.id)
+    )
+    if site_id is not None:
+        query = query.where(Webhook.site_id == site_id)
+    if site_ids is not None:
+        query = query.where(Webhook.site_id.in_(list(site_ids)))
+    return [_view(row, company_id) for row, company_id in await session.execute(query)]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneView:
+    event_type: str
+    size: int
+    head_attempts: int
+    next_attempt_at: datetime | None
+    last_error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "eventType": self.event_type,
+            "size": self.size,
+            "headAttempts": self.head_attempts,
+            "nextAttemptAt": self.next_attempt_at.isoformat() if self.next_attempt_at else None,
+            "lastError": self.last_error,
+        }
+
+
+async def get_lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
+    await _get(session, webhook_id)
+    return [
+        LaneView(lane.event_type, lane.size, lane.head_attempts, lane.next_attempt_at, lane.last_error)
+        for lane in await session.scalars(_lanes_of(webhook_id))
+    ]
+
+
+def _lanes_of(webhook_id: str) -> Any:
+    return select(WebhookLane).where(WebhookLane.webhook_id == webhook_id).order_by(WebhookLane.id)
+
+
+async def _get(session: AsyncSession, webhook_id: str) -> Webhook:
+    row = await session.get(Webhook, webhook_id)
+    if row is None:
+        raise NotFound("webhook", webhook_id)
+    return row
+
+
+def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
+    return DeadLetterView(
+        id=row.id,
+        webhook_id=row.webhook_id,
+        event_type=row.event_type,
+        event_id=row.event_id,
+        reason=row.reason,
+        error=row.error,
+        attempts=row.attempts,
+        dead_at=row.dead_at,
+        replayed_at=row.replayed_at,
+        event=json.loads(row.body),
+    )
+
+
+def _page_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInput(f"must be 1 to {MAX_PAGE}", field="limit")
+    return limit
+
+
+def _cursor_id(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    return int(cursor)
+
+
+async def list_dead_letters(
+    session: AsyncSession,
+    webhook_id: str,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    include_replayed: bool = False,
+) -> Page[DeadLetterView]:
+    await _get(session, webhook_id)
+    limit = _page_limit(limit)
+    query = (
+        select(WebhookDeadLetter)
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > _cursor_id(cursor))
+        .order_by(WebhookDeadLetter.id)
+        .limit(limit + 1)
+    )
+    if not include_replayed:
+        query = query.where(WebhookDeadLetter.replayed_at.is_(None))
+    rows = list(await session.scalars(query))
+    items = [_dead_view(row) for row in rows[:limit]]
+    return Page(items, str(items[-1].id) if len(rows) > limit else None)
+
+
+async def replay_dead_letters(
+    session: AsyncSession, webhook_id: str, *, now: datetime, event_id: str | None = None
+) -> list[DeadLetterView]:
+    """Put the webhook's dead letters (or those of one event) back at the tail of their lanes, oldest first,
+    and mark them replayed.
+
+    Raises NotFound for an unknown webhook, or an event with no dead letter waiting; Conflict when the event
+    type is no longer subscribed or the lane is full (then nothing of this call is replayed).
+    """
+    webhook = await _get(session, webhook_id)
+    query = select(WebhookDeadLetter).where(
+        WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None)
+    )
+    if event_id is not None:
+        query = query.where(WebhookDeadLetter.event_id == event_id)
+    letters = list(await session.scalars(query.order_by(WebhookDeadLetter.id)))
+    if event_id is not None and not letters:
+        raise NotFound("dead letter of event", event_id)
+    lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook.id).with_for_update())}
+    for letter in letters:
+        lane = lanes.get(letter.event_type)
+        if lane is None:
+            raise Conflict(f"webhook {webhook_id} no longer subscribes to {letter.event_type}")
+        if lane.size >= LANE_CAPACITY:
+            raise Conflict(f"the {letter.event_type} lane of webhook {webhook_id} is full ({LANE_CAPACITY} events)")
+        refused = await enqueue(session, lane, event_id=letter.event_id, body=letter.body, now=now)
+        assert refused is None
+        letter.replayed_at = now
+    await session.flush()
+    return [_dead_view(letter) for letter in letters]
+
+
+async def purge_dead_letters_before(session: AsyncSession, cutoff: datetime) -> int:
+    """Retention (decisions.md §4: dead letters are kept 30 days)."""
+    result = await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)

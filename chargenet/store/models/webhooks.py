@@ -1,0 +1,97 @@
+"""Webhooks, their lanes (one per webhook and event type), lane entries and dead letters.
+
+A lane entry carries its own copy of the event body: outbox retention may purge the event while the lane
+of a disabled webhook still holds it, and the signed body must never change between attempts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chargenet.store.models.base import Base, UtcDateTime
+
+_BIGINT_ID = BigInteger().with_variant(Integer, "sqlite")
+
+
+class Webhook(Base):
+    __tablename__ = "webhooks"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    # Comma-separated event types, in the order the operator gave them.
+    event_types: Mapped[str] = mapped_column(String(200))
+    auth_type: Mapped[str] = mapped_column(String(16))
+    # The auth settings as JSON, encrypted with the credential key (never returned by the API).
+    credentials: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    signature_algorithm: Mapped[str] = mapped_column(String(32))
+    signature_format: Mapped[str] = mapped_column(String(16))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookLane(Base):
+    """One lane. The head's retry state lives here (only the head is ever retried), and so does the lease:
+    the process named in `lease_owner` drains the lane until `lease_expires_at`."""
+
+    __tablename__ = "webhook_lanes"
+    __table_args__ = (UniqueConstraint("webhook_id", "event_type", name="uq_webhook_lanes_webhook_type"),)
+
+    id: Mapped[int] = mapped_column(_BIGINT_ID, primary_key=True, autoincrement=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(32))
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    head_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    lease_owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_consumed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_request_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_request_ms: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class WebhookLaneEntry(Base):
+    __tablename__ = "webhook_lane_entries"
+    __table_args__ = (Index("ix_webhook_lane_entries_lane_order", "lane_id", "id"),)
+
+    # Lane order is this id's order: entries are inserted in outbox commit order by the filler.
+    id: Mapped[int] = mapped_column(_BIGINT_ID, primary_key=True, autoincrement=True)
+    lane_id: Mapped[int] = mapped_column(ForeignKey("webhook_lanes.id", ondelete="CASCADE"))
+    event_id: Mapped[str] = mapped_column(String(36))
+    body: Mapped[str] = mapped_column(Text)
+    enqueued_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookDeadLetter(Base):
+    __tablename__ = "webhook_dead_letters"
+    __table_args__ = (
+        Index("ix_webhook_dead_letters_webhook", "webhook_id", "id"),
+        Index("ix_webhook_dead_letters_dead_at", "dead_at"),
+    )
+
+    id: Mapped[int] = mapped_column(_BIGINT_ID, primary_key=True, autoincrement=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(32))
+    event_id: Mapped[str] = mapped_column(String(36))
+    body: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(String(32))
+    error: Mapped[str] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer)
+    dead_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    replayed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)

@@ -1,0 +1,251 @@
+"""The delivery engine of one process: fills lanes from the outbox, holds lane leases, drains each held lane.
+
+Theory of operation.
+- The supervisor loop, every `poll_interval`, runs the filler (outbox -> lanes, one transaction), and every
+  `lease_interval` renews the leases this process holds, gives up those of disabled webhooks, and takes free
+  or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process that died are
+  taken over within about 11 s (decisions.md §4 asks for 15).
+- Each held lane has one task that repeats `step`: read the lane (one transaction), ask the lane core what is
+  due, send the head if it is, persist the core's effect (one transaction, only while the lease is still
+  ours). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+- Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
+  with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
+  acknowledged event was deleted in the same transaction that recorded it; an unacknowledged one is sent
+  again by the next owner (partners de-duplicate by eventId).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from chargenet.clock import Clock
+from chargenet.keys import CredentialCipher
+from chargenet.store.db import Store
+from chargenet.webhooks import queue
+from chargenet.webhooks.endpoints import endpoint_of
+from chargenet.webhooks.filler import FillReport, fill_once
+from chargenet.webhooks.lane import Action, DeadLetter, Idle, Paused, SendHead, WaitUntil, due, on_result
+from chargenet.webhooks.metrics import WebhookMetrics
+from chargenet.webhooks.retry import RetryPolicy
+from chargenet.webhooks.sender import AttemptResult, Endpoint, WebhookSender
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseLost:
+    """This process no longer holds the lane."""
+
+
+StepResult = Action | LeaseLost
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
+class DeliveryEngine:
+    name = "webhooks"
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        sender: WebhookSender,
+        cipher: CredentialCipher,
+        owner: str | None = None,
+        metrics: WebhookMetrics | None = None,
+        policy: RetryPolicy | None = None,
+        poll_interval: float = 0.05,
+        lease_interval: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.sender = sender
+        self.cipher = cipher
+        self.owner = owner or default_owner()
+        self.metrics = metrics
+        self.policy = policy or RetryPolicy()
+        self.poll_interval = poll_interval
+        self.lease_interval = lease_interval
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._wakes: dict[int, asyncio.Event] = {}
+        self._endpoints: dict[str, tuple[object, Endpoint]] = {}
+        self._poke = asyncio.Event()
+        self.spawn_lane_tasks = True
+
+    @property
+    def active_lanes(self) -> set[int]:
+        """Lanes whose task is running in this process."""
+        return {lane_id for lane_id, task in self._tasks.items() if not task.done()}
+
+    # --- one iteration of each part (what tests call) ---------------------------------------------------------
+
+    async def fill_once(self) -> FillReport:
+        report = await fill_once(self.store, self.clock)
+        for lane_id in report.filled_lanes:
+            wake = self._wakes.get(lane_id)
+            if wake is not None:
+                wake.set()
+        return report
+
+    async def lease_once(self) -> set[int]:
+        """Renew, give up and take leases; start and stop lane tasks to match. Returns the lanes held."""
+        now = self.clock.now()
+        async with self.store.transaction() as session:
+            held = await queue.renew_leases(session, self.owner, now)
+            held |= set(await queue.acquire_leases(session, self.owner, now))
+        for lane_id in list(self._tasks):
+            if lane_id not in held:
+                self._stop_lane(lane_id)
+        if self.spawn_lane_tasks:
+            for lane_id in held:
+                task = self._tasks.get(lane_id)
+                if task is None or task.done():
+                    self._wakes[lane_id] = asyncio.Event()
+                    self._tasks[lane_id] = asyncio.create_task(self._drain(lane_id), name=f"webhook-lane-{lane_id}")
+        if self.metrics is not None:
+            await self.metrics.refresh(self.store)
+        return held
+
+    async def step(self, lane_id: int) -> StepResult:
+        """Read the lane, send its head if it is due, persist the outcome."""
+        async with self.store.transaction() as session:
+            snapshot = await queue.snapshot(session, lane_id, self.owner)
+        if snapshot is None:
+            return LeaseLost()
+        action = due(snapshot.view, self.clock.now())
+        if not isinstance(action, SendHead):
+            return action
+        assert snapshot.body is not None
+        endpoint = self._endpoint(snapshot)
+        result = await self.sender.send(endpoint, snapshot.body.encode())
+        effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
+        async with self.store.transaction() as session:
+            kept = await queue.apply_effect(
+                session,
+                lane_id,
+                self.owner,
+                effect,
+                now=result.ended_at,
+                body=snapshot.body,
+                request_ms=result.duration_ms,
+            )
+        self._record(snapshot.webhook.id, snapshot.event_type, action, result, effect, kept)
+        return action if kept else LeaseLost()
+
+    # --- the loops ----------------------------------------------------------------------------------------------
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        last_lease = float("-inf")
+        try:
+            while not stopping.is_set():
+                try:
+                    if time.monotonic() - last_lease >= self.lease_interval or self._poke.is_set():
+                        self._poke.clear()
+                        await self.lease_once()
+                        last_lease = time.monotonic()
+                    await self.fill_once()
+                except Exception:
+                    log.exception("webhook supervisor iteration failed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(_either(stopping, self._poke), self.poll_interval)
+        finally:
+            await self.shutdown()
+
+    def poke(self) -> None:
+        """Re-read leases and webhook settings now rather than at the next lease round."""
+        self._poke.set()
+
+    async def shutdown(self) -> None:
+        for lane_id in list(self._tasks):
+            self._stop_lane(lane_id)
+        await asyncio.sleep(0)
+        with contextlib.suppress(Exception):
+            async with self.store.transaction() as session:
+                await queue.release_leases(session, self.owner)
+        await self.sender.aclose()
+
+    def _stop_lane(self, lane_id: int) -> None:
+        task = self._tasks.pop(lane_id, None)
+        self._wakes.pop(lane_id, None)
+        if task is not None and not task.done():
+            task.cancel()
+
+    async def _drain(self, lane_id: int) -> None:
+        wake = self._wakes[lane_id]
+        while True:
+            wake.clear()
+            try:
+                result = await self.step(lane_id)
+            except Exception:
+                log.exception("webhook lane step failed", extra={"fields": {"laneId": lane_id}})
+                await asyncio.sleep(self.poll_interval)
+                continue
+            if isinstance(result, LeaseLost | Paused):
+                self._tasks.pop(lane_id, None)
+                return
+            if isinstance(result, WaitUntil):
+                delay = (result.at - self.clock.now()).total_seconds()
+                await _first(self.clock.sleep(delay), wake.wait())
+            elif isinstance(result, Idle):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), max(self.poll_interval * 10, 0.5))
+
+    def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
+        webhook = snapshot.webhook
+        version = (webhook.updated_at, webhook.url, webhook.credentials)
+        cached = self._endpoints.get(webhook.id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if cached is not None:
+            self.sender.forget_token(webhook.id)
+        endpoint = endpoint_of(webhook, self.cipher)
+        self._endpoints[webhook.id] = (version, endpoint)
+        return endpoint
+
+    def _record(
+        self, webhook_id: str, event_type: str, action: SendHead, result: AttemptResult, effect: object, kept: bool
+    ) -> None:
+        if self.metrics is not None:
+            self.metrics.attempt(webhook_id, event_type, result, dead_lettered=isinstance(effect, DeadLetter))
+        if isinstance(effect, DeadLetter) and kept:
+            log.error(
+                "webhook event dead-lettered after its last retry",
+                extra={
+                    "fields": {
+                        "exceptionType": effect.exception_type,
+                        "webhookId": webhook_id,
+                        "eventType": event_type,
+                        "eventId": effect.event_id,
+                        "attempts": effect.attempts,
+                        "error": effect.error,
+                    }
+                },
+            )
+        elif not kept:
+            log.warning(
+                "webhook lane lease lost during an attempt; its outcome is left to the new owner",
+                extra={"fields": {"webhookId": webhook_id, "eventType": event_type, "eventId": action.head.event_id}},
+            )
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    await _first(first.wait(), second.wait())
+
+
+async def _first(*awaitables: Awaitable[object]) -> None:
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

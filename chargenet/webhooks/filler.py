@@ -1,0 +1,86 @@
+"""The lane filler: takes events from the outbox in commit order and puts them into the lanes that want them.
+
+One transaction per round: read each pending (site, event type) stream after the cursor, insert each event
+into every lane of that site's webhooks subscribed to that type (or dead-letter it as `queue_full`), advance
+the cursor. A crash keeps all of it or none of it, so an event is neither lost nor enqueued twice. Only one
+filler works at a time: on PostgreSQL a transaction-scoped advisory lock (a second process skips the round),
+on SQLite the `BEGIN IMMEDIATE` every transaction starts with.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.clock import Clock
+from chargenet.outbox import OutboxConsumer
+from chargenet.store.db import Store
+from chargenet.store.models import Webhook, WebhookLane
+from chargenet.webhooks.queue import enqueue
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "webhook-lanes"
+# An arbitrary constant that names the filler's advisory lock in PostgreSQL's shared lock space.
+FILLER_LOCK_KEY = 0x63_68_67_77_68_6B
+BATCH = 500
+
+
+@dataclass
+class FillReport:
+    enqueued: int = 0
+    refused: int = 0
+    filled_lanes: set[int] = field(default_factory=set)
+
+
+async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillReport:
+    report = FillReport()
+    async with store.transaction() as session:
+        if not await _take_filler_lock(session):
+            return report
+        consumer = OutboxConsumer(CONSUMER)
+        for stream in await consumer.pending_streams(session):
+            events = await consumer.read(session, stream, limit=batch)
+            if not events:
+                continue
+            lanes = list(
+                await session.scalars(
+                    select(WebhookLane)
+                    .join(Webhook, Webhook.id == WebhookLane.webhook_id)
+                    .where(Webhook.site_id == stream.site_id, WebhookLane.event_type == stream.event_type)
+                    .order_by(WebhookLane.id)
+                    .with_for_update(of=WebhookLane)
+                )
+            )
+            now = clock.now()
+            for event in events:
+                for lane in lanes:
+                    refused = await enqueue(session, lane, event_id=event.event_id, body=event.body, now=now)
+                    if refused is None:
+                        report.enqueued += 1
+                        report.filled_lanes.add(lane.id)
+                    else:
+                        report.refused += 1
+                        log.warning(
+                            "webhook lane full: event dead-lettered",
+                            extra={
+                                "fields": {
+                                    "webhookId": lane.webhook_id,
+                                    "eventType": lane.event_type,
+                                    "eventId": event.event_id,
+                                    "reason": refused.reason.value,
+                                }
+                            },
+                        )
+            await consumer.advance(session, stream.site_id, stream.event_type, events[-1].seq)
+    return report
+
+
+async def _take_filler_lock(session: AsyncSession) -> bool:
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    taken = await session.scalar(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": FILLER_LOCK_KEY})
+    return bool(taken)

@@ -1,0 +1,67 @@
+"""Wiring the webhook engine into a process (called from the composition root)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+
+from chargenet.app import AppContext
+from chargenet.clock import Clock
+from chargenet.services.webhooks import purge_dead_letters_before
+from chargenet.store.db import Store
+from chargenet.webhooks.engine import DeliveryEngine
+from chargenet.webhooks.keyfiles import WebhookKeyFiles
+from chargenet.webhooks.metrics import WebhookMetrics, health_check
+from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
+from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
+
+DEAD_LETTER_RETENTION = timedelta(days=30)
+
+
+class DeadLetterRetention(LoopWorker):
+    """Purges dead letters older than 30 days (decisions.md §4)."""
+
+    name = "webhook-dead-letter-retention"
+
+    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+
+    async def run_once(self) -> None:
+        cutoff = self.clock.now() - DEAD_LETTER_RETENTION
+        async with self.store.transaction() as session:
+            purged = await purge_dead_letters_before(session, cutoff)
+        if purged:
+            log.info("purged old dead letters", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})
+
+
+def install_webhooks(
+    context: AppContext,
+    keys: Callable[[], WebhookSigningKeys] | None = None,
+    *,
+    poll_interval: float = 0.05,
+    lease_interval: float = 1.0,
+) -> DeliveryEngine:
+    """Add the delivery engine, dead-letter retention and lane health to `context`; returns the engine (its
+    `poke` is what the webhook API calls after a change). `keys` defaults to the key files of `keyfiles`."""
+    if keys is None:
+        files = WebhookKeyFiles(context.keys)
+        files.ensure()
+        keys = files
+    sender = WebhookSender(clock=context.clock, keys=keys, allow_private=context.settings.webhook_allow_private)
+    engine = DeliveryEngine(
+        store=context.store,
+        clock=context.clock,
+        sender=sender,
+        cipher=context.keys.credential_cipher(),
+        metrics=WebhookMetrics(context.metrics),
+        poll_interval=poll_interval,
+        lease_interval=lease_interval,
+    )
+    context.workers.append(engine)
+    context.workers.append(DeadLetterRetention(context.store, context.clock))
+    context.health_checks.append(health_check(context.store))
+    return engine

@@ -1,0 +1,243 @@
+"""The webhook sender: one signed, authenticated POST per attempt (I/O shell around the signing and auth cores).
+
+Per attempt: a fresh UUID `x-request-id`, `Content-Type: application/json`, `Content-Length`, the signature
+headers, the `Authorization` of the webhook's auth type. Redirects are not followed; the whole attempt (token
+fetch included) has one deadline, 10 s by default; at most `max_response_bytes` of the answer are read, so a
+receiver that streams an endless body cannot hold the lane. A 2xx status decides success even if the rest of
+the body never comes. Each endpoint (scheme, host, port) has its own connection pool.
+
+A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledError`; the worker maps it to the
+`Cancelled` outcome. Every other failure is returned as a `Failed` outcome naming what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+from chargenet.clock import Clock
+from chargenet.webhooks.lane import Delivered, Failed, outcome_of_status
+from chargenet.webhooks.outbound_auth import (
+    CachedToken,
+    OAuth2ClientCredentials,
+    OutboundAuth,
+    TokenResponseInvalid,
+    parse_token_response,
+    static_authorization,
+    token_request,
+)
+from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, SigningKey, webhook_signature_headers
+from chargenet.webhooks.transport import GuardedTransport, HostUnresolvable, OutboundAddressRefused, Resolver, resolve
+
+DEFAULT_TIMEOUT = 10.0
+MAX_RESPONSE_BYTES = 64 * 1024
+USER_AGENT = "chargenet-webhooks/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSigningKeys:
+    """The private halves of the keys published under kid `sign` (decisions.md §4)."""
+
+    ed25519: ed25519.Ed25519PrivateKey
+    rsa: rsa.RSAPrivateKey
+    key_id: str = "sign"
+
+    def for_algorithm(self, algorithm: SignatureAlgorithm) -> SigningKey:
+        return self.ed25519 if algorithm is SignatureAlgorithm.ED25519 else self.rsa
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    webhook_id: str
+    url: str
+    auth: OutboundAuth
+    algorithm: SignatureAlgorithm = SignatureAlgorithm.ED25519
+    signature_format: SignatureFormat = SignatureFormat.RFC9421
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    outcome: Delivered | Failed
+    request_id: str
+    started_at: datetime
+    ended_at: datetime
+    duration_ms: float
+    status: int | None = None
+
+
+@dataclass
+class _TokenSlot:
+    token: CachedToken | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class WebhookSender:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        keys: Callable[[], WebhookSigningKeys],
+        allow_private: bool,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        resolver: Resolver = resolve,
+    ) -> None:
+        self._clock = clock
+        self._keys = keys
+        self._allow_private = allow_private
+        self._timeout = timeout
+        self._max_response_bytes = max_response_bytes
+        self._resolver = resolver
+        self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
+        self._tokens: dict[str, _TokenSlot] = {}
+
+    def _client(self, url: str) -> httpx.AsyncClient:
+        parts = urlsplit(url)
+        origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        client = self._clients.get(origin)
+        if client is None:
+            transport = GuardedTransport(allow_private=self._allow_private, resolver=self._resolver)
+            client = httpx.AsyncClient(
+                transport=transport,
+                follow_redirects=False,
+                timeout=httpx.Timeout(self._timeout),
+                headers={"User-Agent": USER_AGENT},
+                trust_env=False,
+            )
+            self._clients[origin] = client
+        return client
+
+    async def send(self, endpoint: Endpoint, body: bytes) -> AttemptResult:
+        """One attempt; never raises except `asyncio.CancelledError` when the attempt is cancelled."""
+        request_id = str(uuid.uuid4())
+        started_at = self._clock.now()
+        began = time.perf_counter()
+        status: int | None = None
+        try:
+            async with asyncio.timeout(self._timeout):
+                status = await self._post(endpoint, body, request_id)
+            outcome: Delivered | Failed = outcome_of_status(status)
+        except TimeoutError:
+            outcome = Failed(f"timeout after {self._timeout:g} s")
+        except _AttemptFailed as exc:
+            outcome = Failed(exc.reason)
+        duration_ms = (time.perf_counter() - began) * 1000
+        return AttemptResult(outcome, request_id, started_at, self._clock.now(), duration_ms, status)
+
+    async def _post(self, endpoint: Endpoint, body: bytes, request_id: str) -> int:
+        authorization = await self._authorization(endpoint, renew=False)
+        status = await self._post_once(endpoint, body, request_id, authorization)
+        if status == 401 and isinstance(endpoint.auth, OAuth2ClientCredentials):
+            authorization = await self._authorization(endpoint, renew=True)
+            status = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization)
+        return status
+
+    async def _post_once(self, endpoint: Endpoint, body: bytes, request_id: str, authorization: str | None) -> int:
+        # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
+        keys = self._keys()
+        headers = {
+            "Content-Type": "application/json",
+            "x-request-id": request_id,
+            **webhook_signature_headers(
+                url=endpoint.url,
+                request_id=request_id,
+                body=body,
+                created=int(self._clock.now().timestamp()),
+                key=keys.for_algorithm(endpoint.algorithm),
+                algorithm=endpoint.algorithm,
+                signature_format=endpoint.signature_format,
+                key_id=keys.key_id,
+            ),
+        }
+        if authorization:
+            headers["Authorization"] = authorization
+        client = self._client(endpoint.url)
+        try:
+            async with client.stream("POST", endpoint.url, content=body, headers=headers) as response:
+                await self._drain(response)
+                return response.status_code
+        except OutboundAddressRefused as exc:
+            raise _AttemptFailed(f"address refused: {exc.message}") from None
+        except HostUnresolvable as exc:
+            raise _AttemptFailed(exc.message) from None
+        except httpx.TimeoutException:
+            raise TimeoutError from None
+        except httpx.HTTPError as exc:
+            raise _AttemptFailed(_describe(exc)) from None
+
+    async def _drain(self, response: httpx.Response) -> None:
+        # Reading (a capped amount of) the body lets the connection go back to the pool; a body that keeps
+        # coming past the cap closes the connection instead.
+        received = 0
+        try:
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                if received > self._max_response_bytes:
+                    break
+        except httpx.HTTPError:
+            return
+
+    async def _authorization(self, endpoint: Endpoint, *, renew: bool) -> str | None:
+        auth = endpoint.auth
+        if not isinstance(auth, OAuth2ClientCredentials):
+            return static_authorization(auth)
+        slot = self._tokens.setdefault(endpoint.webhook_id, _TokenSlot())
+        async with slot.lock:
+            if renew or slot.token is None or not slot.token.usable(self._clock.now()):
+                slot.token = None
+                slot.token = await self._fetch_token(auth)
+            return f"Bearer {slot.token.access_token}"
+
+    async def _fetch_token(self, auth: OAuth2ClientCredentials) -> CachedToken:
+        request = token_request(auth)
+        client = self._client(request.url)
+        try:
+            response = await client.post(request.url, data=request.form, headers=request.headers)
+        except OutboundAddressRefused as exc:
+            raise _AttemptFailed(f"token URL address refused: {exc.message}") from None
+        except HostUnresolvable as exc:
+            raise _AttemptFailed(f"token URL: {exc.message}") from None
+        except httpx.TimeoutException:
+            raise TimeoutError from None
+        except httpx.HTTPError as exc:
+            raise _AttemptFailed(f"token endpoint: {_describe(exc)}") from None
+        try:
+            document = response.json()
+        except ValueError:
+            document = None
+        try:
+            return parse_token_response(response.status_code, document, self._clock.now())
+        except TokenResponseInvalid as exc:
+            raise _AttemptFailed(exc.detail) from None
+
+    def forget_token(self, webhook_id: str) -> None:
+        self._tokens.pop(webhook_id, None)
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.aclose()
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed: {exc}" if str(exc) else "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"connection broken: {exc}" if str(exc) else "connection broken"
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return f"connection reset: {exc}" if str(exc) else "connection reset"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,148 @@
+"""The engine as `chargenet serve` runs it: its own loops and lane tasks, the real clock for polling."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from chargenet_partner.webhooks import verify_request
+
+from chargenet.app import AppContext, create_app, open_context
+from chargenet.clock import ManualClock
+from chargenet.config import load_settings
+from chargenet.services import webhooks as webhook_service
+from chargenet.webhooks.engine import DeliveryEngine
+from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.outbound_auth import NoAuth
+from tests.factories import make_tenant
+from tests.integration.webhooks.harness import authorize, tags
+from tests.support.keys import public_keys, signing_keys
+from tests.support.receiver import Received, Reply, run_receiver
+
+
+@pytest.fixture
+async def context(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
+    flags = {"database_url": database_url, "data_dir": str(tmp_path / "data"), "webhook_allow_private": True}
+    settings = load_settings(flags, environ={})
+    ctx = await open_context(settings, clock=clock)
+    yield ctx
+    await ctx.close()
+
+
+async def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+async def _setup(context: AppContext, url: str) -> tuple[str, str]:
+    tenant = await make_tenant(context.store, context.keys, context.clock.now())
+    async with context.store.transaction() as session:
+        view = await webhook_service.create_webhook(
+            session,
+            context.keys.credential_cipher(),
+            site_id=tenant.site_id,
+            url=url,
+            event_types=["Authorize"],
+            auth=NoAuth(),
+            now=context.clock.now(),
+            allow_private=True,
+        )
+    return tenant.site_id, view.id
+
+
+async def _publish(context: AppContext, site_id: str, *names: str) -> None:
+    async with context.store.transaction() as session:
+        for name in names:
+            await context.outbox.publish(session, site_id=site_id, payload=authorize(name))
+
+
+async def _start(context: AppContext) -> tuple[DeliveryEngine, asyncio.Event, asyncio.Task[None]]:
+    engine = install_webhooks(context, keys=signing_keys, poll_interval=0.02, lease_interval=0.1)
+    stopping = asyncio.Event()
+    return engine, stopping, asyncio.create_task(engine.run(stopping))
+
+
+async def test_running_engine_delivers_signed_events_in_order(context: AppContext) -> None:
+    async with run_receiver() as receiver:
+        site_id, _ = await _setup(context, receiver.url)
+        _engine, stopping, task = await _start(context)
+        await _publish(context, site_id, "A", "B")
+        await _publish(context, site_id, "C")
+        await _eventually(lambda: len(receiver.received) == 3)
+        stopping.set()
+        await task
+    assert tags(receiver.bodies()) == ["A", "B", "C"]
+    for request in receiver.received:
+        verify_request(
+            method="POST",
+            path=request.path,
+            headers=request.headers,
+            body=request.body,
+            keys=public_keys,
+            now=context.clock.now().timestamp(),
+        )
+
+
+async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(context: AppContext) -> None:
+    slow = {"on": True}
+
+    async def answer(_: Received) -> Reply:
+        return Reply(204, delay=30.0 if slow["on"] else 0.0)
+
+    async with run_receiver(answer) as receiver:
+        site_id, webhook_id = await _setup(context, receiver.url)
+        engine, stopping, task = await _start(context)
+        await _publish(context, site_id, "A")
+        await _eventually(lambda: len(receiver.received) == 1)
+        async with context.store.transaction() as session:
+            await webhook_service.set_enabled(session, webhook_id, False, now=context.clock.now())
+        disabled_at = time.monotonic()
+        engine.poke()
+        await _eventually(lambda: not engine.active_lanes, timeout=2.0)
+        cancelled_after = time.monotonic() - disabled_at
+        async with context.store.transaction() as session:
+            lanes = await webhook_service.get_lanes(session, webhook_id)
+        slow["on"] = False
+        async with context.store.transaction() as session:
+            await webhook_service.set_enabled(session, webhook_id, True, now=context.clock.now())
+        engine.poke()
+        await _eventually(lambda: len(receiver.received) == 2)
+        await _eventually(lambda: engine.active_lanes != set())
+        stopping.set()
+        await task
+    assert cancelled_after < 1.0
+    assert [(lane.size, lane.head_attempts) for lane in lanes] == [(1, 0)]
+    assert tags(receiver.bodies()) == ["A", "A"]
+
+
+async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
+    async with run_receiver(lambda _r: Reply(500)) as receiver:
+        site_id, webhook_id = await _setup(context, receiver.url)
+        _engine, stopping, task = await _start(context)
+        await _publish(context, site_id, "A")
+        await _eventually(lambda: len(receiver.received) == 1)
+        await asyncio.sleep(0.3)
+        app = create_app(context)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+            health = (await client.get("/health")).json()
+            metrics = (await client.get("/metrics")).text
+        stopping.set()
+        await task
+    [lane] = [c for c in health["components"] if c["name"] == f"webhook:{webhook_id}:Authorize"]
+    assert health["status"] == "degraded"
+    assert (lane["status"], lane["queueSize"], lane["headAttempts"], lane["lastError"]) == (
+        "degraded",
+        1,
+        1,
+        "HTTP 500",
+    )
+    assert lane["lastRequestDurationMs"] is not None and lane["lastRequestDurationLevel"] == "ok"
+    assert f'chargenet_webhook_failures_total{{event_type="Authorize",webhook_id="{webhook_id}"}} 1.0' in metrics
+    assert f'chargenet_webhook_queue_size{{event_type="Authorize",webhook_id="{webhook_id}"}} 1.0' in metrics
