@@ -30,7 +30,7 @@ Rules:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -65,7 +65,7 @@ class TransactionRecord:
 
 @dataclass(frozen=True, slots=True)
 class StartDecision:
-    transaction_id: int
+    transaction_id: int | None  # the id a repeat gets again; None for a new start, whose id the store mints
     is_new: bool  # a new transaction: store it and publish StartTransaction; a repeat does neither
 
 
@@ -76,11 +76,12 @@ def check_transaction_id(value: int) -> int:
     return value
 
 
-def decide_start(existing: TransactionRecord | None, mint: Callable[[], int]) -> StartDecision:
-    """Rule 2. `existing` is the transaction stored under the same `StartKey`, if any."""
+def decide_start(existing: TransactionRecord | None) -> StartDecision:
+    """Rule 2. `existing` is the transaction stored under the same `StartKey`, if any. A new start's id comes
+    from the store's sequence when its row is inserted, and goes through `check_transaction_id`."""
     if existing is not None:
         return StartDecision(existing.transaction_id, is_new=False)
-    return StartDecision(check_transaction_id(mint()), is_new=True)
+    return StartDecision(None, is_new=True)
 
 
 class StopOutcome(StrEnum):

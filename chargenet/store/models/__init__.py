@@ -1,20 +1,38 @@
 """All tables. Importing this package registers every model on `Base.metadata` (Alembic reads it)."""
 
 from chargenet.store.models.base import Base, UtcDateTime
+from chargenet.store.models.edge import (
+    AuthCacheEntry,
+    ConnectorStatusHistory,
+    EdgeTransaction,
+    LocalAuthEntry,
+    OcppMessage,
+    StationPresence,
+    UnknownStop,
+    UpstreamMessage,
+)
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 
 __all__ = [
+    "AuthCacheEntry",
     "Base",
     "ChargePoint",
     "Company",
     "Connector",
+    "ConnectorStatusHistory",
+    "EdgeTransaction",
     "EventStream",
+    "LocalAuthEntry",
+    "OcppMessage",
     "OutboxCursor",
     "OutboxEvent",
     "Site",
     "Station",
+    "StationPresence",
     "StoreSetting",
+    "UnknownStop",
+    "UpstreamMessage",
     "UtcDateTime",
 ]
