@@ -7,7 +7,8 @@ Rules (OCPP-J 1.6 §4 unless noted):
   or 4 (CALLERROR). Anything whose id cannot be read is unreadable: it is dropped without an answer
   (1.6 has no frame for it) and counted; `FrameLimits.max_unreadable_in_row` of them in a row close the
   connection with `FrameLimits.close_code`. An unknown MessageTypeId is ignored (§4.1.3) and counted alike.
-- Rule 2: a frame with a readable id but the wrong shape is `FormationViolation`, answered when it is a CALL.
+- Rule 2: a CALL with a readable id but the wrong shape is `FormationViolation`, answered; a CALLRESULT or
+  CALLERROR of the wrong shape cannot be answered and counts as unreadable.
 - Rule 3: a CALL id is a string of at most 36 characters. The edge echoes whatever id it got in its answers.
 - Rule 4: payloads are validated against the OCPP 1.6 JSON schemas shipped in the `ocpp` package, with our own
   mapping to Table 7 codes (see `_CODE_OF_KEYWORD`); the package's runtime is not used.
@@ -34,6 +35,7 @@ from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
 
 from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
     ErrorCode,
     FrameTooLarge,
     LocalProtocolError,
@@ -235,7 +237,8 @@ def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Fram
         return _parse_call(message, unique_id, limits)
     if type_id == MessageTypeId.CALLRESULT:
         if len(message) != 3 or not isinstance(message[2], dict):
-            raise MalformedFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id)
+            # An answer is never answered, so a broken one is as good as unreadable (Rule 1).
+            raise UnreadableFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id)
         return CallResult(unique_id, message[2])
     return _parse_call_error(message, unique_id)
 
@@ -252,13 +255,23 @@ def _parse_call(message: list[Any], unique_id: str, limits: FrameLimits) -> Call
 
 def _parse_call_error(message: list[Any], unique_id: str) -> CallError:
     if len(message) != 5 or not all(isinstance(x, str) for x in message[2:4]) or not isinstance(message[4], dict):
-        raise MalformedFrame('a CALLERROR is [4, id, "code", "description", {details}]', unique_id=unique_id)
+        raise UnreadableFrame('a CALLERROR is [4, id, "code", "description", {details}]', unique_id=unique_id)
     code = error_code_from_wire(message[2])
     description = message[3]
     if code is None:
         # Keep what the peer meant to say; the code itself has no place in a 1.6 frame.
         code, description = ErrorCode.GENERIC_ERROR, f"{message[2]}: {description}"
     return CallError(unique_id, code, description, message[4])
+
+
+def dump_payload(payload: Payload) -> str:
+    """A payload as JSON text for storage, with Rule 5's number handling."""
+    return json.dumps(payload, default=_encode_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_payload(text: str) -> Payload:
+    loaded: Payload = json.loads(text, parse_float=Decimal)
+    return loaded
 
 
 def _encode_default(value: object) -> object:
@@ -319,6 +332,9 @@ def call_error_for(exc: BaseException, unique_id: str) -> CallError:
     if isinstance(exc, RemoteProtocolError):
         details = dict(exc.details)
         return CallError(unique_id, exc.code, exc.message, details)
+    if isinstance(exc, CallErrorReceived):
+        # A relayed call failed at the far end: pass its error on as it came (the edge is a proxy there).
+        return CallError(unique_id, exc.code, exc.description, dict(exc.details))
     if isinstance(exc, OcppProtocolError):
         return CallError(unique_id, ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
     for kind, code in _CODE_OF_ERROR:

@@ -163,3 +163,18 @@ def local_answer(action: str, now: datetime) -> Payload:
         # No vendor extension lives in the edge.
         return {"status": "UnknownVendorId"}
     return {}
+
+
+# Reconnecting to the upstream ---------------------------------------------------------------------------------
+
+RECONNECT_BASE = 1.0  # seconds
+RECONNECT_CAP = 30.0  # decisions.md §4: at most 30 s apart
+
+
+def reconnect_delay(attempt: int, jitter: float) -> float:
+    """Seconds to wait before reconnect attempt `attempt` (0-based), given `jitter` drawn uniformly from [0, 1).
+
+    Exponential up to the cap, then scaled into [50%, 100%) so that stations cut off together (an upstream
+    restart) do not all come back in the same instant."""
+    ceiling = min(RECONNECT_CAP, RECONNECT_BASE * float(1 << min(attempt, 16)))
+    return ceiling * (0.5 + 0.5 * jitter)

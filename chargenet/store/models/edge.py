@@ -36,6 +36,7 @@ class EdgeTransaction(Base):
     started_at: Mapped[datetime] = mapped_column(UtcDateTime())
     meter_start: Mapped[int] = mapped_column(BigInteger)
     reservation_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    auth_status: Mapped[str | None] = mapped_column(String(16), default=None)  # what the station was told
     stopped_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     meter_stop: Mapped[int | None] = mapped_column(BigInteger, default=None)
     stop_reason: Mapped[str | None] = mapped_column(String(32), default=None)

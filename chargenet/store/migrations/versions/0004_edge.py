@@ -2,7 +2,7 @@
 
 Revision ID: 0004
 Revises: 0001
-Create Date: 2026-11-22 09:10:35.952749
+Create Date: 2026-11-22 09:15:32.139228
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def upgrade() -> None:
         sa.Column("started_at", chargenet.store.models.base.UtcDateTime(timezone=True), nullable=False),
         sa.Column("meter_start", sa.BigInteger(), nullable=False),
         sa.Column("reservation_id", sa.Integer(), nullable=True),
+        sa.Column("auth_status", sa.String(length=16), nullable=True),
         sa.Column("stopped_at", chargenet.store.models.base.UtcDateTime(timezone=True), nullable=True),
         sa.Column("meter_stop", sa.BigInteger(), nullable=True),
         sa.Column("stop_reason", sa.String(length=32), nullable=True),

@@ -7,6 +7,7 @@ import pytest
 
 from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
     DuplicateMessageId,
     ErrorCode,
     FrameTooLarge,
@@ -117,8 +118,8 @@ def test_call_of_the_wrong_shape_is_malformed(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ['[3,"a",[]]', '[3,"a",{},{}]', '[4,"a","X",{}]', '[4,"a","X","d",[]]'])
-def test_result_or_error_of_the_wrong_shape_is_malformed(text: str) -> None:
-    with pytest.raises(MalformedFrame):
+def test_result_or_error_of_the_wrong_shape_is_unreadable(text: str) -> None:
+    with pytest.raises(UnreadableFrame):
         frames.parse_frame(text)
 
 
@@ -293,3 +294,14 @@ def test_readable_frame_ends_an_unreadable_run() -> None:
     run.readable()
     assert run.unreadable() is False
     assert run.total == 5
+
+
+def test_relayed_call_error_keeps_the_far_ends_code() -> None:
+    received = CallErrorReceived("Reset", ErrorCode.NOT_SUPPORTED, "no resets", {"why": "policy"})
+    assert frames.call_error_for(received, "a") == CallError(
+        "a", ErrorCode.NOT_SUPPORTED, "no resets", {"why": "policy"}
+    )
+
+
+def test_stored_payload_keeps_decimals() -> None:
+    assert frames.load_payload(frames.dump_payload({"limit": Decimal("4.11")})) == {"limit": Decimal("4.11")}

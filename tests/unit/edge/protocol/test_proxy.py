@@ -113,3 +113,15 @@ def test_boot_answer_has_the_heartbeat_interval_and_utc_time() -> None:
         "currentTime": "2026-01-01T12:00:00.123Z",
         "interval": 300,
     }
+
+
+def test_reconnect_delay_doubles_from_one_second() -> None:
+    assert [proxy.reconnect_delay(n, 0.999999) for n in range(3)] == pytest.approx([1, 2, 4], rel=1e-5)
+
+
+def test_reconnect_delay_never_exceeds_thirty_seconds() -> None:
+    assert proxy.reconnect_delay(1000, 0.999999) <= 30
+
+
+def test_reconnect_delay_jitter_keeps_at_least_half() -> None:
+    assert proxy.reconnect_delay(10, 0.0) == 15
