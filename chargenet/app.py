@@ -33,6 +33,7 @@ from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
 
 if TYPE_CHECKING:
+    from chargenet.api.edge_access import AccessCheck
     from chargenet.edge.hub import Edge
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class AppContext:
     routes: list[BaseRoute] = field(default_factory=list)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     edge: Edge | None = None
+    access_check: AccessCheck | None = None  # the API's bearer check (auth part); None refuses every call
 
     async def close(self) -> None:
         await self.store.dispose()

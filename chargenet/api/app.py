@@ -23,4 +23,8 @@ def create_api(context: AppContext) -> FastAPI:
     )
     api.state.context = context
     install_problem_handlers(api)
+    from chargenet.api.routes import charge_point_commands, sessions
+
+    api.include_router(sessions.router)
+    api.include_router(charge_point_commands.router)
     return api

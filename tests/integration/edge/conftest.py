@@ -27,6 +27,15 @@ from tests.factories import Tenant, make_tenant
 PASSWORD = "0123456789abcdef0123"
 
 
+class Everywhere:
+    def allowed(self, company_id: str, site_id: str) -> bool:
+        return True
+
+
+async def allow_all(request: object, scope: str) -> Everywhere:
+    return Everywhere()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -108,6 +117,7 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
         context.store, context.keys, datetime.now(UTC), station_id="CS-1", password=PASSWORD, connectors=2
     )
     assert context.edge is not None
+    context.access_check = allow_all
     context.edge.command_timeout = timedelta(seconds=2)
     context.edge.upstream_timeout = timedelta(seconds=1)
     try:
