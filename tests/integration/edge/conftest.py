@@ -16,6 +16,7 @@ import uvicorn
 from sqlalchemy import select
 
 from chargenet.app import AppContext, create_app, open_context
+from chargenet.clock import Clock, ManualClock
 from chargenet.config import load_settings
 from chargenet.edge.hub import Edge
 from chargenet.services import sites
@@ -83,14 +84,14 @@ class Served:
 
 
 async def serve_chargenet(
-    tmp_path: Path, database_url: str | None = None
+    tmp_path: Path, database_url: str | None = None, clock: Clock | None = None
 ) -> tuple[AppContext, uvicorn.Server, asyncio.Task[None], int]:
     port = free_port()
     flags = {"data_dir": str(tmp_path / "data"), "port": str(port)}
     if database_url:
         flags["database_url"] = database_url
     settings = load_settings(flags, {})
-    context = await open_context(settings)
+    context = await open_context(settings, clock=clock)
     config = uvicorn.Config(
         create_app(context),
         host="127.0.0.1",
@@ -111,10 +112,23 @@ async def serve_chargenet(
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    context, server, task, port = await serve_chargenet(tmp_path)
+async def served(tmp_path: Path, database_url: str) -> AsyncIterator[Served]:
+    """chargenet on loopback, once on SQLite and once on PostgreSQL, with station CS-1 (2 connectors)."""
+    async for instance in _served(tmp_path, database_url, None):
+        yield instance
+
+
+@pytest.fixture
+async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
+    """chargenet on loopback whose clock moves only when the test says so (SQLite)."""
+    async for instance in _served(tmp_path, None, ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))):
+        yield instance
+
+
+async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None) -> AsyncIterator[Served]:
+    context, server, task, port = await serve_chargenet(tmp_path, database_url, clock)
     tenant = await make_tenant(
-        context.store, context.keys, datetime.now(UTC), station_id="CS-1", password=PASSWORD, connectors=2
+        context.store, context.keys, context.clock.now(), station_id="CS-1", password=PASSWORD, connectors=2
     )
     assert context.edge is not None
     context.access_check = allow_all

@@ -200,3 +200,21 @@ async def test_flooding_station_gets_every_call_answered(station) -> None:  # ty
     answers = [await station.next_raw() for _ in frames]
     assert {a[1] for a in answers} == {f"f{n}" for n in range(40)}
     assert {a[0] for a in answers} <= {3, 4}
+
+
+async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_manual: Served) -> None:
+    from chargenet.clock import ManualClock
+
+    clock = served_manual.context.clock
+    assert isinstance(clock, ManualClock)
+    station = served_manual.station()
+    await station.connect()
+    await station.heartbeat()
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    assert "currentTime" in await station.heartbeat()  # a message resets the idle timer
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    assert station.socket.close_code is None
+    clock.advance(2)
+    assert await station.wait_closed() == 1000

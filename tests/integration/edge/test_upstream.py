@@ -211,3 +211,53 @@ async def test_upstream_away_uses_the_cached_answer(
     await asyncio.sleep(0.1)
     assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "Accepted"
     assert (await proxied.authorize("NEVER-SEEN"))["idTagInfo"]["status"] == "Invalid"
+
+
+@pytest.mark.parametrize(
+    ("action", "payload", "answer"),
+    [
+        ("RemoteStartTransaction", {"connectorId": 1, "idTag": "TAG1"}, {"status": "Accepted"}),
+        ("Reset", {"type": "Hard"}, {"status": "Accepted"}),
+        ("UnlockConnector", {"connectorId": 1}, {"status": "Unlocked"}),
+        ("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"}, {"status": "Accepted"}),
+        ("ChangeConfiguration", {"key": "HeartbeatInterval", "value": "60"}, {"status": "Accepted"}),
+        ("ClearCache", {}, {"status": "Accepted"}),
+        ("TriggerMessage", {"requestedMessage": "Heartbeat"}, {"status": "Accepted"}),
+        (
+            "SendLocalList",
+            {"listVersion": 2, "updateType": "Full", "localAuthorizationList": []},
+            {"status": "Accepted"},
+        ),
+        ("GetLocalListVersion", {}, {"listVersion": 0}),
+        (
+            "ReserveNow",
+            {"connectorId": 1, "expiryDate": "2030-01-01T00:00:00Z", "idTag": "TAG1", "reservationId": 5},
+            {"status": "Accepted"},
+        ),
+        ("CancelReservation", {"reservationId": 5}, {"status": "Accepted"}),
+        ("DataTransfer", {"vendorId": "acme"}, {"status": "UnknownVendorId"}),
+    ],
+)
+async def test_upstream_command_is_relayed_and_answered(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem, action: str, payload: dict[str, object], answer: object
+) -> None:
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", action, payload)
+    assert frame[0] == 3 and frame[2] == answer
+    assert proxied.received_calls == [(action, payload)]
+
+
+async def test_station_call_error_reaches_the_upstream(proxied: SimulatedStation, cpo: SimulatedCentralSystem) -> None:
+    del proxied.answers["Reset"]
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "Reset", {"type": "Soft"})
+    assert frame[0] == 4 and frame[2] == "NotSupported"
+
+
+async def test_invalid_command_from_the_upstream_is_refused_before_the_station(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "Reset", {"type": "Medium"})
+    assert frame[0] == 4 and frame[2] == "PropertyConstraintViolation"
+    assert proxied.received_calls == []
