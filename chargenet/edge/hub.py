@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.domain.tenants import locate_connector
 from chargenet.edge import records
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
+from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import ConnectionLost, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import authorize as auth
@@ -66,6 +69,11 @@ class Edge:
         self.message_log = message_log or MessageLog(store, clock)
         self.transitions = TransitionCounts()
         self._links: dict[str, StationLink] = {}
+        self._committer = GroupCommitter(store)
+
+    def unit(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A unit of database work sharing a group commit (see `committer`)."""
+        return self._committer.unit()
 
     @property
     def connected_stations(self) -> list[str]:
@@ -84,7 +92,7 @@ class Edge:
             await previous.shut(1000, "replaced by a new connection")
         link = StationLink(self, station, send, close)
         self._links[station.station_id] = link
-        async with self.store.transaction() as session:
+        async with self.unit() as session:
             await records.mark_connected(session, station.station_id, self.clock.now())
         await link.open_upstream()
         return link
@@ -92,7 +100,7 @@ class Edge:
     async def detach(self, link: StationLink) -> None:
         if self._links.get(link.station.station_id) is link:
             del self._links[link.station.station_id]
-            async with self.store.transaction() as session:
+            async with self.unit() as session:
                 await records.mark_disconnected(session, link.station.station_id, self.clock.now())
         await link.shut(None, "")
 
@@ -118,6 +126,7 @@ class Edge:
         for link in list(self._links.values()):
             await link.shut(1001, "server shutting down")
         self._links.clear()
+        await self._committer.close()
 
 
 class StationLink:
@@ -174,7 +183,7 @@ class StationLink:
 
     async def relay_to_station(self, call: Call) -> Payload | None:
         proxy.check_upstream_may_send(call.action, call.unique_id)
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             ids = tx.IdMap()
             upstream_id = _upstream_transaction_id(call)
             if upstream_id is not None:
@@ -193,8 +202,7 @@ class StationLink:
     async def handle(self, call: Call) -> Payload | None:
         self.last_seen = self.edge.clock.now()
         handler = _HANDLERS.get(call.action)
-        async with self.edge.store.transaction() as session:
-            queue_empty = await records.queue_length(session, self.station.station_id) == 0
+        queue_empty = self.upstream is None or self.upstream.queued == 0
         route = proxy.route_station_call(call.action, self.upstream_state, queue_empty)
         if route is Handling.UNSUPPORTED:
             raise UnsupportedAction(call.action, unique_id=call.unique_id)
@@ -225,12 +233,12 @@ class StationLink:
             raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
     async def _boot(self, call: Call, route: Handling) -> Payload:
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             await records.record_boot(session, self.station.station_id, call.payload, self.edge.clock.now())
         return await self._forward_or_local(call, route)
 
     async def _heartbeat(self, call: Call, route: Handling) -> Payload:
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             await records.record_heartbeat(session, self.station.station_id, self.edge.clock.now())
         return await self._forward_or_local(call, route)
 
@@ -239,7 +247,7 @@ class StationLink:
         now = self.edge.clock.now()
         timestamp = datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now
         # The pre-status-notification hook: recorded and published before anything goes upstream.
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             outcome = await connectors.record_status(
                 session,
                 self.edge.outbox,
@@ -262,7 +270,7 @@ class StationLink:
     async def _authorize(self, call: Call, route: Handling) -> Payload:
         id_tag = call.payload["idTag"]
         decision, upstream_answer = await self._decide(id_tag, None, ask_upstream=True)
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             await records.publish_authorize(session, self.edge.outbox, self.station, id_tag, decision)
         if upstream_answer is not None:
             return upstream_answer
@@ -279,7 +287,7 @@ class StationLink:
             if ask_upstream
             else (auth.UpstreamState.AWAY if self.upstream is not None else auth.UpstreamState.NONE)
         )
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             ctx = auth.AuthorizeContext(
                 id_tag=id_tag,
                 now=self.edge.clock.now(),
@@ -300,7 +308,7 @@ class StationLink:
         except _UpstreamFailed:
             return auth.after_upstream(ctx, None), None
         decision = auth.after_upstream(ctx, answer["idTagInfo"])
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             await records.cache_authorization(session, site_id, auth.cache_entry(id_tag, decision, ctx.now))
         relayed = (
             answer if decision.status.value == answer["idTagInfo"]["status"] else {"idTagInfo": decision.id_tag_info()}
@@ -315,7 +323,7 @@ class StationLink:
         self._check_connector(p["connectorId"])
         id_tag = p["idTag"]
         now = self.edge.clock.now()
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             existing = await records.find_start(session, records.start_key(self.station, p))
         if existing is not None:
             return _repeat_answer(existing)
@@ -324,7 +332,7 @@ class StationLink:
         decision, _ = await self._decide(id_tag, p["connectorId"], ask_upstream=False)
         started = await self._store_start(p, decision, now)
         if not started.is_new:
-            async with self.edge.store.transaction() as session:
+            async with self.edge.unit() as session:
                 existing = await records.find_start(session, records.start_key(self.station, p))
             assert existing is not None
             return _repeat_answer(existing)
@@ -334,7 +342,7 @@ class StationLink:
                 upstream_answer = await self._upstream_call("StartTransaction", p)
             except _UpstreamFailed as failed:
                 queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
-                async with self.edge.store.transaction() as session:
+                async with self.edge.unit() as session:
                     if queue:
                         await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
                     else:
@@ -342,11 +350,12 @@ class StationLink:
                     await records.publish_authorize(
                         session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
                     )
-                self._kick_upstream()
+                if queue:
+                    self._queued()
                 return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
             if decision.source is not auth.AuthSource.LOCAL_LIST:
                 decision = auth.after_upstream(_start_context(id_tag, now), upstream_answer["idTagInfo"])
-            async with self.edge.store.transaction() as session:
+            async with self.edge.unit() as session:
                 await records.link_upstream(
                     session, transaction_id, upstream_answer["transactionId"], auth_status=decision.status.value
                 )
@@ -354,19 +363,20 @@ class StationLink:
                     session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
                 )
             return tx.for_station_start(transaction_id, {"idTagInfo": decision.id_tag_info()})
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             if route is Handling.QUEUE:
                 await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
             await records.publish_authorize(
                 session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
             )
-        self._kick_upstream()
+        if route is Handling.QUEUE:
+            self._queued()
         return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
 
     async def _store_start(self, payload: Payload, decision: auth.AuthDecision, now: datetime) -> records.StartOutcome:
         for _ in range(2):
             try:
-                async with self.edge.store.transaction() as session:
+                async with self.edge.unit() as session:
                     return await records.start_transaction(
                         session, self.edge.outbox, self.station, payload, now, auth_status=decision.status.value
                     )
@@ -380,7 +390,7 @@ class StationLink:
     async def _stop(self, call: Call, route: Handling) -> Payload:
         p = call.payload
         now = self.edge.clock.now()
-        async with self.edge.store.transaction() as session:
+        async with self.edge.unit() as session:
             outcome = await records.stop_transaction(session, self.edge.outbox, self.station, p, now)
         if outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
             return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
@@ -393,7 +403,7 @@ class StationLink:
         if route is Handling.LOCAL:
             return {}
         if transaction_id is not None:
-            async with self.edge.store.transaction() as session:
+            async with self.edge.unit() as session:
                 row = await session.get(EdgeTransaction, transaction_id)
             if row is None or row.station_id != self.station.station_id:
                 return {}  # values for a transaction the station does not own stay with us (logged)
@@ -402,7 +412,7 @@ class StationLink:
     async def _transaction_message(self, call: Call, route: Handling, transaction_id: int | None) -> Payload:
         now = self.edge.clock.now()
         if route is Handling.FORWARD:
-            async with self.edge.store.transaction() as session:
+            async with self.edge.unit() as session:
                 ids = await records.id_map_for(session, self.station.station_id, edge_id=transaction_id)
             try:
                 payload = tx.rewrite_for_upstream(call.action, call.payload, ids)
@@ -419,14 +429,14 @@ class StationLink:
                         return {}
                     route = Handling.QUEUE
         if route is Handling.QUEUE:
-            async with self.edge.store.transaction() as session:
+            async with self.edge.unit() as session:
                 await records.enqueue(session, self.station.station_id, call.action, call.payload, transaction_id, now)
-            self._kick_upstream()
+            self._queued()
         return {}
 
-    def _kick_upstream(self) -> None:
+    def _queued(self) -> None:
         if self.upstream is not None:
-            self.upstream.kick()
+            self.upstream.enqueued()
 
 
 class _UpstreamFailed(Exception):

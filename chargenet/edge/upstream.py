@@ -66,6 +66,7 @@ class UpstreamLink:
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.connects = 0
+        self.queued = 0  # messages of this station waiting in the upstream queue (this process owns the link)
 
     @property
     def connected(self) -> bool:
@@ -74,6 +75,8 @@ class UpstreamLink:
     async def start(self) -> None:
         """Begin connecting, and return once the first attempt has succeeded or failed (decisions.md §4: the
         upstream connection opens before the station's BootNotification is forwarded)."""
+        async with self._edge.store.transaction() as session:
+            self.queued = await records.queue_length(session, self._station.station_id)
         self._task = asyncio.create_task(self._run(), name=f"upstream-{self._station.station_id}")
         await self._first_attempt.wait()
 
@@ -85,7 +88,11 @@ class UpstreamLink:
                 await self._task
 
     def kick(self) -> None:
-        """New messages wait in the queue."""
+        """Wake the replay (after a message was queued)."""
+        self._kick.set()
+
+    def enqueued(self) -> None:
+        self.queued += 1
         self._kick.set()
 
     async def call(self, action: str, payload: Payload) -> Payload:
@@ -180,6 +187,7 @@ class UpstreamLink:
                     log.warning("queued message dropped", extra={"fields": {"action": head.action, "why": step.reason}})
                     async with self._edge.store.transaction() as session:
                         await records.dequeue(session, head.sequence)
+                    self.queued -= 1
                     continue
                 assert step.payload is not None
                 last_sent = self._edge.clock.now()
