@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -33,6 +33,9 @@ from chargenet.outbox.retention import EventRetention
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
+
+if TYPE_CHECKING:
+    from chargenet.edge.hub import Edge
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,7 @@ class AppContext:
     routes: list[BaseRoute] = field(default_factory=list)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     auth: AuthServer | None = None
+    edge: Edge | None = None
 
     async def close(self) -> None:
         await self.store.dispose()
@@ -81,6 +85,9 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     context.workers.append(EventRetention(store, clock, settings.event_retention_days))
     context.auth = AuthServer(settings=settings, store=store, keys=keys, clock=clock)
     context.routes.extend(auth_routes(context.auth))
+    from chargenet.edge.service import install_edge
+
+    install_edge(context)
     return context
 
 

@@ -70,3 +70,30 @@ class Conflict(ChargenetError):
 
 class Forbidden(ChargenetError):
     """The caller is known but not allowed to do this."""
+
+
+class StationNotConnected(ChargenetError):
+    """A command needs a station that has no OCPP connection to this service right now."""
+
+    def __init__(self, station_id: str) -> None:
+        super().__init__(f"station {station_id!r} is not connected")
+        self.station_id = station_id
+
+
+class StationRejected(Conflict):
+    """The station answered a command with a refusal (`status` is what it said)."""
+
+    def __init__(self, station_id: str, action: str, status: str) -> None:
+        super().__init__(f"station {station_id!r} answered {action} with {status}")
+        self.station_id = station_id
+        self.action = action
+        self.status = status
+
+
+class StationDidNotAnswer(ChargenetError):
+    """The station did not answer a command in time, or answered it with a CALLERROR."""
+
+    def __init__(self, station_id: str, action: str, reason: str) -> None:
+        super().__init__(f"station {station_id!r} did not answer {action}: {reason}")
+        self.station_id = station_id
+        self.action = action

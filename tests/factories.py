@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from chargenet.app import AppContext
 from chargenet.keys import KeyStore
 from chargenet.services import companies, sites, stations
 from chargenet.store.db import Store
@@ -42,3 +44,30 @@ async def make_tenant(
             connectors=connectors,
         )
     return Tenant(company.id, site.id, station_id)
+
+
+async def partner_token(
+    context: AppContext,
+    company_id: str,
+    scopes: Iterable[str],
+    *,
+    site_id: str | None = None,
+) -> str:
+    """A real access token for a new application in a new group granting `scopes` over the company (or site)."""
+    from chargenet.auth.token_request import AuthMethod, ClientCredentials
+    from chargenet.services import applications, groups
+
+    now = context.clock.now()
+    async with context.store.transaction() as session:
+        credentials = await applications.create_application(
+            session, context.keys.secret_hasher(), company_id=company_id, name="Partner", now=now
+        )
+        group = await groups.create_group(
+            session, company_id=company_id, site_id=site_id, name="Partner access", scopes=scopes, now=now
+        )
+        await groups.add_app(session, group.id, credentials.client_id)
+    assert context.auth is not None
+    issued = await context.auth.grant(
+        ClientCredentials(credentials.client_id, credentials.client_secret, AuthMethod.BASIC), None
+    )
+    return issued.access_token

@@ -6,7 +6,7 @@ from fastapi import FastAPI
 
 from chargenet import __version__
 from chargenet.api.problems import install_problem_handlers
-from chargenet.api.routes import applications, charge_points, groups, sites
+from chargenet.api.routes import applications, charge_point_commands, charge_points, groups, sessions, sites
 
 if TYPE_CHECKING:
     from chargenet.app import AppContext
@@ -24,6 +24,13 @@ def create_api(context: AppContext) -> FastAPI:
     )
     api.state.context = context
     install_problem_handlers(api)
-    for router in (sites.router, charge_points.router, applications.router, groups.router):
+    for router in (
+        sites.router,
+        charge_points.router,
+        applications.router,
+        groups.router,
+        sessions.router,
+        charge_point_commands.router,
+    ):
         api.include_router(router)
     return api

@@ -11,7 +11,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
-from chargenet.errors import ChargenetError, Conflict, Forbidden, InvalidInput, NotFound
+from chargenet.errors import (
+    ChargenetError,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    StationDidNotAnswer,
+    StationNotConnected,
+)
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +31,8 @@ _STATUS: dict[type[ChargenetError], tuple[int, str]] = {
     NotFound: (404, "Not found"),
     Conflict: (409, "Conflict"),
     Forbidden: (403, "Forbidden"),
+    StationNotConnected: (503, "Station not connected"),
+    StationDidNotAnswer: (504, "Station did not answer"),
 }
 
 

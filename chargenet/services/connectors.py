@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.connectors import KnownStatus, StatusDecision, decide_status
+from chargenet.domain.connectors import KnownStatus, StatusDecision
 from chargenet.domain.events import (
     ChargePointErrorCode,
     ChargePointStatusEvent,
@@ -16,16 +16,18 @@ from chargenet.domain.events import (
     ConnectorStatus,
 )
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT, locate_connector
+from chargenet.edge.protocol.status import StatusAssessment, assess
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
 from chargenet.services.stations import layout_of
-from chargenet.store.models import Connector, Station
+from chargenet.store.models import Connector, ConnectorStatusHistory, Station
 
 
 @dataclass(frozen=True, slots=True)
 class StatusOutcome:
     decision: StatusDecision
     event: ChargePointStatusEvent | None
+    assessment: StatusAssessment
 
 
 async def record_status(
@@ -40,7 +42,10 @@ async def record_status(
     now: datetime,
     info: str | None = None,
 ) -> StatusOutcome:
-    """Store the status and, when it changed, publish ChargePointStatus in the same transaction."""
+    """Store the status and, when it changed, publish ChargePointStatus in the same transaction.
+
+    Every report goes into the connector's history with the OCPP 1.6 transition check's verdict; an unexpected
+    transition is recorded and sent like any other (the station is the truth), never refused."""
     station = await session.get(Station, station_id)
     if station is None:
         raise NotFound("station", station_id)
@@ -61,7 +66,22 @@ async def record_status(
             ConnectorStatus(row.status), ChargePointErrorCode(row.error_code or "NoError"), row.info, row.status_at
         )
     reported = KnownStatus(status, error_code, info, timestamp)
-    decision = decide_status(last, reported)
+    assessment = assess(address.connector_id, last, reported)
+    decision = assessment.decision
+    session.add(
+        ConnectorStatusHistory(
+            charge_point_id=address.charge_point_id,
+            connector_id=address.connector_id,
+            status=status.value,
+            error_code=error_code.value,
+            info=info,
+            reported_at=timestamp,
+            received_at=now,
+            transition=assessment.transition,
+            expected=assessment.expected,
+            became_current=decision.becomes_current,
+        )
+    )
     if decision.becomes_current:
         row.status, row.error_code, row.info, row.status_at = status.value, error_code.value, info, timestamp
     row.updated_at = now
@@ -79,4 +99,4 @@ async def record_status(
         published = await outbox.publish(session, site_id=station.site_id, payload=payload)
         assert isinstance(published, ChargePointStatusEvent)
         event = published
-    return StatusOutcome(decision, event)
+    return StatusOutcome(decision, event, assessment)

@@ -2,6 +2,16 @@
 
 from chargenet.store.models.applications import Application, Group, GroupMember
 from chargenet.store.models.base import Base, UtcDateTime
+from chargenet.store.models.edge import (
+    AuthCacheEntry,
+    ConnectorStatusHistory,
+    EdgeTransaction,
+    LocalAuthEntry,
+    OcppMessage,
+    StationPresence,
+    UnknownStop,
+    UpstreamMessage,
+)
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
@@ -9,18 +19,26 @@ from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookL
 
 __all__ = [
     "Application",
+    "AuthCacheEntry",
     "Base",
     "ChargePoint",
     "Company",
     "Connector",
+    "ConnectorStatusHistory",
+    "EdgeTransaction",
     "EventStream",
     "Group",
     "GroupMember",
+    "LocalAuthEntry",
+    "OcppMessage",
     "OutboxCursor",
     "OutboxEvent",
     "Site",
     "Station",
+    "StationPresence",
     "StoreSetting",
+    "UnknownStop",
+    "UpstreamMessage",
     "UtcDateTime",
     "Webhook",
     "WebhookDeadLetter",

@@ -1,0 +1,186 @@
+"""The edge under load, against a bare `websockets` OCPP responder measured in the same run on the same machine.
+
+Both servers run as their own process on loopback; the load generator (simulated stations speaking raw OCPP-J)
+runs in this process. Measured: handshakes per second for N stations connecting at once (Basic auth), server
+memory per connection (RSS growth / N, read from /proc), and round trips per second for Heartbeat and for
+StatusNotification (which, at the edge, stores the status and publishes a ChargePointStatus event per change).
+
+`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Subprotocol
+
+from bench.common import Result
+from chargenet.app import open_context
+from chargenet.config import load_settings
+from chargenet.services import companies, sites, stations
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "0123456789abcdef0123"
+STATIONS = int(os.environ.get("CHARGENET_BENCH_STATIONS", "1000"))
+ROUNDS = int(os.environ.get("CHARGENET_BENCH_ROUNDS", "5"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+async def _prepare_store(data_dir: Path) -> None:
+    context = await open_context(load_settings({"data_dir": str(data_dir)}, {}))
+    try:
+        hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
+        async with context.store.transaction() as session:
+            company = await companies.create_company(session, name="Bench", now=context.clock.now())
+            site = await sites.create_site(session, cipher, company_id=company.id, name="Bench", now=context.clock.now())
+            for n in range(STATIONS):
+                await stations.create_station(
+                    session, hasher, cipher, site_id=site.id, station_id=f"B{n:05d}", now=context.clock.now(),
+                    password=PASSWORD,
+                )
+    finally:
+        await context.close()
+
+
+def _start(args: list[str], port: int) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"server on port {port} did not start")
+
+
+class Fleet:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sockets: list[ClientConnection] = []
+        self._ids = 0
+
+    async def connect_all(self) -> float:
+        async def one(n: int) -> ClientConnection:
+            station_id = f"B{n:05d}"
+            token = base64.b64encode(f"{station_id}:{PASSWORD}".encode()).decode()
+            return await connect(
+                f"{self.url}/{station_id}",
+                subprotocols=[Subprotocol("ocpp1.6")],
+                additional_headers={"Authorization": f"Basic {token}"},
+                open_timeout=120,
+                ping_interval=None,
+            )
+
+        start = time.perf_counter()
+        semaphore = asyncio.Semaphore(200)
+
+        async def limited(n: int) -> ClientConnection:
+            async with semaphore:
+                return await one(n)
+
+        self.sockets = list(await asyncio.gather(*(limited(n) for n in range(STATIONS))))
+        return STATIONS / (time.perf_counter() - start)
+
+    async def round_trips(self, make: Callable[[int, int], list[object]]) -> float:
+        async def station(n: int, socket: ClientConnection) -> None:
+            for r in range(ROUNDS):
+                await socket.send(json.dumps(make(n, r)))
+                answer = json.loads(await socket.recv())
+                assert answer[0] == 3, answer
+
+        start = time.perf_counter()
+        await asyncio.gather(*(station(n, s) for n, s in enumerate(self.sockets)))
+        return STATIONS * ROUNDS / (time.perf_counter() - start)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
+
+
+def _heartbeat(n: int, r: int) -> list[object]:
+    return [2, f"h{n}-{r}", "Heartbeat", {}]
+
+
+def _status(n: int, r: int) -> list[object]:
+    status = "Available" if r % 2 == 0 else "Preparing"
+    return [2, f"s{n}-{r}", "StatusNotification", {"connectorId": 1, "errorCode": "NoError", "status": status}]
+
+
+async def _measure(url: str, pid: int) -> dict[str, float]:
+    before = _rss_kib(pid)
+    fleet = Fleet(url)
+    figures = {"connect": await fleet.connect_all()}
+    await asyncio.sleep(1)
+    figures["kib_per_connection"] = (_rss_kib(pid) - before) / STATIONS
+    figures["heartbeat"] = await fleet.round_trips(_heartbeat)
+    figures["status"] = await fleet.round_trips(_status)
+    await fleet.close()
+    return figures
+
+
+def run() -> list[Result]:
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "data"
+        asyncio.run(_prepare_store(data))
+        base_port, edge_port = _free_port(), _free_port()
+        baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
+        try:
+            theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
+        finally:
+            baseline.kill()
+            baseline.wait()
+        edge = _start(
+            ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"],
+            edge_port,
+        )
+        try:
+            ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
+        finally:
+            edge.terminate()
+            edge.wait()
+    n = f"{STATIONS} stations"
+    return [
+        Result(f"edge handshakes with Basic auth ({n})", ours["connect"], theirs["connect"], "connections/s"),
+        Result(
+            f"edge connections per MiB of server memory ({n}; ours {ours['kib_per_connection']:.0f} KiB each, "
+            f"bare {theirs['kib_per_connection']:.0f} KiB)",
+            1024 / max(ours["kib_per_connection"], 0.1),
+            1024 / max(theirs["kib_per_connection"], 0.1),
+            "connections/MiB",
+            target=1 / 1.5,
+        ),
+        Result(f"edge Heartbeat round trips ({n})", ours["heartbeat"], theirs["heartbeat"], "calls/s", target=0.5),
+        Result(
+            f"edge StatusNotification round trips with events ({n})", ours["status"], theirs["status"], "calls/s",
+            target=0.5,
+        ),
+    ]

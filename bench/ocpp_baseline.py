@@ -1,0 +1,63 @@
+"""The baseline the edge benchmark compares with: a bare `websockets` OCPP responder with the same Basic-auth check
+(keyed hash, constant time) and the same strict schema validation of each CALL, answering from memory, storing
+nothing. Run as `python -m bench.ocpp_baseline PORT KEYS_HEX`."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import sys
+from datetime import UTC, datetime
+from http import HTTPStatus
+
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
+
+from chargenet.edge.protocol.frames import validate_payload
+
+KEY = b"baseline-hash-key"
+
+
+def _hash(secret: bytes) -> str:
+    return hmac.new(KEY, secret, hashlib.sha256).hexdigest()
+
+
+def main() -> None:
+    port, password = int(sys.argv[1]), sys.argv[2].encode()
+    stored = _hash(password)
+
+    def check(connection: ServerConnection, request: Request) -> Response | None:
+        station_id = request.path.rsplit("/", 1)[-1]
+        header = request.headers.get("Authorization", "")
+        try:
+            user, _, key = base64.b64decode(header[6:]).partition(b":")
+        except ValueError:
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "")
+        if user != station_id.encode() or not hmac.compare_digest(_hash(key), stored):
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "")
+        return None
+
+    async def handle(connection: ServerConnection) -> None:
+        async for message in connection:
+            frame = json.loads(message)
+            validate_payload(frame[2], frame[3])
+            if frame[2] == "Heartbeat":
+                answer: dict[str, object] = {"currentTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
+            else:
+                answer = {}
+            await connection.send(json.dumps([3, frame[1], answer]))
+
+    async def run() -> None:
+        async with serve(handle, "127.0.0.1", port, subprotocols=[Subprotocol("ocpp1.6")], process_request=check):
+            print("ready", flush=True)
+            await asyncio.Future()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""The caller as the edge's use cases see it: `allowed(company_id, site_id)` for one scope, over the bearer check
+that every API endpoint shares (`chargenet.api.security`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from chargenet.api import security
+from chargenet.auth.permissions import Permissions
+from chargenet.domain.scopes import Scope
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedCaller:
+    permissions: Permissions
+    scope: Scope
+
+    def allowed(self, company_id: str, site_id: str) -> bool:
+        return self.permissions.allows(self.scope, company_id, site_id)
+
+
+def require(scope: str) -> Callable[[Request], Awaitable[ScopedCaller]]:
+    wanted = Scope(scope)
+    check = security.require(wanted)
+
+    async def dependency(request: Request) -> ScopedCaller:
+        caller = await check(request)
+        return ScopedCaller(caller.permissions, wanted)
+
+    return dependency

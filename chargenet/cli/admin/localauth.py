@@ -1,0 +1,65 @@
+"""`chargenet admin localauth add|list|remove`: a site's local authorization list."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+from chargenet.cli.common import add_verb, emit, emit_list, in_transaction
+from chargenet.services import localauth
+
+
+def _instant(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} needs a UTC offset, e.g. 2027-01-01T00:00:00+00:00")
+    return value
+
+
+def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    noun = nouns.add_parser("localauth", help="a site's local authorization list")
+    verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    add = add_verb(verbs, "add", "add or change a tag", _add)
+    add.add_argument("--site", required=True, dest="site_id", metavar="ID")
+    add.add_argument("id_tag", metavar="ID_TAG")
+    add.add_argument("--status", default="Accepted", choices=[s.value for s in localauth.LISTABLE_STATUSES])
+    add.add_argument("--expires", type=_instant, metavar="ISO", help="expiry, ISO 8601 with offset")
+    add.add_argument("--parent", dest="parent_id_tag", metavar="ID_TAG")
+
+    add_verb(verbs, "list", "list a site's tags", _list).add_argument(
+        "--site", required=True, dest="site_id", metavar="ID"
+    )
+
+    remove = add_verb(verbs, "remove", "remove a tag", _remove)
+    remove.add_argument("--site", required=True, dest="site_id", metavar="ID")
+    remove.add_argument("id_tag", metavar="ID_TAG")
+
+
+def _add(args: argparse.Namespace) -> None:
+    entry = in_transaction(
+        args,
+        lambda ctx, session: localauth.add_entry(
+            session,
+            site_id=args.site_id,
+            id_tag=args.id_tag,
+            now=ctx.clock.now(),
+            status=args.status,
+            expires_at=args.expires,
+            parent_id_tag=args.parent_id_tag,
+        ),
+    )
+    emit(args, entry.to_json(), f"{entry.id_tag} is {entry.status} at site {entry.site_id}")
+
+
+def _list(args: argparse.Namespace) -> None:
+    items = in_transaction(args, lambda ctx, session: localauth.list_entries(session, site_id=args.site_id))
+    emit_list(args, [e.to_json() for e in items], ["idTag", "status", "expiresAt"])
+
+
+def _remove(args: argparse.Namespace) -> None:
+    in_transaction(args, lambda ctx, session: localauth.remove_entry(session, site_id=args.site_id, id_tag=args.id_tag))
+    emit(args, {"siteId": args.site_id, "idTag": args.id_tag, "removed": True}, f"removed {args.id_tag}")

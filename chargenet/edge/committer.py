@@ -1,0 +1,107 @@
+"""Group commit for the edge: units of work from many stations share one transaction, so one commit (one fsync)
+serves a whole batch, and each station is answered only after its own work is durable.
+
+A unit is the body of an `async with committer.unit() as session:` block, run in the caller's task while the
+committer holds the batch's transaction open. Each unit runs inside its own savepoint, so one that fails (a
+duplicate start losing a unique constraint, a bad connector id) is rolled back alone and its caller gets its
+exception, while the rest of the batch commits. A batch is whatever arrived while the previous commit was in
+flight, so a lone unit waits for nobody. Units are short: database work only, never a network call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.store.db import Store
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 256
+
+
+class _BodyFailed(Exception):
+    """The body of a `unit()` raised; its savepoint is rolled back and the caller re-raises the original."""
+
+
+@dataclass(slots=True)
+class _Lease:
+    handoff: asyncio.Future[AsyncSession]
+    finished: asyncio.Future[None]
+    committed: asyncio.Future[None]
+
+
+class GroupCommitter:
+    def __init__(self, store: Store, max_batch: int = MAX_BATCH) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._queue: list[_Lease] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.units = 0
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[AsyncSession]:
+        """`async with committer.unit() as session:` like `store.transaction()`, but sharing the commit of a
+        batch; the block's effects are durable when the `async with` statement completes."""
+        loop = asyncio.get_running_loop()
+        lease = _Lease(loop.create_future(), loop.create_future(), loop.create_future())
+        self._queue.append(lease)
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._loop(), name="edge-group-commit")
+        session = await lease.handoff
+        try:
+            yield session
+        except BaseException:
+            lease.finished.set_exception(_BodyFailed())
+            raise
+        lease.finished.set_result(None)
+        await lease.committed
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+                await self._commit(batch)
+
+    async def _commit(self, batch: list[_Lease]) -> None:
+        done: list[_Lease] = []
+        try:
+            async with self._store.transaction() as session:
+                for lease in batch:
+                    if lease.handoff.done():
+                        continue  # its caller was cancelled while waiting for its turn
+                    try:
+                        async with session.begin_nested():
+                            lease.handoff.set_result(session)
+                            await lease.finished
+                    except _BodyFailed:
+                        continue
+                    done.append(lease)
+        except Exception as exc:
+            log.exception("edge batch failed to commit")
+            for lease in done:
+                if not lease.committed.done():
+                    lease.committed.set_exception(exc)
+            return
+        self.batches += 1
+        self.units += len(done)
+        for lease in done:
+            if not lease.committed.done():
+                lease.committed.set_result(None)

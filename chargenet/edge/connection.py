@@ -1,0 +1,251 @@
+"""The I/O shell around `protocol.session.RpcSession`: one OCPP-J connection, whoever is at the other end.
+
+Both the station side and the upstream side use it. Text comes in through `feed`, goes out through the
+`send` callable the transport gives; the peer's CALLs are handled one at a time, in order, by a worker task,
+so that answers to our own CALLs are read while a peer CALL is being handled (the two directions never wait
+on each other).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chargenet.clock import Clock
+from chargenet.edge.protocol import frames
+from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
+    CallTimedOut,
+    ErrorCode,
+    LocalProtocolError,
+    PayloadViolation,
+    RemoteProtocolError,
+    UnreadableFrame,
+)
+from chargenet.edge.protocol.frames import Call, CallError, CallResult, FrameLimits, Payload
+from chargenet.edge.protocol.session import CallOutcome, RpcSession, SessionLimits
+from chargenet.errors import ChargenetError
+
+log = logging.getLogger(__name__)
+
+MAX_WAITING_PEER_CALLS = 8
+
+
+class ConnectionLost(ChargenetError):
+    """The connection closed while a call on it was waiting for its answer."""
+
+
+# A peer-call handler returns the answer payload, or None to leave the call unanswered (see proxy Rule 5).
+CallHandler = Callable[[Call], Awaitable[Payload | None]]
+FrameLogger = Callable[[str, str], None]  # (direction "in" | "out", frame text)
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """`feed` asks the transport to close with this code."""
+
+    code: int
+    reason: str
+
+
+def new_message_id() -> str:
+    return str(uuid.uuid4())
+
+
+class RpcConnection:
+    def __init__(
+        self,
+        name: str,
+        send: Callable[[str], Awaitable[None]],
+        clock: Clock,
+        handler: CallHandler,
+        *,
+        limits: FrameLimits = frames.DEFAULT_LIMITS,
+        session_limits: SessionLimits | None = None,
+        log_frame: FrameLogger | None = None,
+    ) -> None:
+        self.name = name
+        self._send_text = send
+        self._clock = clock
+        self._handler = handler
+        self._limits = limits
+        self._session_limits = session_limits or SessionLimits()
+        self.session = RpcSession(new_message_id, self._session_limits)
+        self._unreadable = frames.UnreadableRun(limits)
+        self._futures: dict[str, asyncio.Future[CallOutcome]] = {}
+        self._actions: dict[str, str] = {}
+        self._incoming: asyncio.Queue[Call] = asyncio.Queue()
+        self._worker = asyncio.create_task(self._work(), name=f"rpc-{name}")
+        self._log_frame = log_frame
+        self._closed = False
+        self._send_lock = asyncio.Lock()
+
+    async def _send(self, text: str) -> None:
+        if self._log_frame is not None:
+            self._log_frame("out", text)
+        async with self._send_lock:
+            await self._send_text(text)
+
+    # Incoming --------------------------------------------------------------------------------------------
+
+    async def feed(self, data: str | bytes) -> Closing | None:
+        """One WebSocket message from the peer. Returns `Closing` when the connection must now close."""
+        if self._log_frame is not None:
+            self._log_frame("in", data if isinstance(data, str) else repr(data[:200]))
+        try:
+            if isinstance(data, bytes):
+                raise UnreadableFrame("binary frames carry no OCPP-J messages")
+            frame = frames.parse_frame(data, self._limits)
+        except UnreadableFrame as exc:
+            log.warning("unreadable frame", extra={"fields": {"peer": self.name, "reason": exc.message}})
+            if self._unreadable.unreadable():
+                return Closing(self._limits.close_code, f"{self._limits.max_unreadable_in_row} unreadable frames")
+            return None
+        except RemoteProtocolError as exc:
+            self._unreadable.readable()
+            assert exc.unique_id is not None
+            await self._send(frames.serialize_frame(frames.call_error_for(exc, exc.unique_id)))
+            return None
+        self._unreadable.readable()
+        if isinstance(frame, Call):
+            await self._receive_call(frame)
+        else:
+            self._receive_answer(frame)
+        return None
+
+    async def _receive_call(self, call: Call) -> None:
+        try:
+            self.session.receive_call(call)
+        except RemoteProtocolError as exc:
+            await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
+            return
+        try:
+            frames.check_call(call)
+        except RemoteProtocolError as exc:
+            self.session.answered(call.unique_id)
+            await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
+            return
+        if self._incoming.qsize() >= MAX_WAITING_PEER_CALLS:
+            # OCPP-J §4.1.1: a peer sends one CALL at a time. One that floods gets refused, not queued forever.
+            self.session.answered(call.unique_id)
+            error = CallError(call.unique_id, ErrorCode.GENERIC_ERROR, "too many calls waiting; send one at a time")
+            await self._send(frames.serialize_frame(error))
+            return
+        self._incoming.put_nowait(call)
+
+    async def _work(self) -> None:
+        while True:
+            call = await self._incoming.get()
+            try:
+                answer: CallResult | CallError | None = await self._answer(call)
+            except Exception:  # the worker must outlive any one call
+                log.exception("answering a call failed", extra={"fields": {"peer": self.name, "action": call.action}})
+                answer = frames.call_error_for(RuntimeError(), call.unique_id)
+            self.session.answered(call.unique_id)
+            if answer is not None and not self._closed:
+                try:
+                    await self._send(frames.serialize_frame(answer, self._limits))
+                except Exception:
+                    log.info("answer not sent: connection gone", extra={"fields": {"peer": self.name}})
+
+    async def _answer(self, call: Call) -> CallResult | CallError | None:
+        try:
+            payload = await self._handler(call)
+        except LocalProtocolError as exc:
+            log.error("chargenet bug answering a call", exc_info=exc, extra={"fields": {"peer": self.name}})
+            return frames.call_error_for(exc, call.unique_id)
+        except (ChargenetError, RemoteProtocolError) as exc:
+            return frames.call_error_for(exc, call.unique_id)
+        if payload is None:
+            return None
+        try:
+            return frames.build_result(call.action, call.unique_id, payload)
+        except LocalProtocolError as exc:
+            log.error("chargenet built an invalid answer", exc_info=exc, extra={"fields": {"action": call.action}})
+            return frames.call_error_for(exc, call.unique_id)
+
+    def _receive_answer(self, frame: CallResult | CallError) -> None:
+        outcome = self.session.receive_answer(frame)
+        if outcome is None:
+            log.info("answer matched no call", extra={"fields": {"peer": self.name, "id": frame.unique_id}})
+            return
+        future = self._futures.pop(outcome.unique_id, None)
+        if future is not None and not future.done():
+            future.set_result(outcome)
+        asyncio.get_running_loop().create_task(self._pump())
+
+    # Outgoing --------------------------------------------------------------------------------------------
+
+    async def call(self, action: str, payload: Payload) -> Payload:
+        """Send a CALL and wait for its answer. Raises `CallErrorReceived`, `CallTimedOut`, `ConnectionLost`,
+        or a `PayloadViolation` when the peer's answer does not fit its schema."""
+        if self._closed:
+            raise ConnectionLost(f"{self.name} is closed")
+        frames.build_call("check", action, payload)  # our own payload, so a violation is our bug
+        unique_id = self.session.submit(action, payload, self._clock.now())
+        future: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
+        self._futures[unique_id] = future
+        await self._pump()
+        sleeper = asyncio.ensure_future(self._clock.sleep(self._session_limits.call_timeout.total_seconds()))
+        try:
+            waiting: list[asyncio.Future[Any]] = [future, sleeper]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if not future.done():
+                self._expire()
+        finally:
+            sleeper.cancel()
+        outcome = future.result()
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        try:
+            frames.check_result(action, CallResult(unique_id, outcome.result))
+        except PayloadViolation:
+            log.warning("answer does not fit its schema", extra={"fields": {"peer": self.name, "action": action}})
+            raise
+        return outcome.result
+
+    def _expire(self) -> None:
+        for outcome in self.session.expire(self._clock.now()):
+            future = self._futures.pop(outcome.unique_id, None)
+            if future is not None and not future.done():
+                future.set_result(outcome)
+        asyncio.get_running_loop().create_task(self._pump())
+
+    async def _pump(self) -> None:
+        while not self._closed and (call := self.session.next_to_send()) is not None:
+            try:
+                await self._send(frames.serialize_frame(call, self._limits))
+            except Exception:
+                self._fail_all()
+                return
+
+    # Closing ---------------------------------------------------------------------------------------------
+
+    def _fail_all(self) -> None:
+        for call in self.session.cancel_all():
+            future = self._futures.pop(call.unique_id, None)
+            if future is not None and not future.done():
+                future.set_exception(ConnectionLost(f"{self.name} closed before {call.action} was answered"))
+
+    async def close(self) -> None:
+        self._closed = True
+        self._fail_all()
+        self._worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._worker
+
+
+__all__ = [
+    "CallErrorReceived",
+    "CallHandler",
+    "CallTimedOut",
+    "Closing",
+    "ConnectionLost",
+    "RpcConnection",
+]

@@ -1,0 +1,478 @@
+"""The edge at run time: connected stations, their upstream links, and what each station CALL does.
+
+`Edge` is the registry (a second connection of a station replaces the first) and the entry point for commands
+(API, CLI). `StationLink` answers one station's CALLs: it records what happened and publishes events through the
+outbox in the same transaction, then answers per the relay rules of `protocol.proxy`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.clock import Clock
+from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.domain.tenants import locate_connector
+from chargenet.edge import records
+from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
+from chargenet.edge.committer import GroupCommitter
+from chargenet.edge.connection import ConnectionLost, RpcConnection
+from chargenet.edge.messagelog import MessageLog
+from chargenet.edge.protocol import authorize as auth
+from chargenet.edge.protocol import frames, proxy
+from chargenet.edge.protocol import transactions as tx
+from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
+from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
+from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
+from chargenet.edge.protocol.session import SessionLimits
+from chargenet.edge.protocol.status import TransitionCounts
+from chargenet.edge.upstream import UpstreamLink, UpstreamUnavailable
+from chargenet.errors import StationDidNotAnswer, StationNotConnected
+from chargenet.keys import KeyStore
+from chargenet.outbox import Outbox
+from chargenet.services import connectors
+from chargenet.store.db import Store
+from chargenet.store.models import EdgeTransaction
+
+log = logging.getLogger(__name__)
+
+CloseTransport = Callable[[int, str], Awaitable[None]]
+
+
+class Edge:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        outbox: Outbox,
+        keys: KeyStore,
+        *,
+        limits: FrameLimits = frames.DEFAULT_LIMITS,
+        command_timeout: timedelta = timedelta(seconds=30),
+        upstream_timeout: timedelta = timedelta(seconds=10),
+        authorizers: Sequence[Authorizer] = (),
+        message_log: MessageLog | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.outbox = outbox
+        self.keys = keys
+        self.limits = limits
+        self.command_timeout = command_timeout
+        self.upstream_timeout = upstream_timeout
+        self.authorizers = list(authorizers)
+        self.message_log = message_log or MessageLog(store, clock)
+        self.transitions = TransitionCounts()
+        self._links: dict[str, StationLink] = {}
+        self._committer = GroupCommitter(store)
+
+    def unit(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A unit of database work sharing a group commit (see `committer`)."""
+        return self._committer.unit()
+
+    @property
+    def connected_stations(self) -> list[str]:
+        return sorted(self._links)
+
+    def is_connected(self, station_id: str) -> bool:
+        return station_id in self._links
+
+    async def attach(
+        self, station: records.StationInfo, send: Callable[[str], Awaitable[None]], close: CloseTransport
+    ) -> StationLink:
+        """A station connected. An older connection of the same station is closed first (it is stale: the
+        station itself has moved on), so commands never go to a dead socket."""
+        previous = self._links.pop(station.station_id, None)
+        if previous is not None:
+            await previous.shut(1000, "replaced by a new connection")
+        link = StationLink(self, station, send, close)
+        self._links[station.station_id] = link
+        async with self.unit() as session:
+            await records.mark_connected(session, station.station_id, self.clock.now())
+        await link.open_upstream()
+        return link
+
+    async def detach(self, link: StationLink) -> None:
+        if self._links.get(link.station.station_id) is link:
+            del self._links[link.station.station_id]
+            async with self.unit() as session:
+                await records.mark_disconnected(session, link.station.station_id, self.clock.now())
+        await link.shut(None, "")
+
+    async def command(self, station_id: str, action: str, payload: Payload) -> Payload:
+        """Send a command to a connected station and return its answer.
+
+        Raises `StationNotConnected`, or `StationDidNotAnswer` on a timeout, a lost connection or a CALLERROR."""
+        link = self._links.get(station_id)
+        if link is None:
+            raise StationNotConnected(station_id)
+        try:
+            return await link.rpc.call(action, payload)
+        except CallTimedOut:
+            raise StationDidNotAnswer(station_id, action, "timed out") from None
+        except ConnectionLost:
+            raise StationDidNotAnswer(station_id, action, "connection lost") from None
+        except CallErrorReceived as exc:
+            raise StationDidNotAnswer(station_id, action, f"{exc.code}: {exc.description}") from None
+        except PayloadViolation as exc:
+            raise StationDidNotAnswer(station_id, action, f"invalid answer: {exc.message}") from None
+
+    async def close(self) -> None:
+        for link in list(self._links.values()):
+            await link.shut(1001, "server shutting down")
+        self._links.clear()
+        await self._committer.close()
+
+
+class StationLink:
+    def __init__(
+        self, edge: Edge, station: records.StationInfo, send: Callable[[str], Awaitable[None]], close: CloseTransport
+    ):
+        self.edge = edge
+        self.station = station
+        self._close_transport = close
+        self.rpc = RpcConnection(
+            f"station:{station.station_id}",
+            send,
+            edge.clock,
+            self.handle,
+            limits=edge.limits,
+            session_limits=SessionLimits(call_timeout=edge.command_timeout),
+            log_frame=edge.message_log.logger(station.station_id, "station"),
+        )
+        self.upstream: UpstreamLink | None = None
+        self.last_seen = edge.clock.now()
+        self._shut = False
+
+    async def open_upstream(self) -> None:
+        if not self.station.upstream_url:
+            return
+        password = None
+        if self.station.upstream_password is not None:
+            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
+        self.upstream = UpstreamLink(
+            self.edge, self.station, self.station.upstream_url, password, self.relay_to_station
+        )
+        await self.upstream.start()
+
+    async def shut(self, code: int | None, reason: str) -> None:
+        if self._shut:
+            return
+        self._shut = True
+        if self.upstream is not None:
+            await self.upstream.close()
+        await self.rpc.close()
+        if code is not None:
+            try:
+                await self._close_transport(code, reason)
+            except Exception:
+                log.debug("closing a station socket failed", exc_info=True)
+
+    @property
+    def upstream_state(self) -> auth.UpstreamState:
+        if self.upstream is None:
+            return auth.UpstreamState.NONE
+        return auth.UpstreamState.CONNECTED if self.upstream.connected else auth.UpstreamState.AWAY
+
+    # Upstream -> station ---------------------------------------------------------------------------------
+
+    async def relay_to_station(self, call: Call) -> Payload | None:
+        proxy.check_upstream_may_send(call.action, call.unique_id)
+        async with self.edge.unit() as session:
+            ids = tx.IdMap()
+            upstream_id = _upstream_transaction_id(call)
+            if upstream_id is not None:
+                ids = await records.id_map_for(session, self.station.station_id, upstream_id=upstream_id)
+        try:
+            payload = tx.rewrite_for_station(call.action, call.payload, ids)
+        except tx.UnknownUpstreamId:
+            return dict(tx.REJECTED_BY_EDGE)
+        try:
+            return await self.rpc.call(call.action, payload)
+        except (CallTimedOut, ConnectionLost):
+            return None  # proxy Rule 5: the upstream sees the station's silence
+
+    # Station -> edge -------------------------------------------------------------------------------------
+
+    async def handle(self, call: Call) -> Payload | None:
+        self.last_seen = self.edge.clock.now()
+        handler = _HANDLERS.get(call.action)
+        queue_empty = self.upstream is None or self.upstream.queued == 0
+        route = proxy.route_station_call(call.action, self.upstream_state, queue_empty)
+        if route is Handling.UNSUPPORTED:
+            raise UnsupportedAction(call.action, unique_id=call.unique_id)
+        if handler is None:
+            return await self._forward_or_local(call, route)
+        return await handler(self, call, route)
+
+    async def _forward_or_local(self, call: Call, route: Handling, local: Payload | None = None) -> Payload:
+        answer = local if local is not None else proxy.local_answer(call.action, self.edge.clock.now())
+        if route is not Handling.FORWARD:
+            return answer
+        try:
+            return await self._upstream_call(call.action, call.payload)
+        except _UpstreamFailed as failed:
+            if proxy.fallback(call.action, failed.kind) is Fallback.RELAY_ERROR:
+                if failed.error is not None:
+                    raise failed.error from None
+                raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
+            return answer
+
+    async def _upstream_call(self, action: str, payload: Payload) -> Payload:
+        assert self.upstream is not None
+        try:
+            return await self.upstream.call(action, payload)
+        except CallErrorReceived as exc:
+            raise _UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
+        except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
+            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
+
+    async def _boot(self, call: Call, route: Handling) -> Payload:
+        async with self.edge.unit() as session:
+            await records.record_boot(session, self.station.station_id, call.payload, self.edge.clock.now())
+        return await self._forward_or_local(call, route)
+
+    async def _heartbeat(self, call: Call, route: Handling) -> Payload:
+        async with self.edge.unit() as session:
+            await records.record_heartbeat(session, self.station.station_id, self.edge.clock.now())
+        return await self._forward_or_local(call, route)
+
+    async def _status(self, call: Call, route: Handling) -> Payload:
+        p = call.payload
+        now = self.edge.clock.now()
+        timestamp = datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now
+        # The pre-status-notification hook: recorded and published before anything goes upstream.
+        async with self.edge.unit() as session:
+            outcome = await connectors.record_status(
+                session,
+                self.edge.outbox,
+                station_id=self.station.station_id,
+                ocpp_connector_id=p["connectorId"],
+                status=ConnectorStatus(p["status"]),
+                error_code=ChargePointErrorCode(p["errorCode"]),
+                timestamp=timestamp,
+                now=now,
+                info=p.get("info"),
+            )
+        self.edge.transitions.record(outcome.assessment)
+        if not outcome.assessment.expected:
+            log.warning(
+                "unexpected connector transition",
+                extra={"fields": {"station": self.station.station_id, "transition": outcome.assessment.transition}},
+            )
+        return await self._forward_or_local(call, route)
+
+    async def _authorize(self, call: Call, route: Handling) -> Payload:
+        id_tag = call.payload["idTag"]
+        decision, upstream_answer = await self._decide(id_tag, None, ask_upstream=True)
+        async with self.edge.unit() as session:
+            await records.publish_authorize(session, self.edge.outbox, self.station, id_tag, decision)
+        if upstream_answer is not None:
+            return upstream_answer
+        return {"idTagInfo": decision.id_tag_info()}
+
+    async def _decide(
+        self, id_tag: str, connector_id: int | None, *, ask_upstream: bool
+    ) -> tuple[auth.AuthDecision, Payload | None]:
+        """Walk the authorization chain. Returns the decision, and the upstream's Authorize answer when it
+        decided (relayed to the station as it came)."""
+        site_id = self.station.site_id
+        upstream = (
+            self.upstream_state
+            if ask_upstream
+            else (auth.UpstreamState.AWAY if self.upstream is not None else auth.UpstreamState.NONE)
+        )
+        async with self.edge.unit() as session:
+            ctx = auth.AuthorizeContext(
+                id_tag=id_tag,
+                now=self.edge.clock.now(),
+                local_entry=await records.local_entry(session, site_id, id_tag),
+                plugin_count=len(self.edge.authorizers),
+                upstream=upstream,
+                cached=await records.cached_authorization(session, site_id, id_tag),
+                has_active_transaction=await records.has_active_transaction(session, id_tag),
+            )
+        step = auth.begin(ctx)
+        if step is auth.NextSource.PLUGINS:
+            request = AuthorizeRequest(site_id, self.station.station_id, id_tag, connector_id)
+            step = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
+        if isinstance(step, auth.AuthDecision):
+            return step, None
+        try:
+            answer = await self._upstream_call("Authorize", {"idTag": id_tag})
+        except _UpstreamFailed:
+            return auth.after_upstream(ctx, None), None
+        decision = auth.after_upstream(ctx, answer["idTagInfo"])
+        async with self.edge.unit() as session:
+            await records.cache_authorization(session, site_id, auth.cache_entry(id_tag, decision, ctx.now))
+        relayed = (
+            answer if decision.status.value == answer["idTagInfo"]["status"] else {"idTagInfo": decision.id_tag_info()}
+        )
+        return decision, relayed
+
+    def _check_connector(self, connector_id: int) -> None:
+        locate_connector(self.station.layout, connector_id)  # InvalidInput -> PropertyConstraintViolation
+
+    async def _start(self, call: Call, route: Handling) -> Payload:
+        p = call.payload
+        self._check_connector(p["connectorId"])
+        id_tag = p["idTag"]
+        now = self.edge.clock.now()
+        async with self.edge.unit() as session:
+            existing = await records.find_start(session, records.start_key(self.station, p))
+        if existing is not None:
+            return _repeat_answer(existing)
+        # StartTransaction re-evaluates the tag without asking the upstream: the forwarded start itself is the
+        # upstream's question, and its answer carries the upstream's idTagInfo.
+        decision, _ = await self._decide(id_tag, p["connectorId"], ask_upstream=False)
+        started = await self._store_start(p, decision, now)
+        if not started.is_new:
+            async with self.edge.unit() as session:
+                existing = await records.find_start(session, records.start_key(self.station, p))
+            assert existing is not None
+            return _repeat_answer(existing)
+        transaction_id = started.transaction_id
+        if route is Handling.FORWARD:
+            try:
+                upstream_answer = await self._upstream_call("StartTransaction", p)
+            except _UpstreamFailed as failed:
+                queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
+                async with self.edge.unit() as session:
+                    if queue:
+                        await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
+                    else:
+                        await records.refuse_upstream(session, transaction_id)
+                    await records.publish_authorize(
+                        session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+                    )
+                if queue:
+                    self._queued()
+                return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
+            if decision.source is not auth.AuthSource.LOCAL_LIST:
+                decision = auth.after_upstream(_start_context(id_tag, now), upstream_answer["idTagInfo"])
+            async with self.edge.unit() as session:
+                await records.link_upstream(
+                    session, transaction_id, upstream_answer["transactionId"], auth_status=decision.status.value
+                )
+                await records.publish_authorize(
+                    session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+                )
+            return tx.for_station_start(transaction_id, {"idTagInfo": decision.id_tag_info()})
+        async with self.edge.unit() as session:
+            if route is Handling.QUEUE:
+                await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
+            await records.publish_authorize(
+                session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+            )
+        if route is Handling.QUEUE:
+            self._queued()
+        return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
+
+    async def _store_start(self, payload: Payload, decision: auth.AuthDecision, now: datetime) -> records.StartOutcome:
+        for _ in range(2):
+            try:
+                async with self.edge.unit() as session:
+                    return await records.start_transaction(
+                        session, self.edge.outbox, self.station, payload, now, auth_status=decision.status.value
+                    )
+            except IntegrityError as exc:
+                # An identical start committed concurrently (a station resending on a second connection):
+                # the retry finds it and answers with its id.
+                if not records.is_duplicate_start(exc):
+                    raise
+        raise RuntimeError("StartTransaction could not be stored")
+
+    async def _stop(self, call: Call, route: Handling) -> Payload:
+        p = call.payload
+        now = self.edge.clock.now()
+        async with self.edge.unit() as session:
+            outcome = await records.stop_transaction(session, self.edge.outbox, self.station, p, now)
+        if outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
+            return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
+        return await self._transaction_message(call, route, p["transactionId"])
+
+    async def _meter_values(self, call: Call, route: Handling) -> Payload:
+        p = call.payload
+        self._check_connector(p["connectorId"])
+        transaction_id = p.get("transactionId")
+        if route is Handling.LOCAL:
+            return {}
+        if transaction_id is not None:
+            async with self.edge.unit() as session:
+                row = await session.get(EdgeTransaction, transaction_id)
+            if row is None or row.station_id != self.station.station_id:
+                return {}  # values for a transaction the station does not own stay with us (logged)
+        return await self._transaction_message(call, route, transaction_id)
+
+    async def _transaction_message(self, call: Call, route: Handling, transaction_id: int | None) -> Payload:
+        now = self.edge.clock.now()
+        if route is Handling.FORWARD:
+            async with self.edge.unit() as session:
+                ids = await records.id_map_for(session, self.station.station_id, edge_id=transaction_id)
+            try:
+                payload = tx.rewrite_for_upstream(call.action, call.payload, ids)
+            except tx.UpstreamIdRefused:
+                return {}
+            except tx.UpstreamIdPending:
+                route = Handling.QUEUE
+            else:
+                try:
+                    await self._upstream_call(call.action, payload)
+                    return {}
+                except _UpstreamFailed as failed:
+                    if proxy.fallback(call.action, failed.kind) is not Fallback.ANSWER_AND_QUEUE:
+                        return {}
+                    route = Handling.QUEUE
+        if route is Handling.QUEUE:
+            async with self.edge.unit() as session:
+                await records.enqueue(session, self.station.station_id, call.action, call.payload, transaction_id, now)
+            self._queued()
+        return {}
+
+    def _queued(self) -> None:
+        if self.upstream is not None:
+            self.upstream.enqueued()
+
+
+class _UpstreamFailed(Exception):
+    def __init__(self, kind: UpstreamFailure, error: CallErrorReceived | None) -> None:
+        super().__init__(kind.value)
+        self.kind = kind
+        self.error = error
+
+
+def _upstream_transaction_id(call: Call) -> int | None:
+    if call.action == "RemoteStopTransaction":
+        value = call.payload.get("transactionId")
+        return value if isinstance(value, int) else None
+    if call.action == "SetChargingProfile":
+        value = call.payload.get("csChargingProfiles", {}).get("transactionId")
+        return value if isinstance(value, int) else None
+    return None
+
+
+def _repeat_answer(row: EdgeTransaction) -> Payload:
+    """A resent StartTransaction gets what the first one got (decisions.md §4), and no event."""
+    return {"transactionId": row.id, "idTagInfo": {"status": row.auth_status or "Accepted"}}
+
+
+def _start_context(id_tag: str, now: datetime) -> auth.AuthorizeContext:
+    # Concurrency was already judged when the start was stored; the upstream's own verdict stands as given.
+    return auth.AuthorizeContext(id_tag, now, None, 0, auth.UpstreamState.CONNECTED, None, False)
+
+
+_Handler = Callable[[StationLink, Call, Handling], Awaitable[Payload]]
+_HANDLERS: dict[str, _Handler] = {
+    "BootNotification": StationLink._boot,
+    "Heartbeat": StationLink._heartbeat,
+    "StatusNotification": StationLink._status,
+    "Authorize": StationLink._authorize,
+    "StartTransaction": StationLink._start,
+    "StopTransaction": StationLink._stop,
+    "MeterValues": StationLink._meter_values,
+}

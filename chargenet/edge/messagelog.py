@@ -1,0 +1,58 @@
+"""The OCPP message log: every frame to and from stations and upstreams, written in batches.
+
+Writing each frame in its own transaction would cost a commit per Heartbeat; frames are buffered in memory
+and flushed every second by a worker, so the log lags by at most a second and costs one insert per batch.
+Rows older than `RETENTION_DAYS` are purged by the same worker (decisions.md §4: 30 days).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import delete, insert
+
+from chargenet.clock import Clock
+from chargenet.store.db import Store
+from chargenet.store.models import OcppMessage
+from chargenet.workers import LoopWorker
+
+RETENTION_DAYS = 30
+MAX_BUFFERED = 100_000  # beyond this the oldest unflushed frames are dropped rather than memory growing
+
+
+class MessageLog(LoopWorker):
+    name = "ocpp-message-log"
+
+    def __init__(self, store: Store, clock: Clock, interval: float = 1.0) -> None:
+        super().__init__(clock, interval)
+        self._store = store
+        self._buffer: list[dict[str, object]] = []
+        self.dropped = 0
+
+    def logger(self, station_id: str, peer: str) -> _FrameLogger:
+        return _FrameLogger(self, station_id, peer)
+
+    def add(self, station_id: str, peer: str, direction: str, frame: str) -> None:
+        if len(self._buffer) >= MAX_BUFFERED:
+            self._buffer.pop(0)
+            self.dropped += 1
+        row = {"station_id": station_id, "peer": peer, "direction": direction, "frame": frame, "at": self.clock.now()}
+        self._buffer.append(row)
+
+    async def run_once(self) -> None:
+        batch, self._buffer = self._buffer, []
+        async with self._store.transaction() as session:
+            if batch:
+                await session.execute(insert(OcppMessage), batch)
+            cutoff = self.clock.now() - timedelta(days=RETENTION_DAYS)
+            await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff))
+
+
+class _FrameLogger:
+    __slots__ = ("_log", "_peer", "_station_id")
+
+    def __init__(self, log: MessageLog, station_id: str, peer: str) -> None:
+        self._log, self._station_id, self._peer = log, station_id, peer
+
+    def __call__(self, direction: str, frame: str) -> None:
+        self._log.add(self._station_id, self._peer, direction, frame)

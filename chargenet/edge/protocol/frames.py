@@ -1,0 +1,362 @@
+"""OCPP-J 1.6 frames: reading and writing `[2|3|4, ...]`, payload validation, and the one CALLERROR mapper.
+
+No networking code here: text in, values out, values in, text out.
+
+Rules (OCPP-J 1.6 §4 unless noted):
+- Rule 1: a frame is UTF-8 JSON, an array whose first element is the MessageTypeId 2 (CALL), 3 (CALLRESULT)
+  or 4 (CALLERROR). Anything whose id cannot be read is unreadable: it is dropped without an answer
+  (1.6 has no frame for it) and counted; `FrameLimits.max_unreadable_in_row` of them in a row close the
+  connection with `FrameLimits.close_code`. An unknown MessageTypeId is ignored (§4.1.3) and counted alike.
+- Rule 2: a CALL with a readable id but the wrong shape is `FormationViolation`, answered; a CALLRESULT or
+  CALLERROR of the wrong shape cannot be answered and counts as unreadable.
+- Rule 3: a CALL id is a string of at most 36 characters. The edge echoes whatever id it got in its answers.
+- Rule 4: payloads are validated against the OCPP 1.6 JSON schemas shipped in the `ocpp` package, with our own
+  mapping to Table 7 codes (see `_CODE_OF_KEYWORD`); the package's runtime is not used.
+- Rule 5: numbers with a fraction are read as `Decimal` and written back with the digits they came with
+  (the `ocpp` package rounds them to one decimal place). `NaN` and `Infinity` are not JSON and are refused.
+- Rule 6: frames are limited to `FrameLimits.max_frame_bytes` (decisions.md §4: 64 KiB).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from enum import IntEnum
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from jsonschema import Draft4Validator, FormatChecker
+from jsonschema.exceptions import ValidationError, best_match
+
+from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
+    ErrorCode,
+    FrameTooLarge,
+    LocalProtocolError,
+    MalformedFrame,
+    OccurenceConstraintViolation,
+    OcppProtocolError,
+    PayloadViolation,
+    PropertyConstraintViolation,
+    RemoteProtocolError,
+    StructureViolation,
+    TypeConstraintViolation,
+    UnknownAction,
+    UnreadableFrame,
+    error_code_from_wire,
+)
+from chargenet.errors import ChargenetError, InvalidInput
+
+Payload: TypeAlias = dict[str, Any]
+
+
+class MessageTypeId(IntEnum):
+    CALL = 2
+    CALLRESULT = 3
+    CALLERROR = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    unique_id: str
+    action: str
+    payload: Payload
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    unique_id: str
+    payload: Payload
+
+
+@dataclass(frozen=True, slots=True)
+class CallError:
+    unique_id: str
+    code: ErrorCode
+    description: str = ""
+    details: Payload = field(default_factory=dict)
+
+
+Frame: TypeAlias = Call | CallResult | CallError
+
+
+@dataclass(frozen=True, slots=True)
+class FrameLimits:
+    max_frame_bytes: int = 65536
+    max_unreadable_in_row: int = 5
+    close_code: int = 1002  # WebSocket "protocol error"
+    max_id_length: int = 36
+
+
+DEFAULT_LIMITS = FrameLimits()
+
+# OCPP 1.6 (with the Security Whitepaper's messages) names who may send which CALL. DataTransfer goes both ways.
+STATION_ACTIONS = frozenset(
+    {
+        "Authorize",
+        "BootNotification",
+        "DataTransfer",
+        "DiagnosticsStatusNotification",
+        "FirmwareStatusNotification",
+        "Heartbeat",
+        "MeterValues",
+        "StartTransaction",
+        "StatusNotification",
+        "StopTransaction",
+        "LogStatusNotification",
+        "SecurityEventNotification",
+        "SignCertificate",
+        "SignedFirmwareStatusNotification",
+    }
+)
+
+
+def _schema_dir() -> Path:
+    # find_spec locates the package without executing it: its runtime (asyncio, its own validation) stays out.
+    spec = importlib.util.find_spec("ocpp")
+    if spec is None or spec.origin is None:
+        raise ChargenetError("the `ocpp` package, which ships the OCPP 1.6 JSON schemas, is not installed")
+    return Path(spec.origin).parent / "v16" / "schemas"
+
+
+@cache
+def known_actions() -> frozenset[str]:
+    """Every OCPP 1.6 action, read from the schema files."""
+    return frozenset(p.stem for p in _schema_dir().glob("*.json") if not p.stem.endswith("Response"))
+
+
+CENTRAL_ACTIONS = frozenset(known_actions() - STATION_ACTIONS | {"DataTransfer"})
+
+_FORMATS = FormatChecker(formats=())
+
+
+@_FORMATS.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value):
+        return False
+    datetime.fromisoformat(value)
+    return True
+
+
+@cache
+def _validator(schema_name: str) -> Draft4Validator:
+    text = (_schema_dir() / f"{schema_name}.json").read_text(encoding="utf-8-sig")
+    # Decimal on both sides makes `multipleOf: 0.1` exact (21.4 is a multiple of 0.1; as floats it is not).
+    return Draft4Validator(json.loads(text, parse_float=Decimal), format_checker=_FORMATS)
+
+
+# Rule 4, the mapping. Table 7: "FormationViolation: payload ... not conforming to the PDU structure",
+# "OccurenceConstraintViolation: ... violates occurrence constraints", "TypeConstraintViolation: ... data type
+# constraints", "PropertyConstraintViolation: ... a field contains an invalid value". OCPP 1.6 defines the
+# CiString<N>Type data types, so a string over its length breaks a type constraint, not a value one.
+_CODE_OF_KEYWORD: Mapping[str, type[PayloadViolation]] = {
+    "additionalProperties": StructureViolation,
+    "required": OccurenceConstraintViolation,
+    "minItems": OccurenceConstraintViolation,
+    "maxItems": OccurenceConstraintViolation,
+    "type": TypeConstraintViolation,
+    "maxLength": TypeConstraintViolation,
+    "enum": PropertyConstraintViolation,
+    "format": PropertyConstraintViolation,
+    "minimum": PropertyConstraintViolation,
+    "maximum": PropertyConstraintViolation,
+    "multipleOf": PropertyConstraintViolation,
+}
+
+
+def _path(error: ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        present = error.instance if isinstance(error.instance, dict) else {}
+        missing = [name for name in error.validator_value if name not in present]
+        parts.extend(missing[:1])
+    return "/".join(parts)
+
+
+def validate_payload(schema_name: str, payload: object) -> None:
+    """Check `payload` against the 1.6 schema `schema_name` (`Action` or `ActionResponse`).
+
+    Raises the `PayloadViolation` subclass whose Table 7 code fits the first violation found.
+    """
+    if not isinstance(payload, dict):
+        raise StructureViolation("the payload must be a JSON object", field="")
+    error = best_match(_validator(schema_name).iter_errors(payload))
+    if error is None:
+        return
+    kind = _CODE_OF_KEYWORD.get(str(error.validator), PropertyConstraintViolation)
+    raise kind(error.message, field=_path(error))
+
+
+def check_call(call: Call) -> None:
+    """Check an incoming CALL's action and payload. Raises `UnknownAction` or a `PayloadViolation`."""
+    if call.action not in known_actions():
+        raise UnknownAction(call.action, unique_id=call.unique_id)
+    try:
+        validate_payload(call.action, call.payload)
+    except PayloadViolation as exc:
+        exc.unique_id = call.unique_id
+        raise
+
+
+def check_result(action: str, result: CallResult) -> None:
+    """Check a CALLRESULT's payload against the response schema of the CALL it answers."""
+    validate_payload(f"{action}Response", result.payload)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Frame:
+    """Read one frame. Raises `UnreadableFrame` (Rule 1) or `MalformedFrame` with the id set (Rule 2)."""
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
+    if size > limits.max_frame_bytes:
+        raise FrameTooLarge(size, limits.max_frame_bytes)
+    try:
+        # Decoding first: json.loads would also guess UTF-16 and UTF-32 from bytes, which OCPP-J does not allow.
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        message = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UnreadableFrame(f"not UTF-8 JSON: {exc}") from exc
+    if not isinstance(message, list) or len(message) < 3:
+        raise UnreadableFrame("a frame is a JSON array of at least 3 elements")
+    type_id, unique_id = message[0], message[1]
+    if not isinstance(unique_id, str) or not unique_id:
+        raise UnreadableFrame("the message id is not a non-empty string")
+    if type(type_id) is not int or type_id not in MessageTypeId._value2member_map_:
+        raise UnreadableFrame(f"unknown MessageTypeId {type_id!r}", unique_id=unique_id)
+    if type_id == MessageTypeId.CALL:
+        return _parse_call(message, unique_id, limits)
+    if type_id == MessageTypeId.CALLRESULT:
+        if len(message) != 3 or not isinstance(message[2], dict):
+            # An answer is never answered, so a broken one is as good as unreadable (Rule 1).
+            raise UnreadableFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id)
+        return CallResult(unique_id, message[2])
+    return _parse_call_error(message, unique_id)
+
+
+def _parse_call(message: list[Any], unique_id: str, limits: FrameLimits) -> Call:
+    if len(unique_id) > limits.max_id_length:
+        raise MalformedFrame(f"message id longer than {limits.max_id_length} characters", unique_id=unique_id)
+    if len(message) != 4 or not isinstance(message[2], str):
+        raise MalformedFrame('a CALL is [2, id, "Action", {payload}]', unique_id=unique_id)
+    if not isinstance(message[3], dict):
+        raise MalformedFrame("the payload of a CALL must be a JSON object", unique_id=unique_id)
+    return Call(unique_id, message[2], message[3])
+
+
+def _parse_call_error(message: list[Any], unique_id: str) -> CallError:
+    if len(message) != 5 or not all(isinstance(x, str) for x in message[2:4]) or not isinstance(message[4], dict):
+        raise UnreadableFrame('a CALLERROR is [4, id, "code", "description", {details}]', unique_id=unique_id)
+    code = error_code_from_wire(message[2])
+    description = message[3]
+    if code is None:
+        # Keep what the peer meant to say; the code itself has no place in a 1.6 frame.
+        code, description = ErrorCode.GENERIC_ERROR, f"{message[2]}: {description}"
+    return CallError(unique_id, code, description, message[4])
+
+
+def dump_payload(payload: Payload) -> str:
+    """A payload as JSON text for storage, with Rule 5's number handling."""
+    return json.dumps(payload, default=_encode_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_payload(text: str) -> Payload:
+    loaded: Payload = json.loads(text, parse_float=Decimal)
+    return loaded
+
+
+def _encode_default(value: object) -> object:
+    if isinstance(value, Decimal):
+        # Only literals with a fraction or exponent are read as Decimal; the shortest float repr gives back
+        # the digits they were written with (up to 15 significant digits), where "%.1f" would round them.
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def serialize_frame(frame: Frame, limits: FrameLimits = DEFAULT_LIMITS) -> str:
+    """Write one frame. Raises `LocalProtocolError` for a frame OCPP-J forbids us to send."""
+    if isinstance(frame, Call):
+        if not frame.unique_id or len(frame.unique_id) > limits.max_id_length:
+            raise LocalProtocolError(f"CALL id {frame.unique_id!r} is not 1..{limits.max_id_length} characters")
+        message: list[Any] = [MessageTypeId.CALL.value, frame.unique_id, frame.action, frame.payload]
+    elif isinstance(frame, CallResult):
+        message = [MessageTypeId.CALLRESULT.value, frame.unique_id, frame.payload]
+    else:
+        message = [MessageTypeId.CALLERROR.value, frame.unique_id, frame.code.value, frame.description, frame.details]
+    try:
+        text = json.dumps(message, default=_encode_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"frame cannot be written as JSON: {exc}") from exc
+    if len(text.encode("utf-8")) > limits.max_frame_bytes:
+        raise LocalProtocolError(f"frame is over the {limits.max_frame_bytes} byte limit")
+    return text
+
+
+def build_call(unique_id: str, action: str, payload: Payload) -> Call:
+    """A CALL we send, checked against its schema; a violation is our bug (`LocalProtocolError`)."""
+    try:
+        validate_payload(action, payload)
+    except PayloadViolation as exc:
+        # The checker speaks of the peer's faults; this payload is ours, so the blame moves here.
+        raise LocalProtocolError(f"{action}: {exc.message} ({exc.field})", code=exc.code) from exc
+    return Call(unique_id, action, payload)
+
+
+def build_result(action: str, unique_id: str, payload: Payload) -> CallResult:
+    """A CALLRESULT we send, checked against the response schema; a violation is our bug."""
+    try:
+        validate_payload(f"{action}Response", payload)
+    except PayloadViolation as exc:
+        raise LocalProtocolError(f"{action}Response: {exc.message} ({exc.field})", code=exc.code) from exc
+    return CallResult(unique_id, payload)
+
+
+# The one mapper from errors to CALLERROR (style rule 3). Most specific class first; anything not listed,
+# including our own bugs, becomes InternalError without details, so nothing internal leaks to a station.
+_CODE_OF_ERROR: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (InvalidInput, ErrorCode.PROPERTY_CONSTRAINT_VIOLATION),
+)
+
+
+def call_error_for(exc: BaseException, unique_id: str) -> CallError:
+    """The CALLERROR that answers the CALL `unique_id` which failed with `exc`."""
+    if isinstance(exc, RemoteProtocolError):
+        details = dict(exc.details)
+        return CallError(unique_id, exc.code, exc.message, details)
+    if isinstance(exc, CallErrorReceived):
+        # A relayed call failed at the far end: pass its error on as it came (the edge is a proxy there).
+        return CallError(unique_id, exc.code, exc.description, dict(exc.details))
+    if isinstance(exc, OcppProtocolError):
+        return CallError(unique_id, ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
+    for kind, code in _CODE_OF_ERROR:
+        if isinstance(exc, kind):
+            details = {"field": exc.field} if isinstance(exc, InvalidInput) and exc.field else {}
+            return CallError(unique_id, code, str(exc), details)
+    return CallError(unique_id, ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
+
+
+@dataclass(slots=True)
+class UnreadableRun:
+    """Counts unreadable frames in a row (Rule 1); any readable frame ends the run."""
+
+    limits: FrameLimits = DEFAULT_LIMITS
+    in_row: int = 0
+    total: int = 0
+
+    def unreadable(self) -> bool:
+        """Count one; True when the connection must now be closed with `limits.close_code`."""
+        self.in_row += 1
+        self.total += 1
+        return self.in_row >= self.limits.max_unreadable_in_row
+
+    def readable(self) -> None:
+        self.in_row = 0

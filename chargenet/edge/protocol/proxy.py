@@ -1,0 +1,180 @@
+"""Which messages the edge forwards, answers itself, or queues: the relay rules as tables.
+
+Theory of operation. Every station CALL is first processed by the edge (status recorded, transactions
+stored, events published; the hooks run before anything goes upstream). Then its answer comes from one of:
+the upstream (FORWARD), the edge (LOCAL), the edge now and the upstream later (QUEUE), or the authorization
+chain, which may itself ask the upstream (DECIDE). Without an upstream, the edge is the central system.
+
+Rules (decisions.md §1 "Administration", §4 "Upstream"):
+- Rule 1: `STATION_ROUTES` gives, per station action, the handling with the upstream connected, away, and
+  absent. Actions a station may not send (a central system's action) are NotSupported.
+- Rule 2: Start/Stop/MeterValues queue while the upstream is away and also while older ones still wait
+  (`transactions.is_queued`), so the upstream sees them in the order the station sent them.
+- Rule 3: Authorize is decided by the authorization chain (`authorize`), which forwards only tags that are
+  neither in the local list nor decided by a plugin.
+- Rule 4: when a forwarded call fails upstream, `fallback` says what the station gets instead: the station
+  keeps charging, so transaction messages fall back to the edge's own answer (queued again on a timeout, so
+  the upstream gets them later; given up on a CALLERROR, since a resend would be refused the same way) and
+  the rest get the edge's answer on a timeout and the upstream's CALLERROR relayed as it came.
+- Rule 5: a CALL from the upstream is relayed to the station when it is a central-system action of 1.6;
+  a station's action coming from the upstream is NotSupported. If the station does not answer, neither does
+  the edge: the upstream sees the same silence it would see talking to the station directly.
+- Rule 6: the commands the edge itself sends (API, CLI, console) are `COMMAND_ACTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from chargenet.edge.protocol.authorize import UpstreamState
+from chargenet.edge.protocol.errors import UnsupportedAction
+from chargenet.edge.protocol.frames import CENTRAL_ACTIONS, STATION_ACTIONS, Payload
+from chargenet.edge.protocol.transactions import is_queued
+
+
+class Handling(StrEnum):
+    FORWARD = "forward"
+    LOCAL = "local"
+    QUEUE = "queue"
+    DECIDE = "decide"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    connected: Handling
+    away: Handling
+    absent: Handling
+
+
+_F, _L, _Q, _D, _U = Handling.FORWARD, Handling.LOCAL, Handling.QUEUE, Handling.DECIDE, Handling.UNSUPPORTED
+
+# Rule 1.
+STATION_ROUTES: Mapping[str, Route] = {
+    "BootNotification": Route(_F, _L, _L),
+    "Heartbeat": Route(_F, _L, _L),
+    "StatusNotification": Route(_F, _L, _L),
+    "Authorize": Route(_D, _D, _D),  # Rule 3
+    "StartTransaction": Route(_F, _Q, _L),  # Rule 2
+    "StopTransaction": Route(_F, _Q, _L),
+    "MeterValues": Route(_F, _Q, _L),
+    "DataTransfer": Route(_F, _L, _L),
+    "DiagnosticsStatusNotification": Route(_F, _L, _L),
+    "FirmwareStatusNotification": Route(_F, _L, _L),
+    # The Security Whitepaper's messages mean something only to a central system that does security profiles;
+    # the edge relays them to one and does not pretend to be one.
+    "LogStatusNotification": Route(_F, _U, _U),
+    "SecurityEventNotification": Route(_F, _U, _U),
+    "SignCertificate": Route(_F, _U, _U),
+    "SignedFirmwareStatusNotification": Route(_F, _U, _U),
+}
+assert set(STATION_ROUTES) == STATION_ACTIONS
+
+# Rule 6.
+COMMAND_ACTIONS = frozenset(
+    {
+        "RemoteStartTransaction",
+        "RemoteStopTransaction",
+        "Reset",
+        "UnlockConnector",
+        "ChangeAvailability",
+        "GetConfiguration",
+        "ChangeConfiguration",
+        "ClearCache",
+        "TriggerMessage",
+        "SendLocalList",
+        "GetLocalListVersion",
+        "ReserveNow",
+        "CancelReservation",
+        "DataTransfer",
+    }
+)
+
+
+def route_station_call(action: str, upstream: UpstreamState, queue_empty: bool) -> Handling:
+    """Rules 1-3 for a station CALL whose action `frames.check_call` already knows."""
+    route = STATION_ROUTES.get(action)
+    if route is None:
+        return Handling.UNSUPPORTED
+    if route.connected is Handling.FORWARD and is_queued(action, upstream is UpstreamState.CONNECTED, queue_empty):
+        return Handling.QUEUE if upstream is not UpstreamState.NONE else Handling.LOCAL
+    if upstream is UpstreamState.CONNECTED:
+        return route.connected
+    return route.away if upstream is UpstreamState.AWAY else route.absent
+
+
+def check_station_may_send(action: str, unique_id: str) -> None:
+    """Raises `UnsupportedAction` for an action a station may not send (Rule 1)."""
+    if action not in STATION_ACTIONS:
+        raise UnsupportedAction(action, unique_id=unique_id)
+
+
+def check_upstream_may_send(action: str, unique_id: str) -> None:
+    """Raises `UnsupportedAction` for an action a central system may not send (Rule 5)."""
+    if action not in CENTRAL_ACTIONS:
+        raise UnsupportedAction(action, unique_id=unique_id)
+
+
+class UpstreamFailure(StrEnum):
+    TIMEOUT = "timeout"  # no answer in time, or the connection dropped before one came
+    CALL_ERROR = "call_error"
+
+
+class Fallback(StrEnum):
+    ANSWER_LOCALLY = "answer_locally"
+    ANSWER_AND_QUEUE = "answer_and_queue"
+    RELAY_ERROR = "relay_error"
+
+
+_TRANSACTION_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
+
+
+def fallback(action: str, failure: UpstreamFailure) -> Fallback:
+    """Rule 4."""
+    if action in _TRANSACTION_ACTIONS:
+        return Fallback.ANSWER_AND_QUEUE if failure is UpstreamFailure.TIMEOUT else Fallback.ANSWER_LOCALLY
+    if failure is UpstreamFailure.CALL_ERROR or STATION_ROUTES[action].away is Handling.UNSUPPORTED:
+        return Fallback.RELAY_ERROR
+    return Fallback.ANSWER_LOCALLY
+
+
+# The edge's own answers ---------------------------------------------------------------------------------------
+
+HEARTBEAT_INTERVAL = 300  # seconds (decisions.md §4)
+EMPTY: Payload = {}
+
+
+def ocpp_time(now: datetime) -> str:
+    """UTC with a Z and milliseconds, the form stations parse most reliably."""
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def local_answer(action: str, now: datetime) -> Payload:
+    """The edge's answer to a station CALL it answers itself, except StartTransaction and Authorize, whose
+    answers carry a decision (see `transactions` and `authorize`)."""
+    if action == "BootNotification":
+        return {"status": "Accepted", "currentTime": ocpp_time(now), "interval": HEARTBEAT_INTERVAL}
+    if action == "Heartbeat":
+        return {"currentTime": ocpp_time(now)}
+    if action == "DataTransfer":
+        # No vendor extension lives in the edge.
+        return {"status": "UnknownVendorId"}
+    return {}
+
+
+# Reconnecting to the upstream ---------------------------------------------------------------------------------
+
+RECONNECT_BASE = 1.0  # seconds
+RECONNECT_CAP = 30.0  # decisions.md §4: at most 30 s apart
+
+
+def reconnect_delay(attempt: int, jitter: float) -> float:
+    """Seconds to wait before reconnect attempt `attempt` (0-based), given `jitter` drawn uniformly from [0, 1).
+
+    Exponential up to the cap, then scaled into [50%, 100%) so that stations cut off together (an upstream
+    restart) do not all come back in the same instant."""
+    ceiling = min(RECONNECT_CAP, RECONNECT_BASE * float(1 << min(attempt, 16)))
+    return ceiling * (0.5 + 0.5 * jitter)

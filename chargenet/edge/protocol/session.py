@@ -1,0 +1,165 @@
+"""One side of one OCPP-J connection: our outgoing CALLs and the peer's incoming ones.
+
+Theory of operation. The shell feeds in what happens (a call to make, a frame received, the time) and takes
+out what to do (a CALL to send, a call's outcome). The session never sleeps and never reads a clock: every
+method that depends on time takes `now`, and `next_deadline()` tells the shell when to call `expire`.
+
+Rules (OCPP-J 1.6 §4.1):
+- Rule 1: we have at most one CALL outstanding (§4.1.1). Further calls wait in a bounded FIFO and are sent,
+  in order, as the slot frees. The peer's CALLs are independent of ours: the two directions never wait on
+  each other.
+- Rule 2: each call has a deadline counted from when it was submitted; at the deadline it fails with
+  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed.
+- Rule 3: a CALLRESULT or CALLERROR completes only the outstanding call with the same id. A late answer to a
+  timed-out call, or an answer nobody asked for, is dropped and counted; it is never handed to another call.
+- Rule 4: our CALL ids are unique on this connection (the id factory's job; checked here).
+- Rule 5: a peer CALL that reuses an id the peer already used for a CALL on this connection gets
+  `DuplicateMessageId`. The ids are remembered up to `SessionLimits.remembered_ids`, oldest forgotten first.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, DuplicateMessageId, LocalProtocolError
+from chargenet.edge.protocol.frames import Call, CallError, CallResult, Payload
+from chargenet.errors import ChargenetError
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    call_timeout: timedelta = timedelta(seconds=30)
+    max_waiting_calls: int = 100
+    remembered_ids: int = 4096
+
+
+class CallQueueFull(ChargenetError):
+    """More calls are waiting for this connection than `SessionLimits.max_waiting_calls`."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How one of our calls ended: exactly one of `result` and `error` is set."""
+
+    unique_id: str
+    action: str
+    result: Payload | None = None
+    error: CallErrorReceived | CallTimedOut | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    call: Call
+    deadline: datetime
+
+
+class RpcSession:
+    def __init__(self, id_factory: Callable[[], str], limits: SessionLimits | None = None) -> None:
+        self._new_id = id_factory
+        self._limits = limits or SessionLimits()
+        self._waiting: deque[_Pending] = deque()
+        self._outstanding: _Pending | None = None
+        self._our_ids: OrderedDict[str, None] = OrderedDict()
+        self._peer_ids: OrderedDict[str, None] = OrderedDict()
+        self._peer_in_progress: dict[str, str] = {}
+        self.late_answers = 0
+        self.unexpected_answers = 0
+
+    # Our calls -------------------------------------------------------------------------------------------
+
+    def submit(self, call_action: str, payload: Payload, now: datetime) -> str:
+        """Queue a CALL; returns its id. Raises `CallQueueFull` (Rule 1) or `LocalProtocolError` (Rule 4)."""
+        if len(self._waiting) >= self._limits.max_waiting_calls:
+            raise CallQueueFull(f"{len(self._waiting)} calls already wait for this connection")
+        unique_id = self._new_id()
+        if unique_id in self._our_ids:
+            raise LocalProtocolError(f"CALL id {unique_id!r} was already used on this connection")
+        _remember(self._our_ids, unique_id, self._limits.remembered_ids)
+        self._waiting.append(_Pending(Call(unique_id, call_action, payload), now + self._limits.call_timeout))
+        return unique_id
+
+    def next_to_send(self) -> Call | None:
+        """The next CALL to put on the wire, when the slot is free (Rule 1); the shell sends it at once."""
+        if self._outstanding is not None or not self._waiting:
+            return None
+        self._outstanding = self._waiting.popleft()
+        return self._outstanding.call
+
+    @property
+    def outstanding(self) -> Call | None:
+        return self._outstanding.call if self._outstanding else None
+
+    def receive_answer(self, frame: CallResult | CallError) -> CallOutcome | None:
+        """Match an answer to the outstanding call (Rule 3); None when it matches nothing."""
+        pending = self._outstanding
+        if pending is None or pending.call.unique_id != frame.unique_id:
+            if frame.unique_id in self._our_ids:
+                self.late_answers += 1
+            else:
+                self.unexpected_answers += 1
+            return None
+        self._outstanding = None
+        call = pending.call
+        if isinstance(frame, CallResult):
+            return CallOutcome(call.unique_id, call.action, result=frame.payload)
+        error = CallErrorReceived(call.action, frame.code, frame.description, frame.details)
+        return CallOutcome(call.unique_id, call.action, error=error)
+
+    def expire(self, now: datetime) -> list[CallOutcome]:
+        """Fail every call whose deadline has come (Rule 2)."""
+        expired: list[_Pending] = []
+        if self._outstanding is not None and self._outstanding.deadline <= now:
+            expired.append(self._outstanding)
+            self._outstanding = None
+        still_waiting = deque(p for p in self._waiting if p.deadline > now)
+        expired.extend(p for p in self._waiting if p.deadline <= now)
+        self._waiting = still_waiting
+        return [
+            CallOutcome(p.call.unique_id, p.call.action, error=CallTimedOut(p.call.action, p.call.unique_id))
+            for p in expired
+        ]
+
+    def cancel_all(self) -> list[Call]:
+        """The connection is gone: forget every call, returning them so the shell can fail their callers."""
+        calls = ([self._outstanding.call] if self._outstanding else []) + [p.call for p in self._waiting]
+        self._outstanding = None
+        self._waiting.clear()
+        return calls
+
+    def next_deadline(self) -> datetime | None:
+        deadlines = [p.deadline for p in self._waiting]
+        if self._outstanding is not None:
+            deadlines.append(self._outstanding.deadline)
+        return min(deadlines, default=None)
+
+    # The peer's calls ------------------------------------------------------------------------------------
+
+    def receive_call(self, call: Call) -> None:
+        """Register the peer's CALL before handling it. Raises `DuplicateMessageId` (Rule 5)."""
+        if call.unique_id in self._peer_ids:
+            raise DuplicateMessageId(
+                f"message id {call.unique_id!r} was already used for a CALL on this connection",
+                unique_id=call.unique_id,
+            )
+        _remember(self._peer_ids, call.unique_id, self._limits.remembered_ids)
+        self._peer_in_progress[call.unique_id] = call.action
+
+    def answered(self, unique_id: str) -> str:
+        """Mark the peer's CALL answered, returning its action. Answering twice is our bug."""
+        action = self._peer_in_progress.pop(unique_id, None)
+        if action is None:
+            raise LocalProtocolError(f"no CALL {unique_id!r} of the peer is waiting for an answer")
+        return action
+
+    @property
+    def peer_calls_in_progress(self) -> int:
+        return len(self._peer_in_progress)
+
+
+def _remember(ids: OrderedDict[str, None], unique_id: str, limit: int) -> None:
+    ids[unique_id] = None
+    while len(ids) > limit:
+        ids.popitem(last=False)

@@ -1,0 +1,259 @@
+"""Transactions at the edge: ids, repeats, the mapping to an upstream's ids, and the offline queue.
+
+Theory of operation. Stations always get the edge's own transaction ids (decisions.md §4). When a site has an
+upstream central system, that system mints ids of its own; the edge keeps both and rewrites the id in every
+message that crosses: edge -> upstream in MeterValues and StopTransaction, upstream -> edge in
+RemoteStopTransaction and in a SetChargingProfile's TxProfile. While the upstream is away, transaction messages
+wait in a durable queue, in order, and are replayed when it returns.
+
+Rules:
+- Rule 1: edge transaction ids are positive and unique across the service (they come from one database
+  sequence, which the shell passes in as `mint`), and fit a signed 32-bit integer because station firmware
+  stores them so.
+- Rule 2: a StartTransaction is identified by (station, connector, idTag, timestamp, meterStart). A repeat of
+  a known start gets the same id and raises no event; a new one gets a fresh id and raises one.
+- Rule 3: a StopTransaction is always acknowledged. The first stop of a transaction of this station raises
+  one event; a repeat raises none; a stop for a transaction the station does not own (unknown, or another
+  station's) is recorded and raises none.
+- Rule 4: a missing stop reason is `Local` (decisions.md §3).
+- Rule 5: a message going up whose transaction has no upstream id yet waits behind the start that will give
+  it one; a transaction the upstream refused to start has no upstream id ever, and its later messages are
+  dropped from the queue (recorded, never sent).
+- Rule 6: an upstream id that maps to no edge transaction is never relayed to a station (it could collide
+  with an edge id of another transaction); the edge answers the upstream `Rejected` itself.
+- Rule 7: the queue is replayed in order, head first, one at a time, at most `ReplayPolicy.rate` messages per
+  second. The head leaves the queue when the upstream answers it: CALLRESULT (done) or CALLERROR (the upstream
+  will not take it; recorded as failed). A timeout or a lost connection leaves it at the head, to be sent
+  again with a new message id.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from chargenet.domain.events import StopReason
+from chargenet.edge.protocol.errors import LocalProtocolError
+from chargenet.edge.protocol.frames import Payload
+
+MAX_TRANSACTION_ID = 2**31 - 1
+
+# Rule 5 applies to these when the upstream is away; everything else a station sends is answered by the edge.
+QUEUED_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
+
+
+@dataclass(frozen=True, slots=True)
+class StartKey:
+    station_id: str
+    connector_id: int
+    id_tag: str
+    timestamp: datetime
+    meter_start: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    transaction_id: int
+    key: StartKey
+    stopped: bool = False
+    upstream_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartDecision:
+    transaction_id: int | None  # the id a repeat gets again; None for a new start, whose id the store mints
+    is_new: bool  # a new transaction: store it and publish StartTransaction; a repeat does neither
+
+
+def check_transaction_id(value: int) -> int:
+    """Rule 1 for an id we are about to hand out; anything else is our bug."""
+    if not 1 <= value <= MAX_TRANSACTION_ID:
+        raise LocalProtocolError(f"transaction id {value} is outside 1..{MAX_TRANSACTION_ID}")
+    return value
+
+
+def decide_start(existing: TransactionRecord | None) -> StartDecision:
+    """Rule 2. `existing` is the transaction stored under the same `StartKey`, if any. A new start's id comes
+    from the store's sequence when its row is inserted, and goes through `check_transaction_id`."""
+    if existing is not None:
+        return StartDecision(existing.transaction_id, is_new=False)
+    return StartDecision(None, is_new=True)
+
+
+class StopOutcome(StrEnum):
+    STOPPED = "stopped"
+    REPEATED = "repeated"
+    UNKNOWN = "unknown"
+
+    @property
+    def raises_event(self) -> bool:
+        return self is StopOutcome.STOPPED
+
+
+def decide_stop(record: TransactionRecord | None, station_id: str) -> StopOutcome:
+    """Rule 3. `record` is the transaction stored under the reported id, whichever station owns it."""
+    if record is None or record.key.station_id != station_id:
+        return StopOutcome.UNKNOWN
+    return StopOutcome.REPEATED if record.stopped else StopOutcome.STOPPED
+
+
+def stop_reason(reported: str | None) -> StopReason:
+    """Rule 4."""
+    return StopReason(reported) if reported else StopReason.LOCAL
+
+
+# Id mapping -------------------------------------------------------------------------------------------------
+
+
+class UpstreamIdPending(LocalProtocolError):
+    """Rule 5: the transaction's start has not been answered by the upstream yet."""
+
+    def __init__(self, transaction_id: int) -> None:
+        super().__init__(f"transaction {transaction_id} has no upstream id yet")
+        self.transaction_id = transaction_id
+
+
+class UpstreamIdRefused(LocalProtocolError):
+    """Rule 5: the upstream refused the transaction's start, so it has no id there."""
+
+    def __init__(self, transaction_id: int) -> None:
+        super().__init__(f"the upstream refused to start transaction {transaction_id}")
+        self.transaction_id = transaction_id
+
+
+class UnknownUpstreamId(LocalProtocolError):
+    """Rule 6: the upstream named a transaction id the edge never mapped."""
+
+    def __init__(self, upstream_id: int) -> None:
+        super().__init__(f"upstream transaction id {upstream_id} maps to no edge transaction")
+        self.upstream_id = upstream_id
+
+
+REFUSED = 0  # an upstream id slot holding this means: the upstream refused this start (ids are positive)
+
+
+@dataclass(slots=True)
+class IdMap:
+    """Edge ids <-> upstream ids for one station's transactions, both ways."""
+
+    _up: dict[int, int]
+    _down: dict[int, int]
+
+    def __init__(self, pairs: Mapping[int, int] | None = None) -> None:
+        self._up, self._down = {}, {}
+        for edge_id, upstream_id in (pairs or {}).items():
+            self.link(edge_id, upstream_id)
+
+    def link(self, edge_id: int, upstream_id: int) -> None:
+        self._up[edge_id] = upstream_id
+        if upstream_id != REFUSED:
+            self._down[upstream_id] = edge_id
+
+    def refuse(self, edge_id: int) -> None:
+        self._up[edge_id] = REFUSED
+
+    def upstream_of(self, edge_id: int) -> int:
+        """Raises `UpstreamIdPending` or `UpstreamIdRefused` (Rule 5)."""
+        upstream_id = self._up.get(edge_id)
+        if upstream_id is None:
+            raise UpstreamIdPending(edge_id)
+        if upstream_id == REFUSED:
+            raise UpstreamIdRefused(edge_id)
+        return upstream_id
+
+    def edge_of(self, upstream_id: int) -> int:
+        """Raises `UnknownUpstreamId` (Rule 6)."""
+        edge_id = self._down.get(upstream_id)
+        if edge_id is None:
+            raise UnknownUpstreamId(upstream_id)
+        return edge_id
+
+
+def rewrite_for_upstream(action: str, payload: Payload, ids: IdMap) -> Payload:
+    """The payload a station sent, with edge transaction ids replaced by the upstream's (Rule 5)."""
+    if action in ("StopTransaction", "MeterValues") and "transactionId" in payload:
+        return {**payload, "transactionId": ids.upstream_of(payload["transactionId"])}
+    return payload
+
+
+def rewrite_for_station(action: str, payload: Payload, ids: IdMap) -> Payload:
+    """The payload an upstream sent, with its transaction ids replaced by the edge's (Rule 6)."""
+    if action == "RemoteStopTransaction":
+        return {**payload, "transactionId": ids.edge_of(payload["transactionId"])}
+    if action == "SetChargingProfile" and "transactionId" in payload.get("csChargingProfiles", {}):
+        rewritten: dict[str, Any] = copy.deepcopy(payload)
+        profile = rewritten["csChargingProfiles"]
+        profile["transactionId"] = ids.edge_of(profile["transactionId"])
+        return rewritten
+    return payload
+
+
+# What the edge answers an upstream itself when Rule 6 keeps its call from the station; both calls that carry
+# an upstream transaction id (RemoteStopTransaction, SetChargingProfile) have this answer.
+REJECTED_BY_EDGE: Mapping[str, str] = {"status": "Rejected"}
+
+
+def for_station_start(edge_id: int, upstream_answer: Payload) -> Payload:
+    """The StartTransaction answer a station gets when the upstream answered: its idTagInfo, our id."""
+    return {**upstream_answer, "transactionId": edge_id}
+
+
+# The offline queue --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedMessage:
+    """A station message waiting for the upstream, as the station sent it (edge ids)."""
+
+    sequence: int
+    action: str
+    payload: Payload
+    transaction_id: int | None  # the edge transaction it belongs to; None for MeterValues outside one
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPolicy:
+    rate: float = 10.0  # messages per second, per station (SAP simulator#1204: unthrottled replay is a DDoS)
+
+    @property
+    def interval(self) -> timedelta:
+        return timedelta(seconds=1 / self.rate)
+
+
+class ReplayStep(StrEnum):
+    SEND = "send"
+    WAIT_THROTTLE = "wait_throttle"
+    DROP = "drop"
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    step: ReplayStep
+    payload: Payload | None = None  # with upstream ids, for SEND
+    not_before: datetime | None = None  # for WAIT_THROTTLE
+    reason: str = ""  # for DROP
+
+
+def next_replay(
+    head: QueuedMessage, ids: IdMap, last_sent: datetime | None, now: datetime, policy: ReplayPolicy
+) -> Replay:
+    """What to do with the head of the queue now (Rule 7)."""
+    if last_sent is not None and now < last_sent + policy.interval:
+        return Replay(ReplayStep.WAIT_THROTTLE, not_before=last_sent + policy.interval)
+    try:
+        payload = rewrite_for_upstream(head.action, head.payload, ids)
+    except UpstreamIdRefused as exc:
+        return Replay(ReplayStep.DROP, reason=exc.message)
+    # UpstreamIdPending cannot happen here: the start is earlier in the same ordered queue, and its answer
+    # (or refusal) is mapped before the head moves on. If it does, it is our bug and propagates.
+    return Replay(ReplayStep.SEND, payload=payload)
+
+
+def is_queued(action: str, upstream_connected: bool, queue_empty: bool) -> bool:
+    """Rule 5 and Rule 7 together: a transaction message queues while the upstream is away, and also while older
+    ones still wait, so that order holds across a reconnect."""
+    return action in QUEUED_ACTIONS and (not upstream_connected or not queue_empty)

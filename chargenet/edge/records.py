@@ -1,0 +1,353 @@
+"""What the edge reads and writes in the store. Every state change that raises an event publishes it through
+the outbox in the same transaction, so an event exists exactly when its cause was committed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.energy import wh_to_kwh
+from chargenet.domain.events import (
+    AuthorizationStatus,
+    AuthorizePayload,
+    StartTransactionPayload,
+    StopTransactionPayload,
+)
+from chargenet.domain.tenants import StationLayout, locate_connector
+from chargenet.edge.protocol import authorize as auth
+from chargenet.edge.protocol import transactions as tx
+from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import NotFound
+from chargenet.outbox import Outbox
+from chargenet.services.stations import layout_of
+from chargenet.store.models import (
+    AuthCacheEntry,
+    EdgeTransaction,
+    LocalAuthEntry,
+    Site,
+    Station,
+    StationPresence,
+    UnknownStop,
+    UpstreamMessage,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StationInfo:
+    station_id: str
+    site_id: str
+    password_hash: str | None
+    layout: StationLayout
+    upstream_url: str | None
+    upstream_password: bytes | None  # encrypted; the station's own, else the site's
+
+
+async def load_station(session: AsyncSession, station_id: str) -> StationInfo | None:
+    row = await session.get(Station, station_id)
+    if row is None:
+        return None
+    site = await session.get(Site, row.site_id)
+    assert site is not None
+    return StationInfo(
+        station_id=row.id,
+        site_id=row.site_id,
+        password_hash=row.password_hash,
+        layout=layout_of(row),
+        upstream_url=site.upstream_url,
+        upstream_password=row.upstream_password or site.upstream_password,
+    )
+
+
+# Presence ----------------------------------------------------------------------------------------------------
+
+
+async def _presence(session: AsyncSession, station_id: str) -> StationPresence:
+    row = await session.get(StationPresence, station_id)
+    if row is None:
+        row = StationPresence(station_id=station_id)
+        session.add(row)
+    return row
+
+
+async def mark_connected(session: AsyncSession, station_id: str, now: datetime) -> None:
+    row = await _presence(session, station_id)
+    row.connected, row.connected_at, row.last_seen_at = True, now, now
+
+
+async def mark_disconnected(session: AsyncSession, station_id: str, now: datetime) -> None:
+    row = await _presence(session, station_id)
+    row.connected, row.disconnected_at = False, now
+
+
+async def record_heartbeat(session: AsyncSession, station_id: str, now: datetime) -> None:
+    row = await _presence(session, station_id)
+    row.last_heartbeat_at = row.last_seen_at = now
+
+
+async def record_boot(session: AsyncSession, station_id: str, payload: Payload, now: datetime) -> None:
+    row = await _presence(session, station_id)
+    row.vendor = payload.get("chargePointVendor")
+    row.model = payload.get("chargePointModel")
+    row.firmware_version = payload.get("firmwareVersion")
+    row.booted_at = row.last_seen_at = now
+
+
+async def presence(session: AsyncSession, station_id: str) -> StationPresence | None:
+    return await session.get(StationPresence, station_id)
+
+
+# Authorization -----------------------------------------------------------------------------------------------
+
+
+async def local_entry(session: AsyncSession, site_id: str, id_tag: str) -> auth.LocalAuthEntry | None:
+    row = await session.get(LocalAuthEntry, (site_id, id_tag))
+    if row is None:
+        return None
+    return auth.LocalAuthEntry(row.id_tag, AuthorizationStatus(row.status), row.expires_at, row.parent_id_tag)
+
+
+async def cached_authorization(session: AsyncSession, site_id: str, id_tag: str) -> auth.CachedAuthorization | None:
+    row = await session.get(AuthCacheEntry, (site_id, id_tag))
+    if row is None:
+        return None
+    return auth.CachedAuthorization(row.id_tag, AuthorizationStatus(row.status), row.valid_until, row.parent_id_tag)
+
+
+async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.CachedAuthorization) -> None:
+    row = await session.get(AuthCacheEntry, (site_id, entry.id_tag))
+    if row is None:
+        row = AuthCacheEntry(site_id=site_id, id_tag=entry.id_tag)
+        session.add(row)
+    row.status, row.valid_until, row.parent_id_tag = entry.status.value, entry.valid_until, entry.parent_id_tag
+
+
+async def has_active_transaction(session: AsyncSession, id_tag: str) -> bool:
+    found = await session.scalar(
+        select(EdgeTransaction.id)
+        .where(EdgeTransaction.id_tag == id_tag, EdgeTransaction.stopped_at.is_(None))
+        .limit(1)
+    )
+    return found is not None
+
+
+async def publish_authorize(
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    id_tag: str,
+    decision: auth.AuthDecision,
+    *,
+    ocpp_connector_id: int | None = None,
+) -> None:
+    """The post-authorize hook: one Authorize event per decision (decisions.md §3)."""
+    extra: dict[str, Any] = {}
+    if ocpp_connector_id is not None:
+        address = locate_connector(station.layout, ocpp_connector_id)
+        extra = {"chargePointId": address.charge_point_id, "connectorId": address.connector_id}
+    payload = AuthorizePayload(stationId=station.station_id, idTag=id_tag, status=decision.status, **extra)
+    await outbox.publish(session, site_id=station.site_id, payload=payload)
+
+
+# Transactions ------------------------------------------------------------------------------------------------
+
+
+def _record(row: EdgeTransaction) -> tx.TransactionRecord:
+    key = tx.StartKey(row.station_id, row.ocpp_connector_id, row.id_tag, row.started_at, row.meter_start)
+    return tx.TransactionRecord(row.id, key, stopped=row.stopped_at is not None, upstream_id=row.upstream_id)
+
+
+async def find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransaction | None:
+    result: EdgeTransaction | None = await session.scalar(
+        select(EdgeTransaction).where(
+            EdgeTransaction.station_id == key.station_id,
+            EdgeTransaction.ocpp_connector_id == key.connector_id,
+            EdgeTransaction.id_tag == key.id_tag,
+            EdgeTransaction.started_at == key.timestamp,
+            EdgeTransaction.meter_start == key.meter_start,
+        )
+    )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class StartOutcome:
+    transaction_id: int
+    is_new: bool
+
+
+def start_key(station: StationInfo, payload: Payload) -> tx.StartKey:
+    return tx.StartKey(
+        station.station_id,
+        payload["connectorId"],
+        payload["idTag"],
+        datetime.fromisoformat(payload["timestamp"]),
+        payload["meterStart"],
+    )
+
+
+async def start_transaction(
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    payload: Payload,
+    now: datetime,
+    *,
+    auth_status: str,
+) -> StartOutcome:
+    """Rule 2 of `transactions`: a repeat gets its id back and no event; a new start is stored and published.
+    `auth_status` is what the station is told about the tag, and what a resent start is told again."""
+    key = start_key(station, payload)
+    existing = await find_start(session, key)
+    decision = tx.decide_start(_record(existing) if existing else None)
+    if not decision.is_new:
+        assert decision.transaction_id is not None
+        return StartOutcome(decision.transaction_id, is_new=False)
+    address = locate_connector(station.layout, key.connector_id)
+    row = EdgeTransaction(
+        station_id=station.station_id,
+        site_id=station.site_id,
+        charge_point_id=address.charge_point_id,
+        connector_id=address.connector_id,
+        ocpp_connector_id=key.connector_id,
+        id_tag=key.id_tag,
+        started_at=key.timestamp,
+        meter_start=key.meter_start,
+        reservation_id=payload.get("reservationId"),
+        auth_status=auth_status,
+        created_at=now,
+    )
+    session.add(row)
+    await session.flush()
+    transaction_id = tx.check_transaction_id(row.id)
+    event = StartTransactionPayload(
+        stationId=station.station_id,
+        chargePointId=address.charge_point_id,
+        connectorId=address.connector_id,
+        idTag=key.id_tag,
+        meterStart=wh_to_kwh(key.meter_start),
+        transactionId=transaction_id,
+        **({"reservationId": row.reservation_id} if row.reservation_id is not None else {}),
+    )
+    await outbox.publish(session, site_id=station.site_id, payload=event)
+    return StartOutcome(transaction_id, is_new=True)
+
+
+def is_duplicate_start(exc: IntegrityError) -> bool:
+    """A concurrent identical start won the unique constraint; the caller retries and finds it."""
+    return "uq_edge_tx_start" in str(exc.orig) or "edge_transactions" in str(exc.orig)
+
+
+async def stop_transaction(
+    session: AsyncSession, outbox: Outbox, station: StationInfo, payload: Payload, now: datetime
+) -> tx.StopOutcome:
+    """Rule 3 of `transactions`: always acknowledged; one event for the first stop of the station's own."""
+    transaction_id = payload["transactionId"]
+    row = await session.get(EdgeTransaction, transaction_id, with_for_update=True)
+    outcome = tx.decide_stop(_record(row) if row else None, station.station_id)
+    if outcome is tx.StopOutcome.UNKNOWN:
+        session.add(
+            UnknownStop(
+                station_id=station.station_id,
+                transaction_id=transaction_id,
+                payload=json.dumps(payload, default=str),
+                received_at=now,
+            )
+        )
+        return outcome
+    if outcome is tx.StopOutcome.REPEATED:
+        return outcome
+    assert row is not None
+    reason = tx.stop_reason(payload.get("reason"))
+    row.stopped_at = datetime.fromisoformat(payload["timestamp"])
+    row.meter_stop = payload["meterStop"]
+    row.stop_reason = reason.value
+    event = StopTransactionPayload(
+        stationId=station.station_id,
+        chargePointId=row.charge_point_id,
+        connectorId=row.connector_id,
+        idTag=payload.get("idTag") or row.id_tag,
+        meterStart=wh_to_kwh(row.meter_start),
+        meterStop=wh_to_kwh(payload["meterStop"]),
+        transactionId=row.id,
+        reason=reason,
+    )
+    await outbox.publish(session, site_id=station.site_id, payload=event)
+    return outcome
+
+
+async def transaction(session: AsyncSession, transaction_id: int) -> EdgeTransaction:
+    row = await session.get(EdgeTransaction, transaction_id)
+    if row is None:
+        raise NotFound("transaction", str(transaction_id))
+    return row
+
+
+# Upstream ids and queue ---------------------------------------------------------------------------------------
+
+
+async def id_map_for(
+    session: AsyncSession, station_id: str, *, edge_id: int | None = None, upstream_id: int | None = None
+) -> tx.IdMap:
+    """The mapping rows needed to rewrite one message of `station_id`."""
+    query = select(EdgeTransaction.id, EdgeTransaction.upstream_id).where(EdgeTransaction.station_id == station_id)
+    if edge_id is not None:
+        query = query.where(EdgeTransaction.id == edge_id)
+    if upstream_id is not None:
+        query = query.where(EdgeTransaction.upstream_id == upstream_id)
+    ids = tx.IdMap()
+    for found_edge, found_upstream in await session.execute(query):
+        if found_upstream is not None:
+            ids.link(found_edge, found_upstream)
+    return ids
+
+
+async def link_upstream(
+    session: AsyncSession, edge_id: int, upstream_id: int, *, auth_status: str | None = None
+) -> None:
+    row = await session.get(EdgeTransaction, edge_id)
+    if row is not None:
+        row.upstream_id = upstream_id
+        if auth_status is not None:
+            row.auth_status = auth_status
+
+
+async def refuse_upstream(session: AsyncSession, edge_id: int) -> None:
+    await link_upstream(session, edge_id, tx.REFUSED)
+
+
+async def enqueue(
+    session: AsyncSession, station_id: str, action: str, payload: Payload, transaction_id: int | None, now: datetime
+) -> None:
+    session.add(
+        UpstreamMessage(
+            station_id=station_id,
+            action=action,
+            payload=json.dumps(payload, default=str),
+            transaction_id=transaction_id,
+            enqueued_at=now,
+        )
+    )
+
+
+async def queue_head(session: AsyncSession, station_id: str) -> tx.QueuedMessage | None:
+    row = await session.scalar(
+        select(UpstreamMessage).where(UpstreamMessage.station_id == station_id).order_by(UpstreamMessage.id).limit(1)
+    )
+    if row is None:
+        return None
+    return tx.QueuedMessage(row.id, row.action, json.loads(row.payload), row.transaction_id)
+
+
+async def queue_length(session: AsyncSession, station_id: str) -> int:
+    count = await session.scalar(select(func.count()).where(UpstreamMessage.station_id == station_id))
+    return int(count or 0)
+
+
+async def dequeue(session: AsyncSession, sequence: int) -> None:
+    await session.execute(delete(UpstreamMessage).where(UpstreamMessage.id == sequence))

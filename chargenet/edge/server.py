@@ -1,0 +1,118 @@
+"""The stations' endpoint `/ocpp/{stationId}` inside the one ASGI app (OCPP-J 1.6 §3, Security Whitepaper profile 1).
+
+Before the upgrade: an unknown station gets HTTP 404, and a station with an AuthorizationKey that does not present
+it (HTTP Basic, user name equal to the station id) gets 401. The key is accepted as the text it was registered
+with, or as the raw bytes whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every
+comparison is the keyed hash's constant-time one. A handshake that offers no `ocpp1.6` subprotocol is completed
+without one and then closed, as §3.2 says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import logging
+from datetime import timedelta
+
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
+
+from chargenet.edge import records
+from chargenet.edge.hub import Edge, StationLink
+from chargenet.edge.protocol.proxy import HEARTBEAT_INTERVAL
+from chargenet.ids import STATION_ID_PATTERN
+from chargenet.keys import SecretHasher
+
+log = logging.getLogger(__name__)
+
+SUBPROTOCOL = "ocpp1.6"
+# decisions.md §4: idle connections are closed after two heartbeat intervals and a minute.
+IDLE_LIMIT = timedelta(seconds=2 * HEARTBEAT_INTERVAL + 60)
+
+
+def password_matches(header: str | None, station_id: str, stored_hash: str, hasher: SecretHasher) -> bool:
+    """Security profile 1: `Authorization: Basic base64(<stationId>:<AuthorizationKey>)`."""
+    if header is None or not header.lower().startswith("basic "):
+        return False
+    try:
+        raw = base64.b64decode(header[6:].strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    user, separator, key = raw.partition(b":")
+    if not separator or user != station_id.encode():
+        return False
+    candidates = [key.hex(), key.hex().upper()]
+    with contextlib.suppress(UnicodeDecodeError):
+        candidates.insert(0, key.decode("utf-8"))
+    # Every candidate is checked so the time taken does not tell which form matched.
+    results = [hasher.verify(candidate, stored_hash) for candidate in candidates]
+    return any(results)
+
+
+def ocpp_route(edge: Edge) -> WebSocketRoute:
+    hasher = edge.keys.secret_hasher()
+
+    async def endpoint(websocket: WebSocket) -> None:
+        station_id: str = websocket.path_params["station_id"]
+        station = None
+        if STATION_ID_PATTERN.match(station_id):
+            async with edge.store.transaction() as session:
+                station = await records.load_station(session, station_id)
+        if station is None:
+            await websocket.send_denial_response(PlainTextResponse("unknown station", status_code=404))
+            return
+        if station.password_hash is not None and not password_matches(
+            websocket.headers.get("authorization"), station_id, station.password_hash, hasher
+        ):
+            log.warning("station refused: bad credentials", extra={"fields": {"station": station_id}})
+            await websocket.send_denial_response(
+                Response("unauthorized", status_code=401, headers={"WWW-Authenticate": 'Basic realm="chargenet"'})
+            )
+            return
+        if SUBPROTOCOL not in websocket.scope.get("subprotocols", []):
+            await websocket.accept()
+            await websocket.close(1002, f"subprotocol {SUBPROTOCOL} required")
+            return
+        await websocket.accept(subprotocol=SUBPROTOCOL)
+        await _serve(edge, websocket, station)
+
+    return WebSocketRoute("/ocpp/{station_id:str}", endpoint)
+
+
+async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo) -> None:
+    async def close(code: int, reason: str) -> None:
+        await websocket.close(code, reason)
+
+    link = await edge.attach(station, websocket.send_text, close)
+    watchdog = asyncio.create_task(_close_when_idle(edge, link, websocket))
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            link.last_seen = edge.clock.now()
+            data = message.get("text")
+            closing = await link.rpc.feed(data if data is not None else message.get("bytes") or b"")
+            if closing is not None:
+                await websocket.close(closing.code, closing.reason)
+                break
+    except Exception:
+        # The socket went away under us (replaced, reset); the finally block cleans up either way.
+        log.debug("station socket ended", exc_info=True, extra={"fields": {"station": station.station_id}})
+    finally:
+        watchdog.cancel()
+        await edge.detach(link)
+
+
+async def _close_when_idle(edge: Edge, link: StationLink, websocket: WebSocket) -> None:
+    while True:
+        idle_for = edge.clock.now() - link.last_seen
+        if idle_for >= IDLE_LIMIT:
+            log.info("closing idle station", extra={"fields": {"station": link.station.station_id}})
+            with contextlib.suppress(Exception):
+                await websocket.close(1000, "idle")
+            return
+        await edge.clock.sleep((IDLE_LIMIT - idle_for).total_seconds())

@@ -1,0 +1,33 @@
+"""Wiring the edge into the composition root: the `/ocpp/{stationId}` route, the message-log worker, and a
+clean shutdown that closes every station and upstream link."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chargenet.edge.authorizers import load_authorizers
+from chargenet.edge.hub import Edge
+from chargenet.edge.messagelog import MessageLog
+from chargenet.edge.protocol.frames import FrameLimits
+from chargenet.edge.server import ocpp_route
+
+if TYPE_CHECKING:
+    from chargenet.app import AppContext
+
+
+def install_edge(context: AppContext) -> Edge:
+    message_log = MessageLog(context.store, context.clock)
+    edge = Edge(
+        context.store,
+        context.clock,
+        context.outbox,
+        context.keys,
+        limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
+        authorizers=load_authorizers(),
+        message_log=message_log,
+    )
+    context.edge = edge
+    context.routes.append(ocpp_route(edge))
+    context.workers.append(message_log)
+    context.on_shutdown.insert(0, edge.close)
+    return edge

@@ -1,0 +1,215 @@
+"""The upstream link: one OCPP 1.6J client connection per connected station to `{upstream-url}/{stationId}`.
+
+It reconnects with backoff and jitter (`proxy.reconnect_delay`), relays the upstream's CALLs to the station,
+and replays the station's queued transaction messages, in order and throttled, whenever it is connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import websockets
+from websockets.asyncio.client import ClientConnection, connect
+
+from chargenet.edge import records
+from chargenet.edge.connection import CallHandler, ConnectionLost, RpcConnection
+from chargenet.edge.protocol import proxy
+from chargenet.edge.protocol import transactions as tx
+from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.protocol.session import SessionLimits
+from chargenet.errors import ChargenetError
+
+if TYPE_CHECKING:
+    from chargenet.edge.hub import Edge
+
+log = logging.getLogger(__name__)
+
+SUBPROTOCOL = "ocpp1.6"
+OPEN_TIMEOUT = 10.0
+
+
+class UpstreamUnavailable(ChargenetError):
+    """The upstream link is not connected right now."""
+
+
+def basic_auth(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+class UpstreamLink:
+    def __init__(
+        self,
+        edge: Edge,
+        station: records.StationInfo,
+        url: str,
+        password: str | None,
+        relay: CallHandler,
+        *,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self._edge = edge
+        self._station = station
+        self._uri = url.rstrip("/") + "/" + station.station_id
+        self._password = password
+        self._relay = relay
+        self._rng = rng
+        self._rpc: RpcConnection | None = None
+        self._closing = asyncio.Event()
+        self._first_attempt = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.connects = 0
+        self.queued = 0  # messages of this station waiting in the upstream queue (this process owns the link)
+
+    @property
+    def connected(self) -> bool:
+        return self._rpc is not None
+
+    async def start(self) -> None:
+        """Begin connecting, and return once the first attempt has succeeded or failed (decisions.md §4: the
+        upstream connection opens before the station's BootNotification is forwarded)."""
+        async with self._edge.store.transaction() as session:
+            self.queued = await records.queue_length(session, self._station.station_id)
+        self._task = asyncio.create_task(self._run(), name=f"upstream-{self._station.station_id}")
+        await self._first_attempt.wait()
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def kick(self) -> None:
+        """Wake the replay (after a message was queued)."""
+        self._kick.set()
+
+    def enqueued(self) -> None:
+        self.queued += 1
+        self._kick.set()
+
+    async def call(self, action: str, payload: Payload) -> Payload:
+        rpc = self._rpc
+        if rpc is None:
+            raise UpstreamUnavailable(f"upstream of {self._station.station_id} is not connected")
+        return await rpc.call(action, payload)
+
+    # The connection loop ---------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        attempt = 0
+        while not self._closing.is_set():
+            try:
+                async with connect(
+                    self._uri,
+                    subprotocols=[websockets.Subprotocol(SUBPROTOCOL)],
+                    additional_headers=self._headers(),
+                    open_timeout=OPEN_TIMEOUT,
+                    max_size=self._edge.limits.max_frame_bytes,
+                    ping_interval=20,
+                ) as socket:
+                    if socket.subprotocol != SUBPROTOCOL:
+                        raise ConnectionError(f"upstream did not accept subprotocol {SUBPROTOCOL}")
+                    attempt = 0
+                    await self._serve(socket)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info(
+                    "upstream connection failed",
+                    extra={"fields": {"station": self._station.station_id, "error": f"{type(exc).__name__}: {exc}"}},
+                )
+            finally:
+                self._first_attempt.set()
+            if self._closing.is_set():
+                return
+            await self._edge.clock.sleep(proxy.reconnect_delay(attempt, self._rng()))
+            attempt += 1
+
+    def _headers(self) -> dict[str, str]:
+        if self._password is None:
+            return {}
+        return {"Authorization": basic_auth(self._station.station_id, self._password)}
+
+    async def _serve(self, socket: ClientConnection) -> None:
+        rpc = RpcConnection(
+            f"upstream:{self._station.station_id}",
+            socket.send,
+            self._edge.clock,
+            self._relay,
+            limits=self._edge.limits,
+            session_limits=SessionLimits(call_timeout=self._edge.upstream_timeout),
+            log_frame=self._edge.message_log.logger(self._station.station_id, "upstream"),
+        )
+        self._rpc = rpc
+        self.connects += 1
+        self._first_attempt.set()
+        replay = asyncio.create_task(self._replay_loop(rpc))
+        self._kick.set()
+        try:
+            async for message in socket:
+                closing = await rpc.feed(message)
+                if closing is not None:
+                    await socket.close(closing.code, closing.reason)
+                    break
+        finally:
+            self._rpc = None
+            replay.cancel()
+            await rpc.close()
+
+    # Replay ----------------------------------------------------------------------------------------------
+
+    async def _replay_loop(self, rpc: RpcConnection) -> None:
+        policy = tx.ReplayPolicy()
+        last_sent = None
+        while True:
+            await self._kick.wait()
+            self._kick.clear()
+            while True:
+                async with self._edge.store.transaction() as session:
+                    head = await records.queue_head(session, self._station.station_id)
+                    if head is None:
+                        break
+                    ids = await records.id_map_for(session, self._station.station_id, edge_id=head.transaction_id)
+                step = tx.next_replay(head, ids, last_sent, self._edge.clock.now(), policy)
+                if step.step is tx.ReplayStep.WAIT_THROTTLE:
+                    assert step.not_before is not None
+                    await self._edge.clock.sleep((step.not_before - self._edge.clock.now()).total_seconds())
+                    continue
+                if step.step is tx.ReplayStep.DROP:
+                    log.warning("queued message dropped", extra={"fields": {"action": head.action, "why": step.reason}})
+                    async with self._edge.store.transaction() as session:
+                        await records.dequeue(session, head.sequence)
+                    self.queued -= 1
+                    continue
+                assert step.payload is not None
+                last_sent = self._edge.clock.now()
+                try:
+                    answer = await rpc.call(head.action, step.payload)
+                except (CallTimedOut, PayloadViolation):
+                    continue  # stays at the head; sent again with a new message id
+                except ConnectionLost:
+                    return
+                except CallErrorReceived as exc:
+                    log.warning(
+                        "upstream refused a queued message", extra={"fields": {"action": head.action, "code": exc.code}}
+                    )
+                    await self._settle(head, None)
+                    continue
+                await self._settle(head, answer)
+
+    async def _settle(self, head: tx.QueuedMessage, answer: Payload | None) -> None:
+        async with self._edge.store.transaction() as session:
+            if head.action == "StartTransaction" and head.transaction_id is not None:
+                if answer is None:
+                    await records.refuse_upstream(session, head.transaction_id)
+                else:
+                    await records.link_upstream(session, head.transaction_id, answer["transactionId"])
+            await records.dequeue(session, head.sequence)

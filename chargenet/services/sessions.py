@@ -1,0 +1,189 @@
+"""Charging sessions and station commands over the API (decisions.md §1 "Sessions over the API").
+
+Each function finds the station behind a charge point or transaction (checking the caller's reach through the
+`allowed` callback, which answers for a (company, site) pair), sends the command through the edge, and turns
+the station's answer into a result or an error: `StationNotConnected` (503), `StationDidNotAnswer` (504),
+`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.energy import wh_to_kwh
+from chargenet.domain.tenants import ConnectorAddress, ocpp_connector_id
+from chargenet.edge.hub import Edge
+from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import InvalidInput, NotFound, StationRejected
+from chargenet.services.localauth import validate_id_tag
+from chargenet.services.stations import layout_of
+from chargenet.store.db import Store
+from chargenet.store.models import ChargePoint, EdgeTransaction, Site, Station
+
+Allowed = Callable[[str, str], bool]  # (company_id, site_id) -> may the caller act there
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    station_id: str
+    ocpp_connector_id: int
+
+
+async def _site_company(session: AsyncSession, site_id: str) -> str:
+    company = await session.scalar(select(Site.company_id).where(Site.id == site_id))
+    assert company is not None
+    return company
+
+
+async def _target(session: AsyncSession, charge_point_id: str, connector_id: int, allowed: Allowed) -> Target:
+    point = await session.get(ChargePoint, charge_point_id)
+    if point is None or not allowed(await _site_company(session, point.site_id), point.site_id):
+        raise NotFound("charge point", charge_point_id)
+    station = await session.get(Station, point.station_id)
+    assert station is not None
+    layout = layout_of(station)
+    per = layout.connectors_per_charge_point
+    if connector_id < 0 or (per is not None and connector_id > per):
+        raise InvalidInput(f"{charge_point_id} has no connector {connector_id}", field="connectorId")
+    return Target(station.id, ocpp_connector_id(layout, ConnectorAddress(charge_point_id, connector_id)))
+
+
+async def _command(edge: Edge, target: Target, action: str, payload: Payload) -> Payload:
+    return await edge.command(target.station_id, action, payload)
+
+
+def _accepted(station_id: str, action: str, answer: Payload) -> dict[str, str]:
+    status = str(answer.get("status"))
+    if status != "Accepted":
+        raise StationRejected(station_id, action, status)
+    return {"status": status}
+
+
+async def start_session(
+    store: Store, edge: Edge, allowed: Allowed, *, charge_point_id: str, connector_id: int, id_tag: str
+) -> dict[str, str]:
+    """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
+    validate_id_tag(id_tag)
+    if connector_id < 1:
+        raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
+    async with store.transaction() as session:
+        target = await _target(session, charge_point_id, connector_id, allowed)
+    payload = {"connectorId": target.ocpp_connector_id, "idTag": id_tag}
+    answer = await _command(edge, target, "RemoteStartTransaction", payload)
+    return _accepted(target.station_id, "RemoteStartTransaction", answer)
+
+
+async def stop_session(store: Store, edge: Edge, allowed: Allowed, *, transaction_id: int) -> dict[str, str]:
+    """RemoteStopTransaction, sent to the transaction's own station only."""
+    async with store.transaction() as session:
+        row = await session.get(EdgeTransaction, transaction_id)
+        if row is None or not allowed(await _site_company(session, row.site_id), row.site_id):
+            raise NotFound("transaction", str(transaction_id))
+        if row.stopped_at is not None:
+            raise StationRejected(row.station_id, "RemoteStopTransaction", "AlreadyStopped")
+        station_id = row.station_id
+    answer = await edge.command(station_id, "RemoteStopTransaction", {"transactionId": transaction_id})
+    return _accepted(station_id, "RemoteStopTransaction", answer)
+
+
+async def charge_point_command(
+    store: Store,
+    edge: Edge,
+    allowed: Allowed,
+    *,
+    charge_point_id: str,
+    action: str,
+    payload: Payload,
+    connector_id: int = 0,
+) -> dict[str, str]:
+    """Reset, UnlockConnector, ChangeAvailability, TriggerMessage: the station's answer, whatever it is."""
+    async with store.transaction() as session:
+        target = await _target(session, charge_point_id, connector_id, allowed)
+    if "connectorId" in payload:
+        payload = {**payload, "connectorId": target.ocpp_connector_id}
+    answer = await _command(edge, target, action, payload)
+    return {"status": str(answer.get("status"))}
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionView:
+    row: EdgeTransaction
+
+    def to_json(self) -> dict[str, Any]:
+        row = self.row
+        data: dict[str, Any] = {
+            "transactionId": row.id,
+            "siteId": row.site_id,
+            "stationId": row.station_id,
+            "chargePointId": row.charge_point_id,
+            "connectorId": row.connector_id,
+            "idTag": row.id_tag,
+            "startedAt": row.started_at.isoformat(),
+            "meterStart": wh_to_kwh(row.meter_start),
+            "active": row.stopped_at is None,
+        }
+        if row.stopped_at is not None and row.meter_stop is not None:
+            data.update(
+                stoppedAt=row.stopped_at.isoformat(), meterStop=wh_to_kwh(row.meter_stop), reason=row.stop_reason
+            )
+        return data
+
+
+def encode_cursor(transaction_id: int) -> str:
+    return base64.urlsafe_b64encode(str(transaction_id).encode()).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+    except ValueError:
+        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+
+
+async def list_transactions(
+    session: AsyncSession,
+    allowed: Allowed,
+    *,
+    limit: int,
+    after: int | None = None,
+    site_id: str | None = None,
+    charge_point_id: str | None = None,
+    active: bool | None = None,
+) -> tuple[list[TransactionView], int | None]:
+    """A page of transactions in id order, only on sites the caller reaches; returns the page and the last id
+    when more may follow."""
+    sites = [s for s, company in (await session.execute(select(Site.id, Site.company_id))).all() if allowed(company, s)]
+    query = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)
+    if after is not None:
+        query = query.where(EdgeTransaction.id > after)
+    if site_id is not None:
+        query = query.where(EdgeTransaction.site_id == site_id)
+    if charge_point_id is not None:
+        query = query.where(EdgeTransaction.charge_point_id == charge_point_id)
+    if active is not None:
+        query = query.where(EdgeTransaction.stopped_at.is_(None) if active else EdgeTransaction.stopped_at.is_not(None))
+    rows = list(await session.scalars(query))
+    return [TransactionView(r) for r in rows], (rows[-1].id if len(rows) == limit else None)
+
+
+async def station_presence_json(session: AsyncSession, edge: Edge, station_id: str) -> dict[str, Any]:
+    """Connection state and last heartbeat, for the charge point's status in the API."""
+    from chargenet.edge import records
+
+    row = await records.presence(session, station_id)
+
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value else None
+
+    return {
+        "connection": "connected" if edge.is_connected(station_id) else "disconnected",
+        "lastHeartbeat": iso(row.last_heartbeat_at) if row else None,
+        "lastSeen": iso(row.last_seen_at) if row else None,
+    }

@@ -1,0 +1,145 @@
+"""What the OCPP edge keeps: transactions, the local authorization list and cache, the upstream queue,
+connector status history, station presence, and the OCPP message log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chargenet.store.models.base import Base, UtcDateTime
+
+_AutoId = BigInteger().with_variant(Integer, "sqlite")
+
+
+class EdgeTransaction(Base):
+    """A charging transaction; `id` is the transactionId stations get (positive, unique service-wide)."""
+
+    __tablename__ = "edge_transactions"
+    # AUTOINCREMENT on SQLite: an id is never handed out twice, even after the newest row is deleted.
+    __table_args__ = (
+        UniqueConstraint(
+            "station_id", "ocpp_connector_id", "id_tag", "started_at", "meter_start", name="uq_edge_tx_start"
+        ),
+        Index("ix_edge_tx_active", "station_id", "stopped_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"))
+    site_id: Mapped[str] = mapped_column(String(64), index=True)
+    charge_point_id: Mapped[str] = mapped_column(String(64), index=True)
+    connector_id: Mapped[int] = mapped_column(Integer)
+    ocpp_connector_id: Mapped[int] = mapped_column(Integer)
+    id_tag: Mapped[str] = mapped_column(String(20), index=True)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    meter_start: Mapped[int] = mapped_column(BigInteger)
+    reservation_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    auth_status: Mapped[str | None] = mapped_column(String(16), default=None)  # what the station was told
+    stopped_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    meter_stop: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    stop_reason: Mapped[str | None] = mapped_column(String(32), default=None)
+    # The upstream's id for it; 0 when the upstream refused the start; NULL while not yet answered.
+    upstream_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class UnknownStop(Base):
+    """A StopTransaction for a transaction the station does not own: acknowledged and kept here."""
+
+    __tablename__ = "edge_unknown_stops"
+
+    id: Mapped[int] = mapped_column(_AutoId, primary_key=True)
+    station_id: Mapped[str] = mapped_column(String(48), index=True)
+    transaction_id: Mapped[int] = mapped_column(BigInteger)
+    payload: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class LocalAuthEntry(Base):
+    __tablename__ = "local_auth_entries"
+
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
+    id_tag: Mapped[str] = mapped_column(String(20), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16))
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class AuthCacheEntry(Base):
+    """The upstream's last answer for a tag, used while the upstream is away."""
+
+    __tablename__ = "auth_cache"
+
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
+    id_tag: Mapped[str] = mapped_column(String(20), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16))
+    valid_until: Mapped[datetime] = mapped_column(UtcDateTime())
+    parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+
+
+class UpstreamMessage(Base):
+    """A station transaction message waiting for the upstream, in `id` order per station."""
+
+    __tablename__ = "upstream_queue"
+    __table_args__ = (Index("ix_upstream_queue_station", "station_id", "id"),)
+
+    id: Mapped[int] = mapped_column(_AutoId, primary_key=True)
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(48))
+    payload: Mapped[str] = mapped_column(Text)
+    transaction_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    enqueued_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ConnectorStatusHistory(Base):
+    """Every StatusNotification as reported, with the transition check's verdict."""
+
+    __tablename__ = "connector_status_history"
+    __table_args__ = (Index("ix_status_history_connector", "charge_point_id", "connector_id", "id"),)
+
+    id: Mapped[int] = mapped_column(_AutoId, primary_key=True)
+    charge_point_id: Mapped[str] = mapped_column(String(64))
+    connector_id: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(32))
+    error_code: Mapped[str] = mapped_column(String(32))
+    info: Mapped[str | None] = mapped_column(String(255), default=None)
+    reported_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    transition: Mapped[str] = mapped_column(String(16))
+    expected: Mapped[bool] = mapped_column(Boolean)
+    became_current: Mapped[bool] = mapped_column(Boolean)
+
+
+class StationPresence(Base):
+    """Whether a station is connected (and to which process), its last heartbeat and what it booted as."""
+
+    __tablename__ = "station_presence"
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    connected: Mapped[bool] = mapped_column(Boolean, default=False)
+    connected_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    disconnected_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    vendor: Mapped[str | None] = mapped_column(String(20), default=None)
+    model: Mapped[str | None] = mapped_column(String(20), default=None)
+    firmware_version: Mapped[str | None] = mapped_column(String(50), default=None)
+    booted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class OcppMessage(Base):
+    """The OCPP message log (kept 30 days): every frame to and from stations and upstreams."""
+
+    __tablename__ = "ocpp_messages"
+    __table_args__ = (Index("ix_ocpp_messages_station", "station_id", "id"), Index("ix_ocpp_messages_at", "at"))
+
+    id: Mapped[int] = mapped_column(_AutoId, primary_key=True)
+    station_id: Mapped[str] = mapped_column(String(48))
+    peer: Mapped[str] = mapped_column(String(16))  # station | upstream
+    direction: Mapped[str] = mapped_column(String(8))  # in | out
+    frame: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,0 +1,146 @@
+"""A real chargenet (uvicorn, the one ASGI app, SQLite or PostgreSQL) on loopback, for the edge's tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from sqlalchemy import select
+
+from chargenet.app import AppContext, create_app, open_context
+from chargenet.clock import Clock, ManualClock
+from chargenet.config import load_settings
+from chargenet.edge.hub import Edge
+from chargenet.services import sites
+from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import OutboxEvent
+from tests.factories import Tenant, make_tenant, partner_token
+
+PASSWORD = "0123456789abcdef0123"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    context: AppContext
+    port: int
+    tenant: Tenant
+    token: str  # a partner's bearer token granting the edge's scopes over the tenant's company
+
+    @property
+    def edge(self) -> Edge:
+        assert self.context.edge is not None
+        return self.context.edge
+
+    @property
+    def ocpp_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ocpp"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def station(self, station_id: str | None = None, password: str | bytes | None = PASSWORD) -> SimulatedStation:
+        return SimulatedStation(self.ocpp_url, station_id or self.tenant.station_id, password)
+
+    async def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
+        async with self.context.store.transaction() as session:
+            query = select(OutboxEvent.body).order_by(OutboxEvent.position)
+            if event_type is not None:
+                query = query.where(OutboxEvent.event_type == event_type)
+            return [json.loads(body) for body in await session.scalars(query)]
+
+    async def point_site_at(self, cpo: SimulatedCentralSystem, password: str | None = None) -> None:
+        async with self.context.store.transaction() as session:
+            await sites.update_site(
+                session,
+                self.context.keys.credential_cipher(),
+                self.tenant.site_id,
+                upstream_url=cpo.url,
+                upstream_password=password,
+            )
+
+
+async def serve_chargenet(
+    tmp_path: Path, database_url: str | None = None, clock: Clock | None = None
+) -> tuple[AppContext, uvicorn.Server, asyncio.Task[None], int]:
+    port = free_port()
+    flags = {"data_dir": str(tmp_path / "data"), "port": str(port)}
+    if database_url:
+        flags["database_url"] = database_url
+    settings = load_settings(flags, {})
+    context = await open_context(settings, clock=clock)
+    config = uvicorn.Config(
+        create_app(context),
+        host="127.0.0.1",
+        port=port,
+        ws="websockets-sansio",
+        ws_max_size=settings.ocpp_max_frame,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    return context, server, task, port
+
+
+@pytest.fixture
+async def served(tmp_path: Path, database_url: str) -> AsyncIterator[Served]:
+    """chargenet on loopback, once on SQLite and once on PostgreSQL, with station CS-1 (2 connectors)."""
+    async for instance in _served(tmp_path, database_url, None):
+        yield instance
+
+
+@pytest.fixture
+async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
+    """chargenet on loopback whose clock moves only when the test says so (SQLite)."""
+    async for instance in _served(tmp_path, None, ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))):
+        yield instance
+
+
+async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None) -> AsyncIterator[Served]:
+    context, server, task, port = await serve_chargenet(tmp_path, database_url, clock)
+    tenant = await make_tenant(
+        context.store, context.keys, context.clock.now(), station_id="CS-1", password=PASSWORD, connectors=2
+    )
+    assert context.edge is not None
+    token = await partner_token(
+        context, tenant.company_id, ["sessions:write", "transactions:read", "charge-points:write"]
+    )
+    context.edge.command_timeout = timedelta(seconds=2)
+    context.edge.upstream_timeout = timedelta(seconds=1)
+    try:
+        yield Served(context, port, tenant, token)
+    finally:
+        server.should_exit = True
+        await task
+        await context.close()
+
+
+@pytest.fixture
+async def cpo() -> AsyncIterator[SimulatedCentralSystem]:
+    central = SimulatedCentralSystem()
+    await central.start()
+    try:
+        yield central
+    finally:
+        await central.stop()

@@ -1,0 +1,152 @@
+"""Sessions and station commands over the API, with a simulated station on a real WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from chargenet.services import sites
+from chargenet.simulators.station import SimulatedStation
+from tests.factories import partner_token
+from tests.integration.edge.conftest import Served
+from tests.integration.edge.test_charging import add_tag
+
+
+@pytest.fixture
+async def api(served: Served) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {served.token}"}, timeout=10
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+async def station(served: Served) -> AsyncIterator[SimulatedStation]:
+    simulated = served.station()
+    await simulated.connect()
+    await simulated.boot()
+    yield simulated
+    await simulated.close()
+
+
+async def test_start_session_is_202_once_the_station_accepted(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert (response.status_code, response.json()) == (202, {"status": "Accepted"})
+    assert station.received_calls == [("RemoteStartTransaction", {"connectorId": 1, "idTag": "TAG1"})]
+
+
+async def test_start_session_rejected_by_the_station_is_409(api: httpx.AsyncClient, station: SimulatedStation) -> None:
+    station.answers["RemoteStartTransaction"] = lambda _: {"status": "Rejected"}
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_start_session_on_a_station_not_connected_is_503(api: httpx.AsyncClient) -> None:
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 503
+
+
+async def test_start_session_the_station_never_answers_is_504(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    async def never(_: object) -> dict[str, str]:
+        await asyncio.sleep(30)
+        return {"status": "Accepted"}
+
+    station.answers["RemoteStartTransaction"] = never
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 504
+
+
+async def test_start_session_on_an_unknown_charge_point_is_404(api: httpx.AsyncClient) -> None:
+    response = await api.post("/sessions", json={"chargePointId": "NOPE", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 404
+
+
+async def test_start_session_with_a_bad_body_is_422(api: httpx.AsyncClient) -> None:
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": "1", "idTag": "TAG1"})
+    assert response.status_code == 422
+
+
+async def test_stop_session_goes_to_the_transactions_own_station(
+    served: Served, api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    started = await station.start(1, "TAG1")
+    response = await api.post(f"/sessions/{started['transactionId']}/stop")
+    assert response.status_code == 202
+    assert station.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
+
+
+async def test_stop_of_an_unknown_transaction_is_404(api: httpx.AsyncClient) -> None:
+    assert (await api.post("/sessions/999999/stop")).status_code == 404
+
+
+async def test_transactions_list_pages_and_filters(
+    served: Served, api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    await add_tag(served, "TAG2")
+    first = await station.start(1, "TAG1", 1000)
+    await station.start(2, "TAG2", 0)
+    await station.stop(first["transactionId"], 3500)
+    page = (await api.get("/transactions", params={"limit": 1})).json()
+    assert [t["transactionId"] for t in page["items"]] == [first["transactionId"]]
+    assert page["items"][0]["meterStop"] == 3.5 and page["items"][0]["active"] is False
+    rest = (await api.get("/transactions", params={"limit": 1, "cursor": page["next"]})).json()
+    assert rest["items"][0]["idTag"] == "TAG2"
+    active = (await api.get("/transactions", params={"active": "true"})).json()
+    assert [t["idTag"] for t in active["items"]] == ["TAG2"] and active["next"] is None
+
+
+async def test_commands_return_the_stations_answer(api: httpx.AsyncClient, station: SimulatedStation) -> None:
+    assert (await api.post("/charge-points/CS-1/reset", json={"type": "Soft"})).json() == {"status": "Accepted"}
+    assert (await api.post("/charge-points/CS-1/unlock", json={"connectorId": 1})).json() == {"status": "Unlocked"}
+    body = {"connectorId": 0, "type": "Inoperative"}
+    assert (await api.post("/charge-points/CS-1/availability", json=body)).json() == {"status": "Accepted"}
+    body2 = {"requestedMessage": "StatusNotification", "connectorId": 1}
+    assert (await api.post("/charge-points/CS-1/trigger", json=body2)).json() == {"status": "Accepted"}
+    assert [a for a, _ in station.received_calls] == [
+        "Reset",
+        "UnlockConnector",
+        "ChangeAvailability",
+        "TriggerMessage",
+    ]
+
+
+async def test_caller_outside_the_site_sees_404(
+    served: Served, api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    async with served.context.store.transaction() as session:
+        other = await sites.create_site(
+            session,
+            served.context.keys.credential_cipher(),
+            company_id=served.tenant.company_id,
+            name="Elsewhere",
+            now=served.context.clock.now(),
+        )
+    token = await partner_token(served.context, served.tenant.company_id, ["sessions:write"], site_id=other.id)
+    response = await api.post(
+        "/sessions",
+        json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+async def test_without_a_token_the_api_answers_401_with_a_bare_bearer_challenge(
+    served: Served, api: httpx.AsyncClient
+) -> None:
+    response = await api.get("/transactions", headers={"Authorization": ""})
+    assert response.status_code == 401
+    assert (
+        response.headers["www-authenticate"].startswith("Bearer")
+        and "error=" not in response.headers["www-authenticate"]
+    )

@@ -1,0 +1,220 @@
+"""The stations' endpoint through real WebSockets: handshake, security profile 1, and the RPC framework's errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from chargenet.simulators.station import StationCallError
+from tests.integration.edge.conftest import PASSWORD, Served
+
+
+async def test_unknown_station_gets_404_before_the_upgrade(served: Served) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        await served.station("NOPE").connect()
+    assert caught.value.response.status_code == 404
+
+
+async def test_wrong_key_gets_401(served: Served) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        await served.station(password="wrong-key-wrong-key").connect()
+    assert caught.value.response.status_code == 401
+    assert caught.value.response.headers["WWW-Authenticate"].startswith("Basic")
+
+
+async def test_missing_credentials_get_401(served: Served) -> None:
+    with pytest.raises(InvalidStatus) as caught:
+        await served.station(password=None).connect()
+    assert caught.value.response.status_code == 401
+
+
+async def test_user_name_other_than_the_station_id_gets_401(served: Served) -> None:
+    station = served.station()
+    station.station_id = "CS-1"
+    headers = station.headers()
+    import base64
+
+    headers["Authorization"] = "Basic " + base64.b64encode(f"CS-2:{PASSWORD}".encode()).decode()
+    from websockets.asyncio.client import connect
+
+    with pytest.raises(InvalidStatus) as caught:
+        await connect(f"{served.ocpp_url}/CS-1", subprotocols=["ocpp1.6"], additional_headers=headers)  # type: ignore[list-item]
+    assert caught.value.response.status_code == 401
+
+
+async def test_key_sent_as_raw_bytes_whose_hex_is_registered_is_accepted(served: Served) -> None:
+    raw = bytes(range(16))
+    from chargenet.services import stations
+
+    async with served.context.store.transaction() as session:
+        await stations.create_station(
+            session,
+            served.context.keys.secret_hasher(),
+            served.context.keys.credential_cipher(),
+            site_id=served.tenant.site_id,
+            station_id="RAW-1",
+            now=served.context.clock.now(),
+            password=raw.hex(),
+        )
+    station = served.station("RAW-1", password=raw)
+    await station.connect()
+    assert (await station.heartbeat())["currentTime"]
+    await station.close()
+
+
+async def test_subprotocol_ocpp16_is_negotiated(served: Served) -> None:
+    station = served.station()
+    socket = await station.connect(("ocpp2.0.1", "ocpp1.6"))
+    assert socket.subprotocol == "ocpp1.6"
+    await station.close()
+
+
+async def test_without_ocpp16_the_handshake_completes_without_subprotocol_then_closes(served: Served) -> None:
+    station = served.station()
+    socket = await station.connect(("ocpp2.0.1",))
+    assert socket.subprotocol is None
+    assert await station.wait_closed() == 1002
+
+
+async def test_cold_boot_is_accepted_with_the_heartbeat_interval(served: Served) -> None:
+    station = served.station()
+    await station.connect()
+    answer = await station.boot()
+    assert answer["status"] == "Accepted" and answer["interval"] == 300
+    assert answer["currentTime"].endswith("Z")
+    assert "currentTime" in await station.heartbeat()
+    await station.close()
+
+
+@pytest.fixture
+async def station(served: Served):  # type: ignore[no-untyped-def]
+    simulated = served.station()
+    await simulated.connect()
+    yield simulated
+    await simulated.close()
+
+
+async def raw_answer(station, frame: list[object] | str):  # type: ignore[no-untyped-def]
+    await station.send_raw(frame if isinstance(frame, str) else json.dumps(frame))
+    return await station.next_raw()
+
+
+async def test_unknown_action_gets_not_implemented(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("FlyToTheMoon", {})
+    assert caught.value.code == "NotImplemented"
+
+
+async def test_central_system_action_from_a_station_gets_not_supported(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("Reset", {"type": "Soft"})
+    assert caught.value.code == "NotSupported"
+
+
+async def test_missing_field_gets_occurence_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("BootNotification", {"chargePointVendor": "x"})
+    assert caught.value.code == "OccurenceConstraintViolation"
+
+
+async def test_wrong_type_gets_type_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("StatusNotification", {"connectorId": "1", "errorCode": "NoError", "status": "Available"})
+    assert caught.value.code == "TypeConstraintViolation"
+
+
+async def test_bad_value_gets_property_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("StatusNotification", {"connectorId": 1, "errorCode": "Error", "status": "Available"})
+    assert caught.value.code == "PropertyConstraintViolation"
+
+
+async def test_extra_property_gets_formation_violation(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.call("Heartbeat", {"extra": True})
+    assert caught.value.code == "FormationViolation"
+
+
+async def test_connector_id_above_the_limit_gets_property_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StationCallError) as caught:
+        await station.status(17, "Available")
+    assert caught.value.code == "PropertyConstraintViolation"
+
+
+async def test_malformed_call_with_readable_id_gets_formation_violation(station) -> None:  # type: ignore[no-untyped-def]
+    answer = await raw_answer(station, [2, "m1", "Heartbeat"])
+    assert answer[:3] == [4, "m1", "FormationViolation"] and answer[4] == {}
+
+
+async def test_id_longer_than_36_characters_gets_formation_violation(station) -> None:  # type: ignore[no-untyped-def]
+    answer = await raw_answer(station, [2, "x" * 37, "Heartbeat", {}])
+    assert answer[2] == "FormationViolation"
+
+
+async def test_duplicate_message_id_gets_protocol_error(station) -> None:  # type: ignore[no-untyped-def]
+    first = await raw_answer(station, [2, "dup", "Heartbeat", {}])
+    second = await raw_answer(station, [2, "dup", "Heartbeat", {}])
+    assert first[0] == 3 and second[:3] == [4, "dup", "ProtocolError"]
+
+
+async def test_five_unreadable_frames_in_a_row_close_with_1002(station) -> None:  # type: ignore[no-untyped-def]
+    for frame in ["not json", "{}", b"\x00binary", "[2]", '[9,"a",{}]']:
+        await station.send_raw(frame)
+    assert await station.wait_closed() == 1002
+
+
+async def test_four_unreadable_frames_then_a_good_one_keep_the_connection(station) -> None:  # type: ignore[no-untyped-def]
+    for frame in ["not json", "{}", b"\x00binary", "[2]"]:
+        await station.send_raw(frame)
+    assert "currentTime" in await station.heartbeat()
+    for frame in ["not json", "{}", "[]", "[2]"]:
+        await station.send_raw(frame)
+    assert "currentTime" in await station.heartbeat()
+
+
+async def test_two_megabyte_frame_closes_the_connection_as_too_big(station) -> None:  # type: ignore[no-untyped-def]
+    await station.send_raw(json.dumps([2, "big", "DataTransfer", {"vendorId": "x", "data": "y" * 2_000_000}]))
+    assert await station.wait_closed() == 1009
+
+
+async def test_second_connection_replaces_the_first(served: Served) -> None:
+    first = served.station()
+    await first.connect()
+    await first.boot()
+    second = served.station()
+    await second.connect()
+    assert await first.wait_closed() == 1000
+    assert "currentTime" in await second.heartbeat()
+    await asyncio.sleep(0.05)
+    assert served.edge.connected_stations == ["CS-1"]
+    await second.close()
+
+
+async def test_flooding_station_gets_every_call_answered(station) -> None:  # type: ignore[no-untyped-def]
+    frames = [json.dumps([2, f"f{n}", "Heartbeat", {}]) for n in range(40)]
+    for frame in frames:
+        await station.send_raw(frame)
+    answers = [await station.next_raw() for _ in frames]
+    assert {a[1] for a in answers} == {f"f{n}" for n in range(40)}
+    assert {a[0] for a in answers} <= {3, 4}
+
+
+async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_manual: Served) -> None:
+    from chargenet.clock import ManualClock
+
+    clock = served_manual.context.clock
+    assert isinstance(clock, ManualClock)
+    station = served_manual.station()
+    await station.connect()
+    await station.heartbeat()
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    assert "currentTime" in await station.heartbeat()  # a message resets the idle timer
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    assert station.socket.close_code is None
+    clock.advance(2)
+    assert await station.wait_closed() == 1000

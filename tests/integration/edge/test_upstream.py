@@ -1,0 +1,263 @@
+"""The edge as a proxy in front of an upstream central system (the CPO simulator), all over real WebSockets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+
+from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import EdgeTransaction, UpstreamMessage
+from tests.integration.edge.conftest import Served
+
+
+@pytest.fixture
+async def proxied(served: Served, cpo: SimulatedCentralSystem) -> AsyncIterator[SimulatedStation]:
+    cpo.passwords["CS-1"] = "upstream-secret-16"
+    await served.point_site_at(cpo, password="upstream-secret-16")
+    station = served.station()
+    await station.connect()
+    yield station
+    await station.close()
+
+
+async def upstream_id_of(served: Served, edge_id: int) -> int | None:
+    async with served.context.store.transaction() as session:
+        row = await session.get(EdgeTransaction, edge_id)
+        assert row is not None
+        return row.upstream_id
+
+
+async def queued(served: Served) -> list[str]:
+    async with served.context.store.transaction() as session:
+        return list(await session.scalars(select(UpstreamMessage.action).order_by(UpstreamMessage.id)))
+
+
+async def settle(predicate, within: float = 10) -> None:  # type: ignore[no-untyped-def]
+    async with asyncio.timeout(within):
+        while not await predicate():
+            await asyncio.sleep(0.05)
+
+
+async def test_upstream_connection_opens_before_boot_is_forwarded_with_basic_auth(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    answer = await proxied.boot()
+    assert answer["status"] == "Accepted"
+    assert len(cpo.received("CS-1", "BootNotification")) == 1
+
+
+async def test_status_is_published_and_forwarded(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await proxied.status(1, "Available")
+    assert len(await served.events("ChargePointStatus")) == 1
+    assert cpo.received("CS-1", "StatusNotification")[0]["status"] == "Available"
+
+
+async def test_unknown_tag_is_decided_by_the_upstream(proxied: SimulatedStation, cpo: SimulatedCentralSystem) -> None:
+    cpo.tags["BAD"] = "Blocked"
+    assert (await proxied.authorize("BAD"))["idTagInfo"]["status"] == "Blocked"
+    assert cpo.received("CS-1", "Authorize") == [{"idTag": "BAD"}]
+
+
+async def test_local_list_tag_is_not_forwarded(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    from tests.integration.edge.test_charging import add_tag
+
+    await add_tag(served, "LOCAL1")
+    assert (await proxied.authorize("LOCAL1"))["idTagInfo"]["status"] == "Accepted"
+    assert cpo.received("CS-1", "Authorize") == []
+
+
+async def test_station_gets_edge_ids_and_upstream_gets_its_own(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    started = await proxied.start(1, "TAG1", 10)
+    edge_id = started["transactionId"]
+    assert edge_id < 90001
+    assert await upstream_id_of(served, edge_id) == 90001
+    await proxied.meter_values(1, edge_id, 500)
+    await proxied.stop(edge_id, 1000)
+    assert cpo.received("CS-1", "MeterValues")[0]["transactionId"] == 90001
+    assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 90001
+    [event] = await served.events("StartTransaction")
+    assert event["payload"]["transactionId"] == edge_id  # type: ignore[index]
+
+
+async def test_remote_stop_from_upstream_reaches_the_station_with_the_edge_id(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    started = await proxied.start(1, "TAG1", 10)
+    answer = await cpo.call("CS-1", "RemoteStopTransaction", {"transactionId": 90001})
+    assert answer[0] == 3 and answer[2] == {"status": "Accepted"}
+    assert proxied.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
+
+
+async def test_remote_stop_for_an_id_the_edge_never_mapped_is_rejected_by_the_edge(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    answer = await cpo.call("CS-1", "RemoteStopTransaction", {"transactionId": 1})
+    assert answer[2] == {"status": "Rejected"}
+    assert proxied.received_calls == []
+
+
+async def test_any_central_system_call_is_relayed(proxied: SimulatedStation, cpo: SimulatedCentralSystem) -> None:
+    await cpo.wait_connected("CS-1")
+    answer = await cpo.call("CS-1", "GetConfiguration", {})
+    assert answer[2]["configurationKey"][0]["key"] == "HeartbeatInterval"
+
+
+async def test_station_action_from_the_upstream_is_not_supported(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    answer = await cpo.call("CS-1", "Heartbeat", {})
+    assert answer[:3] == [4, answer[1], "NotSupported"]
+
+
+async def test_upstream_call_error_is_relayed_as_it_came(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.refuse.add("DataTransfer")
+    with pytest.raises(Exception) as caught:
+        await proxied.call("DataTransfer", {"vendorId": "acme"})
+    assert getattr(caught.value, "code", None) == "InternalError"
+
+
+async def test_upstream_refusing_a_start_still_gives_the_station_an_edge_id(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.refuse.add("StartTransaction")
+    started = await proxied.start(1, "TAG1", 10)
+    assert started["transactionId"] > 0
+    assert await upstream_id_of(served, started["transactionId"]) == 0
+    assert await proxied.stop(started["transactionId"], 20) == {}
+    assert cpo.received("CS-1", "StopTransaction") == []
+    assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids(
+    served: Served, cpo: SimulatedCentralSystem
+) -> None:
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    assert (await station.boot())["status"] == "Accepted"
+    assert "currentTime" in await station.heartbeat()
+    started = await station.start(1, "TAG1", 10)
+    edge_id = started["transactionId"]
+    await station.meter_values(1, edge_id, 500)
+    await station.stop(edge_id, 1000)
+    assert await queued(served) == ["StartTransaction", "MeterValues", "StopTransaction"]
+    assert len(await served.events("StartTransaction")) == 1
+    await cpo.start()
+    await cpo.wait_for("CS-1", "StopTransaction", within=40)
+
+    async def drained() -> bool:
+        return await queued(served) == []
+
+    await settle(drained)
+    actions = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
+    assert actions == ["StartTransaction", "MeterValues", "StopTransaction"]
+    assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 90001
+    assert await upstream_id_of(served, edge_id) == 90001
+    assert station.sent_errors == []
+    await station.close()
+
+
+async def test_upstream_going_down_mid_transaction_queues_the_stop(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    started = await proxied.start(1, "TAG1", 10)
+    await cpo.stop()
+    assert await proxied.stop(started["transactionId"], 900) == {}
+    assert await queued(served) == ["StopTransaction"]
+    await cpo.start()
+    [stop] = await cpo.wait_for("CS-1", "StopTransaction", within=40)
+    assert stop["transactionId"] == 90001
+
+
+async def test_slow_upstream_gets_the_start_later_and_the_station_an_answer_now(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    cpo.silent.add("StartTransaction")
+    started = await proxied.start(1, "TAG1", 10)
+    assert started["transactionId"] > 0
+    assert await queued(served) == ["StartTransaction"]
+    cpo.silent.clear()
+    await cpo.wait_for("CS-1", "StartTransaction", count=2, within=10)
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(linked)
+
+
+async def test_upstream_away_uses_the_cached_answer(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.tags["CARD"] = "Accepted"
+    await proxied.authorize("CARD")
+    await cpo.stop()
+    await asyncio.sleep(0.1)
+    assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "Accepted"
+    assert (await proxied.authorize("NEVER-SEEN"))["idTagInfo"]["status"] == "Invalid"
+
+
+@pytest.mark.parametrize(
+    ("action", "payload", "answer"),
+    [
+        ("RemoteStartTransaction", {"connectorId": 1, "idTag": "TAG1"}, {"status": "Accepted"}),
+        ("Reset", {"type": "Hard"}, {"status": "Accepted"}),
+        ("UnlockConnector", {"connectorId": 1}, {"status": "Unlocked"}),
+        ("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"}, {"status": "Accepted"}),
+        ("ChangeConfiguration", {"key": "HeartbeatInterval", "value": "60"}, {"status": "Accepted"}),
+        ("ClearCache", {}, {"status": "Accepted"}),
+        ("TriggerMessage", {"requestedMessage": "Heartbeat"}, {"status": "Accepted"}),
+        (
+            "SendLocalList",
+            {"listVersion": 2, "updateType": "Full", "localAuthorizationList": []},
+            {"status": "Accepted"},
+        ),
+        ("GetLocalListVersion", {}, {"listVersion": 0}),
+        (
+            "ReserveNow",
+            {"connectorId": 1, "expiryDate": "2030-01-01T00:00:00Z", "idTag": "TAG1", "reservationId": 5},
+            {"status": "Accepted"},
+        ),
+        ("CancelReservation", {"reservationId": 5}, {"status": "Accepted"}),
+        ("DataTransfer", {"vendorId": "acme"}, {"status": "UnknownVendorId"}),
+    ],
+)
+async def test_upstream_command_is_relayed_and_answered(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem, action: str, payload: dict[str, object], answer: object
+) -> None:
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", action, payload)
+    assert frame[0] == 3 and frame[2] == answer
+    assert proxied.received_calls == [(action, payload)]
+
+
+async def test_station_call_error_reaches_the_upstream(proxied: SimulatedStation, cpo: SimulatedCentralSystem) -> None:
+    del proxied.answers["Reset"]
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "Reset", {"type": "Soft"})
+    assert frame[0] == 4 and frame[2] == "NotSupported"
+
+
+async def test_invalid_command_from_the_upstream_is_refused_before_the_station(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "Reset", {"type": "Medium"})
+    assert frame[0] == 4 and frame[2] == "PropertyConstraintViolation"
+    assert proxied.received_calls == []

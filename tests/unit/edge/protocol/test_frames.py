@@ -1,0 +1,307 @@
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from chargenet.edge.protocol import frames
+from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
+    DuplicateMessageId,
+    ErrorCode,
+    FrameTooLarge,
+    LocalProtocolError,
+    MalformedFrame,
+    OccurenceConstraintViolation,
+    PropertyConstraintViolation,
+    StructureViolation,
+    TypeConstraintViolation,
+    UnknownAction,
+    UnreadableFrame,
+    UnsupportedAction,
+)
+from chargenet.edge.protocol.frames import Call, CallError, CallResult, FrameLimits
+from chargenet.errors import InvalidInput
+
+BOOT = {"chargePointVendor": "Alfen BV", "chargePointModel": "ICU Eve Mini"}
+
+
+def test_call_is_parsed() -> None:
+    frame = frames.parse_frame(json.dumps([2, "abc", "BootNotification", BOOT]))
+    assert frame == Call("abc", "BootNotification", BOOT)
+
+
+def test_call_result_is_parsed() -> None:
+    assert frames.parse_frame('[3,"abc",{"currentTime":"2026-01-01T00:00:00Z"}]') == CallResult(
+        "abc", {"currentTime": "2026-01-01T00:00:00Z"}
+    )
+
+
+def test_call_error_is_parsed() -> None:
+    frame = frames.parse_frame('[4,"abc","NotSupported","nope",{"x":1}]')
+    assert frame == CallError("abc", ErrorCode.NOT_SUPPORTED, "nope", {"x": 1})
+
+
+def test_call_error_in_2_0_1_spelling_is_read_as_the_1_6_code() -> None:
+    frame = frames.parse_frame('[4,"abc","FormatViolation","",{}]')
+    assert isinstance(frame, CallError)
+    assert frame.code is ErrorCode.FORMATION_VIOLATION
+
+
+def test_call_error_with_a_code_outside_table_7_becomes_generic_error_keeping_the_code_in_the_text() -> None:
+    frame = frames.parse_frame('[4,"abc","MessageTypeNotSupported","why",{}]')
+    assert isinstance(frame, CallError)
+    assert (frame.code, frame.description) == (ErrorCode.GENERIC_ERROR, "MessageTypeNotSupported: why")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "{}",
+        "[2]",
+        '[2,"a"]',
+        '[2,17,"Heartbeat",{}]',
+        '[2,"","Heartbeat",{}]',
+        '[2,"a","Heartbeat",{"x":NaN}]',
+    ],
+)
+def test_frame_without_a_readable_id_is_unreadable(text: str) -> None:
+    with pytest.raises(UnreadableFrame):
+        frames.parse_frame(text)
+
+
+def test_unknown_message_type_id_is_unreadable_but_keeps_the_id() -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame('[7,"abc","Heartbeat",{}]')
+    assert caught.value.unique_id == "abc"
+
+
+def test_boolean_message_type_id_is_unreadable() -> None:
+    with pytest.raises(UnreadableFrame):
+        frames.parse_frame('[true,"abc",{}]')
+
+
+def test_utf16_bytes_are_unreadable() -> None:
+    with pytest.raises(UnreadableFrame):
+        frames.parse_frame('[2,"a","Heartbeat",{}]'.encode("utf-16"))
+
+
+def test_utf8_bytes_are_read() -> None:
+    assert frames.parse_frame(b'[2,"a","Heartbeat",{}]') == Call("a", "Heartbeat", {})
+
+
+def test_frame_over_the_size_limit_is_too_large() -> None:
+    text = json.dumps([2, "a", "DataTransfer", {"vendorId": "x", "data": "y" * 200}])
+    with pytest.raises(FrameTooLarge) as caught:
+        frames.parse_frame(text, FrameLimits(max_frame_bytes=100))
+    assert caught.value.limit == 100
+
+
+def test_call_with_a_37_character_id_is_malformed_with_its_id() -> None:
+    unique_id = "x" * 37
+    with pytest.raises(MalformedFrame) as caught:
+        frames.parse_frame(json.dumps([2, unique_id, "Heartbeat", {}]))
+    assert caught.value.unique_id == unique_id
+    assert caught.value.code is ErrorCode.FORMATION_VIOLATION
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['[2,"a","Heartbeat"]', '[2,"a",5,{}]', '[2,"a","Heartbeat",null]', '[2,"a","Heartbeat",{},1]'],
+)
+def test_call_of_the_wrong_shape_is_malformed(text: str) -> None:
+    with pytest.raises(MalformedFrame) as caught:
+        frames.parse_frame(text)
+    assert caught.value.unique_id == "a"
+
+
+@pytest.mark.parametrize("text", ['[3,"a",[]]', '[3,"a",{},{}]', '[4,"a","X",{}]', '[4,"a","X","d",[]]'])
+def test_result_or_error_of_the_wrong_shape_is_unreadable(text: str) -> None:
+    with pytest.raises(UnreadableFrame):
+        frames.parse_frame(text)
+
+
+def test_decimals_keep_their_digits_through_a_round_trip() -> None:
+    frame = frames.parse_frame('[3,"a",{"limit":4.11,"big":12345.678901}]')
+    assert isinstance(frame, CallResult)
+    assert frame.payload["limit"] == Decimal("4.11")
+    assert frames.serialize_frame(frame) == '[3,"a",{"limit":4.11,"big":12345.678901}]'
+
+
+def test_serialized_call_error_has_empty_description_and_details_objects() -> None:
+    assert frames.serialize_frame(CallError("a", ErrorCode.GENERIC_ERROR)) == '[4,"a","GenericError","",{}]'
+
+
+def test_serialized_call_round_trips() -> None:
+    call = Call("a", "BootNotification", BOOT)
+    assert frames.parse_frame(frames.serialize_frame(call)) == call
+
+
+def test_serializing_a_call_with_a_long_id_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        frames.serialize_frame(Call("x" * 37, "Heartbeat", {}))
+
+
+def test_serializing_an_unencodable_payload_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        frames.serialize_frame(CallResult("a", {"x": object()}))
+
+
+def test_serializing_over_the_size_limit_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        frames.serialize_frame(CallResult("a", {"x": "y" * 200}), FrameLimits(max_frame_bytes=100))
+
+
+def test_echoed_long_id_is_serialized_in_an_error_answer() -> None:
+    unique_id = "x" * 40
+    assert unique_id in frames.serialize_frame(CallError(unique_id, ErrorCode.FORMATION_VIOLATION))
+
+
+def test_unknown_action_is_not_implemented() -> None:
+    with pytest.raises(UnknownAction) as caught:
+        frames.check_call(Call("a", "FlyToTheMoon", {}))
+    assert caught.value.code is ErrorCode.NOT_IMPLEMENTED
+    assert caught.value.unique_id == "a"
+
+
+def test_known_but_unsupported_action_code_is_not_supported() -> None:
+    assert UnsupportedAction("Reset").code is ErrorCode.NOT_SUPPORTED
+
+
+def test_missing_required_field_is_occurence_constraint_violation_naming_the_field() -> None:
+    with pytest.raises(OccurenceConstraintViolation) as caught:
+        frames.check_call(Call("a", "BootNotification", {"chargePointVendor": "x"}))
+    assert caught.value.code == "OccurenceConstraintViolation"
+    assert caught.value.field == "chargePointModel"
+
+
+def test_wrong_type_is_type_constraint_violation() -> None:
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.check_call(
+            Call("a", "StatusNotification", {"connectorId": "1", "errorCode": "NoError", "status": "Available"})
+        )
+    assert caught.value.field == "connectorId"
+
+
+def test_string_over_its_cistring_length_is_type_constraint_violation() -> None:
+    with pytest.raises(TypeConstraintViolation):
+        frames.check_call(Call("a", "Authorize", {"idTag": "x" * 21}))
+
+
+def test_value_outside_the_enum_is_property_constraint_violation() -> None:
+    with pytest.raises(PropertyConstraintViolation) as caught:
+        frames.check_call(
+            Call("a", "StatusNotification", {"connectorId": 1, "errorCode": "Error", "status": "Available"})
+        )
+    assert caught.value.field == "errorCode"
+
+
+def test_bad_date_time_is_property_constraint_violation() -> None:
+    payload = {"connectorId": 1, "idTag": "T", "meterStart": 0, "timestamp": "yesterday"}
+    with pytest.raises(PropertyConstraintViolation):
+        frames.check_call(Call("a", "StartTransaction", payload))
+
+
+def test_extra_property_is_formation_violation() -> None:
+    with pytest.raises(StructureViolation) as caught:
+        frames.check_call(Call("a", "Heartbeat", {"extra": 1}))
+    assert caught.value.code == "FormationViolation"
+
+
+def test_charging_limit_with_one_decimal_passes_multiple_of_check() -> None:
+    payload = {
+        "connectorId": 1,
+        "csChargingProfiles": {
+            "chargingProfileId": 1,
+            "stackLevel": 0,
+            "chargingProfilePurpose": "TxDefaultProfile",
+            "chargingProfileKind": "Absolute",
+            "chargingSchedule": {
+                "chargingRateUnit": "A",
+                "chargingSchedulePeriod": [{"startPeriod": 0, "limit": Decimal("21.4")}],
+            },
+        },
+    }
+    frames.check_call(Call("a", "SetChargingProfile", payload))
+
+
+def test_valid_call_passes() -> None:
+    frames.check_call(Call("a", "BootNotification", BOOT))
+
+
+def test_result_is_checked_against_the_response_schema() -> None:
+    with pytest.raises(OccurenceConstraintViolation):
+        frames.check_result("BootNotification", CallResult("a", {"status": "Accepted"}))
+
+
+def test_building_an_invalid_call_is_a_local_error_keeping_the_code() -> None:
+    with pytest.raises(LocalProtocolError) as caught:
+        frames.build_call("a", "Reset", {"type": "Medium"})
+    assert caught.value.violated_code is ErrorCode.PROPERTY_CONSTRAINT_VIOLATION
+
+
+def test_building_an_invalid_result_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        frames.build_result("Heartbeat", "a", {})
+
+
+def test_building_a_valid_result_gives_the_result() -> None:
+    result = frames.build_result("Heartbeat", "a", {"currentTime": "2026-01-01T00:00:00Z"})
+    assert result == CallResult("a", {"currentTime": "2026-01-01T00:00:00Z"})
+
+
+def test_known_actions_hold_both_directions() -> None:
+    assert {"BootNotification", "RemoteStartTransaction", "DataTransfer"} <= frames.known_actions()
+    assert "DataTransfer" in frames.CENTRAL_ACTIONS
+    assert "Reset" not in frames.STATION_ACTIONS
+
+
+def test_remote_error_maps_to_its_code_and_details() -> None:
+    error = frames.call_error_for(TypeConstraintViolation("bad", field="connectorId"), "a")
+    assert error == CallError("a", ErrorCode.TYPE_CONSTRAINT_VIOLATION, "bad", {"field": "connectorId"})
+
+
+def test_duplicate_message_id_maps_to_protocol_error() -> None:
+    assert frames.call_error_for(DuplicateMessageId("again"), "a").code is ErrorCode.PROTOCOL_ERROR
+
+
+def test_invalid_input_maps_to_property_constraint_violation() -> None:
+    error = frames.call_error_for(InvalidInput("17 is above 16", field="connectorId"), "a")
+    assert (error.code, error.details) == (ErrorCode.PROPERTY_CONSTRAINT_VIOLATION, {"field": "connectorId"})
+
+
+def test_unexpected_exception_maps_to_internal_error_without_details() -> None:
+    error = frames.call_error_for(RuntimeError("database password is hunter2"), "a")
+    assert error == CallError("a", ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
+
+
+def test_local_protocol_error_maps_to_internal_error() -> None:
+    error = frames.call_error_for(LocalProtocolError("our bug"), "a")
+    assert error.code is ErrorCode.INTERNAL_ERROR
+
+
+def test_fifth_unreadable_frame_in_a_row_closes() -> None:
+    run = frames.UnreadableRun()
+    assert [run.unreadable() for _ in range(5)] == [False, False, False, False, True]
+
+
+def test_readable_frame_ends_an_unreadable_run() -> None:
+    run = frames.UnreadableRun()
+    for _ in range(4):
+        run.unreadable()
+    run.readable()
+    assert run.unreadable() is False
+    assert run.total == 5
+
+
+def test_relayed_call_error_keeps_the_far_ends_code() -> None:
+    received = CallErrorReceived("Reset", ErrorCode.NOT_SUPPORTED, "no resets", {"why": "policy"})
+    assert frames.call_error_for(received, "a") == CallError(
+        "a", ErrorCode.NOT_SUPPORTED, "no resets", {"why": "policy"}
+    )
+
+
+def test_stored_payload_keeps_decimals() -> None:
+    assert frames.load_payload(frames.dump_payload({"limit": Decimal("4.11")})) == {"limit": Decimal("4.11")}

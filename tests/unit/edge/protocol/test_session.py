@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from chargenet.edge.protocol.errors import (
+    CallErrorReceived,
+    CallTimedOut,
+    DuplicateMessageId,
+    ErrorCode,
+    LocalProtocolError,
+)
+from chargenet.edge.protocol.frames import Call, CallError, CallResult
+from chargenet.edge.protocol.session import CallQueueFull, RpcSession, SessionLimits
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def counting_ids() -> RpcSession:
+    counter = itertools.count(1)
+    return RpcSession(lambda: f"id-{next(counter)}")
+
+
+def test_submitted_call_is_sent_when_the_slot_is_free() -> None:
+    session = counting_ids()
+    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    assert session.next_to_send() == Call(unique_id, "Reset", {"type": "Soft"})
+
+
+def test_second_call_waits_until_the_first_is_answered() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("ClearCache", {}, T0)
+    session.next_to_send()
+    assert session.next_to_send() is None
+    session.receive_answer(CallResult(first, {"status": "Accepted"}))
+    sent = session.next_to_send()
+    assert sent is not None and sent.action == "ClearCache"
+
+
+def test_result_completes_the_outstanding_call() -> None:
+    session = counting_ids()
+    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    outcome = session.receive_answer(CallResult(unique_id, {"status": "Accepted"}))
+    assert outcome is not None and outcome.result == {"status": "Accepted"} and outcome.error is None
+
+
+def test_call_error_completes_the_call_with_the_error_data() -> None:
+    session = counting_ids()
+    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    outcome = session.receive_answer(CallError(unique_id, ErrorCode.NOT_SUPPORTED, "no", {"a": 1}))
+    assert outcome is not None and isinstance(outcome.error, CallErrorReceived)
+    assert (outcome.error.code, outcome.error.description, outcome.error.details) == (
+        ErrorCode.NOT_SUPPORTED,
+        "no",
+        {"a": 1},
+    )
+
+
+def test_call_times_out_at_its_deadline_and_frees_the_slot() -> None:
+    session = counting_ids()
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("ClearCache", {}, T0 + timedelta(seconds=10))
+    session.next_to_send()
+    assert session.expire(T0 + timedelta(seconds=29)) == []
+    [outcome] = session.expire(T0 + timedelta(seconds=30))
+    assert isinstance(outcome.error, CallTimedOut) and outcome.action == "Reset"
+    sent = session.next_to_send()
+    assert sent is not None and sent.action == "ClearCache"
+
+
+def test_waiting_call_times_out_without_being_sent() -> None:
+    session = counting_ids()
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.submit("ClearCache", {}, T0)
+    outcomes = session.expire(T0 + timedelta(seconds=30))
+    assert [o.action for o in outcomes] == ["Reset", "ClearCache"]
+    assert session.next_to_send() is None
+
+
+def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.expire(T0 + timedelta(seconds=30))
+    second = session.submit("ClearCache", {}, T0 + timedelta(seconds=31))
+    session.next_to_send()
+    assert session.receive_answer(CallResult(first, {"status": "Accepted"})) is None
+    assert session.late_answers == 1
+    assert session.outstanding is not None and session.outstanding.unique_id == second
+
+
+def test_answer_nobody_asked_for_is_dropped_and_counted() -> None:
+    session = counting_ids()
+    assert session.receive_answer(CallResult("never", {})) is None
+    assert session.unexpected_answers == 1
+
+
+def test_next_deadline_is_the_earliest() -> None:
+    session = counting_ids()
+    assert session.next_deadline() is None
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.submit("ClearCache", {}, T0 + timedelta(seconds=5))
+    assert session.next_deadline() == T0 + timedelta(seconds=30)
+
+
+def test_waiting_queue_is_bounded() -> None:
+    counter = itertools.count()
+    session = RpcSession(lambda: str(next(counter)), SessionLimits(max_waiting_calls=2))
+    session.submit("ClearCache", {}, T0)
+    session.submit("ClearCache", {}, T0)
+    with pytest.raises(CallQueueFull):
+        session.submit("ClearCache", {}, T0)
+
+
+def test_reused_own_id_is_a_local_error() -> None:
+    session = RpcSession(lambda: "same")
+    session.submit("ClearCache", {}, T0)
+    with pytest.raises(LocalProtocolError):
+        session.submit("ClearCache", {}, T0)
+
+
+def test_cancel_all_returns_every_unfinished_call() -> None:
+    session = counting_ids()
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.submit("ClearCache", {}, T0)
+    assert [c.action for c in session.cancel_all()] == ["Reset", "ClearCache"]
+    assert session.next_deadline() is None
+
+
+def test_peer_call_with_a_reused_id_is_a_duplicate() -> None:
+    session = counting_ids()
+    session.receive_call(Call("p1", "Heartbeat", {}))
+    session.answered("p1")
+    with pytest.raises(DuplicateMessageId) as caught:
+        session.receive_call(Call("p1", "Heartbeat", {}))
+    assert caught.value.unique_id == "p1"
+
+
+def test_peer_ids_are_forgotten_beyond_the_limit() -> None:
+    session = RpcSession(lambda: "x", SessionLimits(remembered_ids=2))
+    for unique_id in ("a", "b", "c"):
+        session.receive_call(Call(unique_id, "Heartbeat", {}))
+    session.receive_call(Call("a", "Heartbeat", {}))
+
+
+def test_peer_calls_do_not_wait_for_ours() -> None:
+    session = counting_ids()
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.receive_call(Call("p1", "Heartbeat", {}))
+    assert session.peer_calls_in_progress == 1
+    assert session.answered("p1") == "Heartbeat"
+
+
+def test_answering_a_peer_call_twice_is_a_local_error() -> None:
+    session = counting_ids()
+    session.receive_call(Call("p1", "Heartbeat", {}))
+    session.answered("p1")
+    with pytest.raises(LocalProtocolError):
+        session.answered("p1")

@@ -1,0 +1,147 @@
+"""The RPC connection shell driven in memory, with a manual clock: what goes out, what comes back, and when."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from chargenet.clock import ManualClock
+from chargenet.edge.connection import ConnectionLost, RpcConnection
+from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.protocol.frames import Call, Payload
+
+HEARTBEAT_ANSWER = {"currentTime": "2026-07-01T12:00:00Z"}
+
+
+class Wire:
+    """The far end: collects what the connection sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.arrived = asyncio.Event()
+
+    async def send(self, text: str) -> None:
+        self.sent.append(json.loads(text))
+        self.arrived.set()
+
+    async def next(self) -> Any:
+        while not self.sent:
+            self.arrived.clear()
+            await asyncio.wait_for(self.arrived.wait(), 2)
+        return self.sent.pop(0)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def wire() -> Wire:
+    return Wire()
+
+
+@pytest.fixture
+async def connection(wire: Wire, clock: ManualClock) -> AsyncIterator[RpcConnection]:
+    async def handler(call: Call) -> Payload | None:
+        if call.action == "Heartbeat":
+            return HEARTBEAT_ANSWER
+        if call.action == "Authorize":
+            return {"idTagInfo": {"status": "Nonsense"}}
+        raise RuntimeError("handler broke")
+
+    rpc = RpcConnection("test", wire.send, clock, handler)
+    yield rpc
+    await rpc.close()
+
+
+async def test_call_returns_the_answer(connection: RpcConnection, wire: Wire) -> None:
+    task = asyncio.create_task(connection.call("ClearCache", {}))
+    sent = await wire.next()
+    assert sent[0] == 2 and sent[2:] == ["ClearCache", {}]
+    await connection.feed(json.dumps([3, sent[1], {"status": "Accepted"}]))
+    assert await task == {"status": "Accepted"}
+
+
+async def test_call_error_answer_raises_with_its_code(connection: RpcConnection, wire: Wire) -> None:
+    task = asyncio.create_task(connection.call("ClearCache", {}))
+    sent = await wire.next()
+    await connection.feed(json.dumps([4, sent[1], "NotSupported", "no", {}]))
+    with pytest.raises(CallErrorReceived) as caught:
+        await task
+    assert caught.value.code == "NotSupported"
+
+
+async def test_only_one_call_is_outstanding_at_a_time(connection: RpcConnection, wire: Wire) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}))
+    second = asyncio.create_task(connection.call("Reset", {"type": "Soft"}))
+    sent = await wire.next()
+    await asyncio.sleep(0.01)
+    assert wire.sent == []
+    await connection.feed(json.dumps([3, sent[1], {"status": "Accepted"}]))
+    assert (await wire.next())[2] == "Reset"
+    assert await first == {"status": "Accepted"}
+    second.cancel()
+
+
+async def test_call_times_out_on_the_clock_and_a_late_answer_goes_to_nobody(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}))
+    late_id = (await wire.next())[1]
+    await asyncio.sleep(0)
+    clock.advance(30)
+    with pytest.raises(CallTimedOut):
+        await first
+    second = asyncio.create_task(connection.call("ClearCache", {}))
+    second_id = (await wire.next())[1]
+    await connection.feed(json.dumps([3, late_id, {"status": "Rejected"}]))
+    assert not second.done()
+    await connection.feed(json.dumps([3, second_id, {"status": "Accepted"}]))
+    assert await second == {"status": "Accepted"}
+    assert connection.session.late_answers == 1
+
+
+async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: RpcConnection, wire: Wire) -> None:
+    ours = asyncio.create_task(connection.call("ClearCache", {}))
+    await wire.next()
+    await connection.feed(json.dumps([2, "p1", "Heartbeat", {}]))
+    assert await wire.next() == [3, "p1", HEARTBEAT_ANSWER]
+    ours.cancel()
+
+
+async def test_handler_failure_is_answered_with_internal_error(connection: RpcConnection, wire: Wire) -> None:
+    await connection.feed(json.dumps([2, "p1", "DataTransfer", {"vendorId": "x"}]))
+    assert await wire.next() == [4, "p1", "InternalError", "An internal error occurred.", {}]
+
+
+async def test_invalid_answer_built_by_a_handler_is_internal_error(connection: RpcConnection, wire: Wire) -> None:
+    await connection.feed(json.dumps([2, "p1", "Authorize", {"idTag": "T"}]))
+    assert (await wire.next())[2] == "InternalError"
+
+
+async def test_answer_that_breaks_its_schema_raises_a_payload_violation(connection: RpcConnection, wire: Wire) -> None:
+    task = asyncio.create_task(connection.call("ClearCache", {}))
+    sent = await wire.next()
+    await connection.feed(json.dumps([3, sent[1], {"status": "Maybe"}]))
+    with pytest.raises(PayloadViolation):
+        await task
+
+
+async def test_close_fails_waiting_calls(connection: RpcConnection, wire: Wire) -> None:
+    task = asyncio.create_task(connection.call("ClearCache", {}))
+    await wire.next()
+    await connection.close()
+    with pytest.raises(ConnectionLost):
+        await task
+
+
+async def test_fifth_unreadable_frame_asks_to_close_with_1002(connection: RpcConnection) -> None:
+    results = [await connection.feed("nonsense") for _ in range(5)]
+    assert results[:4] == [None] * 4
+    assert results[4] is not None and results[4].code == 1002
