@@ -129,7 +129,7 @@ class Profile:
             raise ValueError(f"profile {self.name}: a meter without currents must declare power")
         if len(self.currents) > 3:
             raise ValueError(f"profile {self.name}: at most 3 phase currents")
-        for register in self._all_registers().values():
+        for register in self.registers.values():
             if register.datatype.registers > self.max_registers_per_read:
                 raise ValueError(f"profile {self.name}: a value does not fit in one read")
         required = [Quantity.ENERGY, *_PHASES[: len(self.currents)]]
@@ -137,7 +137,9 @@ class Profile:
             required.append(Quantity.POWER)
         object.__setattr__(self, "required", tuple(required))
 
-    def _all_registers(self) -> dict[Quantity, Register]:
+    @property
+    def registers(self) -> dict[Quantity, Register]:
+        """Every quantity the profile declares, whether a poll reads it or not."""
         registers: dict[Quantity, Register] = {Quantity.ENERGY: self.energy}
         registers.update(zip(_PHASES, self.currents, strict=False))
         if self.power is not None:
@@ -147,7 +149,7 @@ class Profile:
     @property
     def polled(self) -> dict[Quantity, Register]:
         """The quantities a poll reads: what the detector needs, plus power when it costs no extra request."""
-        registers = self._all_registers()
+        registers = self.registers
         needed = {quantity: registers[quantity] for quantity in self.required}
         if Quantity.POWER in registers and Quantity.POWER not in needed:
             with_power = _plan(
