@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from chargenet.errors import ConfigurationError
+
+T = TypeVar("T")
 
 LOG_FORMATS = ("plain", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -86,29 +88,27 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         elif env.get(variable) not in (None, ""):
             raw[name] = (variable, env[variable])
 
-    def get(name: str) -> tuple[str, Any] | None:
-        return raw.get(name)
+    def pick(name: str, parse: Callable[[str, Any], T], default: T) -> T:
+        return parse(*raw[name]) if name in raw else default
 
-    host = str(get("host")[1]) if get("host") else "127.0.0.1"
-    port = _port(*get("port")) if get("port") else 8080
-    data_dir = _directory(*get("data_dir")) if get("data_dir") else default_data_dir(env)
-    keys_dir = _directory(*get("keys_dir")) if get("keys_dir") else data_dir / "keys"
-    tls_cert = _readable_file(*get("tls_cert")) if get("tls_cert") else None
-    tls_key = _readable_file(*get("tls_key")) if get("tls_key") else None
+    host = pick("host", lambda _source, value: str(value), "127.0.0.1")
+    port = pick("port", _port, 8080)
+    data_dir = pick("data_dir", _directory, default_data_dir(env))
+    keys_dir = pick("keys_dir", _directory, data_dir / "keys")
+    tls_cert: Path | None = pick("tls_cert", _readable_file, None)
+    tls_key: Path | None = pick("tls_key", _readable_file, None)
     if (tls_cert is None) != (tls_key is None):
-        missing = _SOURCES["tls_key" if tls_key is None else "tls_cert"]
-        raise ConfigurationError(f"{missing[1]} / {missing[0]}", "TLS needs both a certificate and a key")
+        variable, flag = _SOURCES["tls_key" if tls_key is None else "tls_cert"]
+        raise ConfigurationError(f"{flag} / {variable}", "TLS needs both a certificate and a key")
     scheme = "https" if tls_cert else "http"
-    public_url = _public_url(*get("public_url")) if get("public_url") else f"{scheme}://{_url_host(host)}:{port}"
-    database_url = _database_url(*get("database_url")) if get("database_url") else _sqlite_url(data_dir)
-    log_format = _choice(*get("log_format"), LOG_FORMATS) if get("log_format") else "plain"
-    log_level = _choice(*get("log_level"), LOG_LEVELS) if get("log_level") else "info"
-    allow_private = _boolean(*get("webhook_allow_private")) if get("webhook_allow_private") else False
-    retention = _positive_int(*get("event_retention_days")) if get("event_retention_days") else 7
-    max_frame = _positive_int(*get("ocpp_max_frame")) if get("ocpp_max_frame") else 65536
-    forwarded = get("forwarded_allow_ips")
-    if forwarded:
-        _forwarded_ips(*forwarded)
+    public_url = pick("public_url", _public_url, f"{scheme}://{_url_host(host)}:{port}")
+    database_url = pick("database_url", _database_url, _sqlite_url(data_dir))
+    log_format = pick("log_format", lambda s, v: _choice(s, v, LOG_FORMATS), "plain")
+    log_level = pick("log_level", lambda s, v: _choice(s, v, LOG_LEVELS), "info")
+    allow_private = pick("webhook_allow_private", _boolean, False)
+    retention = pick("event_retention_days", _positive_int, 7)
+    max_frame = pick("ocpp_max_frame", _positive_int, 65536)
+    forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
         host=host,
         port=port,
@@ -118,7 +118,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         database_url=database_url,
         tls_cert=tls_cert,
         tls_key=tls_key,
-        forwarded_allow_ips=str(forwarded[1]) if forwarded else None,
+        forwarded_allow_ips=forwarded,
         log_format=log_format,
         log_level=log_level,
         webhook_allow_private=allow_private,
@@ -217,7 +217,7 @@ def _redact(url: str) -> str:
     return url
 
 
-def _forwarded_ips(source: str, value: Any) -> None:
+def _forwarded_ips(source: str, value: Any) -> str:
     for item in str(value).split(","):
         item = item.strip()
         if item == "*":
@@ -226,6 +226,7 @@ def _forwarded_ips(source: str, value: Any) -> None:
             ipaddress.ip_network(item, strict=False)
         except ValueError:
             raise ConfigurationError(source, f"{item!r} is not an IP address, network or '*'") from None
+    return str(value)
 
 
 def redacted_database_url(settings: Settings) -> str:

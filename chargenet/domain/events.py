@@ -252,7 +252,10 @@ def build_event(*, event_id: str, site_id: str, raised_at: datetime, payload: Pa
 
 
 def parse_event(data: Any) -> Event:
-    """Validate a JSON-shaped envelope; `InvalidInput.field` names the first offending field, e.g. `payload.connectorId`."""
+    """Validate a JSON-shaped envelope.
+
+    Raises `InvalidInput` whose `field` names the first offending field, e.g. `payload.connectorId`.
+    """
     if isinstance(data, dict) and "eventType" in data and data["eventType"] not in set(EventType):
         raise InvalidInput(f"{data['eventType']!r} is not one of {', '.join(EventType)}", field="eventType")
     try:
@@ -270,6 +273,10 @@ def parse_event_json(raw: str | bytes) -> Event:
 
 def _invalid(exc: ValidationError) -> InvalidInput:
     first = exc.errors()[0]
+    if first["type"] == "union_tag_not_found":
+        return InvalidInput("Field required", field="eventType")
+    if first["type"] == "union_tag_invalid":
+        return InvalidInput(f"is not one of {', '.join(EventType)}", field="eventType")
     # The discriminated union puts the event type name into the location; partners think in JSON paths.
     location = [str(part) for part in first["loc"] if str(part) not in set(EventType)]
     message = first["msg"].removeprefix("Value error, ")

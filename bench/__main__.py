@@ -1,0 +1,35 @@
+"""`make bench`: run every benchmark under bench/ and print ours-versus-baseline ratios from one run.
+
+Each benchmark module exposes `run() -> list[Result]`; a result compares chargenet with a baseline measured
+in the same process on the same machine, so the ratio means something on a shared, noisy machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+from bench.common import Result
+
+
+def main() -> int:
+    here = Path(__file__).parent
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    selected = [n for n in names if not sys.argv[1:] or any(arg in n for arg in sys.argv[1:])]
+    results: list[Result] = []
+    for name in selected:
+        module = importlib.import_module(f"bench.{name}")
+        print(f"== {name}", flush=True)
+        for result in module.run():
+            print(result.line(), flush=True)
+            results.append(result)
+    failed = [r for r in results if r.target is not None and not r.meets_target]
+    for result in failed:
+        print(f"below target: {result.name} ratio {result.ratio:.2f} < {result.target:.2f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from chargenet import __version__
+from chargenet.api.problems import install_problem_handlers
+
+if TYPE_CHECKING:
+    from chargenet.app import AppContext
+
+
+def create_api(context: AppContext) -> FastAPI:
+    """The `/api/v1` application. Each resource adds its router in `chargenet/api/routes/`."""
+    api = FastAPI(
+        title="chargenet API",
+        version=__version__,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+        servers=[{"url": context.settings.base_url}],
+    )
+    api.state.context = context
+    install_problem_handlers(api)
+    return api

@@ -1,0 +1,143 @@
+"""Composition root: opens the store and keys, wires the parts, builds the one ASGI app.
+
+Everything that lives for the whole process is in `AppContext`; parts receive what they need from it
+explicitly, so tests can build a context with a ManualClock and a scratch store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import select, text
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from chargenet.clock import Clock, SystemClock
+from chargenet.config import Settings
+from chargenet.errors import KeysMismatch
+from chargenet.keys import KeyStore
+from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
+from chargenet.outbox import Outbox
+from chargenet.outbox.retention import EventRetention
+from chargenet.store import schema
+from chargenet.store.db import Store
+from chargenet.store.models import StoreSetting
+
+log = logging.getLogger(__name__)
+
+KEYS_FINGERPRINT = "keys_fingerprint"
+
+
+class Worker(Protocol):
+    name: str
+
+    async def run(self, stopping: asyncio.Event) -> None: ...
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    store: Store
+    keys: KeyStore
+    clock: Clock
+    outbox: Outbox
+    metrics: CollectorRegistry = field(default_factory=CollectorRegistry)
+    workers: list[Worker] = field(default_factory=list)
+    health_checks: list[HealthCheck] = field(default_factory=list)
+    routes: list[BaseRoute] = field(default_factory=list)
+    on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        await self.store.dispose()
+
+
+async def open_context(settings: Settings, *, migrate: bool = False, clock: Clock | None = None) -> AppContext:
+    """Open keys and store for `serve` and `admin`: create a new store at the latest schema, refuse an outdated
+    (unless `migrate`) or newer one, and refuse a keys folder other than the one the store was set up with."""
+    keys = KeyStore(settings.keys_dir)
+    keys.ensure()
+    store = Store(settings.database_url)
+    try:
+        await schema.prepare_schema(store, migrate=migrate)
+        await _check_keys(store, keys)
+    except BaseException:
+        await store.dispose()
+        raise
+    clock = clock or SystemClock()
+    context = AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
+    context.health_checks.append(_database_check(store))
+    context.workers.append(EventRetention(store, clock, settings.event_retention_days))
+    return context
+
+
+async def _check_keys(store: Store, keys: KeyStore) -> None:
+    fingerprint = keys.fingerprint()
+    async with store.transaction() as session:
+        recorded = await session.scalar(select(StoreSetting.value).where(StoreSetting.key == KEYS_FINGERPRINT))
+        if recorded is None:
+            session.add(StoreSetting(key=KEYS_FINGERPRINT, value=fingerprint))
+        elif recorded != fingerprint:
+            raise KeysMismatch(
+                f"the keys in {str(keys.directory)!r} are not the ones this database was set up with "
+                "(processes sharing a database must share the keys folder)"
+            )
+
+
+def _database_check(store: Store) -> HealthCheck:
+    async def check() -> list[ComponentHealth]:
+        try:
+            async with store.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        except Exception as exc:
+            return [ComponentHealth("database", Level.FAILING, {"error": type(exc).__name__})]
+        return [ComponentHealth("database", Level.OK, {"dialect": store.dialect})]
+
+    return check
+
+
+def create_app(context: AppContext) -> Starlette:
+    """The one ASGI app: operations endpoints, then every part's routes and mounts."""
+    from chargenet.api.app import create_api
+
+    async def health(_: Request) -> JSONResponse:
+        components: list[ComponentHealth] = []
+        for check in context.health_checks:
+            components.extend(await check())
+        document = health_document(components)
+        return JSONResponse(document, status_code=503 if document["status"] == "failing" else 200)
+
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(context.metrics), media_type=CONTENT_TYPE_LATEST)
+
+    routes: list[BaseRoute] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        *context.routes,
+        Mount("/api/v1", app=create_api(context)),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
+        stopping = asyncio.Event()
+        tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in context.workers]
+        log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})
+        try:
+            yield {}
+        finally:
+            # Graceful: workers finish the iteration (one transaction) they are in, then return.
+            stopping.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for hook in context.on_shutdown:
+                await hook()
+            log.info("chargenet stopped")
+
+    return Starlette(routes=routes, lifespan=lifespan)

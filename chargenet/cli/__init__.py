@@ -1,0 +1,1 @@
+"""The `chargenet` command: serve, migrate, demo and the `admin` family."""

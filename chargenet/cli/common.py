@@ -1,0 +1,95 @@
+"""What every subcommand shares: the settings flags, opening the store, printing results, and the one
+mapping from errors to a message on stderr and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from chargenet.app import AppContext, open_context
+from chargenet.config import load_settings
+from chargenet.errors import (
+    ChargenetError,
+    ConfigurationError,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    StoreError,
+)
+
+T = TypeVar("T")
+
+EXIT_USAGE = 2
+EXIT_STORE = 3
+EXIT_NOT_FOUND = 4
+EXIT_CONFLICT = 5
+
+# Most specific first, as everywhere errors meet a wire.
+_EXIT_CODES: list[tuple[type[ChargenetError], int]] = [
+    (ConfigurationError, EXIT_USAGE),
+    (InvalidInput, EXIT_USAGE),
+    (StoreError, EXIT_STORE),
+    (NotFound, EXIT_NOT_FOUND),
+    (Conflict, EXIT_CONFLICT),
+    (Forbidden, EXIT_CONFLICT),
+]
+
+
+def exit_code_for(error: ChargenetError) -> int:
+    for cls, code in _EXIT_CODES:
+        if isinstance(error, cls):
+            return code
+    return 1
+
+
+def add_store_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("store")
+    group.add_argument("--data-dir", dest="data_dir", help="data folder (env CHARGENET_DATA_DIR)")
+    group.add_argument("--keys-dir", dest="keys_dir", help="keys folder (env CHARGENET_KEYS_DIR)")
+    group.add_argument("--database-url", dest="database_url", help="database URL (env CHARGENET_DATABASE_URL)")
+
+
+def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
+    return {key: value for key, value in vars(args).items() if not key.startswith("_")}
+
+
+def run_with_context(
+    args: argparse.Namespace, action: Callable[[AppContext], Awaitable[T]], *, migrate: bool = False
+) -> T:
+    async def runner() -> T:
+        context = await open_context(load_settings(settings_flags(args)), migrate=migrate)
+        try:
+            return await action(context)
+        finally:
+            await context.close()
+
+    return asyncio.run(runner())
+
+
+def emit(args: argparse.Namespace, data: dict[str, Any], human: str) -> None:
+    """With --json, one JSON object on stdout; otherwise a line for people."""
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(human + "\n")
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    if not rows:
+        return "(none)"
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    lines += [
+        "  ".join(str(r.get(c, "") if r.get(c) is not None else "-").ljust(widths[c]) for c in columns) for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def fail(error: ChargenetError) -> int:
+    sys.stderr.write(f"chargenet: error: {error.message}\n")
+    return exit_code_for(error)

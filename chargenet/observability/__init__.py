@@ -1,0 +1,1 @@
+"""Health, metrics and logs: how operators see that chargenet does its job."""

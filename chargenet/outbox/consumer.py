@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.store.models import EventStream, OutboxCursor, OutboxEvent
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    event_id: str
+    site_id: str
+    event_type: str
+    seq: int
+    body: str
+    raised_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PendingStream:
+    site_id: str
+    event_type: str
+    after_seq: int
+    last_seq: int
+
+
+class OutboxConsumer:
+    """A named reader of the outbox that remembers, per stream, the last event it took.
+
+    Take events and advance the cursor in the same transaction as whatever the consumer does with them
+    (for the webhook engine: inserting them into lanes), so a crash either keeps both or neither.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def pending_streams(self, session: AsyncSession) -> list[PendingStream]:
+        cursor = func.coalesce(OutboxCursor.last_seq, 0)
+        rows = await session.execute(
+            select(EventStream.site_id, EventStream.event_type, cursor, EventStream.last_seq)
+            .outerjoin(
+                OutboxCursor,
+                and_(
+                    OutboxCursor.consumer == self.name,
+                    OutboxCursor.site_id == EventStream.site_id,
+                    OutboxCursor.event_type == EventStream.event_type,
+                ),
+            )
+            .where(EventStream.last_seq > cursor)
+            .order_by(EventStream.site_id, EventStream.event_type)
+        )
+        return [PendingStream(site, kind, int(after), int(last)) for site, kind, after, last in rows]
+
+    async def read(self, session: AsyncSession, stream: PendingStream, limit: int = 100) -> list[StoredEvent]:
+        """The stream's next events after the cursor, oldest first. Only committed events are visible, and
+        stream sequences are handed out in commit order, so nothing can appear later below what was read."""
+        rows = await session.execute(
+            select(OutboxEvent)
+            .where(
+                OutboxEvent.site_id == stream.site_id,
+                OutboxEvent.event_type == stream.event_type,
+                OutboxEvent.seq > stream.after_seq,
+            )
+            .order_by(OutboxEvent.seq)
+            .limit(limit)
+        )
+        return [StoredEvent(e.event_id, e.site_id, e.event_type, e.seq, e.body, e.raised_at) for e in rows.scalars()]
+
+    async def advance(self, session: AsyncSession, site_id: str, event_type: str, seq: int) -> None:
+        dialect = session.get_bind().dialect.name
+        upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(OutboxCursor).values(
+            consumer=self.name, site_id=site_id, event_type=event_type, last_seq=seq
+        )
+        await session.execute(
+            upsert.on_conflict_do_update(index_elements=["consumer", "site_id", "event_type"], set_={"last_seq": seq})
+        )
+
+
+async def purge_events_before(session: AsyncSession, cutoff: datetime) -> int:
+    """Retention: drop events raised before `cutoff` (stream counters stay, so sequences never repeat)."""
+    result = await session.execute(delete(OutboxEvent).where(OutboxEvent.raised_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)

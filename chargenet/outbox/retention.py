@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from chargenet.clock import Clock
+from chargenet.outbox.consumer import purge_events_before
+from chargenet.store.db import Store
+from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
+
+
+class EventRetention(LoopWorker):
+    """Purges outbox events older than the retention window (decisions.md §4, 7 days by default)."""
+
+    name = "event-retention"
+
+    def __init__(self, store: Store, clock: Clock, days: int, interval: float = 3600) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+        self.days = days
+
+    async def run_once(self) -> None:
+        cutoff = self.clock.now() - timedelta(days=self.days)
+        async with self.store.transaction() as session:
+            purged = await purge_events_before(session, cutoff)
+        if purged:
+            log.info("purged old events", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})

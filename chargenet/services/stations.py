@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.tenants import StationLayout
+from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.store.models import ChargePoint, Connector, Site, Station
+
+AUTHORIZATION_KEY_LENGTH = (16, 40)
+
+
+@dataclass(frozen=True, slots=True)
+class StationView:
+    id: str
+    site_id: str
+    charge_point_ids: list[str]
+    connectors_per_charge_point: int | None
+    has_password: bool
+    has_upstream_password: bool
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "siteId": self.site_id,
+            "chargePointIds": self.charge_point_ids,
+            "connectorsPerChargePoint": self.connectors_per_charge_point,
+            "securityProfile": 1 if self.has_password else 0,
+            "upstreamPasswordSet": self.has_upstream_password,
+            "createdAt": self.created_at.isoformat(),
+        }
+
+
+def layout_of(row: Station) -> StationLayout:
+    return StationLayout(row.id, row.charge_points, row.connectors_per_charge_point)
+
+
+def validate_authorization_key(password: str) -> str:
+    low, high = AUTHORIZATION_KEY_LENGTH
+    if not low <= len(password) <= high:
+        raise InvalidInput(f"must be {low} to {high} characters, got {len(password)}", field="password")
+    return password
+
+
+async def create_station(
+    session: AsyncSession,
+    hasher: SecretHasher,
+    cipher: CredentialCipher,
+    *,
+    site_id: str,
+    station_id: str,
+    now: datetime,
+    password: str | None = None,
+    upstream_password: str | None = None,
+    charge_points: int = 1,
+    connectors: int | None = None,
+) -> StationView:
+    layout = StationLayout(station_id, charge_points, connectors)
+    site = await session.get(Site, site_id)
+    if site is None:
+        raise NotFound("site", site_id)
+    if await session.get(Station, station_id) is not None:
+        raise Conflict(f"station {station_id!r} already exists")
+    clashing = await session.scalar(select(ChargePoint.id).where(ChargePoint.id.in_(layout.charge_point_ids)))
+    if clashing is not None:
+        raise Conflict(f"charge point id {clashing!r} is already taken (charge point ids are unique service-wide)")
+    row = Station(
+        id=station_id,
+        site_id=site_id,
+        password_hash=hasher.hash(validate_authorization_key(password)) if password else None,
+        upstream_password=cipher.encrypt(upstream_password) if upstream_password else None,
+        charge_points=layout.charge_points,
+        connectors_per_charge_point=layout.connectors_per_charge_point,
+        created_at=now,
+    )
+    session.add(row)
+    await session.flush()
+    for ordinal, charge_point_id in enumerate(layout.charge_point_ids, start=1):
+        session.add(ChargePoint(id=charge_point_id, station_id=station_id, site_id=site_id, ordinal=ordinal))
+        for connector_id in range(1, (layout.connectors_per_charge_point or 0) + 1):
+            session.add(Connector(charge_point_id=charge_point_id, connector_id=connector_id))
+    await session.flush()
+    return _view(row)
+
+
+async def update_station(
+    session: AsyncSession,
+    hasher: SecretHasher,
+    cipher: CredentialCipher,
+    station_id: str,
+    *,
+    password: str | None = None,
+    upstream_password: str | None = None,
+) -> StationView:
+    row = await _get(session, station_id)
+    if password is not None:
+        row.password_hash = hasher.hash(validate_authorization_key(password))
+    if upstream_password is not None:
+        row.upstream_password = cipher.encrypt(upstream_password)
+    await session.flush()
+    return _view(row)
+
+
+async def get_station(session: AsyncSession, station_id: str) -> StationView:
+    return _view(await _get(session, station_id))
+
+
+async def list_stations(session: AsyncSession, *, site_id: str | None = None) -> list[StationView]:
+    query = select(Station).order_by(Station.created_at, Station.id)
+    if site_id is not None:
+        query = query.where(Station.site_id == site_id)
+    return [_view(row) for row in await session.scalars(query)]
+
+
+async def _get(session: AsyncSession, station_id: str) -> Station:
+    row = await session.get(Station, station_id)
+    if row is None:
+        raise NotFound("station", station_id)
+    return row
+
+
+def _view(row: Station) -> StationView:
+    return StationView(
+        id=row.id,
+        site_id=row.site_id,
+        charge_point_ids=layout_of(row).charge_point_ids,
+        connectors_per_charge_point=row.connectors_per_charge_point,
+        has_password=row.password_hash is not None,
+        has_upstream_password=row.upstream_password is not None,
+        created_at=row.created_at,
+    )

@@ -1,0 +1,36 @@
+"""Background workers as `run_once` plus a loop (after Prefect's LoopService): tests call `run_once`
+with a ManualClock; the app runs `run` until it is asked to stop, and a stop never interrupts `run_once`
+halfway (each iteration is one database transaction, so nothing is left half done)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+
+from chargenet.clock import Clock
+
+log = logging.getLogger(__name__)
+
+
+class LoopWorker(ABC):
+    name: str = "worker"
+
+    def __init__(self, clock: Clock, interval: float) -> None:
+        self.clock = clock
+        self.interval = interval
+
+    @abstractmethod
+    async def run_once(self) -> None: ...
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("worker iteration failed", extra={"fields": {"worker": self.name}})
+            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
+            stopper = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (sleeper, stopper):
+                task.cancel()

@@ -1,0 +1,108 @@
+"""Shared fixtures: scratch stores on a real SQLite file and on the real PostgreSQL server.
+
+Store tests take the `database_url` or `store` fixture and run once per backend. PostgreSQL is required:
+when it does not answer, the run stops with a message saying how to start it, instead of skipping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+from chargenet.clock import ManualClock
+from chargenet.store import schema
+from chargenet.store.db import Store
+
+DEFAULT_PG = "postgresql+asyncpg://chargenet:chargenet@127.0.0.1:5432/chargenet_test"
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def postgres_url() -> str:
+    return os.environ.get("CHARGENET_TEST_DATABASE_URL", DEFAULT_PG)
+
+
+def _plain_dsn(url: str, database: str | None = None) -> str:
+    parsed = make_url(url)
+    if database is not None:
+        parsed = parsed.set(database=database)
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    async def probe() -> None:
+        connection = await asyncpg.connect(_plain_dsn(postgres_url()), timeout=5)
+        await connection.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:
+        where = make_url(postgres_url()).render_as_string(hide_password=True)
+        pytest.exit(
+            f"PostgreSQL is required for the store tests and did not answer at {where} ({exc}). "
+            "Start it as .ci/run does, or point CHARGENET_TEST_DATABASE_URL at a server "
+            "whose role may CREATE DATABASE.",
+            returncode=3,
+        )
+
+
+async def create_pg_database() -> str:
+    name = f"chargenet_t_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(_plain_dsn(postgres_url()))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return make_url(postgres_url()).set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_pg_database(url: str) -> None:
+    name = make_url(url).database
+    admin = await asyncpg.connect(_plain_dsn(postgres_url()))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(params=BACKENDS)
+async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """An empty database on each backend: a fresh SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'chargenet.db'}"
+        return
+    url = await create_pg_database()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Store]:
+    """A store at the latest schema, on each backend."""
+    instance = Store(database_url)
+    await schema.prepare_schema(instance)
+    try:
+        yield instance
+    finally:
+        await instance.dispose()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "data"
+    path.mkdir()
+    yield path

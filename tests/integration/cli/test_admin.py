@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chargenet.cli.main import main
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    async def run(*args: str) -> Result:
+        def call() -> Result:
+            out, err = io.StringIO(), io.StringIO()
+            with redirect_stdout(out), redirect_stderr(err):
+                code = main([*args, "--database-url", database_url, "--data-dir", str(tmp_path / "data")])
+            return Result(code, out.getvalue(), err.getvalue())
+
+        return await asyncio.to_thread(call)
+
+    return run
+
+
+async def test_company_site_station_create_list_show_with_json(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    assert set(company) == {"id"}
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    station = (
+        await cli(
+            "admin", "station", "create", "--site", site["id"], "ST-1", "--password", "0123456789abcdef", "--json"
+        )
+    ).json()
+    assert station == {"id": "ST-1"}
+    listing = (await cli("admin", "station", "list", "--site", site["id"], "--json")).json()
+    assert [s["id"] for s in listing["items"]] == ["ST-1"]
+    shown = (await cli("admin", "station", "show", "ST-1", "--json")).json()
+    assert shown["securityProfile"] == 1 and shown["chargePointIds"] == ["ST-1"]
+    assert "password" not in json.dumps(shown).lower().replace("upstreampasswordset", "")
+    sites = (await cli("admin", "site", "list", "--company", company["id"], "--json")).json()
+    assert [s["name"] for s in sites["items"]] == ["Depot"]
+
+
+async def test_site_update_sets_and_removes_the_upstream(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    updated = (
+        await cli("admin", "site", "update", site["id"], "--upstream-url", "wss://csms.example/ocpp", "--json")
+    ).json()
+    assert updated["upstreamUrl"] == "wss://csms.example/ocpp"
+    cleared = (await cli("admin", "site", "update", site["id"], "--no-upstream", "--json")).json()
+    assert cleared["upstreamUrl"] is None
+
+
+async def test_station_with_several_charge_points_lists_their_ids(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    await cli("admin", "station", "create", "--site", site["id"], "DUO", "--charge-points", "2", "--connectors", "1")
+    shown = (await cli("admin", "station", "show", "DUO", "--json")).json()
+    assert shown["chargePointIds"] == ["DUO-1", "DUO-2"]
+
+
+async def test_unknown_parent_is_a_clear_error_with_exit_code_4(cli) -> None:  # type: ignore[no-untyped-def]
+    result = await cli("admin", "site", "create", "--company", "co_missing", "Depot")
+    assert result.code == 4
+    assert "company 'co_missing' not found" in result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--password", "short"], "password"),
+        (["--charge-points", "2"], "connectors"),
+    ],
+)
+async def test_bad_station_values_are_named(cli, args: list[str], named: str) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    result = await cli("admin", "station", "create", "--site", site["id"], "ST-1", *args)
+    assert result.code == 2
+    assert named in result.err
+
+
+async def test_duplicate_station_is_a_conflict(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    await cli("admin", "station", "create", "--site", site["id"], "ST-1")
+    result = await cli("admin", "station", "create", "--site", site["id"], "ST-1")
+    assert result.code == 5
+    assert "already exists" in result.err
+
+
+async def test_bad_upstream_url_is_named(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    result = await cli("admin", "site", "create", "--company", company["id"], "Depot", "--upstream-url", "http://x")
+    assert result.code == 2
+    assert "upstream-url" in result.err and "'http://x'" in result.err
+
+
+async def test_migrate_reports_the_schema(cli) -> None:  # type: ignore[no-untyped-def]
+    result = (await cli("migrate", "--json")).json()
+    assert result["action"] in ("created", "current")
+    assert (await cli("migrate", "--json")).json()["action"] == "current"

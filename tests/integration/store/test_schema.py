@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
+from chargenet.store import schema
+from chargenet.store.db import Store
+from chargenet.store.models import Base
+
+
+async def table_names(store: Store) -> set[str]:
+    async with store.engine.connect() as connection:
+        return set(await connection.run_sync(lambda c: inspect(c).get_table_names()))
+
+
+async def test_a_new_store_is_created_at_the_latest_schema(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        assert await schema.prepare_schema(store) is schema.SchemaAction.CREATED
+        assert await schema.current_revision(store) == schema.head_revision()
+        assert set(Base.metadata.tables) <= await table_names(store)
+        assert await schema.prepare_schema(store) is schema.SchemaAction.CURRENT
+    finally:
+        await store.dispose()
+
+
+async def test_migrations_roll_back_to_empty_and_apply_again(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store)
+        await schema.downgrade(store, "base")
+        assert await table_names(store) <= {"alembic_version"}
+        assert await schema.current_revision(store) is None
+        await schema.upgrade(store)
+        assert await schema.current_revision(store) == schema.head_revision()
+    finally:
+        await store.dispose()
+
+
+async def test_an_outdated_store_is_refused_until_migrated(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store)
+        # Pretend this chargenet knows one more revision than the store has.
+        monkeypatch.setattr(schema, "head_revision", lambda: "9999")
+        monkeypatch.setattr(schema, "known_revisions", lambda: {"0001", "9999"})
+        monkeypatch.setattr(schema, "_upgrade", _fake_upgrade_to("9999"))
+        with pytest.raises(SchemaOutdated, match="chargenet migrate"):
+            await schema.prepare_schema(store)
+        assert await schema.prepare_schema(store, migrate=True) is schema.SchemaAction.UPGRADED
+        assert await schema.current_revision(store) == "9999"
+    finally:
+        await store.dispose()
+
+
+def _fake_upgrade_to(revision: str):  # type: ignore[no-untyped-def]
+    async def upgrade(store: Store, target: str) -> None:
+        async with store.engine.begin() as connection:
+            await connection.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+
+    return upgrade
+
+
+async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store)
+        async with store.engine.begin() as connection:
+            await connection.execute(text("UPDATE alembic_version SET version_num = 'zz99_future'"))
+        with pytest.raises(SchemaTooNew, match="zz99_future"):
+            await schema.prepare_schema(store)
+    finally:
+        await store.dispose()
+
+
+async def test_a_database_of_something_else_is_refused(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        async with store.engine.begin() as connection:
+            await connection.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY)"))
+        with pytest.raises(StoreCorrupt, match="not a chargenet store"):
+            await schema.prepare_schema(store)
+        assert await table_names(store) == {"invoices"}
+    finally:
+        await store.dispose()
+
+
+async def test_a_corrupt_sqlite_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "chargenet.db"
+    path.write_bytes(b"this is not an SQLite database, just bytes" * 100)
+    before = path.read_bytes()
+    store = Store(f"sqlite+aiosqlite:///{path}")
+    try:
+        with pytest.raises(StoreCorrupt, match="not readable"):
+            await schema.prepare_schema(store)
+    finally:
+        await store.dispose()
+    assert path.read_bytes() == before
+
+
+async def test_an_unreachable_postgres_is_reported_with_its_address_but_not_its_password() -> None:
+    store = Store("postgresql+asyncpg://chargenet:hunter2@127.0.0.1:1/chargenet")
+    try:
+        with pytest.raises(StoreUnreachable) as caught:
+            await schema.prepare_schema(store)
+    finally:
+        await store.dispose()
+    assert "127.0.0.1:1" in caught.value.message
+    assert "hunter2" not in caught.value.message
+
+
+async def test_a_failing_migration_leaves_the_store_as_it_was(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A copy of the real migrations plus one that creates a table and then fails halfway.
+    migrations = tmp_path / "migrations"
+    shutil.copytree(schema.MIGRATIONS, migrations, ignore=shutil.ignore_patterns("__pycache__"))
+    (migrations / "versions" / "9999_broken.py").write_text(
+        "from alembic import op\nimport sqlalchemy as sa\n"
+        f"revision = '9999'\ndown_revision = {schema.head_revision()!r}\nbranch_labels = None\ndepends_on = None\n"
+        "def upgrade():\n"
+        "    op.create_table('half_done', sa.Column('id', sa.Integer, primary_key=True))\n"
+        "    op.execute('UPDATE companies SET name = 1')\n"
+        "    raise RuntimeError('boom')\n"
+        "def downgrade():\n    pass\n"
+    )
+    store = Store(database_url)
+    try:
+        await schema.prepare_schema(store)
+        head = schema.head_revision()
+        before = await table_names(store)
+        monkeypatch.setattr(schema, "MIGRATIONS", migrations)
+        with pytest.raises(RuntimeError, match="boom"):
+            await schema.prepare_schema(store, migrate=True)
+        assert await table_names(store) == before
+        assert await schema.current_revision(store) == head
+    finally:
+        await store.dispose()
