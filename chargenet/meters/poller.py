@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -134,17 +134,25 @@ class BusPoller:
                     health.timeouts += 1
                 health.last_error = failure.message
                 health.dead = self._scheduler.is_dead(meter_id)
-                await self._sink.on_failure(meter_id, failure, now)
+                await self._deliver(self._sink.on_failure(meter_id, failure, now), meter_id)
                 continue
             now = self._clock.now()
             self._scheduler.record_success(meter_id, now)
             health.last_good_at = now
             health.dead = False
-            await self._sink.on_reading(meter_id, reading, now)
+            await self._deliver(self._sink.on_reading(meter_id, reading, now), meter_id)
         if due:
             self.health.cycles += 1
             self.health.last_cycle_s = time.perf_counter() - started
         return len(due)
+
+    async def _deliver(self, delivery: Awaitable[None], meter_id: str) -> None:
+        # One meter's trouble with the store must not stop the rest of the bus; its detector state did not move,
+        # so the next reading decides again.
+        try:
+            await delivery
+        except Exception:
+            log.exception("meter %s: poll result could not be stored", meter_id)
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Poll until `stopping` is set; a sink that raises is logged and the loop goes on."""

@@ -3,6 +3,8 @@
 from chargenet.store.models.base import Base, UtcDateTime
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
+from chargenet.store.models.meters import Meter, MeterSession, MeterState
+from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 
 __all__ = [
@@ -11,6 +13,10 @@ __all__ = [
     "Company",
     "Connector",
     "EventStream",
+    "IdSequence",
+    "Meter",
+    "MeterSession",
+    "MeterState",
     "OutboxCursor",
     "OutboxEvent",
     "Site",
