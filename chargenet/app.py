@@ -25,6 +25,7 @@ from chargenet.clock import Clock, SystemClock
 from chargenet.config import Settings
 from chargenet.errors import KeysMismatch
 from chargenet.keys import KeyStore
+from chargenet.meters.wiring import install as install_meters
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox import Outbox
 from chargenet.outbox.retention import EventRetention
@@ -76,6 +77,7 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     context = AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
     context.health_checks.append(_database_check(store))
     context.workers.append(EventRetention(store, clock, settings.event_retention_days))
+    install_meters(context)
     return context
 
 

@@ -9,12 +9,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.events import StopReason
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.meters.detect import Thresholds
 from chargenet.meters.modbus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
+from chargenet.outbox import Outbox
+from chargenet.services import meter_sessions
 from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
 
 
@@ -340,19 +343,36 @@ async def update_meter(
     return MeterView(spec, row.enabled, row.created_at, await _status(session, meter_id))
 
 
-async def delete_meter(session: AsyncSession, meter_id: str) -> None:
-    """Remove a meter; Conflict while it has an open session (disable it first and let the session close)."""
+async def delete_meter(session: AsyncSession, outbox: Outbox, meter_id: str, *, now: datetime) -> None:
+    """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
+    StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
     row = await _get(session, meter_id)
-    if (await _status(session, meter_id)).transaction_id is not None:
-        raise Conflict(f"meter {meter_id!r} has an open session; disable it and wait for the session to close")
+    open_session = await meter_sessions.open_session_of(session, meter_id)
+    if open_session is not None:
+        await meter_sessions.stop_session(
+            session,
+            outbox,
+            open_session.transaction_id,
+            meter_stop_wh=open_session.last_charging_wh,
+            reason=StopReason.OTHER,
+            at=now,
+        )
     await session.delete(row)
     await session.flush()
+
+
+def bus_label(document: dict[str, Any]) -> str:
+    transport = document["transport"]
+    if transport["type"] == "tcp":
+        return f"tcp {transport['host']}:{transport['port']}"
+    return f"rtu {transport['device']} {transport['baud']} {transport['parity']}{transport['stopbits']}"
 
 
 __all__ = [
     "MeterStatus",
     "MeterView",
     "RtuBus",
+    "bus_label",
     "create_meter",
     "delete_meter",
     "get_meter",

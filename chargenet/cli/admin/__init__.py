@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from chargenet.cli.admin import companies, sites, stations
+from chargenet.cli.admin import companies, meters, sites, stations
 
 # Each entry adds `admin <noun> ...` to the parser; later parts append theirs here.
 NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     companies.register,
     sites.register,
     stations.register,
+    meters.register,
 ]
 
 
