@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from chargenet.clock import ManualClock
+from chargenet.domain.events import StopReason
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import KeyStore
 from chargenet.meters.spec import MeterSpec
@@ -141,7 +142,7 @@ async def test_transaction_ids_increase_across_meters(store: Store, clock: Manua
                     Outbox(clock),
                     open_session.transaction_id,
                     meter_stop_wh=1,
-                    reason=_other(),
+                    reason=StopReason.OTHER,
                     at=clock.now(),
                 )
             ids.append(
@@ -163,13 +164,7 @@ async def test_stopping_a_closed_session_again_raises_no_second_event(
     for expected in (True, False):
         async with store.transaction() as session:
             stopped = await meter_sessions.stop_session(
-                session, Outbox(clock), transaction_id, meter_stop_wh=5, reason=_other(), at=clock.now()
+                session, Outbox(clock), transaction_id, meter_stop_wh=5, reason=StopReason.OTHER, at=clock.now()
             )
         assert stopped is expected
     assert len(await payloads(store)) == 2
-
-
-def _other():  # type: ignore[no-untyped-def]
-    from chargenet.domain.events import StopReason
-
-    return StopReason.OTHER
