@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from chargenet.domain.events import StopReason
 from chargenet.errors import InvalidInput
@@ -236,9 +237,9 @@ def on_reading(state: DetectorState, reading: Reading, now: datetime, thresholds
         if len(suspects) < thresholds.reset_confirmations:
             return Step(replace(state, suspects=suspects), tuple(events))
         state = _meter_reset(state, mark, events)
-    state = replace(state, baseline=mark, last_heard=now, suspects=())
-    state = _advance(state, level(reading, thresholds), mark, thresholds, events)
-    return Step(state, tuple(events))
+    changes = _advance(state, level(reading, thresholds), mark, thresholds, events)
+    changes.update(baseline=mark, last_heard=now, suspects=())
+    return Step(_evolve(state, changes), tuple(events))
 
 
 def _sanity(reading: Reading, thresholds: Thresholds) -> Rejection | None:
@@ -294,38 +295,38 @@ def _check_outage(
 
 def _advance(
     state: DetectorState, load: Level, mark: Mark, thresholds: Thresholds, events: list[DetectorEvent]
-) -> DetectorState:
+) -> dict[str, Any]:
+    """The changes a good reading makes to `state` (applied by the caller together with the new baseline)."""
     source = state.phase
     target = TRANSITIONS[source][load]
     if source is Phase.STOPPING and target is Phase.STOPPING:
         assert state.low_since is not None
         if (mark.at - state.low_since).total_seconds() >= thresholds.stop_grace_s:
-            return _close(state, StopReason.OTHER, _last_good_stop(state), mark.at, events)
-        return state
+            return _close_changes(state, StopReason.OTHER, _last_good_stop(state), mark.at, events)
+        return {}
     if target is Phase.ARMING:
-        return replace(state, phase=target, first_active=mark)
+        return {"phase": target, "first_active": mark}
     if source is Phase.ARMING and target is Phase.CHARGING:
         assert state.first_active is not None
         start = state.first_active
         events.append(SessionStarted(start.energy_wh, start.at, mark.at))
-        return replace(
-            state,
-            phase=target,
-            first_active=None,
-            meter_start_wh=start.energy_wh,
-            started_at=start.at,
-            last_charging=mark,
-        )
+        return {
+            "phase": target,
+            "first_active": None,
+            "meter_start_wh": start.energy_wh,
+            "started_at": start.at,
+            "last_charging": mark,
+        }
     if source is Phase.RECONCILING and target is Phase.IDLE:
-        return _close(state, StopReason.REBOOT, mark.energy_wh, mark.at, events)
+        return _close_changes(state, StopReason.REBOOT, mark.energy_wh, mark.at, events)
     if source is Phase.RECONCILING:
         assert state.meter_start_wh is not None
         events.append(SessionResumed(state.meter_start_wh, mark.at))
     if target is Phase.CHARGING:
-        return replace(state, phase=target, last_charging=mark, low_since=None)
+        return {"phase": target, "last_charging": mark, "low_since": None}
     if target is Phase.STOPPING:
-        return replace(state, phase=target, low_since=mark.at)
-    return replace(state, phase=target, first_active=None)
+        return {"phase": target, "low_since": mark.at}
+    return {"phase": target, "first_active": None}
 
 
 def _last_good_stop(state: DetectorState) -> int:
@@ -336,15 +337,36 @@ def _last_good_stop(state: DetectorState) -> int:
 def _close(
     state: DetectorState, reason: StopReason, meter_stop_wh: int, at: datetime, events: list[DetectorEvent]
 ) -> DetectorState:
+    return _evolve(state, _close_changes(state, reason, meter_stop_wh, at, events))
+
+
+def _close_changes(
+    state: DetectorState, reason: StopReason, meter_stop_wh: int, at: datetime, events: list[DetectorEvent]
+) -> dict[str, Any]:
     assert state.meter_start_wh is not None
     # Rule 1: a session never goes negative, whatever the counter did.
     events.append(SessionStopped(state.meter_start_wh, max(meter_stop_wh, state.meter_start_wh), reason, at))
-    return replace(
-        state,
-        phase=Phase.IDLE,
-        first_active=None,
-        meter_start_wh=None,
-        started_at=None,
-        last_charging=None,
-        low_since=None,
+    return {
+        "phase": Phase.IDLE,
+        "first_active": None,
+        "meter_start_wh": None,
+        "started_at": None,
+        "last_charging": None,
+        "low_since": None,
+    }
+
+
+def _evolve(state: DetectorState, changes: dict[str, Any]) -> DetectorState:
+    # dataclasses.replace introspects the fields on every call; a poll runs this once per meter, so spell it out.
+    get = changes.get
+    return DetectorState(
+        phase=get("phase", state.phase),
+        baseline=get("baseline", state.baseline),
+        last_heard=get("last_heard", state.last_heard),
+        first_active=get("first_active", state.first_active),
+        meter_start_wh=get("meter_start_wh", state.meter_start_wh),
+        started_at=get("started_at", state.started_at),
+        last_charging=get("last_charging", state.last_charging),
+        low_since=get("low_since", state.low_since),
+        suspects=get("suspects", state.suspects),
     )

@@ -68,6 +68,7 @@ _STRUCT = {
     DataType.INT64: ">q",
     DataType.FLOAT32: ">f",
 }
+_WORDS = {1: ">H", 2: ">HH", 4: ">HHHH"}
 _SENTINELS = {
     DataType.UINT16: 0xFFFF,
     DataType.INT16: 0x7FFF,
@@ -123,6 +124,10 @@ class Profile:
     # about as much as 10 registers of payload.
     merge_gap: int = 10
     required: tuple[Quantity, ...] = field(init=False)
+    # Derived once: the profile is data, and a poll must not pay for planning.
+    polled: dict[Quantity, Register] = field(init=False, repr=False, compare=False)
+    read_plan: tuple[ReadBlock, ...] = field(init=False, repr=False, compare=False)
+    _layout: tuple[_Slot, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.currents and self.power is None:
@@ -136,6 +141,31 @@ class Profile:
         if not self.currents:
             required.append(Quantity.POWER)
         object.__setattr__(self, "required", tuple(required))
+        polled = self._polled()
+        plan = _plan(list(polled.values()), self.merge_gap, self.max_registers_per_read)
+        layout = []
+        for quantity, register in polled.items():
+            index, block = next((i, b) for i, b in enumerate(plan) if b.address <= register.address < _end(b))
+            offset = register.address - block.address
+            layout.append(
+                _Slot(
+                    quantity,
+                    index,
+                    offset,
+                    offset + register.datatype.registers,
+                    self.word_order is WordOrder.LITTLE and register.datatype.registers > 1,
+                    _WORDS[register.datatype.registers],
+                    _STRUCT[register.datatype],
+                    register.datatype.sentinel if self.nan_sentinels else None,
+                    register.datatype is DataType.FLOAT32,
+                    register.scale,
+                    float(register.scale),
+                    int(register.scale) if register.scale == register.scale.to_integral_value() else None,
+                )
+            )
+        object.__setattr__(self, "polled", polled)
+        object.__setattr__(self, "read_plan", plan)
+        object.__setattr__(self, "_layout", tuple(layout))
 
     @property
     def registers(self) -> dict[Quantity, Register]:
@@ -146,8 +176,7 @@ class Profile:
             registers[Quantity.POWER] = self.power
         return registers
 
-    @property
-    def polled(self) -> dict[Quantity, Register]:
+    def _polled(self) -> dict[Quantity, Register]:
         """The quantities a poll reads: what the detector needs, plus power when it costs no extra request."""
         registers = self.registers
         needed = {quantity: registers[quantity] for quantity in self.required}
@@ -158,10 +187,6 @@ class Profile:
             if len(with_power) == len(_plan(list(needed.values()), self.merge_gap, self.max_registers_per_read)):
                 needed[Quantity.POWER] = registers[Quantity.POWER]
         return needed
-
-    @property
-    def read_plan(self) -> tuple[ReadBlock, ...]:
-        return _plan(list(self.polled.values()), self.merge_gap, self.max_registers_per_read)
 
     def decode(self, replies: Sequence[Sequence[int]]) -> Reading:
         """Decode the registers of the `read_plan` requests, in plan order, into a Reading.
@@ -176,29 +201,55 @@ class Profile:
                 raise MeterReplyInvalid(
                     f"{self.name}: read at {block.address:#06x} returned {len(registers)} registers, not {block.count}"
                 )
-        values: dict[Quantity, float | int | None] = {}
-        for quantity, register in self.polled.items():
-            block_index, block = next((i, b) for i, b in enumerate(plan) if b.address <= register.address < _end(b))
-            offset = register.address - block.address
-            raw = decode_value(
-                replies[block_index][offset : offset + register.datatype.registers],
-                register.datatype,
-                self.word_order,
-                nan_sentinel=self.nan_sentinels,
-            )
-            values[quantity] = (
-                None if raw is None else _scaled(raw, register.scale, integral=quantity is Quantity.ENERGY)
-            )
-        sentinels = frozenset(quantity for quantity, value in values.items() if value is None)
-        energy = values[Quantity.ENERGY]
-        currents = tuple(float(values[phase] or 0.0) for phase in _PHASES[: len(self.currents)]) or None
-        power = values.get(Quantity.POWER)
+        energy: int | None = None
+        currents: list[float] = []
+        power: float | None = None
+        sentinels: list[Quantity] = []
+        for slot in self._layout:
+            words = replies[slot.index][slot.start : slot.end]
+            if slot.reverse:
+                words = words[::-1]
+            try:
+                packed = struct.pack(slot.words_format, *words)
+            except struct.error:
+                raise MeterReplyInvalid(f"{self.name}: register values must be 16-bit, got {list(words)}") from None
+            raw: int | float = struct.unpack(slot.value_format, packed)[0]
+            if (slot.sentinel is not None and int.from_bytes(packed, "big") == slot.sentinel) or (
+                slot.is_float and not math.isfinite(raw)
+            ):
+                sentinels.append(slot.quantity)
+                if slot.quantity in _PHASES:
+                    currents.append(0.0)
+            elif slot.quantity is Quantity.ENERGY:
+                energy = _counter(raw, slot.scale, slot.whole_scale)
+            elif slot.quantity is Quantity.POWER:
+                power = raw * slot.float_scale
+            else:
+                currents.append(raw * slot.float_scale)
         return Reading(
-            energy_wh=None if energy is None else int(energy),
-            currents_a=currents,
-            power_w=None if power is None else float(power),
-            sentinels=sentinels,
+            energy_wh=energy,
+            currents_a=tuple(currents) or None,
+            power_w=power,
+            sentinels=frozenset(sentinels),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Where and how one polled value is decoded, worked out once per profile."""
+
+    quantity: Quantity
+    index: int
+    start: int
+    end: int
+    reverse: bool
+    words_format: str
+    value_format: str
+    sentinel: int | None
+    is_float: bool
+    scale: Decimal
+    float_scale: float
+    whole_scale: int | None
 
 
 _PHASES = (Quantity.CURRENT_L1, Quantity.CURRENT_L2, Quantity.CURRENT_L3)
@@ -228,10 +279,11 @@ def decode_value(
     """One raw value from its registers; None for "no value" (a sentinel, or a float NaN or infinity)."""
     if len(registers) != datatype.registers:
         raise MeterReplyInvalid(f"{datatype} needs {datatype.registers} registers, got {len(registers)}")
-    if any(not 0 <= word <= 0xFFFF for word in registers):
-        raise MeterReplyInvalid(f"register values must be 16-bit, got {list(registers)}")
-    words = list(registers) if word_order is WordOrder.BIG else list(reversed(registers))
-    packed = b"".join(word.to_bytes(2, "big") for word in words)
+    words = registers if word_order is WordOrder.BIG else registers[::-1]
+    try:
+        packed = struct.pack(_WORDS[datatype.registers], *words)
+    except struct.error:
+        raise MeterReplyInvalid(f"register values must be 16-bit, got {list(registers)}") from None
     if nan_sentinel and datatype.sentinel is not None and int.from_bytes(packed, "big") == datatype.sentinel:
         return None
     value: int | float = struct.unpack(_STRUCT[datatype], packed)[0]
@@ -248,10 +300,10 @@ def encode_value(value: int | float, datatype: DataType, word_order: WordOrder) 
     return words if word_order is WordOrder.BIG else list(reversed(words))
 
 
-def _scaled(raw: int | float, scale: Decimal, *, integral: bool) -> int | float:
-    # Decimal keeps integer counters exact (ABB 0.01 kWh steps are exactly 10 Wh); a float32 kWh counter is
-    # converted from its exact binary value and rounded once, to whole watt-hours.
-    value = Decimal(raw) * scale
-    if integral:
-        return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
-    return float(value)
+def _counter(raw: int | float, scale: Decimal, whole_scale: int | None) -> int:
+    # Counters must be exact. With a whole-number scale they are: an integer times an integer, or a float32
+    # (24-bit mantissa) times a factor under 2**29, which a double holds without rounding; `round` then
+    # rounds once, half to even, to whole watt-hours. Any other scale goes through Decimal.
+    if whole_scale is not None:
+        return round(raw * whole_scale)
+    return int((Decimal(raw) * scale).to_integral_value(rounding=ROUND_HALF_EVEN))

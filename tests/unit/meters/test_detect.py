@@ -382,3 +382,14 @@ def test_inconsistent_thresholds_are_refused_naming_the_setting(kwargs: dict[str
     with pytest.raises(InvalidInput) as raised:
         Thresholds(**kwargs)  # type: ignore[arg-type]
     assert raised.value.field == field
+
+
+def test_evolving_a_state_without_changes_keeps_every_field() -> None:
+    from dataclasses import fields
+
+    from chargenet.meters.detect import _evolve
+
+    mark = Mark(5, T0)
+    state = DetectorState(Phase.STOPPING, mark, T0, mark, 1, T0, mark, T0, (mark,))
+    assert all(getattr(state, f.name) != f.default for f in fields(DetectorState))
+    assert _evolve(state, {}) == state

@@ -69,3 +69,13 @@ def test_register_count_must_match_the_type() -> None:
 def test_finite_check_does_not_touch_integers() -> None:
     value = decode_value([0, 1], DataType.INT32, WordOrder.BIG)
     assert isinstance(value, int) and not math.isnan(value)
+
+
+@given(st.floats(width=32, min_value=0, max_value=3e7), st.sampled_from([1, 10, 100, 1000]))
+def test_whole_number_scaling_of_a_float32_counter_equals_exact_decimal_rounding(value: float, scale: int) -> None:
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    from chargenet.meters.profiles.base import _counter
+
+    exact = int((Decimal(value) * scale).to_integral_value(rounding=ROUND_HALF_EVEN))
+    assert _counter(value, Decimal(scale), scale) == exact
