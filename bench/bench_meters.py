@@ -30,9 +30,9 @@ from sqlalchemy import select
 from bench.common import Result
 from chargenet.clock import SystemClock
 from chargenet.meters import detect
-from chargenet.meters.bus import BusSettings, SerialLine
+from chargenet.meters.bus import BusSettings, RtuBus, SerialLine, TcpEndpoint
 from chargenet.meters.errors import MeterUnreachable
-from chargenet.meters.modbus import ModbusLink, RtuBus, TcpEndpoint
+from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, PollTarget
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.readings import Reading

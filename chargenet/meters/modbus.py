@@ -11,70 +11,16 @@ connection, or an answer that does not fit the profile.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from pymodbus import FramerType, ModbusException
 from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.exceptions import ConnectionException
 
-from chargenet.errors import InvalidInput
-from chargenet.meters.bus import BusSettings, SerialLine
+from chargenet.meters.bus import BusSettings, TcpEndpoint, Transport
 from chargenet.meters.errors import MeterReplyInvalid, MeterUnreachable, ReadFailure
 from chargenet.meters.profiles import FunctionCode, Profile
 from chargenet.meters.readings import Reading
-
-DEFAULT_TCP_PORT = 502
-
-
-@dataclass(frozen=True, slots=True)
-class TcpEndpoint:
-    host: str
-    port: int = DEFAULT_TCP_PORT
-
-    @property
-    def key(self) -> str:
-        return f"tcp://{self.host}:{self.port}"
-
-    @classmethod
-    def parse(cls, text: str) -> TcpEndpoint:
-        """`HOST` or `HOST:PORT` (`[v6]:PORT` for IPv6); InvalidInput (field `tcp`) when malformed."""
-        host, port = text.strip(), DEFAULT_TCP_PORT
-        if host.startswith("["):
-            closing = host.find("]")
-            if closing < 0:
-                raise InvalidInput(f"unclosed '[' in {text!r}", field="tcp")
-            rest = host[closing + 1 :]
-            host = host[1:closing]
-            if rest:
-                if not rest.startswith(":"):
-                    raise InvalidInput(f"expected HOST:PORT, got {text!r}", field="tcp")
-                port = _port(rest[1:], text)
-        elif host.count(":") == 1:
-            host, port_text = host.split(":")
-            port = _port(port_text, text)
-        if not host or any(c.isspace() for c in host):
-            raise InvalidInput(f"expected HOST:PORT, got {text!r}", field="tcp")
-        return cls(host, port)
-
-
-def _port(text: str, whole: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InvalidInput(f"port must be 1-65535 in {whole!r}", field="tcp")
-    return int(text)
-
-
-@dataclass(frozen=True, slots=True)
-class RtuBus:
-    device: str
-    line: SerialLine
-
-    @property
-    def key(self) -> str:
-        return f"rtu://{self.device}"
-
-
-Transport = TcpEndpoint | RtuBus
 
 
 class ModbusLink:

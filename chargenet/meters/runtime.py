@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
-from chargenet.meters.bus import BackoffPolicy, BusSettings
-from chargenet.meters.modbus import ModbusLink, RtuBus, Transport
+from chargenet.meters.bus import BackoffPolicy, BusSettings, RtuBus, Transport
+from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
 from chargenet.meters.sessions import MeterSessions
 from chargenet.meters.spec import MeterSpec

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from chargenet.errors import InvalidInput
-from chargenet.meters.bus import Parity, SerialLine
+from chargenet.meters.bus import Parity, RtuBus, SerialLine, TcpEndpoint, Transport
 from chargenet.meters.detect import Thresholds
-from chargenet.meters.modbus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.profiles import Profile, get_profile
 
 UNIT_IDS = range(1, 248)

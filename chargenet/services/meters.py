@@ -13,8 +13,8 @@ from chargenet.domain.events import StopReason
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
+from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.detect import Thresholds
-from chargenet.meters.modbus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
 from chargenet.services import meter_sessions

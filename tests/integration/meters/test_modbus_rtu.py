@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from chargenet.clock import ManualClock
-from chargenet.meters.bus import BusSettings, SerialLine
+from chargenet.meters.bus import BusSettings, RtuBus, SerialLine
 from chargenet.meters.errors import MeterUnreachable, ReadFailure
-from chargenet.meters.modbus import ModbusLink, RtuBus
+from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, PollTarget
 from chargenet.meters.profiles import get_profile
 from chargenet.simulators.meter import MeterServer, SimulatedMeter

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from chargenet.clock import ManualClock
-from chargenet.meters.bus import BackoffPolicy, BusSettings
+from chargenet.meters.bus import BackoffPolicy, BusSettings, TcpEndpoint
 from chargenet.meters.errors import MeterUnreachable, ReadFailure
-from chargenet.meters.modbus import ModbusLink, TcpEndpoint
+from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, PollTarget
 from chargenet.meters.profiles import PROFILES, get_profile
 from chargenet.simulators.meter import MeterServer, SimulatedMeter

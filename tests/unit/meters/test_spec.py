@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 
 from chargenet.errors import InvalidInput
-from chargenet.meters.bus import Parity
+from chargenet.meters.bus import Parity, RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
-from chargenet.meters.modbus import RtuBus, TcpEndpoint
 from chargenet.meters.spec import build_spec, build_thresholds, parse_transport
 
 
