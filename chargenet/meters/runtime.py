@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -32,6 +33,9 @@ from chargenet.store.db import Store
 from chargenet.store.models import Meter
 
 log = logging.getLogger(__name__)
+
+# Above this many changed meters a reload reads every enabled meter instead of listing ids in the query.
+_LOAD_BY_ID_LIMIT = 500
 
 LinkFactory = Callable[[Transport, BusSettings], MeterLink]
 
@@ -72,25 +76,47 @@ class MeterPolling:
         self.sessions = MeterSessions(store, outbox, clock)
         self.buses: dict[str, _Bus] = {}
         self.invalid: dict[str, str] = {}
+        self._versions: dict[str, datetime] = {}
+        self._specs: dict[str, MeterSpec] = {}
 
     @property
     def pollers(self) -> dict[str, BusPoller]:
         return {key: bus.poller for key, bus in self.buses.items()}
 
     async def reload(self) -> None:
-        """Read the configuration and bring buses and detectors in line with it (no polling here)."""
+        """Read the configuration and bring buses and detectors in line with it (no polling here).
+
+        Only meters whose `updated_at` changed are loaded and validated again, so a reload every 2 s stays cheap
+        with thousands of meters."""
         async with self._store.transaction() as session:
-            rows = list(await session.scalars(select(Meter).where(Meter.enabled.is_(True)).order_by(Meter.id)))
-        specs: list[MeterSpec] = []
-        invalid: dict[str, str] = {}
+            versions = {
+                meter_id: updated_at
+                for meter_id, updated_at in (
+                    await session.execute(select(Meter.id, Meter.updated_at).where(Meter.enabled.is_(True)))
+                ).all()
+            }
+            changed = [meter_id for meter_id, version in versions.items() if self._versions.get(meter_id) != version]
+            removed = set(self._versions) - set(versions)
+            if not changed and not removed:
+                return
+            query = select(Meter).where(Meter.enabled.is_(True))
+            if len(changed) <= _LOAD_BY_ID_LIMIT:
+                query = query.where(Meter.id.in_(changed))
+            rows = [row for row in await session.scalars(query) if row.id in changed]
+        for meter_id in removed:
+            self._versions.pop(meter_id, None)
+            self._specs.pop(meter_id, None)
+            self.invalid.pop(meter_id, None)
         for row in rows:
+            self._versions[row.id] = row.updated_at
             try:
-                specs.append(spec_of(row))
+                self._specs[row.id] = spec_of(row)
+                self.invalid.pop(row.id, None)
             except InvalidInput as exc:
-                invalid[row.id] = exc.message
-                if self.invalid.get(row.id) != exc.message:
-                    log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
-        self.invalid = invalid
+                self._specs.pop(row.id, None)
+                self.invalid[row.id] = exc.message
+                log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
+        specs = sorted(self._specs.values(), key=lambda spec: spec.meter_id)
         await self.sessions.track(specs)
         by_bus: dict[str, list[MeterSpec]] = {}
         for spec in specs:
