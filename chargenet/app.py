@@ -27,6 +27,7 @@ from chargenet.clock import Clock, SystemClock
 from chargenet.config import Settings
 from chargenet.errors import KeysMismatch
 from chargenet.keys import KeyStore
+from chargenet.meters.wiring import install as install_meters
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox import Outbox
 from chargenet.outbox.retention import EventRetention
@@ -88,6 +89,7 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     from chargenet.edge.service import install_edge
 
     install_edge(context)
+    install_meters(context)
     return context
 
 

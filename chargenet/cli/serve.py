@@ -163,4 +163,16 @@ def _demo(args: argparse.Namespace) -> None:
         f"  list charge points as the partner:\n    {demo_access.curl_command(settings.public_url, partner)}\n\n"
     )
     sys.stdout.flush()
-    asyncio.run(serve(settings))
+
+    async def run_demo() -> None:
+        from chargenet.simulators import meter_demo
+
+        context = await open_context(settings)
+        try:
+            await meter_demo.install(context, site_id)
+        except BaseException:
+            await context.close()
+            raise
+        await serve(settings, context=context)
+
+    asyncio.run(run_demo())

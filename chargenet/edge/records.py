@@ -36,6 +36,7 @@ from chargenet.store.models import (
     UnknownStop,
     UpstreamMessage,
 )
+from chargenet.store.sequences import next_transaction_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +211,8 @@ async def start_transaction(
         return StartOutcome(decision.transaction_id, is_new=False)
     address = locate_connector(station.layout, key.connector_id)
     row = EdgeTransaction(
+        # One sequence for OCPP and meter transactions, so ids are unique across the service.
+        id=await next_transaction_id(session),
         station_id=station.station_id,
         site_id=station.site_id,
         charge_point_id=address.charge_point_id,

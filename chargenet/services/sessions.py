@@ -21,11 +21,11 @@ from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.tenants import ConnectorAddress, ocpp_connector_id
 from chargenet.edge.hub import Edge
 from chargenet.edge.protocol.frames import Payload
-from chargenet.errors import InvalidInput, NotFound, StationRejected
+from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
 from chargenet.services.localauth import validate_id_tag
 from chargenet.services.stations import layout_of
 from chargenet.store.db import Store
-from chargenet.store.models import ChargePoint, EdgeTransaction, Site, Station
+from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Site, Station
 
 Allowed = Callable[[str, str], bool]  # (company_id, site_id) -> may the caller act there
 
@@ -84,7 +84,15 @@ async def stop_session(store: Store, edge: Edge, allowed: Allowed, *, transactio
     """RemoteStopTransaction, sent to the transaction's own station only."""
     async with store.transaction() as session:
         row = await session.get(EdgeTransaction, transaction_id)
-        if row is None or not allowed(await _site_company(session, row.site_id), row.site_id):
+        if row is None:
+            metered = await session.get(MeterSession, transaction_id)
+            if metered is not None and allowed(await _site_company(session, metered.site_id), metered.site_id):
+                raise Conflict(
+                    f"transaction {transaction_id} was detected from a meter; it cannot be stopped remotely "
+                    "and ends when the meter sees the charging stop"
+                )
+            raise NotFound("transaction", str(transaction_id))
+        if not allowed(await _site_company(session, row.site_id), row.site_id):
             raise NotFound("transaction", str(transaction_id))
         if row.stopped_at is not None:
             raise StationRejected(row.station_id, "RemoteStopTransaction", "AlreadyStopped")
@@ -114,24 +122,51 @@ async def charge_point_command(
 
 @dataclass(frozen=True, slots=True)
 class TransactionView:
-    row: EdgeTransaction
+    """One transaction, from an OCPP station or detected from a meter (`source`)."""
+
+    transaction_id: int
+    source: str
+    site_id: str
+    station_id: str
+    charge_point_id: str
+    connector_id: int
+    id_tag: str
+    started_at: datetime
+    meter_start_wh: int
+    stopped_at: datetime | None
+    meter_stop_wh: int | None
+    reason: str | None
+
+    @classmethod
+    def of_edge(cls, row: EdgeTransaction) -> TransactionView:
+        return cls(
+            row.id, "ocpp", row.site_id, row.station_id, row.charge_point_id, row.connector_id, row.id_tag,
+            row.started_at, row.meter_start, row.stopped_at, row.meter_stop, row.stop_reason,
+        )  # fmt: skip
+
+    @classmethod
+    def of_meter(cls, row: MeterSession) -> TransactionView:
+        return cls(
+            row.transaction_id, "meter", row.site_id, row.station_id, row.charge_point_id, row.connector_id,
+            row.id_tag, row.started_at, row.meter_start_wh, row.stopped_at, row.meter_stop_wh, row.reason,
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        row = self.row
         data: dict[str, Any] = {
-            "transactionId": row.id,
-            "siteId": row.site_id,
-            "stationId": row.station_id,
-            "chargePointId": row.charge_point_id,
-            "connectorId": row.connector_id,
-            "idTag": row.id_tag,
-            "startedAt": row.started_at.isoformat(),
-            "meterStart": wh_to_kwh(row.meter_start),
-            "active": row.stopped_at is None,
+            "transactionId": self.transaction_id,
+            "source": self.source,
+            "siteId": self.site_id,
+            "stationId": self.station_id,
+            "chargePointId": self.charge_point_id,
+            "connectorId": self.connector_id,
+            "idTag": self.id_tag,
+            "startedAt": self.started_at.isoformat(),
+            "meterStart": wh_to_kwh(self.meter_start_wh),
+            "active": self.stopped_at is None,
         }
-        if row.stopped_at is not None and row.meter_stop is not None:
+        if self.stopped_at is not None and self.meter_stop_wh is not None:
             data.update(
-                stoppedAt=row.stopped_at.isoformat(), meterStop=wh_to_kwh(row.meter_stop), reason=row.stop_reason
+                stoppedAt=self.stopped_at.isoformat(), meterStop=wh_to_kwh(self.meter_stop_wh), reason=self.reason
             )
         return data
 
@@ -157,20 +192,29 @@ async def list_transactions(
     charge_point_id: str | None = None,
     active: bool | None = None,
 ) -> tuple[list[TransactionView], int | None]:
-    """A page of transactions in id order, only on sites the caller reaches; returns the page and the last id
-    when more may follow."""
+    """A page of transactions (OCPP and meter sessions, one id sequence) in id order, only on sites the caller
+    reaches; returns the page and the last id when more may follow."""
     sites = [s for s, company in (await session.execute(select(Site.id, Site.company_id))).all() if allowed(company, s)]
-    query = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)
+    edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)
+    metered = (
+        select(MeterSession).where(MeterSession.site_id.in_(sites)).order_by(MeterSession.transaction_id).limit(limit)
+    )
     if after is not None:
-        query = query.where(EdgeTransaction.id > after)
+        edge = edge.where(EdgeTransaction.id > after)
+        metered = metered.where(MeterSession.transaction_id > after)
     if site_id is not None:
-        query = query.where(EdgeTransaction.site_id == site_id)
+        edge = edge.where(EdgeTransaction.site_id == site_id)
+        metered = metered.where(MeterSession.site_id == site_id)
     if charge_point_id is not None:
-        query = query.where(EdgeTransaction.charge_point_id == charge_point_id)
+        edge = edge.where(EdgeTransaction.charge_point_id == charge_point_id)
+        metered = metered.where(MeterSession.charge_point_id == charge_point_id)
     if active is not None:
-        query = query.where(EdgeTransaction.stopped_at.is_(None) if active else EdgeTransaction.stopped_at.is_not(None))
-    rows = list(await session.scalars(query))
-    return [TransactionView(r) for r in rows], (rows[-1].id if len(rows) == limit else None)
+        edge = edge.where(EdgeTransaction.stopped_at.is_(None) if active else EdgeTransaction.stopped_at.is_not(None))
+        metered = metered.where(MeterSession.stopped_at.is_(None) if active else MeterSession.stopped_at.is_not(None))
+    views = [TransactionView.of_edge(r) for r in await session.scalars(edge)]
+    views += [TransactionView.of_meter(r) for r in await session.scalars(metered)]
+    page = sorted(views, key=lambda v: v.transaction_id)[:limit]
+    return page, (page[-1].transaction_id if len(page) == limit else None)
 
 
 async def station_presence_json(session: AsyncSession, edge: Edge, station_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from chargenet.cli.admin import applications, companies, groups, keys, localauth, sites, stations, webhooks
+from chargenet.cli.admin import applications, companies, groups, keys, localauth, meters, sites, stations, webhooks
 
 # Each entry adds `admin <noun> ...` to the parser; later parts append theirs here.
 NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
@@ -17,6 +17,7 @@ NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None
     keys.register,
     webhooks.register,
     localauth.register,
+    meters.register,
 ]
 
 

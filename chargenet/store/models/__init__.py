@@ -14,6 +14,8 @@ from chargenet.store.models.edge import (
 )
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
+from chargenet.store.models.meters import Meter, MeterSession, MeterState
+from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 
@@ -29,7 +31,11 @@ __all__ = [
     "EventStream",
     "Group",
     "GroupMember",
+    "IdSequence",
     "LocalAuthEntry",
+    "Meter",
+    "MeterSession",
+    "MeterState",
     "OcppMessage",
     "OutboxCursor",
     "OutboxEvent",

@@ -10,6 +10,7 @@ import pytest
 
 from chargenet.services import sites
 from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import Meter
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_charging import add_tag
@@ -150,3 +151,41 @@ async def test_without_a_token_the_api_answers_401_with_a_bare_bearer_challenge(
         response.headers["www-authenticate"].startswith("Bearer")
         and "error=" not in response.headers["www-authenticate"]
     )
+
+
+async def open_meter_session(served: Served) -> int:
+    """A meter on the tenant's station with one open detected session; returns its transaction id."""
+    from chargenet.services import meter_sessions, meters
+
+    now = served.context.clock.now()
+    async with served.context.store.transaction() as session:
+        meter = await meters.create_meter(
+            session,
+            site_id=served.tenant.site_id,
+            station_id=served.tenant.station_id,
+            profile="sdm630",
+            unit_id=1,
+            tcp="127.0.0.1:1502",
+            connector_id=2,
+            now=now,
+        )
+        row = await session.get(Meter, meter.id)
+        assert row is not None
+        return await meter_sessions.start_session(
+            session, served.context.outbox, meters.spec_of(row), meter_start_wh=1000, started_at=now, at=now
+        )
+
+
+async def test_meter_sessions_are_listed_with_ocpp_transactions(served: Served, api: httpx.AsyncClient) -> None:
+    transaction_id = await open_meter_session(served)
+    items = (await api.get("/transactions", params={"active": "true"})).json()["items"]
+    [listed] = [i for i in items if i["transactionId"] == transaction_id]
+    assert listed["source"] == "meter" and listed["meterStart"] == 1.0 and listed["connectorId"] == 2
+
+
+async def test_stopping_a_meter_session_is_a_409_conflict(served: Served, api: httpx.AsyncClient) -> None:
+    transaction_id = await open_meter_session(served)
+    response = await api.post(f"/sessions/{transaction_id}/stop")
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "meter" in response.json()["detail"]

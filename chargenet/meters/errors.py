@@ -1,0 +1,32 @@
+"""Errors of the meter package, in the tree of chargenet.errors."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from chargenet.errors import ChargenetError
+
+
+class MeterError(ChargenetError):
+    """Something about a meter failed."""
+
+
+class MeterReplyInvalid(MeterError):
+    """A meter answered, but not with the registers its profile expects."""
+
+
+class ReadFailure(StrEnum):
+    # No reply, or one pymodbus's framer dropped: a broken CRC or another unit's id look exactly like silence.
+    TIMEOUT = "timeout"
+    EXCEPTION = "exception"  # a Modbus exception response (illegal address, device failure)
+    CONNECT = "connect"  # the TCP endpoint or serial device cannot be opened
+    INVALID_REPLY = "invalid_reply"  # an answer that does not fit the profile
+
+
+class MeterUnreachable(MeterError):
+    """A meter did not answer a poll usefully; `failure` says how."""
+
+    def __init__(self, meter_id: str, message: str, failure: ReadFailure = ReadFailure.TIMEOUT) -> None:
+        super().__init__(f"meter {meter_id}: {message}")
+        self.meter_id = meter_id
+        self.failure = failure

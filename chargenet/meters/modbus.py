@@ -1,0 +1,100 @@
+"""The Modbus shell: one pymodbus client per TCP endpoint or RTU bus, reading profiles into Readings.
+
+pymodbus serializes the requests of one client (a lock per request), which is what an RS-485 bus needs; TCP
+endpoints get a client each, so they are polled in parallel. Every client is built with the bus's own timeout
+and retries (`BusSettings`), never pymodbus's 3 s x 4 defaults. All pymodbus failures are mapped here, in one
+place, to `MeterUnreachable` with a `ReadFailure` saying how: no valid answer (silence, a broken CRC and a reply
+from another unit id all end as a timeout, since pymodbus's framer drops such frames), an exception response, no
+connection, or an answer that does not fit the profile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pymodbus import FramerType, ModbusException
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+from pymodbus.exceptions import ConnectionException
+
+from chargenet.meters.bus import BusSettings, TcpEndpoint, Transport
+from chargenet.meters.errors import MeterReplyInvalid, MeterUnreachable, ReadFailure
+from chargenet.meters.profiles import FunctionCode, Profile
+from chargenet.meters.readings import Reading
+
+
+class ModbusLink:
+    """One open pymodbus client; `read` polls one meter on it."""
+
+    def __init__(self, transport: Transport, settings: BusSettings) -> None:
+        self.transport = transport
+        self.settings = settings
+        self._client: Any
+        if isinstance(transport, TcpEndpoint):
+            self._client = AsyncModbusTcpClient(
+                transport.host,
+                port=transport.port,
+                timeout=settings.timeout_s,
+                retries=settings.retries,
+                reconnect_delay=0.5,
+                reconnect_delay_max=30,
+            )
+        else:
+            self._client = AsyncModbusSerialClient(
+                transport.device,
+                framer=FramerType.RTU,
+                baudrate=transport.line.baudrate,
+                parity=transport.line.parity.value,
+                stopbits=transport.line.stopbits,
+                bytesize=8,
+                timeout=settings.timeout_s,
+                retries=settings.retries,
+                reconnect_delay=0.5,
+                reconnect_delay_max=30,
+            )
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._client.connected)
+
+    async def connect(self) -> bool:
+        try:
+            return bool(await self._client.connect())
+        except (OSError, ModbusException):
+            return False
+
+    def close(self) -> None:
+        self._client.close()
+
+    async def read(self, meter_id: str, profile: Profile, unit_id: int) -> Reading:
+        """Poll one meter: the profile's read plan, decoded. Raises MeterUnreachable or MeterReplyInvalid."""
+        if not self._client.connected and not await self.connect():
+            raise MeterUnreachable(meter_id, f"cannot connect to {self.transport.key}", ReadFailure.CONNECT)
+        replies: list[list[int]] = []
+        read = (
+            self._client.read_holding_registers
+            if profile.function_code is FunctionCode.READ_HOLDING_REGISTERS
+            else self._client.read_input_registers
+        )
+        for block in profile.read_plan:
+            if self.settings.inter_request_delay_s:
+                # Bus physics, not service time: some meters need a quiet line before the next request.
+                await asyncio.sleep(self.settings.inter_request_delay_s)
+            try:
+                response = await read(block.address, count=block.count, device_id=unit_id)
+            except ConnectionException as exc:
+                raise MeterUnreachable(
+                    meter_id, f"connection to {self.transport.key} lost", ReadFailure.CONNECT
+                ) from exc
+            except (TimeoutError, ModbusException, OSError) as exc:
+                raise MeterUnreachable(meter_id, f"no valid reply from unit {unit_id}", ReadFailure.TIMEOUT) from exc
+            if response.isError():
+                code = getattr(response, "exception_code", "?")
+                raise MeterUnreachable(
+                    meter_id, f"unit {unit_id} answered with Modbus exception {code}", ReadFailure.EXCEPTION
+                )
+            replies.append(list(response.registers))
+        try:
+            return profile.decode(replies)
+        except MeterReplyInvalid as exc:
+            raise MeterUnreachable(meter_id, exc.message, ReadFailure.INVALID_REPLY) from exc

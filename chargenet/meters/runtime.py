@@ -1,0 +1,236 @@
+"""The meter worker: keeps one poller per TCP endpoint and per RTU bus in step with the configuration.
+
+Every `reload_interval_s` (2 s, so CLI changes apply while the server runs) it reads the enabled meters,
+builds a `BusPoller` with its own `ModbusLink` for each new bus, retargets the existing ones and stops those
+left without meters. A row that does not validate is skipped and reported in `/health`, naming the meter and
+the setting. Health per bus and per meter, and Prometheus metrics, are read from the pollers' counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+from sqlalchemy import select
+
+from chargenet.clock import Clock
+from chargenet.errors import InvalidInput
+from chargenet.meters.bus import BackoffPolicy, BusSettings, RtuBus, Transport
+from chargenet.meters.modbus import ModbusLink
+from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
+from chargenet.meters.sessions import MeterSessions
+from chargenet.meters.spec import MeterSpec
+from chargenet.observability.health import ComponentHealth, Level
+from chargenet.outbox import Outbox
+from chargenet.services.meters import spec_of
+from chargenet.store.db import Store
+from chargenet.store.models import Meter
+
+log = logging.getLogger(__name__)
+
+# Above this many changed meters a reload reads every enabled meter instead of listing ids in the query.
+_LOAD_BY_ID_LIMIT = 500
+
+LinkFactory = Callable[[Transport, BusSettings], MeterLink]
+
+
+def settings_for(transport: Transport, specs: list[MeterSpec]) -> BusSettings:
+    """RTU: a timeout from the wire time of the longest read on this bus; TCP: 1 s. Never pymodbus's defaults."""
+    if isinstance(transport, RtuBus):
+        longest = max((block.count for spec in specs for block in spec.profile.read_plan), default=10)
+        return BusSettings.for_serial(transport.line, registers=longest)
+    return BusSettings.for_tcp()
+
+
+@dataclass(slots=True)
+class _Bus:
+    poller: BusPoller
+    stopping: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+
+class MeterPolling:
+    name = "meters"
+
+    def __init__(
+        self,
+        store: Store,
+        outbox: Outbox,
+        clock: Clock,
+        *,
+        reload_interval_s: float = 2.0,
+        link_factory: LinkFactory = ModbusLink,
+        policy: BackoffPolicy | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._reload_interval_s = reload_interval_s
+        self._link_factory = link_factory
+        self._policy = policy
+        self.sessions = MeterSessions(store, outbox, clock)
+        self.buses: dict[str, _Bus] = {}
+        self.invalid: dict[str, str] = {}
+        self._versions: dict[str, datetime] = {}
+        self._specs: dict[str, MeterSpec] = {}
+
+    @property
+    def pollers(self) -> dict[str, BusPoller]:
+        return {key: bus.poller for key, bus in self.buses.items()}
+
+    async def reload(self) -> None:
+        """Read the configuration and bring buses and detectors in line with it (no polling here).
+
+        Only meters whose `updated_at` changed are loaded and validated again, so a reload every 2 s stays cheap
+        with thousands of meters."""
+        async with self._store.transaction() as session:
+            versions = {
+                meter_id: updated_at
+                for meter_id, updated_at in (
+                    await session.execute(select(Meter.id, Meter.updated_at).where(Meter.enabled.is_(True)))
+                ).all()
+            }
+            changed = [meter_id for meter_id, version in versions.items() if self._versions.get(meter_id) != version]
+            removed = set(self._versions) - set(versions)
+            if not changed and not removed:
+                return
+            query = select(Meter).where(Meter.enabled.is_(True))
+            if len(changed) <= _LOAD_BY_ID_LIMIT:
+                query = query.where(Meter.id.in_(changed))
+            rows = [row for row in await session.scalars(query) if row.id in changed]
+        for meter_id in removed:
+            self._versions.pop(meter_id, None)
+            self._specs.pop(meter_id, None)
+            self.invalid.pop(meter_id, None)
+        for row in rows:
+            self._versions[row.id] = row.updated_at
+            try:
+                self._specs[row.id] = spec_of(row)
+                self.invalid.pop(row.id, None)
+            except InvalidInput as exc:
+                self._specs.pop(row.id, None)
+                self.invalid[row.id] = exc.message
+                log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
+        specs = sorted(self._specs.values(), key=lambda spec: spec.meter_id)
+        await self.sessions.track(specs)
+        by_bus: dict[str, list[MeterSpec]] = {}
+        for spec in specs:
+            by_bus.setdefault(spec.bus_key, []).append(spec)
+        for key in set(self.buses) - set(by_bus):
+            await self._stop_bus(key)
+        for key, bus_specs in by_bus.items():
+            settings = settings_for(bus_specs[0].transport, bus_specs)
+            bus = self.buses.get(key)
+            if bus is not None and bus.poller.settings != settings:
+                await self._stop_bus(key)
+                bus = None
+            if bus is None:
+                link = self._link_factory(bus_specs[0].transport, settings)
+                poller = BusPoller(key, link, self.sessions, self._clock, settings=settings, policy=self._policy)
+                bus = self.buses[key] = _Bus(poller, asyncio.Event())
+            bus.poller.set_targets(
+                PollTarget(spec.meter_id, spec.profile, spec.unit_id, spec.poll_interval_s) for spec in bus_specs
+            )
+
+    async def _stop_bus(self, key: str) -> None:
+        bus = self.buses.pop(key)
+        bus.stopping.set()
+        if bus.task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await bus.task
+        bus.poller.link.close()
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        try:
+            while not stopping.is_set():
+                try:
+                    await self.reload()
+                    await self.sessions.tick(self._clock.now())
+                except Exception:
+                    log.exception("meter configuration reload failed")
+                for bus in self.buses.values():
+                    if bus.task is None or bus.task.done():
+                        bus.task = asyncio.create_task(bus.poller.run(bus.stopping), name=f"meters {bus.poller.key}")
+                sleeper = asyncio.ensure_future(self._clock.sleep(self._reload_interval_s))
+                waiter = asyncio.ensure_future(stopping.wait())
+                await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (sleeper, waiter):
+                    task.cancel()
+        finally:
+            for key in list(self.buses):
+                await self._stop_bus(key)
+
+    async def health(self) -> list[ComponentHealth]:
+        """One component per bus: degraded while any of its meters is dead; malformed meters are named."""
+        components = []
+        for key, bus in sorted(self.buses.items()):
+            health = bus.poller.health
+            meters = {}
+            for meter_id, meter in health.meters.items():
+                tracked = self.sessions.meters.get(meter_id)
+                meters[meter_id] = {
+                    **meter.to_json(),
+                    "charging": bool(tracked and tracked.transaction_id is not None),
+                    "transactionId": tracked.transaction_id if tracked else None,
+                }
+            level = Level.DEGRADED if any(m.dead for m in health.meters.values()) else Level.OK
+            components.append(
+                ComponentHealth(
+                    f"meters {key}",
+                    level,
+                    {
+                        "reads": health.reads,
+                        "errors": health.errors,
+                        "cycleSeconds": round(health.last_cycle_s, 4),
+                        "timeout": bus.poller.settings.timeout_s,
+                        "meters": meters,
+                    },
+                )
+            )
+        if self.invalid:
+            components.append(ComponentHealth("meters configuration", Level.DEGRADED, {"invalid": dict(self.invalid)}))
+        return components
+
+
+class MeterMetrics(Collector):
+    """Prometheus view of the pollers' counters, read at scrape time."""
+
+    def __init__(self, polling: MeterPolling) -> None:
+        self._polling = polling
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        reads = CounterMetricFamily("chargenet_meter_reads", "Meter polls attempted", labels=["meter", "bus"])
+        errors = CounterMetricFamily("chargenet_meter_read_errors", "Meter polls that failed", labels=["meter", "bus"])
+        timeouts = CounterMetricFamily(
+            "chargenet_meter_read_timeouts", "Meter polls without a valid reply", labels=["meter", "bus"]
+        )
+        rejected = CounterMetricFamily(
+            "chargenet_meter_readings_rejected", "Readings the detector found implausible", labels=["meter", "reason"]
+        )
+        last_good = GaugeMetricFamily(
+            "chargenet_meter_last_good_reading_timestamp_seconds", "Time of the last good reading", labels=["meter"]
+        )
+        dead = GaugeMetricFamily("chargenet_meter_dead", "1 while the meter is backed off as dead", labels=["meter"])
+        charging = GaugeMetricFamily("chargenet_meter_charging", "1 while a session is open", labels=["meter"])
+        cycle = GaugeMetricFamily(
+            "chargenet_meter_bus_cycle_seconds", "Duration of the last poll cycle", labels=["bus"]
+        )
+        for key, poller in self._polling.pollers.items():
+            cycle.add_metric([key], poller.health.last_cycle_s)
+            for meter_id, health in poller.health.meters.items():
+                reads.add_metric([meter_id, key], health.reads)
+                errors.add_metric([meter_id, key], health.errors)
+                timeouts.add_metric([meter_id, key], health.timeouts)
+                dead.add_metric([meter_id], 1.0 if health.dead else 0.0)
+                if health.last_good_at is not None:
+                    last_good.add_metric([meter_id], health.last_good_at.timestamp())
+        for meter_id, tracked in self._polling.sessions.meters.items():
+            charging.add_metric([meter_id], 1.0 if tracked.transaction_id is not None else 0.0)
+            for reason, count in tracked.rejected.items():
+                rejected.add_metric([meter_id, reason.value], count)
+        yield from (reads, errors, timeouts, rejected, last_good, dead, charging, cycle)

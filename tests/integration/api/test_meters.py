@@ -1,0 +1,135 @@
+"""`/api/v1/meters`, `/health` and `/metrics` for meters, on the real app over ASGI, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chargenet.api.routes import meters as meter_routes
+from chargenet.app import AppContext, create_app, open_context
+from chargenet.clock import ManualClock
+from chargenet.config import load_settings
+from chargenet.meters.profiles import get_profile
+from chargenet.meters.runtime import MeterPolling
+from chargenet.simulators.meter import MeterServer, SimulatedMeter
+from tests.factories import make_tenant
+
+
+@pytest.fixture
+async def context(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
+    settings = load_settings({"database_url": database_url, "data_dir": str(tmp_path / "data")}, environ={})
+    ctx = await open_context(settings, clock=clock)
+    try:
+        yield ctx
+    finally:
+        await ctx.close()
+
+
+@pytest.fixture
+async def client(context: AppContext) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(context)
+    api = next(route.app for route in app.routes if getattr(route, "path", "") == "/api/v1")  # type: ignore[attr-defined]
+    api.include_router(meter_routes.read_router)
+    api.include_router(meter_routes.write_router)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        yield http
+
+
+async def test_meter_created_over_the_api_is_listed_shown_and_deleted(
+    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    tenant = await make_tenant(context.store, context.keys, clock.now())
+    body = {
+        "siteId": tenant.site_id,
+        "stationId": tenant.station_id,
+        "profile": "abb-b23",
+        "unitId": 3,
+        "transport": {"type": "tcp", "host": "10.0.0.9"},
+        "stopGrace": 300,
+    }
+    created = await client.post("/api/v1/meters", json=body)
+    assert created.status_code == 201, created.text
+    meter_id = created.json()["id"]
+    listing = await client.get("/api/v1/meters", params={"siteId": tenant.site_id})
+    assert [m["id"] for m in listing.json()["items"]] == [meter_id] and listing.json()["next"] is None
+    shown = (await client.get(f"/api/v1/meters/{meter_id}")).json()
+    assert shown["transport"] == {"type": "tcp", "host": "10.0.0.9", "port": 502} and shown["stopGrace"] == 300
+    patched = await client.patch(f"/api/v1/meters/{meter_id}", json={"enabled": False})
+    assert patched.json()["enabled"] is False
+    assert (await client.delete(f"/api/v1/meters/{meter_id}")).status_code == 204
+    assert (await client.get(f"/api/v1/meters/{meter_id}")).status_code == 404
+
+
+async def test_malformed_meter_is_a_problem_naming_the_field(
+    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    tenant = await make_tenant(context.store, context.keys, clock.now())
+    body = {
+        "siteId": tenant.site_id,
+        "stationId": tenant.station_id,
+        "profile": "sdm630",
+        "unitId": 0,
+        "transport": {"type": "rtu", "device": "/dev/ttyUSB0"},
+    }
+    response = await client.post("/api/v1/meters", json=body)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["field"] == "unit"
+
+
+async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.AsyncClient, clock: ManualClock) -> None:
+    tenant = await make_tenant(context.store, context.keys, clock.now(), charge_points=1, connectors=3)
+    for unit in (1, 2, 3):
+        body = {
+            "siteId": tenant.site_id,
+            "stationId": tenant.station_id,
+            "connectorId": unit,
+            "profile": "sdm630",
+            "unitId": unit,
+            "transport": {"type": "tcp", "host": "10.0.0.9"},
+        }
+        assert (await client.post("/api/v1/meters", json=body)).status_code == 201
+    first = (await client.get("/api/v1/meters", params={"limit": 2})).json()
+    second = (await client.get("/api/v1/meters", params={"limit": 2, "cursor": first["next"]})).json()
+    assert len(first["items"]) == 2 and len(second["items"]) == 1 and second["next"] is None
+    assert (await client.get("/api/v1/meters", params={"cursor": "garbage!"})).status_code == 422
+
+
+async def test_health_and_metrics_show_each_bus_and_meter(
+    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    tenant = await make_tenant(context.store, context.keys, clock.now())
+    live = SimulatedMeter(get_profile("sdm630"), unit_id=1)
+    live.set_load(clock.now(), 16.0)
+    server = await MeterServer.tcp([live], clock)
+    try:
+        body = {
+            "siteId": tenant.site_id,
+            "stationId": tenant.station_id,
+            "profile": "sdm630",
+            "unitId": 1,
+            "transport": {"type": "tcp", "host": "127.0.0.1", "port": server.port},
+        }
+        meter_id = (await client.post("/api/v1/meters", json=body)).json()["id"]
+        polling = next(w for w in context.workers if isinstance(w, MeterPolling))
+        await polling.reload()
+        for _ in range(3):
+            clock.advance(5)
+            for poller in polling.pollers.values():
+                await poller.run_once()
+        health = (await client.get("/health")).json()
+        metrics = (await client.get("/metrics")).text
+        shown = (await client.get(f"/api/v1/meters/{meter_id}")).json()
+        for poller in polling.pollers.values():
+            poller.link.close()
+    finally:
+        await server.stop()
+    [bus] = [c for c in health["components"] if c["name"].startswith("meters tcp://")]
+    assert bus["status"] == "ok"
+    assert bus["meters"][meter_id]["reads"] == 3 and bus["meters"][meter_id]["charging"] is True
+    assert f'chargenet_meter_reads_total{{bus="tcp://127.0.0.1:{server.port}",meter="{meter_id}"}} 3.0' in metrics
+    assert f'chargenet_meter_charging{{meter="{meter_id}"}} 1.0' in metrics
+    assert shown["status"]["charging"] is True and shown["status"]["lastReading"]["maxCurrent"] == 16.0

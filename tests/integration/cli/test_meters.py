@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chargenet.cli.main import main
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(database_url: str, tmp_path: Path) -> Any:
+    async def run(*args: str) -> Result:
+        def call() -> Result:
+            out, err = io.StringIO(), io.StringIO()
+            with redirect_stdout(out), redirect_stderr(err):
+                code = main([*args, "--database-url", database_url, "--data-dir", str(tmp_path / "data")])
+            return Result(code, out.getvalue(), err.getvalue())
+
+        return await asyncio.to_thread(call)
+
+    return run
+
+
+async def tenant(cli: Any) -> str:
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    await cli("admin", "station", "create", "--site", site["id"], "ST-1", "--json")
+    return str(site["id"])
+
+
+async def test_meter_create_list_show_update_disable_delete(cli: Any) -> None:
+    site_id = await tenant(cli)
+    created = await cli(
+        "admin", "meter", "create", "--site", site_id, "--station", "ST-1", "--profile", "em340",
+        "--rtu", "/dev/ttyUSB0", "--baud", "19200", "--parity", "E", "--unit", "7", "--stop-grace", "240", "--json",
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    meter_id = created.json()["id"]
+    assert set(created.json()) == {"id"}
+    listing = (await cli("admin", "meter", "list", "--site", site_id, "--json")).json()
+    assert [m["id"] for m in listing["items"]] == [meter_id]
+    shown = (await cli("admin", "meter", "show", meter_id, "--json")).json()
+    assert shown["transport"] == {"type": "rtu", "device": "/dev/ttyUSB0", "baud": 19200, "parity": "E", "stopbits": 1}
+    assert (shown["unitId"], shown["stopGrace"], shown["status"]["charging"]) == (7, 240, False)
+    updated = (await cli("admin", "meter", "update", meter_id, "--id-tag", "FLEET", "--json")).json()
+    assert updated["idTag"] == "FLEET"
+    disabled = (await cli("admin", "meter", "disable", meter_id, "--json")).json()
+    assert disabled["enabled"] is False
+    assert (await cli("admin", "meter", "delete", meter_id)).code == 0
+    assert (await cli("admin", "meter", "list", "--json")).json() == {"items": []}
+
+
+async def test_malformed_meter_configuration_is_a_clear_error_naming_it(cli: Any) -> None:
+    site_id = await tenant(cli)
+    result = await cli(
+        "admin", "meter", "create", "--site", site_id, "--station", "ST-1", "--profile", "sdm630",
+        "--tcp", "10.0.0.5:99999", "--unit", "1",
+    )  # fmt: skip
+    assert result.code == 2
+    assert "tcp: port must be 1-65535" in result.err
+    result = await cli(
+        "admin", "meter", "create", "--site", site_id, "--station", "ST-1", "--profile", "sdm630",
+        "--tcp", "10.0.0.5", "--unit", "300",
+    )  # fmt: skip
+    assert (result.code, result.err.strip()) == (2, "chargenet: error: unit: must be 1-247, got 300")
+
+
+async def test_meter_needs_exactly_one_of_tcp_and_rtu(cli: Any) -> None:
+    site_id = await tenant(cli)
+    result = await cli(
+        "admin", "meter", "create", "--site", site_id, "--station", "ST-1", "--profile", "sdm630", "--unit", "1"
+    )
+    assert result.code == 2 and "transport: give exactly one of --tcp" in result.err

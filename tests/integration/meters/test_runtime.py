@@ -1,0 +1,65 @@
+"""The meter worker follows the configuration: new, changed, disabled and malformed meters."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from chargenet.clock import ManualClock
+from chargenet.keys import KeyStore
+from chargenet.meters.runtime import MeterPolling
+from chargenet.outbox import Outbox
+from chargenet.services import meters as meter_service
+from chargenet.store.db import Store
+from tests.factories import make_tenant
+
+
+async def test_reload_follows_changes_and_disabling_stops_the_bus(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
+    async with store.transaction() as session:
+        view = await meter_service.create_meter(
+            session, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
+            tcp="127.0.0.1:1", now=clock.now(),
+        )  # fmt: skip
+    polling = MeterPolling(store, Outbox(clock), clock)
+    await polling.reload()
+    [poller] = polling.pollers.values()
+    assert poller.targets[view.id].poll_interval_s == 5
+    clock.advance(1)
+    async with store.transaction() as session:
+        await meter_service.update_meter(session, view.id, now=clock.now(), poll_interval=10, stop_grace=300)
+    await polling.reload()
+    assert poller.targets[view.id].poll_interval_s == 10
+    assert polling.sessions.meters[view.id].spec.thresholds.stop_grace_s == 300
+    clock.advance(1)
+    async with store.transaction() as session:
+        await meter_service.update_meter(session, view.id, now=clock.now(), enabled=False)
+    await polling.reload()
+    assert polling.pollers == {} and polling.sessions.meters == {}
+
+
+async def test_worker_runs_pollers_until_asked_to_stop(store: Store, clock: ManualClock, tmp_path: Path) -> None:
+    tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
+    async with store.transaction() as session:
+        await meter_service.create_meter(
+            session, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
+            tcp="127.0.0.1:1", now=clock.now(),
+        )  # fmt: skip
+    polling = MeterPolling(store, Outbox(clock), clock)
+    stopping = asyncio.Event()
+    worker = asyncio.create_task(polling.run(stopping))
+    for _ in range(200):
+        if polling.buses and all(bus.task is not None for bus in polling.buses.values()):
+            break
+        await asyncio.sleep(0.01)
+    [bus] = polling.buses.values()
+    for _ in range(200):
+        if bus.poller.health.reads:
+            break
+        await asyncio.sleep(0.01)
+    assert bus.poller.health.meters and bus.poller.health.errors == bus.poller.health.reads >= 1
+    stopping.set()
+    await asyncio.wait_for(worker, 5)
+    assert polling.buses == {}
