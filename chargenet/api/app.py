@@ -6,7 +6,7 @@ from fastapi import FastAPI
 
 from chargenet import __version__
 from chargenet.api.problems import install_problem_handlers
-from chargenet.api.routes import applications, charge_point_commands, charge_points, groups, sessions, sites
+from chargenet.api.routes import applications, charge_point_commands, charge_points, groups, meters, sessions, sites
 
 if TYPE_CHECKING:
     from chargenet.app import AppContext
@@ -31,6 +31,7 @@ def create_api(context: AppContext) -> FastAPI:
         groups.router,
         sessions.router,
         charge_point_commands.router,
+        meters.router,
     ):
         api.include_router(router)
     return api

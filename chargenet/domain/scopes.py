@@ -22,6 +22,8 @@ class Scope(StrEnum):
     WEBHOOKS_WRITE = "webhooks:write"
     APPLICATIONS_WRITE = "applications:write"
     GROUPS_WRITE = "groups:write"
+    METERS_READ = "meters:read"
+    METERS_WRITE = "meters:write"
 
 
 def parse_scope(value: str) -> Scope:

@@ -1,8 +1,8 @@
 """`/api/v1/meters`: meter configuration and each meter's charging state and last reading.
 
-Two routers, so the composition root can put each behind the bearer check with its scope: `read_router`
-(`GET`, scope `meters:read`) and `write_router` (`POST`, `PATCH`, `DELETE`, scope `meters:write`). Routes only
-parse, call `chargenet.services.meters` and render; errors become RFC 9457 problems in `api/problems.py`.
+Reading needs scope `meters:read`, changing needs `meters:write`, on the meter's site (or its company). A meter
+the caller's groups do not reach is answered 404, like one that does not exist. Routes only parse, check the
+permission, call `chargenet.services.meters` and render; errors become RFC 9457 problems in `api/problems.py`.
 """
 
 from __future__ import annotations
@@ -10,18 +10,34 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.api.security import require
 from chargenet.app import AppContext
-from chargenet.errors import InvalidInput
+from chargenet.auth.server import Caller
+from chargenet.domain.scopes import Scope
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import meters
+from chargenet.store.models import Site
 
-READ_SCOPE = "meters:read"
-WRITE_SCOPE = "meters:write"
+MeterReader = Annotated[Caller, Depends(require(Scope.METERS_READ))]
+MeterWriter = Annotated[Caller, Depends(require(Scope.METERS_WRITE))]
 
-read_router = APIRouter(prefix="/meters", tags=["meters"])
-write_router = APIRouter(prefix="/meters", tags=["meters"])
+router = APIRouter(prefix="/meters", tags=["meters"])
+
+
+async def _check_site(session: AsyncSession, caller: Caller, scope: Scope, site_id: str, missing: NotFound) -> None:
+    company_id = await session.scalar(select(Site.company_id).where(Site.id == site_id))
+    if company_id is None or not caller.permissions.allows(scope, company_id, site_id):
+        raise missing
+
+
+async def _check_meter(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> None:
+    view = await meters.get_meter(session, meter_id)
+    await _check_site(session, caller, scope, view.spec.site_id, NotFound("meter", meter_id))
 
 
 class _Body(BaseModel):
@@ -85,8 +101,8 @@ def _context(request: Request) -> AppContext:
     return context
 
 
-@write_router.post("", status_code=201)
-async def create_meter(body: MeterCreate, request: Request) -> dict[str, Any]:
+@router.post("", status_code=201)
+async def create_meter(body: MeterCreate, request: Request, caller: MeterWriter) -> dict[str, Any]:
     context = _context(request)
     transport: dict[str, Any]
     if isinstance(body.transport, TcpTransport):
@@ -95,6 +111,7 @@ async def create_meter(body: MeterCreate, request: Request) -> dict[str, Any]:
         rtu = body.transport
         transport = {"rtu": rtu.device, "baud": rtu.baud, "parity": rtu.parity, "stopbits": rtu.stopbits}
     async with context.store.transaction() as session:
+        await _check_site(session, caller, Scope.METERS_WRITE, body.siteId, NotFound("site", body.siteId))
         view = await meters.create_meter(
             session,
             site_id=body.siteId,
@@ -110,41 +127,51 @@ async def create_meter(body: MeterCreate, request: Request) -> dict[str, Any]:
     return view.to_json()
 
 
-@read_router.get("")
+@router.get("")
 async def list_meters(
     request: Request,
+    caller: MeterReader,
     siteId: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: str | None = None,
 ) -> dict[str, Any]:
+    reach = caller.permissions.reach(Scope.METERS_READ)
     async with _context(request).store.transaction() as session:
-        views = await meters.list_meters(session, site_id=siteId)
+        companies = {site: company for site, company in await session.execute(select(Site.id, Site.company_id))}
+        views = [
+            view
+            for view in await meters.list_meters(session, site_id=siteId)
+            if reach.covers_site(companies.get(view.spec.site_id, ""), view.spec.site_id)
+        ]
     start = _decode_cursor(cursor)
     page = views[start : start + limit]
     following = start + limit if start + limit < len(views) else None
     return {"items": [view.to_json() for view in page], "next": _encode_cursor(following)}
 
 
-@read_router.get("/{meter_id}")
-async def get_meter(meter_id: str, request: Request) -> dict[str, Any]:
+@router.get("/{meter_id}")
+async def get_meter(meter_id: str, request: Request, caller: MeterReader) -> dict[str, Any]:
     async with _context(request).store.transaction() as session:
+        await _check_meter(session, caller, Scope.METERS_READ, meter_id)
         return (await meters.get_meter(session, meter_id)).to_json()
 
 
-@write_router.patch("/{meter_id}")
-async def update_meter(meter_id: str, body: MeterUpdate, request: Request) -> dict[str, Any]:
+@router.patch("/{meter_id}")
+async def update_meter(meter_id: str, body: MeterUpdate, request: Request, caller: MeterWriter) -> dict[str, Any]:
     context = _context(request)
     async with context.store.transaction() as session:
+        await _check_meter(session, caller, Scope.METERS_WRITE, meter_id)
         view = await meters.update_meter(
             session, meter_id, now=context.clock.now(), enabled=body.enabled, **body.options()
         )
     return view.to_json()
 
 
-@write_router.delete("/{meter_id}", status_code=204)
-async def delete_meter(meter_id: str, request: Request) -> Response:
+@router.delete("/{meter_id}", status_code=204)
+async def delete_meter(meter_id: str, request: Request, caller: MeterWriter) -> Response:
     context = _context(request)
     async with context.store.transaction() as session:
+        await _check_meter(session, caller, Scope.METERS_WRITE, meter_id)
         await meters.delete_meter(session, context.outbox, meter_id, now=context.clock.now())
     return Response(status_code=204)
 

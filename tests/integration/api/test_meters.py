@@ -8,14 +8,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chargenet.api.routes import meters as meter_routes
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
-from tests.factories import make_tenant
+from tests.factories import Tenant, make_tenant, partner_token
 
 
 @pytest.fixture
@@ -31,17 +30,20 @@ async def context(database_url: str, tmp_path: Path, clock: ManualClock) -> Asyn
 @pytest.fixture
 async def client(context: AppContext) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(context)
-    api = next(route.app for route in app.routes if getattr(route, "path", "") == "/api/v1")  # type: ignore[attr-defined]
-    api.include_router(meter_routes.read_router)
-    api.include_router(meter_routes.write_router)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
         yield http
+
+
+async def authorize(context: AppContext, client: httpx.AsyncClient, tenant: Tenant) -> None:
+    token = await partner_token(context, tenant.company_id, ["meters:read", "meters:write"])
+    client.headers["Authorization"] = f"Bearer {token}"
 
 
 async def test_meter_created_over_the_api_is_listed_shown_and_deleted(
     context: AppContext, client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
     tenant = await make_tenant(context.store, context.keys, clock.now())
+    await authorize(context, client, tenant)
     body = {
         "siteId": tenant.site_id,
         "stationId": tenant.station_id,
@@ -67,6 +69,7 @@ async def test_malformed_meter_is_a_problem_naming_the_field(
     context: AppContext, client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
     tenant = await make_tenant(context.store, context.keys, clock.now())
+    await authorize(context, client, tenant)
     body = {
         "siteId": tenant.site_id,
         "stationId": tenant.station_id,
@@ -82,6 +85,7 @@ async def test_malformed_meter_is_a_problem_naming_the_field(
 
 async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.AsyncClient, clock: ManualClock) -> None:
     tenant = await make_tenant(context.store, context.keys, clock.now(), charge_points=1, connectors=3)
+    await authorize(context, client, tenant)
     for unit in (1, 2, 3):
         body = {
             "siteId": tenant.site_id,
@@ -102,6 +106,7 @@ async def test_health_and_metrics_show_each_bus_and_meter(
     context: AppContext, client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
     tenant = await make_tenant(context.store, context.keys, clock.now())
+    await authorize(context, client, tenant)
     live = SimulatedMeter(get_profile("sdm630"), unit_id=1)
     live.set_load(clock.now(), 16.0)
     server = await MeterServer.tcp([live], clock)
@@ -133,3 +138,30 @@ async def test_health_and_metrics_show_each_bus_and_meter(
     assert f'chargenet_meter_reads_total{{bus="tcp://127.0.0.1:{server.port}",meter="{meter_id}"}} 3.0' in metrics
     assert f'chargenet_meter_charging{{meter="{meter_id}"}} 1.0' in metrics
     assert shown["status"]["charging"] is True and shown["status"]["lastReading"]["maxCurrent"] == 16.0
+
+
+async def test_a_meter_of_another_company_is_not_found_and_not_listed(
+    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    tenant = await make_tenant(context.store, context.keys, clock.now())
+    await authorize(context, client, tenant)
+    body = {
+        "siteId": tenant.site_id,
+        "stationId": tenant.station_id,
+        "profile": "sdm630",
+        "unitId": 1,
+        "transport": {"type": "tcp", "host": "10.0.0.9"},
+    }
+    meter_id = (await client.post("/api/v1/meters", json=body)).json()["id"]
+    other = await make_tenant(context.store, context.keys, clock.now(), station_id="ST-2")
+    await authorize(context, client, other)
+    assert (await client.get(f"/api/v1/meters/{meter_id}")).status_code == 404
+    assert (await client.delete(f"/api/v1/meters/{meter_id}")).status_code == 404
+    assert (await client.get("/api/v1/meters")).json()["items"] == []
+    assert (await client.post("/api/v1/meters", json=body)).status_code == 404
+
+
+async def test_meters_api_needs_a_token(context: AppContext, client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/v1/meters")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
