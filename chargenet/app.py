@@ -60,6 +60,8 @@ class AppContext:
     auth: AuthServer | None = None
 
     async def close(self) -> None:
+        if self.auth is not None:
+            self.auth.close()
         await self.store.dispose()
 
 
