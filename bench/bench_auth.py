@@ -29,8 +29,9 @@ from chargenet.config import load_settings
 from chargenet.services import applications, companies, groups, sites, stations
 
 CONNECTIONS = 16
-DURATION = 4.0
-WARMUP = 1.0
+DURATION = 1.5
+WARMUP = 0.3
+ROUNDS = 4  # ours and baseline alternate, so a load change on the shared machine hits both alike
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -99,6 +100,14 @@ async def _rate(port: int, request: bytes) -> float:
     return counts[0] / DURATION
 
 
+async def _paired(port: int, ours: bytes, baseline: bytes) -> tuple[float, float]:
+    ours_rates, baseline_rates = [], []
+    for _ in range(ROUNDS):
+        ours_rates.append(await _rate(port, ours))
+        baseline_rates.append(await _rate(port, baseline))
+    return sum(ours_rates) / ROUNDS, sum(baseline_rates) / ROUNDS
+
+
 def _request(method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bytes:
     lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
@@ -130,11 +139,17 @@ async def _measure() -> list[Result]:
             basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
             form = {"Content-Type": "application/x-www-form-urlencoded", "Authorization": f"Basic {basic}"}
             grant = b"grant_type=client_credentials"
-            ours_tokens = await _rate(port, _request("POST", "/auth/oauth2/token", form, grant))
-            base_tokens = await _rate(port, _request("POST", "/bench/token", {}, b""))
             bearer = {"Authorization": f"Bearer {token}"}
-            ours_list = await _rate(port, _request("GET", "/api/v1/charge-points", bearer))
-            base_list = await _rate(port, _request("GET", "/api/v1/bench/charge-points", {}))
+            ours_tokens, base_tokens = await _paired(
+                port,
+                _request("POST", "/auth/oauth2/token", form, grant),
+                _request("POST", "/bench/token", {}, b""),
+            )
+            ours_list, base_list = await _paired(
+                port,
+                _request("GET", "/api/v1/charge-points", bearer),
+                _request("GET", "/api/v1/bench/charge-points", {}),
+            )
         finally:
             server.terminate()
             server.wait(timeout=20)
