@@ -65,6 +65,8 @@ class AppContext:
     edge: Edge | None = None
 
     async def close(self) -> None:
+        if self.auth is not None:
+            self.auth.close()
         await self.store.dispose()
 
 

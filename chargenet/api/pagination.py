@@ -29,9 +29,12 @@ def encode_cursor(key: str) -> str:
 
 def decode_cursor(cursor: str) -> str:
     try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        key = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+        key = ""
+    if not key:
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    return key
 
 
 def page_params(

@@ -8,8 +8,10 @@ then narrow with `Caller.permissions` (allows / reach) for the objects they touc
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
 from chargenet.auth.server import AuthServer, Caller
@@ -36,8 +38,16 @@ def bearer_token(request: Request) -> str:
     return token
 
 
-def require(scope: Scope) -> Callable[[Request], Awaitable[Caller]]:
-    async def dependency(request: Request) -> Caller:
+# Declares the scheme in the OpenAPI document only; the header is parsed by `bearer_token` so that every
+# refusal goes through the one RFC 6750 mapping.
+_openapi_scheme = HTTPBearer(
+    auto_error=False, bearerFormat="JWT", description="An access token from POST {auth_url}/oauth2/token"
+)
+_Declared = Annotated[HTTPAuthorizationCredentials | None, Depends(_openapi_scheme)]
+
+
+def require(scope: Scope) -> Callable[[Request, HTTPAuthorizationCredentials | None], Awaitable[Caller]]:
+    async def dependency(request: Request, _: _Declared) -> Caller:
         caller = await _server(request).authenticate(bearer_token(request))
         if not caller.permissions.anywhere(scope):
             raise InsufficientScope(scope.value)

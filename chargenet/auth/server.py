@@ -16,7 +16,7 @@ from chargenet.auth.errors import ClientAuthenticationFailed, InvalidToken, TooM
 from chargenet.auth.keys import SigningKeys
 from chargenet.auth.limiter import FailureLimiter
 from chargenet.auth.permissions import Permissions
-from chargenet.auth.principals import Principal, PrincipalCache, load_principal
+from chargenet.auth.principals import Principal, PrincipalCache, PrincipalReader
 from chargenet.auth.token_request import AuthMethod, ClientCredentials
 from chargenet.auth.tokens import AccessTokenClaims, IssuedToken, TokenIssuer, TokenValidator
 from chargenet.clock import Clock
@@ -53,7 +53,8 @@ class AuthServer:
         self.signing_keys = SigningKeys(keys)
         self.signing_keys.ensure(clock.now())
         self.limiter = FailureLimiter()
-        self.principals = PrincipalCache(store, clock)
+        self._reader = PrincipalReader(store)
+        self.principals = PrincipalCache(self._reader, clock)
         self._refreshed_at: datetime | None = None
         self._issuer: TokenIssuer | None = None
         self._validator: TokenValidator | None = None
@@ -88,8 +89,7 @@ class AuthServer:
         The application is read from the database, not the cache: a rotated secret stops working at once.
         """
         self.check_limits(credentials.client_id, address)
-        async with self._store.transaction() as session:
-            principal = await load_principal(session, credentials.client_id)
+        principal = await self._reader.read(credentials.client_id)
         stored = principal.secret_hash if principal is not None else self._decoy
         good = self._hasher.verify(credentials.client_secret, stored)
         if principal is None or not good or not principal.enabled:
@@ -105,6 +105,9 @@ class AuthServer:
             jti=secrets.token_urlsafe(16),
             secret_generation=principal.secret_generation,
         )
+
+    def close(self) -> None:
+        self._reader.close()
 
     # -- the bearer check --
 

@@ -3,48 +3,45 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from chargenet.app import AppContext
-from chargenet.auth.keyring import PUBLISH_AHEAD, WebhookRotationTooEarly
+from chargenet.auth.keyring import PUBLISH_AHEAD, TokenKeyRing, WebhookRotationTooEarly
 from chargenet.auth.keys import SigningKeys
-from chargenet.cli.common import add_store_flags, emit, run_with_context
+from chargenet.cli.common import add_verb, emit, emit_list, run_with_context
 from chargenet.errors import Conflict
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     noun = nouns.add_parser("keys", help="token and webhook signing keys")
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, text, run in (
-        (
-            "rotate-token-key",
-            f"publish a new token signing key now; it signs after {int(PUBLISH_AHEAD.total_seconds())} s",
-            _rotate_token,
-        ),
-        ("rotate-webhook-key", "publish the next webhook key as sign-next, or promote it after 24 h", _rotate_webhook),
-        ("show", "list the published signing keys", _show),
-    ):
-        verb = verbs.add_parser(name, help=text)
-        verb.add_argument("--json", action="store_true")
-        add_store_flags(verb)
-        verb.set_defaults(_run=run)
+    ahead = int(PUBLISH_AHEAD.total_seconds())
+    add_verb(verbs, "rotate-token-key", f"publish a new token signing key now; it signs after {ahead} s", _rotate_token)
+    add_verb(
+        verbs,
+        "rotate-webhook-key",
+        "publish the next webhook key as sign-next, or promote it after 24 h",
+        _rotate_webhook,
+    )
+    add_verb(verbs, "show", "list the published signing keys", _show)
+
+
+def _ring_items(ring: TokenKeyRing) -> list[dict[str, Any]]:
+    return [
+        {
+            "kid": e.kid,
+            "signsFrom": e.signs_from.isoformat(),
+            "retireAt": e.retire_at.isoformat() if e.retire_at else None,
+        }
+        for e in ring.entries
+    ]
 
 
 def _rotate_token(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext) -> dict[str, object]:
-        ring = SigningKeys(ctx.keys).rotate_token_key(ctx.clock.now())
-        return {
-            "keys": [
-                {
-                    "kid": e.kid,
-                    "signsFrom": e.signs_from.isoformat(),
-                    "retireAt": e.retire_at.isoformat() if e.retire_at else None,
-                }
-                for e in ring.entries
-            ]
-        }
+    async def action(ctx: AppContext) -> TokenKeyRing:
+        return SigningKeys(ctx.keys).rotate_token_key(ctx.clock.now())
 
-    result = run_with_context(args, action)
-    emit(args, result, "\n".join(str(k) for k in result["keys"]))  # type: ignore[attr-defined]
+    emit_list(args, _ring_items(run_with_context(args, action)), ["kid", "signsFrom", "retireAt"])
 
 
 def _rotate_webhook(args: argparse.Namespace) -> None:
@@ -59,13 +56,10 @@ def _rotate_webhook(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext) -> dict[str, object]:
+    async def action(ctx: AppContext) -> list[dict[str, Any]]:
         keys = SigningKeys(ctx.keys)
         keys.ensure(ctx.clock.now())
         keys.refresh()
-        return {
-            "keys": [{"kid": k["kid"], "kty": k["kty"], "alg": k["alg"]} for k in keys.jwks(ctx.clock.now())["keys"]]
-        }
+        return [{"kid": k["kid"], "kty": k["kty"], "alg": k["alg"]} for k in keys.jwks(ctx.clock.now())["keys"]]
 
-    result = run_with_context(args, action)
-    emit(args, result, "\n".join(str(k) for k in result["keys"]))  # type: ignore[attr-defined]
+    emit_list(args, run_with_context(args, action), ["kid", "kty", "alg"])

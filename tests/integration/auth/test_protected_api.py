@@ -254,3 +254,19 @@ async def test_token_key_rotation_keeps_old_tokens_valid_and_signs_with_the_new_
     assert json.loads(base64.urlsafe_b64decode(new_token.split(".")[0] + "=="))["kid"] == new_kid
     assert (await served.get("/charge-points", new_token)).status_code == 200
     assert (await served.get("/charge-points", old_token)).status_code == 200
+
+
+async def test_openapi_declares_the_bearer_scheme_on_protected_paths(served: Served) -> None:
+    document = (await served.http.get(f"{served.url}/api/v1/openapi.json")).json()
+    schemes = document["components"]["securitySchemes"]
+    assert [s["scheme"] for s in schemes.values()] == ["bearer"]
+    for path in ("/sites", "/sites/{site_id}", "/charge-points", "/charge-points/{charge_point_id}"):
+        assert document["paths"][path]["get"]["security"], path
+
+
+async def test_malformed_cursor_is_422(served: Served) -> None:
+    mine = await served.tenant("ST-A")
+    token = await served.token(await served.app(mine.company_id, "charge-points:read"))
+    response = await served.get("/charge-points", token, cursor="!!!")
+    assert_problem(422, response)
+    assert response.json()["field"] == "cursor"

@@ -74,9 +74,9 @@ async def test_group_with_unknown_scope_is_a_usage_error(cli) -> None:  # type: 
 
 
 async def test_token_key_rotation_publishes_a_second_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    before = (await cli("admin", "keys", "show", "--json")).json()["keys"]
+    before = (await cli("admin", "keys", "show", "--json")).json()["items"]
     await cli("admin", "keys", "rotate-token-key", "--json")
-    after = (await cli("admin", "keys", "show", "--json")).json()["keys"]
+    after = (await cli("admin", "keys", "show", "--json")).json()["items"]
     assert len([k for k in after if k["alg"] == "RS256"]) == len([k for k in before if k["alg"] == "RS256"]) + 1
     keys_dir = tmp_path / "data" / "keys"
     for pem in keys_dir.glob("*.pem"):
@@ -85,7 +85,7 @@ async def test_token_key_rotation_publishes_a_second_key(cli, tmp_path: Path) ->
 
 async def test_webhook_key_rotation_waits_24_hours_before_promoting(cli) -> None:  # type: ignore[no-untyped-def]
     assert (await cli("admin", "keys", "rotate-webhook-key", "--json")).json() == {"step": "published-next"}
-    kids = {k["kid"] for k in (await cli("admin", "keys", "show", "--json")).json()["keys"]}
+    kids = {k["kid"] for k in (await cli("admin", "keys", "show", "--json")).json()["items"]}
     assert {"sign", "sign-next"} <= kids
     too_early = await cli("admin", "keys", "rotate-webhook-key", "--json")
     assert too_early.code == 5 and "24 hours" in too_early.err

@@ -1,0 +1,74 @@
+"""The server half of bench_auth: chargenet's real app plus two baselines, in one uvicorn process (one core).
+
+Baselines: `/bench/token` signs the same RFC 9068 JWT with the same key in a bare Starlette endpoint (no
+parsing, no client authentication, no database), and `/api/v1/bench/charge-points` is the same FastAPI route as
+`/api/v1/charge-points` without the bearer check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import uvicorn
+from fastapi import Depends, FastAPI, Query
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from chargenet.api.pagination import Page, encode_cursor, page_params
+from chargenet.app import create_app, open_context
+from chargenet.auth.permissions import Reach
+from chargenet.config import load_settings
+from chargenet.services import catalog
+
+
+async def main(data_dir: str, port: int, company_id: str) -> None:
+    settings = load_settings({"data_dir": data_dir, "port": port, "log_level": "warning"}, environ={})
+    context = await open_context(settings)
+    assert context.auth is not None
+    kid, key = context.auth.signing_keys.token_signing_key(datetime.now(UTC))
+    from chargenet.auth.tokens import TokenIssuer
+
+    issuer = TokenIssuer(issuer=settings.auth_url, audience=settings.base_url, key=key, kid=kid)
+    reach = Reach(frozenset({company_id}), frozenset())
+
+    async def baseline_token(_: Request) -> JSONResponse:
+        issued = issuer.issue(
+            client_id="app_baseline",
+            scopes=["charge-points:read"],
+            now=datetime.now(UTC),
+            jti=secrets.token_urlsafe(16),
+            secret_generation=1,
+        )
+        return JSONResponse({"access_token": issued.access_token, "token_type": "Bearer", "expires_in": 900})
+
+    context.routes.append(Route("/bench/token", baseline_token, methods=["POST"]))
+    app = create_app(context)
+    # The same FastAPI route as GET /api/v1/charge-points, minus the bearer dependency.
+    api = next(r.app for r in app.routes if isinstance(r, Mount) and r.path == "/api/v1")
+    assert isinstance(api, FastAPI)
+
+    async def unprotected_charge_points(
+        request: Request,
+        page: Annotated[Page, Depends(page_params)],
+        site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
+    ) -> dict[str, Any]:
+        async with request.app.state.context.store.transaction() as session:
+            rows = await catalog.list_charge_points(session, reach, limit=page.limit, after=page.after, site_id=site_id)
+        more = len(rows) == page.limit
+        return {"items": [r.to_json() for r in rows], "next": encode_cursor(rows[-1].id) if more and rows else None}
+
+    api.add_api_route("/bench/charge-points", unprotected_charge_points, methods=["GET"])
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await context.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))

@@ -1,0 +1,164 @@
+"""Token grants per second and the cost of the bearer check, each against a baseline from the same run.
+
+The server runs in its own process (so on one core); this process drives it over loopback with a minimal
+keep-alive HTTP/1.1 client on asyncio streams, fast enough that the server, not the client, is measured.
+
+1. `POST /auth/oauth2/token` (Basic client authentication, database lookup, keyed hash, RS256 signature)
+   against a bare endpoint that only signs the same JWT. The issue's absolute target: 1,500 tokens/s.
+2. `GET /api/v1/charge-points` with a bearer token against the same query without the check; target:
+   the protected rate at least 0.85 of the unprotected one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.common import Result
+from chargenet.app import open_context
+from chargenet.config import load_settings
+from chargenet.services import applications, companies, groups, sites, stations
+
+CONNECTIONS = 16
+DURATION = 1.5
+WARMUP = 0.3
+ROUNDS = 4  # ours and baseline alternate, so a load change on the shared machine hits both alike
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _setup(data_dir: str) -> tuple[str, str, str]:
+    settings = load_settings({"data_dir": data_dir}, environ={})
+    context = await open_context(settings)
+    now = context.clock.now()
+    async with context.store.transaction() as session:
+        company = await companies.create_company(session, name="Bench", now=now)
+        site = await sites.create_site(
+            session, context.keys.credential_cipher(), company_id=company.id, name="S", now=now
+        )
+        for i in range(20):
+            await stations.create_station(
+                session,
+                context.keys.secret_hasher(),
+                context.keys.credential_cipher(),
+                site_id=site.id,
+                station_id=f"ST-{i:02d}",
+                now=now,
+                connectors=2,
+            )
+        app = await applications.create_application(
+            session, context.keys.secret_hasher(), company_id=company.id, name="bench", now=now
+        )
+        group = await groups.create_group(
+            session, company_id=company.id, name="g", scopes=["charge-points:read"], now=now
+        )
+        await groups.add_app(session, group.id, app.client_id)
+    await context.close()
+    return company.id, app.client_id, app.client_secret
+
+
+async def _connection(port: int, request: bytes, deadline: float, warm_until: float, counts: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while (now := time.perf_counter()) < deadline:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+            if status != 200:
+                raise RuntimeError(f"benchmark request failed with {status}")
+            if now >= warm_until:
+                counts[0] += 1
+    finally:
+        writer.close()
+
+
+async def _rate(port: int, request: bytes) -> float:
+    counts = [0]
+    start = time.perf_counter()
+    warm_until, deadline = start + WARMUP, start + WARMUP + DURATION
+    await asyncio.gather(*(_connection(port, request, deadline, warm_until, counts) for _ in range(CONNECTIONS)))
+    return counts[0] / DURATION
+
+
+async def _paired(port: int, ours: bytes, baseline: bytes) -> tuple[float, float]:
+    ours_rates, baseline_rates = [], []
+    for _ in range(ROUNDS):
+        ours_rates.append(await _rate(port, ours))
+        baseline_rates.append(await _rate(port, baseline))
+    return sum(ours_rates) / ROUNDS, sum(baseline_rates) / ROUNDS
+
+
+def _request(method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def _measure() -> list[Result]:
+    with tempfile.TemporaryDirectory() as scratch:
+        company_id, client_id, secret = await _setup(scratch)
+        port = _free_port()
+        server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any measuring
+            [sys.executable, "-m", "bench._auth_server", scratch, str(port), company_id],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            async with httpx.AsyncClient() as http:
+                for _ in range(300):
+                    try:
+                        await http.get(f"http://127.0.0.1:{port}/health")
+                        break
+                    except httpx.TransportError:
+                        await asyncio.sleep(0.1)
+                response = await http.post(
+                    f"http://127.0.0.1:{port}/auth/oauth2/token",
+                    data={"grant_type": "client_credentials"},
+                    auth=(client_id, secret),
+                )
+                token = response.json()["access_token"]
+            basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+            form = {"Content-Type": "application/x-www-form-urlencoded", "Authorization": f"Basic {basic}"}
+            grant = b"grant_type=client_credentials"
+            bearer = {"Authorization": f"Bearer {token}"}
+            ours_tokens, base_tokens = await _paired(
+                port,
+                _request("POST", "/auth/oauth2/token", form, grant),
+                _request("POST", "/bench/token", {}, b""),
+            )
+            ours_list, base_list = await _paired(
+                port,
+                _request("GET", "/api/v1/charge-points", bearer),
+                _request("GET", "/api/v1/bench/charge-points", {}),
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+    print(f"token grants: {ours_tokens:,.0f}/s on one server process (issue target: 1,500/s)", flush=True)
+    return [
+        Result("token grants vs bare JWT signing endpoint", ours_tokens, base_tokens, "req/s"),
+        Result("GET /charge-points with bearer check vs without", ours_list, base_list, "req/s", target=0.85),
+    ]
+
+
+def run() -> list[Result]:
+    return asyncio.run(_measure())
