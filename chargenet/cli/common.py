@@ -10,6 +10,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from chargenet.app import AppContext, open_context
 from chargenet.config import load_settings
 from chargenet.errors import (
@@ -69,6 +71,38 @@ def run_with_context(
             await context.close()
 
     return asyncio.run(runner())
+
+
+def add_verb(
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    run: Callable[[argparse.Namespace], None],
+) -> argparse.ArgumentParser:
+    """A subcommand with `--json` and the store flags, dispatching to `run`."""
+    parser = verbs.add_parser(name, help=help)
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_store_flags(parser)
+    parser.set_defaults(_run=run)
+    return parser
+
+
+def in_transaction(args: argparse.Namespace, action: Callable[[AppContext, AsyncSession], Awaitable[T]]) -> T:
+    """Open the store, run `action` in one transaction, close the store."""
+
+    async def run(context: AppContext) -> T:
+        async with context.store.transaction() as session:
+            return await action(context, session)
+
+    return run_with_context(args, run)
+
+
+def emit_object(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    emit(args, data, "\n".join(f"{key}: {value}" for key, value in data.items()))
+
+
+def emit_list(args: argparse.Namespace, items: list[dict[str, Any]], columns: list[str]) -> None:
+    emit(args, {"items": items}, table(items, columns))
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], human: str) -> None:

@@ -121,3 +121,68 @@ def test_keys_of_another_installation_are_refused(tmp_path: Path) -> None:
     _, err = process.communicate(timeout=60)
     assert process.returncode == 3
     assert "not the ones this database was set up with" in err
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.slow
+def test_tls_certificate_and_key_serve_https_on_the_one_port(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = self_signed(tmp_path)
+    port = free_port()
+    process = chargenet(
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+    )
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"https://localhost:{port}/health", verify=context, timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and process.poll() is None, "HTTPS server did not come up"
+                time.sleep(0.1)
+        assert response.status_code == 200
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
