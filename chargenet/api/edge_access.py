@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from fastapi import Request
+from fastapi import Depends
 
 from chargenet.api import security
 from chargenet.auth.permissions import Permissions
+from chargenet.auth.server import Caller
 from chargenet.domain.scopes import Scope
 
 
@@ -22,12 +23,13 @@ class ScopedCaller:
         return self.permissions.allows(self.scope, company_id, site_id)
 
 
-def require(scope: str) -> Callable[[Request], Awaitable[ScopedCaller]]:
+def require(scope: str) -> Callable[[Caller], Awaitable[ScopedCaller]]:
     wanted = Scope(scope)
-    check = security.require(wanted)
 
-    async def dependency(request: Request) -> ScopedCaller:
-        caller = await check(request)
+    # A default rather than an Annotated hint: hints are strings here and could not see `wanted`.
+    authenticated = Depends(security.require(wanted))
+
+    async def dependency(caller: Caller = authenticated) -> ScopedCaller:
         return ScopedCaller(caller.permissions, wanted)
 
     return dependency
