@@ -29,7 +29,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy chargenet
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	# Four workers on two cores: most tests wait on sockets, fsync and servers rather than compute.
+	$(BIN)/pytest -q -n 4
 
 test: lint typecheck unit
 
