@@ -55,10 +55,17 @@ async def _prepare_store(data_dir: Path) -> None:
         hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
         async with context.store.transaction() as session:
             company = await companies.create_company(session, name="Bench", now=context.clock.now())
-            site = await sites.create_site(session, cipher, company_id=company.id, name="Bench", now=context.clock.now())
+            site = await sites.create_site(
+                session, cipher, company_id=company.id, name="Bench", now=context.clock.now()
+            )
             for n in range(STATIONS):
                 await stations.create_station(
-                    session, hasher, cipher, site_id=site.id, station_id=f"B{n:05d}", now=context.clock.now(),
+                    session,
+                    hasher,
+                    cipher,
+                    site_id=site.id,
+                    station_id=f"B{n:05d}",
+                    now=context.clock.now(),
                     password=PASSWORD,
                 )
     finally:
@@ -180,7 +187,10 @@ def run() -> list[Result]:
         ),
         Result(f"edge Heartbeat round trips ({n})", ours["heartbeat"], theirs["heartbeat"], "calls/s", target=0.5),
         Result(
-            f"edge StatusNotification round trips with events ({n})", ours["status"], theirs["status"], "calls/s",
+            f"edge StatusNotification round trips with events ({n})",
+            ours["status"],
+            theirs["status"],
+            "calls/s",
             target=0.5,
         ),
     ]

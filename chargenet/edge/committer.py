@@ -4,8 +4,9 @@ serves a whole batch, and each station is answered only after its own work is du
 A unit is the body of an `async with committer.unit() as session:` block, run in the caller's task while the
 committer holds the batch's transaction open. Each unit runs inside its own savepoint, so one that fails (a
 duplicate start losing a unique constraint, a bad connector id) is rolled back alone and its caller gets its
-exception, while the rest of the batch commits. A batch is whatever arrived while the previous commit was in
-flight, so a lone unit waits for nobody. Units are short: database work only, never a network call.
+exception, while the rest of the batch commits. A batch takes units until none is waiting (or it is full), so a
+lone unit waits for nobody and a busy edge commits many at once. Units are short: database work only,
+never a network call.
 """
 
 from __future__ import annotations
@@ -77,14 +78,18 @@ class GroupCommitter:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
-                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
-                await self._commit(batch)
+                await self._commit()
 
-    async def _commit(self, batch: list[_Lease]) -> None:
+    async def _commit(self) -> None:
+        # Units that arrive while this batch runs join it, up to the limit: under load the batch grows to
+        # what arrives during one commit, which is what makes group commit pay.
         done: list[_Lease] = []
+        taken = 0
         try:
             async with self._store.transaction() as session:
-                for lease in batch:
+                while self._queue and taken < self._max_batch:
+                    lease = self._queue.pop(0)
+                    taken += 1
                     if lease.handoff.done():
                         continue  # its caller was cancelled while waiting for its turn
                     try:

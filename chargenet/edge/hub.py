@@ -38,10 +38,15 @@ from chargenet.outbox import Outbox
 from chargenet.services import connectors
 from chargenet.store.db import Store
 from chargenet.store.models import EdgeTransaction
+from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
 
 CloseTransport = Callable[[int, str], Awaitable[None]]
+
+# decisions.md §4: idle connections are closed after two heartbeat intervals and a minute.
+IDLE_LIMIT = timedelta(seconds=2 * proxy.HEARTBEAT_INTERVAL + 60)
+IDLE_SWEEP_INTERVAL = 10.0
 
 
 class Edge:
@@ -121,6 +126,15 @@ class Edge:
             raise StationDidNotAnswer(station_id, action, f"{exc.code}: {exc.description}") from None
         except PayloadViolation as exc:
             raise StationDidNotAnswer(station_id, action, f"invalid answer: {exc.message}") from None
+
+    async def close_idle(self) -> int:
+        """Close every connection silent for `IDLE_LIMIT`; returns how many."""
+        now = self.clock.now()
+        idle = [link for link in self._links.values() if now - link.last_seen >= IDLE_LIMIT]
+        for link in idle:
+            log.info("closing idle station", extra={"fields": {"station": link.station.station_id}})
+            await link.shut(1000, "idle")
+        return len(idle)
 
     async def close(self) -> None:
         for link in list(self._links.values()):
@@ -238,8 +252,7 @@ class StationLink:
         return await self._forward_or_local(call, route)
 
     async def _heartbeat(self, call: Call, route: Handling) -> Payload:
-        async with self.edge.unit() as session:
-            await records.record_heartbeat(session, self.station.station_id, self.edge.clock.now())
+        self.edge.message_log.heartbeat(self.station.station_id, self.edge.clock.now())
         return await self._forward_or_local(call, route)
 
     async def _status(self, call: Call, route: Handling) -> Payload:
@@ -476,3 +489,16 @@ _HANDLERS: dict[str, _Handler] = {
     "StopTransaction": StationLink._stop,
     "MeterValues": StationLink._meter_values,
 }
+
+
+class IdleSweeper(LoopWorker):
+    """One task for all connections, rather than a timer per connection."""
+
+    name = "ocpp-idle-sweeper"
+
+    def __init__(self, edge: Edge, interval: float = IDLE_SWEEP_INTERVAL) -> None:
+        super().__init__(edge.clock, interval)
+        self._edge = edge
+
+    async def run_once(self) -> None:
+        await self._edge.close_idle()

@@ -1,4 +1,4 @@
-"""The OCPP message log: every frame to and from stations and upstreams, written in batches.
+"""The OCPP message log (every frame to and from stations and upstreams) and station heartbeats, written in batches.
 
 Writing each frame in its own transaction would cost a commit per Heartbeat; frames are buffered in memory
 and flushed every second by a worker, so the log lags by at most a second and costs one insert per batch.
@@ -7,13 +7,13 @@ Rows older than `RETENTION_DAYS` are purged by the same worker (decisions.md §4
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, insert, update
 
 from chargenet.clock import Clock
 from chargenet.store.db import Store
-from chargenet.store.models import OcppMessage
+from chargenet.store.models import OcppMessage, StationPresence
 from chargenet.workers import LoopWorker
 
 RETENTION_DAYS = 30
@@ -27,6 +27,7 @@ class MessageLog(LoopWorker):
         super().__init__(clock, interval)
         self._store = store
         self._buffer: list[dict[str, object]] = []
+        self._heartbeats: dict[str, datetime] = {}
         self.dropped = 0
 
     def logger(self, station_id: str, peer: str) -> _FrameLogger:
@@ -39,11 +40,20 @@ class MessageLog(LoopWorker):
         row = {"station_id": station_id, "peer": peer, "direction": direction, "frame": frame, "at": self.clock.now()}
         self._buffer.append(row)
 
+    def heartbeat(self, station_id: str, at: datetime) -> None:
+        """A station's heartbeat, written with the next batch: Heartbeats are the most frequent message and
+        need no commit of their own (the API shows the last one with at most a second's lag)."""
+        self._heartbeats[station_id] = at
+
     async def run_once(self) -> None:
         batch, self._buffer = self._buffer, []
+        heartbeats, self._heartbeats = self._heartbeats, {}
         async with self._store.transaction() as session:
             if batch:
                 await session.execute(insert(OcppMessage), batch)
+            if heartbeats:
+                rows = [{"station_id": s, "last_heartbeat_at": at, "last_seen_at": at} for s, at in heartbeats.items()]
+                await session.execute(update(StationPresence), rows)
             cutoff = self.clock.now() - timedelta(days=RETENTION_DAYS)
             await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff))
 

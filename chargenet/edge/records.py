@@ -85,11 +85,6 @@ async def mark_disconnected(session: AsyncSession, station_id: str, now: datetim
     row.connected, row.disconnected_at = False, now
 
 
-async def record_heartbeat(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.last_heartbeat_at = row.last_seen_at = now
-
-
 async def record_boot(session: AsyncSession, station_id: str, payload: Payload, now: datetime) -> None:
     row = await _presence(session, station_id)
     row.vendor = payload.get("chargePointVendor")

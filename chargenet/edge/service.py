@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chargenet.edge.authorizers import load_authorizers
-from chargenet.edge.hub import Edge
+from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol.frames import FrameLimits
 from chargenet.edge.server import ocpp_route
@@ -29,5 +29,6 @@ def install_edge(context: AppContext) -> Edge:
     context.edge = edge
     context.routes.append(ocpp_route(edge))
     context.workers.append(message_log)
+    context.workers.append(IdleSweeper(edge))
     context.on_shutdown.insert(0, edge.close)
     return edge

@@ -88,6 +88,7 @@ async def test_fault_raises_a_status_event_with_its_error_code(served: Served, s
 
 async def test_heartbeat_and_connection_are_recorded(served: Served, station: SimulatedStation) -> None:
     await station.heartbeat()
+    await served.edge.message_log.run_once()  # heartbeats are written with the next batch
     async with served.context.store.transaction() as session:
         row = await session.get(StationPresence, "CS-1")
     assert row is not None and row.connected and row.last_heartbeat_at is not None
