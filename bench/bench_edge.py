@@ -5,7 +5,9 @@ runs in this process. Measured: handshakes per second for N stations connecting 
 memory per connection (RSS growth / N, read from /proc), and round trips per second for Heartbeat and for
 StatusNotification (which, at the edge, stores the status and publishes a ChargePointStatus event per change).
 
-`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000).
+`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000). The edge's store is the embedded
+SQLite; with `CHARGENET_BENCH_POSTGRES=postgresql+asyncpg://user:pw@host/db` it is a fresh database created on that
+server for the run (and dropped after), so both stores can be compared.
 """
 
 from __future__ import annotations
@@ -49,8 +51,43 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def _prepare_store(data_dir: Path) -> None:
-    context = await open_context(load_settings({"data_dir": str(data_dir)}, {}))
+async def _create_database(server_url: str) -> str:
+    import secrets
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    name = f"chargenet_bench_{secrets.token_hex(4)}"
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+async def _drop_database(server_url: str, database_url: str) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{make_url(database_url).database}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _store_flags(data_dir: Path, database_url: str | None) -> dict[str, str]:
+    flags = {"data_dir": str(data_dir)}
+    if database_url:
+        flags["database_url"] = database_url
+    return flags
+
+
+async def _prepare_store(data_dir: Path, database_url: str | None) -> None:
+    context = await open_context(load_settings(_store_flags(data_dir, database_url), {}))
     try:
         hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
         async with context.store.transaction() as session:
@@ -155,9 +192,20 @@ async def _measure(url: str, pid: int) -> dict[str, float]:
 
 
 def run() -> list[Result]:
+    server_url = os.environ.get("CHARGENET_BENCH_POSTGRES")
+    database_url = asyncio.run(_create_database(server_url)) if server_url else None
+    try:
+        return _run(database_url)
+    finally:
+        if server_url and database_url:
+            asyncio.run(_drop_database(server_url, database_url))
+
+
+def _run(database_url: str | None) -> list[Result]:
+    store = "PostgreSQL" if database_url else "SQLite"
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
-        asyncio.run(_prepare_store(data))
+        asyncio.run(_prepare_store(data, database_url))
         base_port, edge_port = _free_port(), _free_port()
         baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
         try:
@@ -165,16 +213,16 @@ def run() -> list[Result]:
         finally:
             baseline.kill()
             baseline.wait()
-        edge = _start(
-            ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"],
-            edge_port,
-        )
+        serve = ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"]
+        if database_url:
+            serve += ["--database-url", database_url]
+        edge = _start(serve, edge_port)
         try:
             ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
         finally:
             edge.terminate()
             edge.wait()
-    n = f"{STATIONS} stations"
+    n = f"{STATIONS} stations, {store}"
     return [
         Result(f"edge handshakes with Basic auth ({n})", ours["connect"], theirs["connect"], "connections/s"),
         Result(

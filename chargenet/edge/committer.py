@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -38,11 +39,25 @@ class _Lease:
     committed: asyncio.Future[None]
 
 
+BulkHandler = Callable[[AsyncSession, list[Any]], Awaitable[None]]
+
+
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+
 class GroupCommitter:
     def __init__(self, store: Store, max_batch: int = MAX_BATCH) -> None:
         self._store = store
         self._max_batch = max_batch
         self._queue: list[_Lease] = []
+        self._bulk: dict[BulkHandler, list[tuple[Any, asyncio.Future[None]]]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
@@ -67,6 +82,16 @@ class GroupCommitter:
         lease.finished.set_result(None)
         await lease.committed
 
+    async def bulk(self, handler: BulkHandler, item: Any) -> None:
+        """Hand `item` to `handler`, which writes all items of a batch with a few multi-row statements; returns
+        once the batch has committed. Raises what the handler raised (for every item of its batch)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._bulk.setdefault(handler, []).append((item, future))
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._loop(), name="edge-group-commit")
+        await future
+
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -77,13 +102,14 @@ class GroupCommitter:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._queue:
+            while self._queue or self._bulk:
                 await self._commit()
 
     async def _commit(self) -> None:
         # Units that arrive while this batch runs join it, up to the limit: under load the batch grows to
         # what arrives during one commit, which is what makes group commit pay.
         done: list[_Lease] = []
+        written: list[asyncio.Future[None]] = []
         taken = 0
         try:
             async with self._store.transaction() as session:
@@ -99,12 +125,24 @@ class GroupCommitter:
                     except _BodyFailed:
                         continue
                     done.append(lease)
+                bulk, self._bulk = self._bulk, {}
+                for handler, entries in bulk.items():
+                    try:
+                        async with session.begin_nested():
+                            await handler(session, [item for item, _ in entries])
+                    except Exception as exc:
+                        log.exception("edge bulk write failed")
+                        _settle([f for _, f in entries], exc)
+                    else:
+                        written.extend(f for _, f in entries)
         except Exception as exc:
             log.exception("edge batch failed to commit")
             for lease in done:
                 if not lease.committed.done():
                     lease.committed.set_exception(exc)
+            _settle(written, exc)
             return
+        _settle(written, None)
         self.batches += 1
         self.units += len(done)
         for lease in done:
