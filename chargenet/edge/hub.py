@@ -98,16 +98,14 @@ class Edge:
             await previous.shut(1000, "replaced by a new connection")
         link = StationLink(self, station, send, close)
         self._links[station.station_id] = link
-        async with self.unit() as session:
-            await records.mark_connected(session, station.station_id, self.clock.now())
+        self.message_log.connection(station.station_id, True, self.clock.now())
         await link.open_upstream()
         return link
 
     async def detach(self, link: StationLink) -> None:
         if self._links.get(link.station.station_id) is link:
             del self._links[link.station.station_id]
-            async with self.unit() as session:
-                await records.mark_disconnected(session, link.station.station_id, self.clock.now())
+            self.message_log.connection(link.station.station_id, False, self.clock.now())
         await link.shut(None, "")
 
     async def command(self, station_id: str, action: str, payload: Payload) -> Payload:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, insert, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from chargenet.clock import Clock
 from chargenet.store.db import Store
@@ -28,6 +29,7 @@ class MessageLog(LoopWorker):
         self._store = store
         self._buffer: list[dict[str, object]] = []
         self._heartbeats: dict[str, datetime] = {}
+        self._presence: dict[str, dict[str, object]] = {}
         self.dropped = 0
 
     def logger(self, station_id: str, peer: str) -> _FrameLogger:
@@ -45,12 +47,29 @@ class MessageLog(LoopWorker):
         need no commit of their own (the API shows the last one with at most a second's lag)."""
         self._heartbeats[station_id] = at
 
+    def connection(self, station_id: str, connected: bool, at: datetime) -> None:
+        """A station connected or went away; written with the next batch (the live state is `Edge.is_connected`;
+        the stored one, for other processes and the API, lags by at most a second)."""
+        fields = self._presence.setdefault(station_id, {})
+        fields["connected"] = connected
+        fields["connected_at" if connected else "disconnected_at"] = at
+        if connected:
+            fields["last_seen_at"] = at
+
     async def run_once(self) -> None:
         batch, self._buffer = self._buffer, []
         heartbeats, self._heartbeats = self._heartbeats, {}
+        presence, self._presence = self._presence, {}
         async with self._store.transaction() as session:
             if batch:
                 await session.execute(insert(OcppMessage), batch)
+            for station_id, fields in presence.items():
+                upsert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(StationPresence)
+                await session.execute(
+                    upsert.values(station_id=station_id, **fields).on_conflict_do_update(
+                        index_elements=[StationPresence.station_id], set_=fields
+                    )
+                )
             if heartbeats:
                 rows = [{"station_id": s, "last_heartbeat_at": at, "last_seen_at": at} for s, at in heartbeats.items()]
                 await session.execute(update(StationPresence), rows)

@@ -75,16 +75,6 @@ async def _presence(session: AsyncSession, station_id: str) -> StationPresence:
     return row
 
 
-async def mark_connected(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.connected, row.connected_at, row.last_seen_at = True, now, now
-
-
-async def mark_disconnected(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.connected, row.disconnected_at = False, now
-
-
 async def record_boot(session: AsyncSession, station_id: str, payload: Payload, now: datetime) -> None:
     row = await _presence(session, station_id)
     row.vendor = payload.get("chargePointVendor")
