@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from chargenet.simulators.scenario import run_fleet
 from chargenet.services import localauth
+from chargenet.simulators.scenario import run_fleet
 from tests.integration.edge.conftest import PASSWORD, Served
 
 
