@@ -35,6 +35,9 @@ from chargenet.services import companies, sites, stations
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "0123456789abcdef0123"
 STATIONS = int(os.environ.get("CHARGENET_BENCH_STATIONS", "1000"))
+PROXIED = 50  # stations behind the upstream proxy for the latency figure
+PROXY_RATE = 500.0  # messages per second across them
+PROXY_SECONDS = 5.0
 ROUNDS = int(os.environ.get("CHARGENET_BENCH_ROUNDS", "5"))
 
 
@@ -86,7 +89,7 @@ def _store_flags(data_dir: Path, database_url: str | None) -> dict[str, str]:
     return flags
 
 
-async def _prepare_store(data_dir: Path, database_url: str | None) -> None:
+async def _prepare_store(data_dir: Path, database_url: str | None, upstream_url: str) -> None:
     context = await open_context(load_settings(_store_flags(data_dir, database_url), {}))
     try:
         hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
@@ -104,6 +107,18 @@ async def _prepare_store(data_dir: Path, database_url: str | None) -> None:
                     station_id=f"B{n:05d}",
                     now=context.clock.now(),
                     password=PASSWORD,
+                )
+            proxied = await sites.create_site(
+                session,
+                cipher,
+                company_id=company.id,
+                name="Proxied",
+                now=context.clock.now(),
+                upstream_url=upstream_url,
+            )
+            for n in range(PROXIED):
+                await stations.create_station(
+                    session, hasher, cipher, site_id=proxied.id, station_id=f"P{n:05d}", now=context.clock.now()
                 )
     finally:
         await context.close()
@@ -170,6 +185,37 @@ class Fleet:
         await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
 
 
+async def _latencies(url: str) -> list[float]:
+    """Heartbeats from `PROXIED` stations at `PROXY_RATE` in total; every round trip's time in ms."""
+    sockets = [
+        await connect(f"{url}/P{n:05d}", subprotocols=[Subprotocol("ocpp1.6")], ping_interval=None)
+        for n in range(PROXIED)
+    ]
+    await asyncio.sleep(0.5)
+    times: list[float] = []
+    interval = PROXIED / PROXY_RATE
+
+    async def station(n: int, socket: ClientConnection) -> None:
+        await asyncio.sleep(interval * n / PROXIED)
+        deadline = time.perf_counter() + PROXY_SECONDS
+        r = 0
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            await socket.send(json.dumps([2, f"l{n}-{r}", "Heartbeat", {}]))
+            await socket.recv()
+            times.append((time.perf_counter() - start) * 1000)
+            r += 1
+            await asyncio.sleep(max(0.0, interval - (time.perf_counter() - start)))
+
+    await asyncio.gather(*(station(n, s) for n, s in enumerate(sockets)))
+    await asyncio.gather(*(s.close() for s in sockets))
+    return sorted(times)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * fraction))]
+
+
 def _heartbeat(n: int, r: int) -> list[object]:
     return [2, f"h{n}-{r}", "Heartbeat", {}]
 
@@ -205,8 +251,8 @@ def _run(database_url: str | None) -> list[Result]:
     store = "PostgreSQL" if database_url else "SQLite"
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
-        asyncio.run(_prepare_store(data, database_url))
-        base_port, edge_port = _free_port(), _free_port()
+        base_port, edge_port, cpo_port = _free_port(), _free_port(), _free_port()
+        asyncio.run(_prepare_store(data, database_url, f"ws://127.0.0.1:{cpo_port}/ocpp"))
         baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
         try:
             theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
@@ -217,12 +263,25 @@ def _run(database_url: str | None) -> list[Result]:
         if database_url:
             serve += ["--database-url", database_url]
         edge = _start(serve, edge_port)
+        cpo = _start(["-m", "chargenet.simulators.cpo", "--port", str(cpo_port)], cpo_port)
         try:
             ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
+            direct = asyncio.run(_latencies(f"ws://127.0.0.1:{cpo_port}/ocpp"))
+            proxied = asyncio.run(_latencies(f"ws://127.0.0.1:{edge_port}/ocpp"))
         finally:
             edge.terminate()
             edge.wait()
+            cpo.kill()
+            cpo.wait()
     n = f"{STATIONS} stations, {store}"
+    added = {q: _percentile(proxied, q) - _percentile(direct, q) for q in (0.5, 0.99)}
+    print(
+        f"proxy latency at {PROXY_RATE:.0f} msg/s ({PROXIED} stations, {store}): direct p50 "
+        f"{_percentile(direct, 0.5):.2f} ms p99 {_percentile(direct, 0.99):.2f} ms; through the edge p50 "
+        f"{_percentile(proxied, 0.5):.2f} ms p99 {_percentile(proxied, 0.99):.2f} ms; added p50 {added[0.5]:.2f} ms "
+        f"p99 {added[0.99]:.2f} ms (target: p99 added < 5 ms)",
+        flush=True,
+    )
     return [
         Result(f"edge handshakes with Basic auth ({n})", ours["connect"], theirs["connect"], "connections/s"),
         Result(
