@@ -136,3 +136,13 @@ async def test_without_a_bearer_check_the_api_answers_401(served: Served, api: h
     served.context.access_check = None
     response = await api.get("/transactions")
     assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_station_presence_for_the_charge_point_status(served: Served, station: SimulatedStation) -> None:
+    from chargenet.services import sessions
+
+    await station.heartbeat()
+    await served.edge.message_log.run_once()
+    async with served.context.store.transaction() as session:
+        presence = await sessions.station_presence_json(session, served.edge, "CS-1")
+    assert presence["connection"] == "connected" and presence["lastHeartbeat"] is not None
