@@ -23,7 +23,6 @@ from chargenet.domain.tenants import StationLayout, locate_connector
 from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.frames import Payload
-from chargenet.errors import NotFound
 from chargenet.outbox import Outbox
 from chargenet.services.stations import layout_of
 from chargenet.store.models import (
@@ -264,13 +263,6 @@ async def stop_transaction(
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
     return outcome
-
-
-async def transaction(session: AsyncSession, transaction_id: int) -> EdgeTransaction:
-    row = await session.get(EdgeTransaction, transaction_id)
-    if row is None:
-        raise NotFound("transaction", str(transaction_id))
-    return row
 
 
 # Upstream ids and queue ---------------------------------------------------------------------------------------
