@@ -5,7 +5,9 @@ runs in this process. Measured: handshakes per second for N stations connecting 
 memory per connection (RSS growth / N, read from /proc), and round trips per second for Heartbeat and for
 StatusNotification (which, at the edge, stores the status and publishes a ChargePointStatus event per change).
 
-`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000).
+`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000). The edge's store is the embedded
+SQLite; with `CHARGENET_BENCH_POSTGRES=postgresql+asyncpg://user:pw@host/db` it is a fresh database created on that
+server for the run (and dropped after), so both stores can be compared.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -33,6 +35,9 @@ from chargenet.services import companies, sites, stations
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "0123456789abcdef0123"
 STATIONS = int(os.environ.get("CHARGENET_BENCH_STATIONS", "1000"))
+PROXIED = 50  # stations behind the upstream proxy for the latency figure
+PROXY_RATE = 500.0  # messages per second across them
+PROXY_SECONDS = 5.0
 ROUNDS = int(os.environ.get("CHARGENET_BENCH_ROUNDS", "5"))
 
 
@@ -49,17 +54,71 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def _prepare_store(data_dir: Path) -> None:
-    context = await open_context(load_settings({"data_dir": str(data_dir)}, {}))
+async def _create_database(server_url: str) -> str:
+    import secrets
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    name = f"chargenet_bench_{secrets.token_hex(4)}"
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+async def _drop_database(server_url: str, database_url: str) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{make_url(database_url).database}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _store_flags(data_dir: Path, database_url: str | None) -> dict[str, str]:
+    flags = {"data_dir": str(data_dir)}
+    if database_url:
+        flags["database_url"] = database_url
+    return flags
+
+
+async def _prepare_store(data_dir: Path, database_url: str | None, upstream_url: str) -> None:
+    context = await open_context(load_settings(_store_flags(data_dir, database_url), {}))
     try:
         hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
         async with context.store.transaction() as session:
             company = await companies.create_company(session, name="Bench", now=context.clock.now())
-            site = await sites.create_site(session, cipher, company_id=company.id, name="Bench", now=context.clock.now())
+            site = await sites.create_site(
+                session, cipher, company_id=company.id, name="Bench", now=context.clock.now()
+            )
             for n in range(STATIONS):
                 await stations.create_station(
-                    session, hasher, cipher, site_id=site.id, station_id=f"B{n:05d}", now=context.clock.now(),
+                    session,
+                    hasher,
+                    cipher,
+                    site_id=site.id,
+                    station_id=f"B{n:05d}",
+                    now=context.clock.now(),
                     password=PASSWORD,
+                )
+            proxied = await sites.create_site(
+                session,
+                cipher,
+                company_id=company.id,
+                name="Proxied",
+                now=context.clock.now(),
+                upstream_url=upstream_url,
+            )
+            for n in range(PROXIED):
+                await stations.create_station(
+                    session, hasher, cipher, site_id=proxied.id, station_id=f"P{n:05d}", now=context.clock.now()
                 )
     finally:
         await context.close()
@@ -126,6 +185,37 @@ class Fleet:
         await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
 
 
+async def _latencies(url: str) -> list[float]:
+    """Heartbeats from `PROXIED` stations at `PROXY_RATE` in total; every round trip's time in ms."""
+    sockets = [
+        await connect(f"{url}/P{n:05d}", subprotocols=[Subprotocol("ocpp1.6")], ping_interval=None)
+        for n in range(PROXIED)
+    ]
+    await asyncio.sleep(0.5)
+    times: list[float] = []
+    interval = PROXIED / PROXY_RATE
+
+    async def station(n: int, socket: ClientConnection) -> None:
+        await asyncio.sleep(interval * n / PROXIED)
+        deadline = time.perf_counter() + PROXY_SECONDS
+        r = 0
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            await socket.send(json.dumps([2, f"l{n}-{r}", "Heartbeat", {}]))
+            await socket.recv()
+            times.append((time.perf_counter() - start) * 1000)
+            r += 1
+            await asyncio.sleep(max(0.0, interval - (time.perf_counter() - start)))
+
+    await asyncio.gather(*(station(n, s) for n, s in enumerate(sockets)))
+    await asyncio.gather(*(s.close() for s in sockets))
+    return sorted(times)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * fraction))]
+
+
 def _heartbeat(n: int, r: int) -> list[object]:
     return [2, f"h{n}-{r}", "Heartbeat", {}]
 
@@ -148,26 +238,50 @@ async def _measure(url: str, pid: int) -> dict[str, float]:
 
 
 def run() -> list[Result]:
+    server_url = os.environ.get("CHARGENET_BENCH_POSTGRES")
+    database_url = asyncio.run(_create_database(server_url)) if server_url else None
+    try:
+        return _run(database_url)
+    finally:
+        if server_url and database_url:
+            asyncio.run(_drop_database(server_url, database_url))
+
+
+def _run(database_url: str | None) -> list[Result]:
+    store = "PostgreSQL" if database_url else "SQLite"
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
-        asyncio.run(_prepare_store(data))
-        base_port, edge_port = _free_port(), _free_port()
+        base_port, edge_port, cpo_port = _free_port(), _free_port(), _free_port()
+        asyncio.run(_prepare_store(data, database_url, f"ws://127.0.0.1:{cpo_port}/ocpp"))
         baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
         try:
             theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
         finally:
             baseline.kill()
             baseline.wait()
-        edge = _start(
-            ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"],
-            edge_port,
-        )
+        serve = ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"]
+        if database_url:
+            serve += ["--database-url", database_url]
+        edge = _start(serve, edge_port)
+        cpo = _start(["-m", "chargenet.simulators.cpo", "--port", str(cpo_port)], cpo_port)
         try:
             ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
+            direct = asyncio.run(_latencies(f"ws://127.0.0.1:{cpo_port}/ocpp"))
+            proxied = asyncio.run(_latencies(f"ws://127.0.0.1:{edge_port}/ocpp"))
         finally:
             edge.terminate()
             edge.wait()
-    n = f"{STATIONS} stations"
+            cpo.kill()
+            cpo.wait()
+    n = f"{STATIONS} stations, {store}"
+    added = {q: _percentile(proxied, q) - _percentile(direct, q) for q in (0.5, 0.99)}
+    print(
+        f"proxy latency at {PROXY_RATE:.0f} msg/s ({PROXIED} stations, {store}): direct p50 "
+        f"{_percentile(direct, 0.5):.2f} ms p99 {_percentile(direct, 0.99):.2f} ms; through the edge p50 "
+        f"{_percentile(proxied, 0.5):.2f} ms p99 {_percentile(proxied, 0.99):.2f} ms; added p50 {added[0.5]:.2f} ms "
+        f"p99 {added[0.99]:.2f} ms (target: p99 added < 5 ms)",
+        flush=True,
+    )
     return [
         Result(f"edge handshakes with Basic auth ({n})", ours["connect"], theirs["connect"], "connections/s"),
         Result(
@@ -180,7 +294,10 @@ def run() -> list[Result]:
         ),
         Result(f"edge Heartbeat round trips ({n})", ours["heartbeat"], theirs["heartbeat"], "calls/s", target=0.5),
         Result(
-            f"edge StatusNotification round trips with events ({n})", ours["status"], theirs["status"], "calls/s",
+            f"edge StatusNotification round trips with events ({n})",
+            ours["status"],
+            theirs["status"],
+            "calls/s",
             target=0.5,
         ),
     ]

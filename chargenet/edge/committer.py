@@ -4,8 +4,9 @@ serves a whole batch, and each station is answered only after its own work is du
 A unit is the body of an `async with committer.unit() as session:` block, run in the caller's task while the
 committer holds the batch's transaction open. Each unit runs inside its own savepoint, so one that fails (a
 duplicate start losing a unique constraint, a bad connector id) is rolled back alone and its caller gets its
-exception, while the rest of the batch commits. A batch is whatever arrived while the previous commit was in
-flight, so a lone unit waits for nobody. Units are short: database work only, never a network call.
+exception, while the rest of the batch commits. A batch takes units until none is waiting (or it is full), so a
+lone unit waits for nobody and a busy edge commits many at once. Units are short: database work only,
+never a network call.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,11 +39,25 @@ class _Lease:
     committed: asyncio.Future[None]
 
 
+BulkHandler = Callable[[AsyncSession, list[Any]], Awaitable[None]]
+
+
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+
 class GroupCommitter:
     def __init__(self, store: Store, max_batch: int = MAX_BATCH) -> None:
         self._store = store
         self._max_batch = max_batch
         self._queue: list[_Lease] = []
+        self._bulk: dict[BulkHandler, list[tuple[Any, asyncio.Future[None]]]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
@@ -66,6 +82,16 @@ class GroupCommitter:
         lease.finished.set_result(None)
         await lease.committed
 
+    async def bulk(self, handler: BulkHandler, item: Any) -> None:
+        """Hand `item` to `handler`, which writes all items of a batch with a few multi-row statements; returns
+        once the batch has committed. Raises what the handler raised (for every item of its batch)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._bulk.setdefault(handler, []).append((item, future))
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._loop(), name="edge-group-commit")
+        await future
+
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -76,15 +102,20 @@ class GroupCommitter:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._queue:
-                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
-                await self._commit(batch)
+            while self._queue or self._bulk:
+                await self._commit()
 
-    async def _commit(self, batch: list[_Lease]) -> None:
+    async def _commit(self) -> None:
+        # Units that arrive while this batch runs join it, up to the limit: under load the batch grows to
+        # what arrives during one commit, which is what makes group commit pay.
         done: list[_Lease] = []
+        written: list[asyncio.Future[None]] = []
+        taken = 0
         try:
             async with self._store.transaction() as session:
-                for lease in batch:
+                while self._queue and taken < self._max_batch:
+                    lease = self._queue.pop(0)
+                    taken += 1
                     if lease.handoff.done():
                         continue  # its caller was cancelled while waiting for its turn
                     try:
@@ -94,12 +125,24 @@ class GroupCommitter:
                     except _BodyFailed:
                         continue
                     done.append(lease)
+                bulk, self._bulk = self._bulk, {}
+                for handler, entries in bulk.items():
+                    try:
+                        async with session.begin_nested():
+                            await handler(session, [item for item, _ in entries])
+                    except Exception as exc:
+                        log.exception("edge bulk write failed")
+                        _settle([f for _, f in entries], exc)
+                    else:
+                        written.extend(f for _, f in entries)
         except Exception as exc:
             log.exception("edge batch failed to commit")
             for lease in done:
                 if not lease.committed.done():
                     lease.committed.set_exception(exc)
+            _settle(written, exc)
             return
+        _settle(written, None)
         self.batches += 1
         self.units += len(done)
         for lease in done:

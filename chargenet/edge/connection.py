@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,8 +80,10 @@ class RpcConnection:
         self._unreadable = frames.UnreadableRun(limits)
         self._futures: dict[str, asyncio.Future[CallOutcome]] = {}
         self._actions: dict[str, str] = {}
-        self._incoming: asyncio.Queue[Call] = asyncio.Queue()
-        self._worker = asyncio.create_task(self._work(), name=f"rpc-{name}")
+        # The peer's CALLs wait here for the one task that answers them in order. That task exists only while
+        # there is work: an idle connection (most of them, most of the time) costs no task.
+        self._incoming: deque[Call] = deque()
+        self._worker: asyncio.Task[None] | None = None
         self._log_frame = log_frame
         self._closed = False
         self._send_lock = asyncio.Lock()
@@ -130,17 +133,19 @@ class RpcConnection:
             self.session.answered(call.unique_id)
             await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
             return
-        if self._incoming.qsize() >= MAX_WAITING_PEER_CALLS:
+        if len(self._incoming) >= MAX_WAITING_PEER_CALLS:
             # OCPP-J §4.1.1: a peer sends one CALL at a time. One that floods gets refused, not queued forever.
             self.session.answered(call.unique_id)
             error = CallError(call.unique_id, ErrorCode.GENERIC_ERROR, "too many calls waiting; send one at a time")
             await self._send(frames.serialize_frame(error))
             return
-        self._incoming.put_nowait(call)
+        self._incoming.append(call)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work(), name=f"rpc-{self.name}")
 
     async def _work(self) -> None:
-        while True:
-            call = await self._incoming.get()
+        while self._incoming:
+            call = self._incoming.popleft()
             try:
                 answer: CallResult | CallError | None = await self._answer(call)
             except Exception:  # the worker must outlive any one call
@@ -236,9 +241,10 @@ class RpcConnection:
     async def close(self) -> None:
         self._closed = True
         self._fail_all()
-        self._worker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._worker
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
 
 
 __all__ = [

@@ -16,9 +16,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
-from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.domain.connectors import KnownStatus
+from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus
 from chargenet.domain.tenants import locate_connector
-from chargenet.edge import records
+from chargenet.edge import records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import ConnectionLost, RpcConnection
@@ -30,18 +31,22 @@ from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, Payl
 from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.protocol.session import SessionLimits
-from chargenet.edge.protocol.status import TransitionCounts
+from chargenet.edge.protocol.status import TransitionCounts, assess
 from chargenet.edge.upstream import UpstreamLink, UpstreamUnavailable
 from chargenet.errors import StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import connectors
 from chargenet.store.db import Store
 from chargenet.store.models import EdgeTransaction
+from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
 
 CloseTransport = Callable[[int, str], Awaitable[None]]
+
+# decisions.md §4: idle connections are closed after two heartbeat intervals and a minute.
+IDLE_LIMIT = timedelta(seconds=2 * proxy.HEARTBEAT_INTERVAL + 60)
+IDLE_SWEEP_INTERVAL = 10.0
 
 
 class Edge:
@@ -70,6 +75,7 @@ class Edge:
         self.transitions = TransitionCounts()
         self._links: dict[str, StationLink] = {}
         self._committer = GroupCommitter(store)
+        self._status_writer = statuses.bulk_writer(outbox)
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of database work sharing a group commit (see `committer`)."""
@@ -92,16 +98,14 @@ class Edge:
             await previous.shut(1000, "replaced by a new connection")
         link = StationLink(self, station, send, close)
         self._links[station.station_id] = link
-        async with self.unit() as session:
-            await records.mark_connected(session, station.station_id, self.clock.now())
+        self.message_log.connection(station.station_id, True, self.clock.now())
         await link.open_upstream()
         return link
 
     async def detach(self, link: StationLink) -> None:
         if self._links.get(link.station.station_id) is link:
             del self._links[link.station.station_id]
-            async with self.unit() as session:
-                await records.mark_disconnected(session, link.station.station_id, self.clock.now())
+            self.message_log.connection(link.station.station_id, False, self.clock.now())
         await link.shut(None, "")
 
     async def command(self, station_id: str, action: str, payload: Payload) -> Payload:
@@ -121,6 +125,18 @@ class Edge:
             raise StationDidNotAnswer(station_id, action, f"{exc.code}: {exc.description}") from None
         except PayloadViolation as exc:
             raise StationDidNotAnswer(station_id, action, f"invalid answer: {exc.message}") from None
+
+    async def write_status(self, write: statuses.StatusWrite) -> None:
+        await self._committer.bulk(self._status_writer, write)
+
+    async def close_idle(self) -> int:
+        """Close every connection silent for `IDLE_LIMIT`; returns how many."""
+        now = self.clock.now()
+        idle = [link for link in self._links.values() if now - link.last_seen >= IDLE_LIMIT]
+        for link in idle:
+            log.info("closing idle station", extra={"fields": {"station": link.station.station_id}})
+            await link.shut(1000, "idle")
+        return len(idle)
 
     async def close(self) -> None:
         for link in list(self._links.values()):
@@ -148,6 +164,7 @@ class StationLink:
         self.upstream: UpstreamLink | None = None
         self.last_seen = edge.clock.now()
         self._shut = False
+        self._connectors: dict[tuple[str, int], statuses.LoadedConnector] = {}
 
     async def open_upstream(self) -> None:
         if not self.station.upstream_url:
@@ -238,32 +255,59 @@ class StationLink:
         return await self._forward_or_local(call, route)
 
     async def _heartbeat(self, call: Call, route: Handling) -> Payload:
-        async with self.edge.unit() as session:
-            await records.record_heartbeat(session, self.station.station_id, self.edge.clock.now())
+        self.edge.message_log.heartbeat(self.station.station_id, self.edge.clock.now())
         return await self._forward_or_local(call, route)
 
     async def _status(self, call: Call, route: Handling) -> Payload:
         p = call.payload
         now = self.edge.clock.now()
-        timestamp = datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now
-        # The pre-status-notification hook: recorded and published before anything goes upstream.
-        async with self.edge.unit() as session:
-            outcome = await connectors.record_status(
-                session,
-                self.edge.outbox,
-                station_id=self.station.station_id,
-                ocpp_connector_id=p["connectorId"],
-                status=ConnectorStatus(p["status"]),
-                error_code=ChargePointErrorCode(p["errorCode"]),
-                timestamp=timestamp,
-                now=now,
-                info=p.get("info"),
+        address = locate_connector(self.station.layout, p["connectorId"])  # InvalidInput: bad connector id
+        key = (address.charge_point_id, address.connector_id)
+        loaded = self._connectors.get(key)
+        if loaded is None:
+            async with self.edge.unit() as session:
+                loaded = await statuses.load_connector(session, address, p["connectorId"])
+        reported = KnownStatus(
+            ConnectorStatus(p["status"]),
+            ChargePointErrorCode(p["errorCode"]),
+            p.get("info"),
+            datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now,
+        )
+        assessment = assess(address.connector_id, loaded.last, reported)
+        event = None
+        if assessment.decision.raises_event:
+            event = ChargePointStatusPayload(
+                stationId=self.station.station_id,
+                chargePointId=address.charge_point_id,
+                connectorId=address.connector_id,
+                status=reported.status,
+                errorCode=reported.error_code,
+                **({"info": reported.info} if reported.info else {}),
             )
-        self.edge.transitions.record(outcome.assessment)
-        if not outcome.assessment.expected:
+        write = statuses.StatusWrite(
+            site_id=self.station.site_id,
+            address=address,
+            reported=reported,
+            received_at=now,
+            transition=assessment.transition,
+            expected=assessment.expected,
+            becomes_current=assessment.decision.becomes_current,
+            create_connector=not loaded.exists,
+            event=event,
+        )
+        # The pre-status-notification hook: recorded and published before anything goes upstream.
+        try:
+            await self.edge.write_status(write)
+        except BaseException:
+            self._connectors.pop(key, None)  # the store is the truth again after a failed write
+            raise
+        last = reported if assessment.decision.becomes_current else loaded.last
+        self._connectors[key] = statuses.LoadedConnector(exists=True, last=last)
+        self.edge.transitions.record(assessment)
+        if not assessment.expected:
             log.warning(
                 "unexpected connector transition",
-                extra={"fields": {"station": self.station.station_id, "transition": outcome.assessment.transition}},
+                extra={"fields": {"station": self.station.station_id, "transition": assessment.transition}},
             )
         return await self._forward_or_local(call, route)
 
@@ -476,3 +520,16 @@ _HANDLERS: dict[str, _Handler] = {
     "StopTransaction": StationLink._stop,
     "MeterValues": StationLink._meter_values,
 }
+
+
+class IdleSweeper(LoopWorker):
+    """One task for all connections, rather than a timer per connection."""
+
+    name = "ocpp-idle-sweeper"
+
+    def __init__(self, edge: Edge, interval: float = IDLE_SWEEP_INTERVAL) -> None:
+        super().__init__(edge.clock, interval)
+        self._edge = edge
+
+    async def run_once(self) -> None:
+        await self._edge.close_idle()

@@ -23,7 +23,6 @@ from chargenet.domain.tenants import StationLayout, locate_connector
 from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.frames import Payload
-from chargenet.errors import NotFound
 from chargenet.outbox import Outbox
 from chargenet.services.stations import layout_of
 from chargenet.store.models import (
@@ -74,21 +73,6 @@ async def _presence(session: AsyncSession, station_id: str) -> StationPresence:
         row = StationPresence(station_id=station_id)
         session.add(row)
     return row
-
-
-async def mark_connected(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.connected, row.connected_at, row.last_seen_at = True, now, now
-
-
-async def mark_disconnected(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.connected, row.disconnected_at = False, now
-
-
-async def record_heartbeat(session: AsyncSession, station_id: str, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.last_heartbeat_at = row.last_seen_at = now
 
 
 async def record_boot(session: AsyncSession, station_id: str, payload: Payload, now: datetime) -> None:
@@ -282,13 +266,6 @@ async def stop_transaction(
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
     return outcome
-
-
-async def transaction(session: AsyncSession, transaction_id: int) -> EdgeTransaction:
-    row = await session.get(EdgeTransaction, transaction_id)
-    if row is None:
-        raise NotFound("transaction", str(transaction_id))
-    return row
 
 
 # Upstream ids and queue ---------------------------------------------------------------------------------------

@@ -9,28 +9,23 @@ without one and then closed, as §3.2 says.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextlib
 import logging
-from datetime import timedelta
 
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
 from chargenet.edge import records
-from chargenet.edge.hub import Edge, StationLink
-from chargenet.edge.protocol.proxy import HEARTBEAT_INTERVAL
+from chargenet.edge.hub import Edge
 from chargenet.ids import STATION_ID_PATTERN
 from chargenet.keys import SecretHasher
 
 log = logging.getLogger(__name__)
 
 SUBPROTOCOL = "ocpp1.6"
-# decisions.md §4: idle connections are closed after two heartbeat intervals and a minute.
-IDLE_LIMIT = timedelta(seconds=2 * HEARTBEAT_INTERVAL + 60)
 
 
 def password_matches(header: str | None, station_id: str, stored_hash: str, hasher: SecretHasher) -> bool:
@@ -87,7 +82,6 @@ async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo)
         await websocket.close(code, reason)
 
     link = await edge.attach(station, websocket.send_text, close)
-    watchdog = asyncio.create_task(_close_when_idle(edge, link, websocket))
     try:
         while True:
             message = await websocket.receive()
@@ -103,16 +97,4 @@ async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo)
         # The socket went away under us (replaced, reset); the finally block cleans up either way.
         log.debug("station socket ended", exc_info=True, extra={"fields": {"station": station.station_id}})
     finally:
-        watchdog.cancel()
         await edge.detach(link)
-
-
-async def _close_when_idle(edge: Edge, link: StationLink, websocket: WebSocket) -> None:
-    while True:
-        idle_for = edge.clock.now() - link.last_seen
-        if idle_for >= IDLE_LIMIT:
-            log.info("closing idle station", extra={"fields": {"station": link.station.station_id}})
-            with contextlib.suppress(Exception):
-                await websocket.close(1000, "idle")
-            return
-        await edge.clock.sleep((IDLE_LIMIT - idle_for).total_seconds())

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from prometheus_client import Gauge
+
 from chargenet.edge.authorizers import load_authorizers
-from chargenet.edge.hub import Edge
+from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol.frames import FrameLimits
 from chargenet.edge.server import ocpp_route
@@ -29,5 +31,21 @@ def install_edge(context: AppContext) -> Edge:
     context.edge = edge
     context.routes.append(ocpp_route(edge))
     context.workers.append(message_log)
+    context.workers.append(IdleSweeper(edge))
     context.on_shutdown.insert(0, edge.close)
+    _register_metrics(context, edge)
     return edge
+
+
+def _register_metrics(context: AppContext, edge: Edge) -> None:
+    Gauge(
+        "chargenet_ocpp_connected_stations", "Stations connected to this process", registry=context.metrics
+    ).set_function(lambda: len(edge.connected_stations))
+    Gauge(
+        "chargenet_ocpp_unexpected_transitions",
+        "Connector status transitions the OCPP 1.6 table does not expect, since start",
+        registry=context.metrics,
+    ).set_function(lambda: edge.transitions.total_unexpected)
+    Gauge(
+        "chargenet_ocpp_message_log_dropped", "Frames dropped from a full message-log buffer", registry=context.metrics
+    ).set_function(lambda: edge.message_log.dropped)

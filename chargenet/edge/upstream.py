@@ -193,13 +193,15 @@ class UpstreamLink:
                 last_sent = self._edge.clock.now()
                 try:
                     answer = await rpc.call(head.action, step.payload)
-                except (CallTimedOut, PayloadViolation):
+                except CallTimedOut:
                     continue  # stays at the head; sent again with a new message id
                 except ConnectionLost:
                     return
-                except CallErrorReceived as exc:
+                except (CallErrorReceived, PayloadViolation) as exc:
+                    # Refused, or answered with something unusable: sending it again would get the same.
                     log.warning(
-                        "upstream refused a queued message", extra={"fields": {"action": head.action, "code": exc.code}}
+                        "upstream refused a queued message",
+                        extra={"fields": {"action": head.action, "error": exc.message}},
                     )
                     await self._settle(head, None)
                     continue

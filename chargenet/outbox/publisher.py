@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import insert, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -40,8 +40,40 @@ class Outbox:
         )
         return event
 
+    async def publish_many(self, session: AsyncSession, items: Sequence[tuple[str, Payload]]) -> list[Event]:
+        """`publish` for many (site id, payload) pairs in one go: one stream update per (site, event type) and
+        one multi-row insert, so a batch of events costs a few statements instead of three per event. The
+        events of one stream get consecutive sequence numbers in the order given."""
+        now = self._clock.now()
+        events = [build_event(event_id=self._new_id(), site_id=site, raised_at=now, payload=p) for site, p in items]
+        counts: dict[tuple[str, str], int] = {}
+        for event in events:
+            key = (event.siteId, event.eventType.value)
+            counts[key] = counts.get(key, 0) + 1
+        next_seq: dict[tuple[str, str], int] = {}
+        for (site_id, event_type), count in counts.items():
+            last = await _next_seq(session, site_id, event_type, count)
+            next_seq[(site_id, event_type)] = last - count + 1
+        rows = []
+        for event in events:
+            key = (event.siteId, event.eventType.value)
+            rows.append(
+                {
+                    "event_id": event.eventId,
+                    "site_id": event.siteId,
+                    "event_type": key[1],
+                    "seq": next_seq[key],
+                    "body": json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False),
+                    "raised_at": now,
+                }
+            )
+            next_seq[key] += 1
+        if rows:
+            await session.execute(insert(OutboxEvent), rows)
+        return events
 
-async def _next_seq(session: AsyncSession, site_id: str, event_type: str) -> int:
+
+async def _next_seq(session: AsyncSession, site_id: str, event_type: str, count: int = 1) -> int:
     dialect = session.get_bind().dialect.name
     insert_stream = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(EventStream)
     await session.execute(
@@ -50,7 +82,7 @@ async def _next_seq(session: AsyncSession, site_id: str, event_type: str) -> int
     result = await session.execute(
         update(EventStream)
         .where(EventStream.site_id == site_id, EventStream.event_type == event_type)
-        .values(last_seq=EventStream.last_seq + 1)
+        .values(last_seq=EventStream.last_seq + count)
         .returning(EventStream.last_seq)
     )
     return int(result.scalar_one())

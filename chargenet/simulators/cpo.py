@@ -160,3 +160,25 @@ class SimulatedCentralSystem:
         await connection.send(json.dumps([2, unique_id, action, payload]))
         result: list[Any] = await asyncio.wait_for(future, within)
         return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m chargenet.simulators.cpo --port 9000`: run the simulated central system until interrupted."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="a simulated upstream OCPP 1.6J central system")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9000)
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        central = SimulatedCentralSystem(host=args.host, port=args.port)
+        await central.start()
+        print(f"upstream central system at {central.url}", flush=True)
+        await asyncio.Future()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -188,7 +188,10 @@ def validate_payload(schema_name: str, payload: object) -> None:
     """
     if not isinstance(payload, dict):
         raise StructureViolation("the payload must be a JSON object", field="")
-    error = best_match(_validator(schema_name).iter_errors(payload))
+    validator = _validator(schema_name)
+    if validator.is_valid(payload):
+        return  # the common case, without building the error tree
+    error = best_match(validator.iter_errors(payload))
     if error is None:
         return
     kind = _CODE_OF_KEYWORD.get(str(error.validator), PropertyConstraintViolation)

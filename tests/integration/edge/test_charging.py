@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -88,6 +89,7 @@ async def test_fault_raises_a_status_event_with_its_error_code(served: Served, s
 
 async def test_heartbeat_and_connection_are_recorded(served: Served, station: SimulatedStation) -> None:
     await station.heartbeat()
+    await served.edge.message_log.run_once()  # heartbeats are written with the next batch
     async with served.context.store.transaction() as session:
         row = await session.get(StationPresence, "CS-1")
     assert row is not None and row.connected and row.last_heartbeat_at is not None
@@ -237,3 +239,48 @@ async def test_data_transfer_without_upstream_is_unknown_vendor(station: Simulat
 async def test_firmware_and_diagnostics_notifications_are_acknowledged(station: SimulatedStation) -> None:
     assert await station.call("FirmwareStatusNotification", {"status": "Installed"}) == {}
     assert await station.call("DiagnosticsStatusNotification", {"status": "Uploaded"}) == {}
+
+
+async def test_reconnect_storm_with_resent_messages_loses_and_duplicates_no_event(served: Served) -> None:
+    from chargenet.services import stations
+
+    ids = [f"STORM-{n}" for n in range(20)]
+    async with served.context.store.transaction() as session:
+        for station_id in ids:
+            await stations.create_station(
+                session,
+                served.context.keys.secret_hasher(),
+                served.context.keys.credential_cipher(),
+                site_id=served.tenant.site_id,
+                station_id=station_id,
+                now=datetime.now(UTC),
+            )
+    await add_tag(served, "FLEET")
+    fleet = [served.station(station_id, password=None) for station_id in ids]
+
+    async def first_life(station: SimulatedStation) -> tuple[dict[str, object], dict[str, object]]:
+        await station.connect()
+        await station.boot()
+        await station.status(1, "Available")
+        start = station.start_payload(1, "FLEET", 0)
+        answer = await station.call("StartTransaction", start)
+        await station.close()
+        return start, answer
+
+    lives = await asyncio.gather(*(first_life(s) for s in fleet))
+
+    async def after_reconnect(station: SimulatedStation, start: dict[str, object], answer: dict[str, object]) -> None:
+        await station.connect()  # no new BootNotification, as OCPP-J §5.3 allows
+        assert await station.call("StartTransaction", start) == answer  # resent: unanswered before the drop
+        stop = station.stop_payload(int(answer["transactionId"]), 4000)  # type: ignore[call-overload]
+        await station.call("StopTransaction", stop)
+        await station.call("StopTransaction", stop)
+        await station.status(1, "Available")
+        await station.close()
+
+    await asyncio.gather(*(after_reconnect(s, *life) for s, life in zip(fleet, lives, strict=True)))
+    starts = [e["payload"]["transactionId"] for e in await served.events("StartTransaction")]  # type: ignore[index]
+    stops = [e["payload"]["transactionId"] for e in await served.events("StopTransaction")]  # type: ignore[index]
+    assert sorted(starts) == sorted(stops) and len(set(starts)) == 20
+    assert len(await served.events("ChargePointStatus")) == 20
+    assert all(s.sent_errors == [] for s in fleet)

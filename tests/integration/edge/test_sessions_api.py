@@ -189,3 +189,13 @@ async def test_stopping_a_meter_session_is_a_409_conflict(served: Served, api: h
     assert response.status_code == 409
     assert response.headers["content-type"] == "application/problem+json"
     assert "meter" in response.json()["detail"]
+
+
+async def test_station_presence_for_the_charge_point_status(served: Served, station: SimulatedStation) -> None:
+    from chargenet.services import sessions
+
+    await station.heartbeat()
+    await served.edge.message_log.run_once()
+    async with served.context.store.transaction() as session:
+        presence = await sessions.station_presence_json(session, served.edge, "CS-1")
+    assert presence["connection"] == "connected" and presence["lastHeartbeat"] is not None

@@ -216,5 +216,17 @@ async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_ma
     clock.advance(659)
     await asyncio.sleep(0.2)
     assert station.socket.close_code is None
-    clock.advance(2)
+    clock.advance(11)  # the sweep runs every 10 s
     assert await station.wait_closed() == 1000
+
+
+async def test_metrics_count_connected_stations(served: Served) -> None:
+    import httpx
+
+    station = served.station()
+    await station.connect()
+    await station.heartbeat()
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"{served.http_url}/metrics")).text
+    assert "chargenet_ocpp_connected_stations 1.0" in text
+    await station.close()
