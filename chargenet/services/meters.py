@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.events import StopReason
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
@@ -36,7 +37,7 @@ class MeterStatus:
         reading = None
         if self.read_at is not None and self.energy_wh is not None:
             reading = {
-                "energyKwh": self.energy_wh / 1000,
+                "energyKwh": wh_to_kwh(self.energy_wh),
                 "maxCurrent": self.max_current_a,
                 "power": self.power_w,
                 "readAt": self.read_at.isoformat(),

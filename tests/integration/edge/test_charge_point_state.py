@@ -1,0 +1,62 @@
+"""`GET /charge-points` tells how each charge point is reached: an OCPP link, a meter, or nothing."""
+
+from __future__ import annotations
+
+import httpx
+
+from chargenet.services import meters, stations
+from tests.factories import partner_token
+from tests.integration.edge.conftest import Served
+
+
+async def charge_points(served: Served) -> dict[str, dict[str, object]]:
+    token = await partner_token(served.context, served.tenant.company_id, ["charge-points:read"])
+    async with httpx.AsyncClient(base_url=f"{served.http_url}/api/v1", timeout=10) as client:
+        response = await client.get("/charge-points", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    return {item["id"]: item for item in response.json()["items"]}
+
+
+async def test_a_connected_station_shows_connected_and_its_last_heartbeat(served: Served) -> None:
+    station = served.station()
+    await station.connect()
+    await station.boot()
+    await station.heartbeat()
+    await served.edge.message_log.run_once()
+    try:
+        item = (await charge_points(served))["CS-1"]
+    finally:
+        await station.close()
+    assert item["connection"] == "connected"
+    assert item["lastHeartbeat"] is not None
+    assert item["meters"] == []
+
+
+async def test_a_station_never_connected_shows_disconnected(served: Served) -> None:
+    assert (await charge_points(served))["CS-1"]["connection"] == "disconnected"
+
+
+async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_state(served: Served) -> None:
+    context = served.context
+    async with context.store.transaction() as session:
+        await stations.create_station(
+            session,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=served.tenant.site_id,
+            station_id="METERED-1",
+            now=context.clock.now(),
+        )
+        meter = await meters.create_meter(
+            session,
+            site_id=served.tenant.site_id,
+            station_id="METERED-1",
+            profile="sdm630",
+            unit_id=1,
+            tcp="127.0.0.1:1502",
+            now=context.clock.now(),
+        )
+    item = (await charge_points(served))["METERED-1"]
+    assert item["connection"] == "meter"
+    [shown] = item["meters"]
+    assert shown["id"] == meter.id and shown["connectorId"] == 1 and shown["charging"] is False
