@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import uvicorn
-from chargenet_partner.webhooks import AsyncWebhookVerifier, VerifiedWebhook
-
-from chargenet.simulators.partner import create_receiver, json_line
+if TYPE_CHECKING:
+    from chargenet_partner.webhooks import VerifiedWebhook
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _receive(args: argparse.Namespace) -> None:
+    # Imported here: the partner SDK is its own distribution, and the rest of the CLI works without it.
+    import uvicorn
+    from chargenet_partner.webhooks import AsyncWebhookVerifier
+
+    from chargenet.simulators.partner import create_receiver, json_line
+
     jwks_url = args.jwks_url or f"{args.chargenet_url.rstrip('/')}/auth/.well-known/jwks.json"
     verifier = AsyncWebhookVerifier(jwks_url, max_age=args.max_age, allow_legacy=args.allow_legacy)
 

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from chargenet_partner.webhooks import AsyncWebhookVerifier, VerifiedWebhook, WebhookVerificationError
+from chargenet_partner.webhooks import AsyncWebhookVerifier, Reason, VerifiedWebhook, WebhookVerificationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,7 +38,9 @@ def create_receiver(verifier: AsyncWebhookVerifier, sink: Sink, path: str = "/")
                 body=body,
             )
         except WebhookVerificationError as error:
-            return _refusal(401, error.detail, reason=error.reason.value)
+            # Keys that cannot be fetched are this side's problem: 503 says so (the sender retries either way).
+            status = 503 if error.reason is Reason.JWKS_UNAVAILABLE else 401
+            return _refusal(status, error.detail, reason=error.reason.value)
         event_id = str(verified.event.get("eventId", ""))
         if event_id in seen:
             return Response(status_code=204)
