@@ -57,7 +57,15 @@ async def create_pg_database() -> str:
     name = f"chargenet_t_{secrets.token_hex(6)}"
     admin = await asyncpg.connect(_plain_dsn(postgres_url()))
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        for attempt in range(20):
+            try:
+                await admin.execute(f'CREATE DATABASE "{name}"')
+                break
+            except asyncpg.ObjectInUseError:
+                # Another CREATE DATABASE is copying template1 at this moment (parallel test runs).
+                if attempt == 19:
+                    raise
+                await asyncio.sleep(0.1 * (attempt + 1))
     finally:
         await admin.close()
     return make_url(postgres_url()).set(database=name).render_as_string(hide_password=False)
