@@ -16,8 +16,10 @@ from chargenet.cli.common import add_store_flags, emit, run_with_context, settin
 from chargenet.config import Settings, load_settings
 from chargenet.observability.logging import configure_logging
 from chargenet.services import companies, sites
+from chargenet.simulators.demo import add_demo_partner
 from chargenet.store import schema
 from chargenet.store.db import Store
+from chargenet.webhooks.install import install_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 async def serve(settings: Settings, *, migrate: bool = False, context: AppContext | None = None) -> None:
     context = context or await open_context(settings, migrate=migrate)
+    install_webhooks(context)
     try:
         config = uvicorn.Config(
             create_app(context),
@@ -149,6 +152,13 @@ def _demo(args: argparse.Namespace) -> None:
         return company.id, site.id
 
     company_id, site_id = run_with_context(args, setup)
+
+    async def serve_with_partner() -> None:
+        context = await open_context(settings)
+        partner_url = await add_demo_partner(context, site_id)
+        sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")
+        await serve(settings, context=context)
+
     sys.stdout.write(
         "\nchargenet demo\n"
         f"  data folder     {settings.data_dir}\n"
@@ -158,4 +168,4 @@ def _demo(args: argparse.Namespace) -> None:
         f"  API reference   {settings.base_url}/docs\n\n"
     )
     sys.stdout.flush()
-    asyncio.run(serve(settings))
+    asyncio.run(serve_with_partner())
