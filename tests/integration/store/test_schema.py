@@ -47,7 +47,8 @@ async def test_an_outdated_store_is_refused_until_migrated(database_url: str, mo
         await schema.upgrade(store)
         # Pretend this chargenet knows one more revision than the store has.
         monkeypatch.setattr(schema, "head_revision", lambda: "9999")
-        monkeypatch.setattr(schema, "known_revisions", lambda: {"0001", "9999"})
+        known = schema.known_revisions()
+        monkeypatch.setattr(schema, "known_revisions", lambda: {*known, "9999"})
         monkeypatch.setattr(schema, "_upgrade", _fake_upgrade_to("9999"))
         with pytest.raises(SchemaOutdated, match="chargenet migrate"):
             await schema.prepare_schema(store)
