@@ -42,7 +42,7 @@ def install_webhooks(
     context: AppContext,
     keys: Callable[[], WebhookSigningKeys] | None = None,
     *,
-    poll_interval: float = 0.05,
+    poll_interval: float = 0.25,
     lease_interval: float = 1.0,
 ) -> DeliveryEngine:
     """Add the delivery engine, dead-letter retention and lane health to `context`; returns the engine (its
