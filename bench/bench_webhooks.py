@@ -66,8 +66,8 @@ class Receiver:
         self._server.close()
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
-    deadline = time.perf_counter() + timeout
+async def _until(condition: Callable[[], bool], limit: float = 120.0) -> None:
+    deadline = time.perf_counter() + limit
     while not condition():
         if time.perf_counter() > deadline:
             raise TimeoutError("deliveries did not finish")
