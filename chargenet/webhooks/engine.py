@@ -23,9 +23,10 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -43,6 +44,7 @@ from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import AttemptResult, Endpoint, WebhookSender
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # An idle lane is woken by this process's filler; this bounds the wait for entries another process's filler added.
 IDLE_RECHECK = 1.0
@@ -91,6 +93,8 @@ class DeliveryEngine:
         self._poke = asyncio.Event()
         self._outbox = outbox_committed()
         self._next: dict[int, queue.LaneSnapshot] = {}
+        self._batch: list[tuple[Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
+        self._committer: asyncio.Task[None] | None = None
         self._sqlite_lock = asyncio.Lock()
         self.spawn_lane_tasks = True
 
@@ -148,21 +152,48 @@ class DeliveryEngine:
         endpoint = await self._endpoint(snapshot)
         result = await self.sender.send(endpoint, snapshot.body.encode())
         effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
-        async with self._transaction() as session:
+        body = snapshot.body
+
+        async def settle(session: AsyncSession) -> tuple[bool, queue.LaneSnapshot | None]:
             kept = await queue.apply_effect(
-                session,
-                snapshot,
-                self.owner,
-                effect,
-                now=result.ended_at,
-                body=snapshot.body,
-                request_ms=result.duration_ms,
+                session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
             )
-            following = await queue.snapshot(session, lane_id, self.owner) if kept else None
+            return kept, await queue.snapshot(session, lane_id, self.owner) if kept else None
+
+        kept, following = await self._group_commit(settle)
         if following is not None:
             self._next[lane_id] = following
         self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
         return action if kept else LeaseLost()
+
+    async def _group_commit(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
+
+        While one batch commits, the next gathers, so N busy lanes cost one commit per batch instead of N, and
+        a lone lane waits for no one. Each lane's statements check its own lease; if any statement of a batch
+        fails, the whole batch rolls back and every lane in it sees the error (their attempts are sent again).
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._batch.append((work, future))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_batches())
+        result: T = await future
+        return result
+
+    async def _commit_batches(self) -> None:
+        while self._batch:
+            batch, self._batch = self._batch, []
+            try:
+                async with self._transaction() as session:
+                    results = [await work(session) for work, _ in batch]
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), value in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(value)
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncSession]:
@@ -203,6 +234,8 @@ class DeliveryEngine:
         for lane_id in list(self._tasks):
             self._stop_lane(lane_id)
         await asyncio.sleep(0)
+        if self._committer is not None:
+            await asyncio.gather(self._committer, return_exceptions=True)
         with contextlib.suppress(Exception):
             async with self.store.transaction() as session:
                 await queue.release_leases(session, self.owner)
