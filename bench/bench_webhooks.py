@@ -154,11 +154,13 @@ async def _throughput(lanes: int, events: int) -> Result:
 
 
 async def _steady(send: Callable[[int], Awaitable[None]], arrivals: list[float], per_second: int) -> list[float]:
-    """Send at `per_second` for LATENCY_SECONDS; latencies in ms from each send to its arrival."""
+    """Send at `per_second` for LATENCY_SECONDS; latencies in ms from each send to its arrival.
+
+    At most 900 events, so a lane slower than the rate backs up but never overflows its 1000 places."""
     sent: list[float] = []
     interval = 1 / per_second
     start = time.perf_counter()
-    for n in range(int(per_second * LATENCY_SECONDS)):
+    for n in range(min(900, int(per_second * LATENCY_SECONDS))):
         target = start + n * interval
         await asyncio.sleep(max(0.0, target - time.perf_counter()))
         sent.append(time.perf_counter())
