@@ -93,7 +93,7 @@ class DeliveryEngine:
         self._poke = asyncio.Event()
         self._outbox = outbox_committed()
         self._next: dict[int, queue.LaneSnapshot] = {}
-        self._batch: list[tuple[Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
+        self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
         self._sqlite_lock = asyncio.Lock()
         self.spawn_lane_tasks = True
@@ -160,21 +160,22 @@ class DeliveryEngine:
             )
             return kept, await queue.snapshot(session, lane_id, self.owner) if kept else None
 
-        kept, following = await self._group_commit(settle)
+        kept, following = await self._group_commit(lane_id, settle)
         if following is not None:
             self._next[lane_id] = following
         self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
         return action if kept else LeaseLost()
 
-    async def _group_commit(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    async def _group_commit(self, lane_id: int, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
 
         While one batch commits, the next gathers, so N busy lanes cost one commit per batch instead of N, and
         a lone lane waits for no one. Each lane's statements check its own lease; if any statement of a batch
         fails, the whole batch rolls back and every lane in it sees the error (their attempts are sent again).
+        Lanes are settled in id order, the order in which the filler locks them, so the two cannot deadlock.
         """
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._batch.append((work, future))
+        self._batch.append((lane_id, work, future))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.create_task(self._commit_batches())
         result: T = await future
@@ -182,16 +183,16 @@ class DeliveryEngine:
 
     async def _commit_batches(self) -> None:
         while self._batch:
-            batch, self._batch = self._batch, []
+            batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
             try:
                 async with self._transaction() as session:
-                    results = [await work(session) for work, _ in batch]
+                    results = [await work(session) for _, work, _ in batch]
             except Exception as exc:
-                for _, future in batch:
+                for _, _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 continue
-            for (_, future), value in zip(batch, results, strict=True):
+            for (_, _, future), value in zip(batch, results, strict=True):
                 if not future.done():
                     future.set_result(value)
 

@@ -14,7 +14,7 @@ import logging
 import weakref
 from dataclasses import dataclass, field
 
-from sqlalchemy import event, select, text
+from sqlalchemy import event, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import ORMExecuteState, Session
 
@@ -54,7 +54,9 @@ def outbox_committed() -> asyncio.Event:
 
 @event.listens_for(Session, "do_orm_execute")
 def _note_outbox_insert(state: ORMExecuteState) -> None:
-    if state.is_insert and getattr(state.statement, "table", None) is OutboxEvent.__table__:
+    # ORM statements carry an annotated copy of the table, so compare by name.
+    table = getattr(state.statement, "table", None)
+    if state.is_insert and getattr(table, "name", None) == OutboxEvent.__tablename__:
         state.session.info["chargenet.outbox_insert"] = True
 
 
@@ -76,19 +78,26 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
         if not await _take_filler_lock(session):
             return report
         consumer = OutboxConsumer(CONSUMER)
-        for stream in await consumer.pending_streams(session):
+        streams = await consumer.pending_streams(session)
+        if not streams:
+            return report
+        # Every lane this round may touch is locked up front, in id order: lane workers settling several lanes
+        # in one transaction lock them in id order too, so the two never wait for each other in a cycle.
+        rows = await session.execute(
+            select(WebhookLane, Webhook.site_id)
+            .join(Webhook, Webhook.id == WebhookLane.webhook_id)
+            .where(tuple_(Webhook.site_id, WebhookLane.event_type).in_([(s.site_id, s.event_type) for s in streams]))
+            .order_by(WebhookLane.id)
+            .with_for_update(of=WebhookLane)
+        )
+        lanes_of: dict[tuple[str, str], list[WebhookLane]] = {}
+        for lane, site_id in rows:
+            lanes_of.setdefault((site_id, lane.event_type), []).append(lane)
+        for stream in streams:
             events = await consumer.read(session, stream, limit=batch)
             if not events:
                 continue
-            lanes = list(
-                await session.scalars(
-                    select(WebhookLane)
-                    .join(Webhook, Webhook.id == WebhookLane.webhook_id)
-                    .where(Webhook.site_id == stream.site_id, WebhookLane.event_type == stream.event_type)
-                    .order_by(WebhookLane.id)
-                    .with_for_update(of=WebhookLane)
-                )
-            )
+            lanes = lanes_of.get((stream.site_id, stream.event_type), [])
             now = clock.now()
             for event in events:
                 for lane in lanes:

@@ -182,6 +182,11 @@ async def acquire_leases(session: AsyncSession, owner: str, now: datetime, limit
 async def renew_leases(session: AsyncSession, owner: str, now: datetime) -> set[int]:
     """Extend every lease `owner` still holds on an enabled webhook's lane; returns those lanes. Leases on
     lanes of disabled webhooks are given up, so their workers stop."""
+    if session.get_bind().dialect.name == "postgresql":
+        # Lock in id order first, as the filler and the settling lanes do, so that none of them deadlock.
+        await session.execute(
+            select(WebhookLane.id).where(WebhookLane.lease_owner == owner).order_by(WebhookLane.id).with_for_update()
+        )
     enabled = select(Webhook.id).where(Webhook.enabled.is_(True))
     await session.execute(
         update(WebhookLane)
