@@ -23,7 +23,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -95,7 +95,6 @@ class DeliveryEngine:
         self._next: dict[int, queue.LaneSnapshot] = {}
         self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
-        self._sqlite_lock = asyncio.Lock()
         self.spawn_lane_tasks = True
 
     @property
@@ -106,8 +105,7 @@ class DeliveryEngine:
     # --- one iteration of each part (what tests call) ---------------------------------------------------------
 
     async def fill_once(self) -> FillReport:
-        async with self._sqlite_lock if self.store.dialect == "sqlite" else contextlib.nullcontext():
-            report = await fill_once(self.store, self.clock)
+        report = await fill_once(self.store, self.clock)
         for lane_id in report.filled_lanes:
             wake = self._wakes.get(lane_id)
             if wake is not None:
@@ -117,7 +115,7 @@ class DeliveryEngine:
     async def lease_once(self) -> set[int]:
         """Renew, give up and take leases; start and stop lane tasks to match. Returns the lanes held."""
         now = self.clock.now()
-        async with self._transaction() as session:
+        async with self.store.transaction() as session:
             held = await queue.renew_leases(session, self.owner, now)
             held |= set(await queue.acquire_leases(session, self.owner, now))
         for lane_id in list(self._tasks):
@@ -141,7 +139,7 @@ class DeliveryEngine:
         """
         snapshot = self._next.pop(lane_id, None)
         if snapshot is None:
-            async with self._transaction() as session:
+            async with self.store.transaction() as session:
                 snapshot = await queue.snapshot(session, lane_id, self.owner)
         if snapshot is None:
             return LeaseLost()
@@ -185,7 +183,7 @@ class DeliveryEngine:
         while self._batch:
             batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
             try:
-                async with self._transaction() as session:
+                async with self.store.transaction() as session:
                     results = [await work(session) for _, work, _ in batch]
             except Exception as exc:
                 for _, _, future in batch:
@@ -195,17 +193,6 @@ class DeliveryEngine:
             for (_, _, future), value in zip(batch, results, strict=True):
                 if not future.done():
                     future.set_result(value)
-
-    @contextlib.asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[AsyncSession]:
-        # SQLite has one writer at a time and its busy handler sleeps in steps of milliseconds; queueing this
-        # process's own transactions on an asyncio lock instead keeps lanes from waking each other that way.
-        if self.store.dialect != "sqlite":
-            async with self.store.transaction() as session:
-                yield session
-            return
-        async with self._sqlite_lock, self.store.transaction() as session:
-            yield session
 
     # --- the loops ----------------------------------------------------------------------------------------------
 
@@ -273,7 +260,7 @@ class DeliveryEngine:
         cached = self._endpoints.get(snapshot.webhook_id)
         if cached is not None and cached[0] == snapshot.webhook_version:
             return cached[1]
-        async with self._transaction() as session:
+        async with self.store.transaction() as session:
             webhook = await session.get(Webhook, snapshot.webhook_id)
         if webhook is None:
             raise NotFound("webhook", snapshot.webhook_id)
