@@ -6,9 +6,10 @@ Theory of operation.
   `lease_interval` renews the leases this process holds, gives up those of disabled webhooks, and takes free
   or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process that died are
   taken over within about 11 s (decisions.md §4 asks for 15).
-- Each held lane has one task that repeats `step`: read the lane (one transaction), ask the lane core what is
-  due, send the head if it is, persist the core's effect (one transaction, only while the lease is still
-  ours). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+- Each held lane has one task that repeats `step`: read the lane, ask the lane core what is due, send the head
+  if it is, persist the core's effect (only while the lease is still ours) and read the lane again in the same
+  transaction, so a busy lane costs one transaction per delivery; lanes settling at the same moment share one
+  (group commit). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   acknowledged event was deleted in the same transaction that recorded it; an unacknowledged one is sent
