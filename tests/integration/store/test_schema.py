@@ -46,9 +46,9 @@ async def test_an_outdated_store_is_refused_until_migrated(database_url: str, mo
     try:
         await schema.upgrade(store)
         # Pretend this chargenet knows one more revision than the store has.
+        known = schema.known_revisions() | {"9999"}
         monkeypatch.setattr(schema, "head_revision", lambda: "9999")
-        known = schema.known_revisions()
-        monkeypatch.setattr(schema, "known_revisions", lambda: {*known, "9999"})
+        monkeypatch.setattr(schema, "known_revisions", lambda: known)
         monkeypatch.setattr(schema, "_upgrade", _fake_upgrade_to("9999"))
         with pytest.raises(SchemaOutdated, match="chargenet migrate"):
             await schema.prepare_schema(store)
@@ -64,6 +64,28 @@ def _fake_upgrade_to(revision: str):  # type: ignore[no-untyped-def]
             await connection.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
 
     return upgrade
+
+
+async def test_a_store_at_the_first_schema_is_upgraded_to_the_latest_with_its_data(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        first = min(schema.known_revisions())
+        await schema.upgrade(store, first)
+        async with store.engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')"
+                )
+            )
+        if first != schema.head_revision():
+            with pytest.raises(SchemaOutdated):
+                await schema.prepare_schema(store)
+            assert await schema.prepare_schema(store, migrate=True) is schema.SchemaAction.UPGRADED
+        assert await schema.current_revision(store) == schema.head_revision()
+        async with store.engine.connect() as connection:
+            assert (await connection.execute(text("SELECT name FROM companies"))).scalar_one() == "Acme"
+    finally:
+        await store.dispose()
 
 
 async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
