@@ -11,8 +11,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt sdk/python/pyproject.toml
+	# The partner SDK is its own distribution; chargenet's reference receiver and demo use it.
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]' -e sdk/python
 	touch $(STAMP)
 
 install: $(STAMP)

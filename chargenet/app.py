@@ -37,6 +37,7 @@ from chargenet.store.models import StoreSetting
 
 if TYPE_CHECKING:
     from chargenet.edge.hub import Edge
+    from chargenet.webhooks.engine import DeliveryEngine
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class AppContext:
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     auth: AuthServer | None = None
     edge: Edge | None = None
+    webhooks: DeliveryEngine | None = None  # installed by `chargenet serve`, which is what delivers them
 
     async def close(self) -> None:
         if self.auth is not None:

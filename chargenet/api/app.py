@@ -5,8 +5,19 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from chargenet import __version__
+from chargenet.api import security
 from chargenet.api.problems import install_problem_handlers
-from chargenet.api.routes import applications, charge_point_commands, charge_points, groups, meters, sessions, sites
+from chargenet.api.routes import (
+    applications,
+    charge_point_commands,
+    charge_points,
+    groups,
+    meters,
+    sessions,
+    sites,
+    webhooks,
+)
+from chargenet.domain.scopes import Scope
 
 if TYPE_CHECKING:
     from chargenet.app import AppContext
@@ -34,4 +45,10 @@ def create_api(context: AppContext) -> FastAPI:
         meters.router,
     ):
         api.include_router(router)
+
+    def webhooks_changed() -> None:
+        if context.webhooks is not None:
+            context.webhooks.poke()
+
+    api.include_router(webhooks.create_router(lambda scope: security.require(Scope(scope)), webhooks_changed))
     return api

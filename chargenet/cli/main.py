@@ -5,7 +5,7 @@ import sys
 from collections.abc import Sequence
 
 from chargenet import __version__
-from chargenet.cli import admin, serve
+from chargenet.cli import admin, partner, serve
 from chargenet.cli.common import fail
 from chargenet.errors import ChargenetError
 
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.register(commands)
     admin.register(commands)
+    partner.register(commands)
     return parser
 
 

@@ -16,8 +16,10 @@ from chargenet.cli.common import add_store_flags, emit, run_with_context, settin
 from chargenet.config import Settings, load_settings
 from chargenet.observability.logging import configure_logging
 from chargenet.services import applications, companies, demo_access, sites
+from chargenet.simulators.demo import add_demo_partner
 from chargenet.store import schema
 from chargenet.store.db import Store
+from chargenet.webhooks.install import install_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 async def serve(settings: Settings, *, migrate: bool = False, context: AppContext | None = None) -> None:
     context = context or await open_context(settings, migrate=migrate)
+    context.webhooks = install_webhooks(context)
     try:
         config = uvicorn.Config(
             create_app(context),
@@ -170,6 +173,8 @@ def _demo(args: argparse.Namespace) -> None:
         context = await open_context(settings)
         try:
             await meter_demo.install(context, site_id)
+            partner_url = await add_demo_partner(context, site_id)
+            sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")
         except BaseException:
             await context.close()
             raise

@@ -22,9 +22,9 @@ from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
-from chargenet.webhooks.lane import LANE_CAPACITY
+from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
 from chargenet.webhooks.outbound_auth import NoAuth, OutboundAuth, check_url, to_document
-from chargenet.webhooks.queue import enqueue
+from chargenet.webhooks.queue import enqueue, store_dead_letter
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
 from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
 
@@ -211,8 +211,8 @@ async def update_webhook(
     signature_format: SignatureFormat | None = None,
     resolver: Resolver = resolve,
 ) -> WebhookView:
-    """Change settings. Dropping an event type deletes its lane with the events still in it; the caller
-    is told so by the lanes' sizes in `get_lanes` beforehand, and the API documents it."""
+    """Change settings. Dropping an event type deletes its lane; events still waiting in it go to the dead
+    letters with reason `unsubscribed` (replayable once the type is subscribed again)."""
     row = await _get(session, webhook_id)
     if url is not None:
         check_url(url)
@@ -234,6 +234,14 @@ async def update_webhook(
                 session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
         for name, lane in lanes.items():
             if name not in types:
+                # Nothing is silently lost: what still waits in the dropped lane goes to the dead letters.
+                entries = await session.scalars(
+                    select(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id).order_by(WebhookLaneEntry.id)
+                )
+                for entry in entries:
+                    letter = unsubscribed(entry.event_id, name)
+                    await store_dead_letter(session, row.id, name, letter, entry.body, now)
+                await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id))
                 await session.delete(lane)
     row.updated_at = now
     await session.flush()

@@ -8,6 +8,7 @@ transaction handling is switched off so that DDL is transactional too (a migrati
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,11 +35,23 @@ class Store:
         else:
             self.engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Every SQLite transaction is a writer (BEGIN IMMEDIATE), so only one runs at a time anyway. Queueing
+        # this process's transactions on an asyncio lock, in order, replaces waiting in SQLite's busy handler,
+        # which polls with sleeps of up to 100 ms: under load that alone took webhook latency from tens of
+        # milliseconds to over a second. Other processes still meet the busy handler.
+        self._sqlite_writer = asyncio.Lock() if self.dialect == "sqlite" else None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """One unit of work: committed when the block ends normally, rolled back when it raises."""
-        async with self._sessions.begin() as session:
+        """One unit of work: committed when the block ends normally, rolled back when it raises.
+
+        On SQLite, do not open a transaction inside another one in the same task: the second waits for the first.
+        """
+        if self._sqlite_writer is None:
+            async with self._sessions.begin() as session:
+                yield session
+            return
+        async with self._sqlite_writer, self._sessions.begin() as session:
             yield session
 
     async def dispose(self) -> None:

@@ -1,13 +1,15 @@
 """The delivery engine of one process: fills lanes from the outbox, holds lane leases, drains each held lane.
 
 Theory of operation.
-- The supervisor loop, every `poll_interval`, runs the filler (outbox -> lanes, one transaction), and every
+- The supervisor loop runs the filler (outbox -> lanes, one transaction) as soon as a transaction of this
+  process has published into the outbox, and every `poll_interval` for events of other processes; every
   `lease_interval` renews the leases this process holds, gives up those of disabled webhooks, and takes free
   or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process that died are
   taken over within about 11 s (decisions.md §4 asks for 15).
-- Each held lane has one task that repeats `step`: read the lane (one transaction), ask the lane core what is
-  due, send the head if it is, persist the core's effect (one transaction, only while the lease is still
-  ours). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+- Each held lane has one task that repeats `step`: read the lane, ask the lane core what is due, send the head
+  if it is, persist the core's effect (only while the lease is still ours) and read the lane again in the same
+  transaction, so a busy lane costs one transaction per delivery; lanes settling at the same moment share one
+  (group commit). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   acknowledged event was deleted in the same transaction that recorded it; an unacknowledged one is sent
@@ -22,21 +24,31 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.errors import NotFound
 from chargenet.keys import CredentialCipher
 from chargenet.store.db import Store
+from chargenet.store.models import Webhook
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
-from chargenet.webhooks.filler import FillReport, fill_once
+from chargenet.webhooks.filler import FillReport, fill_once, outbox_committed
 from chargenet.webhooks.lane import Action, DeadLetter, Idle, Paused, SendHead, WaitUntil, due, on_result
 from chargenet.webhooks.metrics import WebhookMetrics
 from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import AttemptResult, Endpoint, WebhookSender
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# An idle lane is woken by this process's filler; this bounds the wait for entries another process's filler added.
+IDLE_RECHECK = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +76,7 @@ class DeliveryEngine:
         owner: str | None = None,
         metrics: WebhookMetrics | None = None,
         policy: RetryPolicy | None = None,
-        poll_interval: float = 0.05,
+        poll_interval: float = 0.25,
         lease_interval: float = 1.0,
     ) -> None:
         self.store = store
@@ -78,8 +90,12 @@ class DeliveryEngine:
         self.lease_interval = lease_interval
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._wakes: dict[int, asyncio.Event] = {}
-        self._endpoints: dict[str, tuple[object, Endpoint]] = {}
+        self._endpoints: dict[str, tuple[datetime, Endpoint]] = {}
         self._poke = asyncio.Event()
+        self._outbox = outbox_committed()
+        self._next: dict[int, queue.LaneSnapshot] = {}
+        self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
+        self._committer: asyncio.Task[None] | None = None
         self.spawn_lane_tasks = True
 
     @property
@@ -117,30 +133,67 @@ class DeliveryEngine:
         return held
 
     async def step(self, lane_id: int) -> StepResult:
-        """Read the lane, send its head if it is due, persist the outcome."""
-        async with self.store.transaction() as session:
-            snapshot = await queue.snapshot(session, lane_id, self.owner)
+        """Read the lane, send its head if it is due, persist the outcome.
+
+        The transaction that persists an outcome also reads the lane again; that snapshot serves the very
+        next step of the lane (and only that one), so a busy lane costs one transaction per delivery.
+        """
+        snapshot = self._next.pop(lane_id, None)
+        if snapshot is None:
+            async with self.store.transaction() as session:
+                snapshot = await queue.snapshot(session, lane_id, self.owner)
         if snapshot is None:
             return LeaseLost()
         action = due(snapshot.view, self.clock.now())
         if not isinstance(action, SendHead):
             return action
         assert snapshot.body is not None
-        endpoint = self._endpoint(snapshot)
+        endpoint = await self._endpoint(snapshot)
         result = await self.sender.send(endpoint, snapshot.body.encode())
         effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
-        async with self.store.transaction() as session:
+        body = snapshot.body
+
+        async def settle(session: AsyncSession) -> tuple[bool, queue.LaneSnapshot | None]:
             kept = await queue.apply_effect(
-                session,
-                lane_id,
-                self.owner,
-                effect,
-                now=result.ended_at,
-                body=snapshot.body,
-                request_ms=result.duration_ms,
+                session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
             )
-        self._record(snapshot.webhook.id, snapshot.event_type, action, result, effect, kept)
+            return kept, await queue.snapshot(session, lane_id, self.owner) if kept else None
+
+        kept, following = await self._group_commit(lane_id, settle)
+        if following is not None:
+            self._next[lane_id] = following
+        self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
         return action if kept else LeaseLost()
+
+    async def _group_commit(self, lane_id: int, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
+
+        While one batch commits, the next gathers, so N busy lanes cost one commit per batch instead of N, and
+        a lone lane waits for no one. Each lane's statements check its own lease; if any statement of a batch
+        fails, the whole batch rolls back and every lane in it sees the error (their attempts are sent again).
+        Lanes are settled in id order, the order in which the filler locks them, so the two cannot deadlock.
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._batch.append((lane_id, work, future))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_batches())
+        result: T = await future
+        return result
+
+    async def _commit_batches(self) -> None:
+        while self._batch:
+            batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
+            try:
+                async with self.store.transaction() as session:
+                    results = [await work(session) for _, work, _ in batch]
+            except Exception as exc:
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, _, future), value in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(value)
 
     # --- the loops ----------------------------------------------------------------------------------------------
 
@@ -157,7 +210,8 @@ class DeliveryEngine:
                 except Exception:
                     log.exception("webhook supervisor iteration failed")
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_either(stopping, self._poke), self.poll_interval)
+                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox), self.poll_interval)
+                self._outbox.clear()
         finally:
             await self.shutdown()
 
@@ -169,6 +223,8 @@ class DeliveryEngine:
         for lane_id in list(self._tasks):
             self._stop_lane(lane_id)
         await asyncio.sleep(0)
+        if self._committer is not None:
+            await asyncio.gather(self._committer, return_exceptions=True)
         with contextlib.suppress(Exception):
             async with self.store.transaction() as session:
                 await queue.release_leases(session, self.owner)
@@ -177,6 +233,7 @@ class DeliveryEngine:
     def _stop_lane(self, lane_id: int) -> None:
         task = self._tasks.pop(lane_id, None)
         self._wakes.pop(lane_id, None)
+        self._next.pop(lane_id, None)
         if task is not None and not task.done():
             task.cancel()
 
@@ -198,18 +255,20 @@ class DeliveryEngine:
                 await _first(self.clock.sleep(delay), wake.wait())
             elif isinstance(result, Idle):
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), max(self.poll_interval * 10, 0.5))
+                    await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
 
-    def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
-        webhook = snapshot.webhook
-        version = (webhook.updated_at, webhook.url, webhook.credentials)
-        cached = self._endpoints.get(webhook.id)
-        if cached is not None and cached[0] == version:
+    async def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
+        cached = self._endpoints.get(snapshot.webhook_id)
+        if cached is not None and cached[0] == snapshot.webhook_version:
             return cached[1]
+        async with self.store.transaction() as session:
+            webhook = await session.get(Webhook, snapshot.webhook_id)
+        if webhook is None:
+            raise NotFound("webhook", snapshot.webhook_id)
         if cached is not None:
             self.sender.forget_token(webhook.id)
         endpoint = endpoint_of(webhook, self.cipher)
-        self._endpoints[webhook.id] = (version, endpoint)
+        self._endpoints[webhook.id] = (webhook.updated_at, endpoint)
         return endpoint
 
     def _record(
@@ -238,8 +297,8 @@ class DeliveryEngine:
             )
 
 
-async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
-    await _first(first.wait(), second.wait())
+async def _any(*events: asyncio.Event) -> None:
+    await _first(*(e.wait() for e in events))
 
 
 async def _first(*awaitables: Awaitable[object]) -> None:

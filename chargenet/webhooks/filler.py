@@ -9,16 +9,19 @@ on SQLite the `BEGIN IMMEDIATE` every transaction starts with.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import ORMExecuteState, Session
 
 from chargenet.clock import Clock
 from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
-from chargenet.store.models import Webhook, WebhookLane
+from chargenet.store.models import OutboxEvent, Webhook, WebhookLane
 from chargenet.webhooks.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -36,25 +39,65 @@ class FillReport:
     filled_lanes: set[int] = field(default_factory=set)
 
 
+# In-process wake-up: a transaction of this process that inserted into the outbox wakes the filler as soon as
+# it has committed, so events raised here reach the lanes without waiting for the next poll. Events committed by
+# other processes are found by the poll.
+_waiters: weakref.WeakSet[asyncio.Event] = weakref.WeakSet()
+
+
+def outbox_committed() -> asyncio.Event:
+    """An event set after every commit in this process that published into the outbox."""
+    waiter = asyncio.Event()
+    _waiters.add(waiter)
+    return waiter
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _note_outbox_insert(state: ORMExecuteState) -> None:
+    # ORM statements carry an annotated copy of the table, so compare by name.
+    table = getattr(state.statement, "table", None)
+    if state.is_insert and getattr(table, "name", None) == OutboxEvent.__tablename__:
+        state.session.info["chargenet.outbox_insert"] = True
+
+
+@event.listens_for(Session, "after_commit")
+def _wake_fillers(session: Session) -> None:
+    if session.info.pop("chargenet.outbox_insert", False):
+        for waiter in list(_waiters):
+            waiter.set()
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_outbox_insert(session: Session) -> None:
+    session.info.pop("chargenet.outbox_insert", None)
+
+
 async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillReport:
     report = FillReport()
     async with store.transaction() as session:
         if not await _take_filler_lock(session):
             return report
         consumer = OutboxConsumer(CONSUMER)
-        for stream in await consumer.pending_streams(session):
+        streams = await consumer.pending_streams(session)
+        if not streams:
+            return report
+        # Every lane this round may touch is locked up front, in id order: lane workers settling several lanes
+        # in one transaction lock them in id order too, so the two never wait for each other in a cycle.
+        rows = await session.execute(
+            select(WebhookLane, Webhook.site_id)
+            .join(Webhook, Webhook.id == WebhookLane.webhook_id)
+            .where(tuple_(Webhook.site_id, WebhookLane.event_type).in_([(s.site_id, s.event_type) for s in streams]))
+            .order_by(WebhookLane.id)
+            .with_for_update(of=WebhookLane)
+        )
+        lanes_of: dict[tuple[str, str], list[WebhookLane]] = {}
+        for lane, site_id in rows:
+            lanes_of.setdefault((site_id, lane.event_type), []).append(lane)
+        for stream in streams:
             events = await consumer.read(session, stream, limit=batch)
             if not events:
                 continue
-            lanes = list(
-                await session.scalars(
-                    select(WebhookLane)
-                    .join(Webhook, Webhook.id == WebhookLane.webhook_id)
-                    .where(Webhook.site_id == stream.site_id, WebhookLane.event_type == stream.event_type)
-                    .order_by(WebhookLane.id)
-                    .with_for_update(of=WebhookLane)
-                )
-            )
+            lanes = lanes_of.get((stream.site_id, stream.event_type), [])
             now = clock.now()
             for event in events:
                 for lane in lanes:

@@ -11,7 +11,6 @@ from chargenet.clock import Clock
 from chargenet.services.webhooks import purge_dead_letters_before
 from chargenet.store.db import Store
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.keyfiles import WebhookKeyFiles
 from chargenet.webhooks.metrics import WebhookMetrics, health_check
 from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
 from chargenet.workers import LoopWorker
@@ -42,15 +41,21 @@ def install_webhooks(
     context: AppContext,
     keys: Callable[[], WebhookSigningKeys] | None = None,
     *,
-    poll_interval: float = 0.05,
+    poll_interval: float = 0.25,
     lease_interval: float = 1.0,
 ) -> DeliveryEngine:
     """Add the delivery engine, dead-letter retention and lane health to `context`; returns the engine (its
-    `poke` is what the webhook API calls after a change). `keys` defaults to the key files of `keyfiles`."""
+    `poke` is what the webhook API calls after a change). `keys` defaults to the webhook keys published in the
+    JWKS under kid `sign` (the auth server's key store, which caches them until their files change)."""
     if keys is None:
-        files = WebhookKeyFiles(context.keys)
-        files.ensure()
-        keys = files
+        auth = context.auth
+        assert auth is not None, "the auth server owns the signing keys and is installed first"
+
+        def published() -> WebhookSigningKeys:
+            pair = auth.signing_keys.webhook_keys()
+            return WebhookSigningKeys(ed25519=pair.ed25519, rsa=pair.rsa, key_id=pair.kid)
+
+        keys = published
     sender = WebhookSender(clock=context.clock, keys=keys, allow_private=context.settings.webhook_allow_private)
     engine = DeliveryEngine(
         store=context.store,

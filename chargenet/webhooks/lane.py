@@ -35,6 +35,8 @@ SEND_FAILURE_EXCEPTION_TYPE = "Webhook_SendHttp"
 class DeadLetterReason(StrEnum):
     RETRIES_EXHAUSTED = "retries_exhausted"
     QUEUE_FULL = "queue_full"
+    UNSUBSCRIBED = "unsubscribed"
+    """The webhook stopped subscribing to the event type while the event waited in its lane."""
 
 
 class Admission(StrEnum):
@@ -178,6 +180,17 @@ def refused_at_full_lane(event_id: str, capacity: int = LANE_CAPACITY) -> DeadLe
         event_id=event_id,
         reason=DeadLetterReason.QUEUE_FULL,
         error=f"lane full ({capacity} events waiting)",
+        attempts=0,
+    )
+
+
+def unsubscribed(event_id: str, event_type: str) -> DeadLetter:
+    """The dead letter of an event left in a lane whose event type the webhook no longer subscribes to."""
+    return DeadLetter(
+        entry_id=None,
+        event_id=event_id,
+        reason=DeadLetterReason.UNSUBSCRIBED,
+        error=f"the webhook no longer subscribes to {event_type}",
         attempts=0,
     )
 

@@ -23,7 +23,6 @@ from chargenet.webhooks.lane import (
     DeadLetter,
     Effect,
     Head,
-    KeepHead,
     LaneView,
     ScheduleRetry,
     admit,
@@ -36,7 +35,9 @@ LEASE_DURATION = timedelta(seconds=10)
 @dataclass(frozen=True, slots=True)
 class LaneSnapshot:
     lane_id: int
-    webhook: Webhook
+    webhook_id: str
+    webhook_version: datetime
+    """The webhook's `updated_at`: settings cached under an older version are stale."""
     event_type: str
     view: LaneView
     body: str | None
@@ -76,34 +77,37 @@ async def store_dead_letter(
 
 
 async def snapshot(session: AsyncSession, lane_id: int, owner: str) -> LaneSnapshot | None:
-    """The lane as the core sees it, if `owner` still holds its lease."""
-    row = await session.execute(
-        select(WebhookLane, Webhook)
+    """The lane as the core sees it, in one query of plain columns, if `owner` still holds its lease."""
+    first_entry = select(func.min(WebhookLaneEntry.id)).where(WebhookLaneEntry.lane_id == lane_id).scalar_subquery()
+    result = await session.execute(
+        select(
+            WebhookLane.webhook_id,
+            WebhookLane.event_type,
+            WebhookLane.size,
+            WebhookLane.head_attempts,
+            WebhookLane.next_attempt_at,
+            WebhookLane.last_error,
+            Webhook.enabled,
+            Webhook.updated_at,
+            WebhookLaneEntry.id,
+            WebhookLaneEntry.event_id,
+            WebhookLaneEntry.body,
+        )
         .join(Webhook, Webhook.id == WebhookLane.webhook_id)
+        .outerjoin(WebhookLaneEntry, WebhookLaneEntry.id == first_entry)
         .where(WebhookLane.id == lane_id, WebhookLane.lease_owner == owner)
     )
-    found = row.first()
-    if found is None:
+    row = result.first()
+    if row is None:
         return None
-    lane, webhook = found
-    entry = await session.scalar(
-        select(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane_id).order_by(WebhookLaneEntry.id).limit(1)
-    )
-    head = None
-    if entry is not None:
-        head = Head(entry.id, entry.event_id, lane.head_attempts, lane.next_attempt_at, lane.last_error)
-    return LaneSnapshot(
-        lane.id,
-        webhook,
-        lane.event_type,
-        LaneView(bool(webhook.enabled), lane.size, head),
-        entry.body if entry is not None else None,
-    )
+    webhook_id, event_type, size, attempts, next_at, last_error, enabled, version, entry_id, event_id, body = row
+    head = Head(int(entry_id), str(event_id), attempts, next_at, last_error) if entry_id is not None else None
+    return LaneSnapshot(lane_id, webhook_id, version, event_type, LaneView(bool(enabled), size, head), body)
 
 
 async def apply_effect(
     session: AsyncSession,
-    lane_id: int,
+    lane: LaneSnapshot,
     owner: str,
     effect: Effect,
     *,
@@ -111,32 +115,43 @@ async def apply_effect(
     body: str,
     request_ms: float | None,
 ) -> bool:
-    """Persist the effect of one attempt; False (and nothing written) when `owner` lost the lease."""
-    health = {"last_request_at": now, "last_request_ms": request_ms} if request_ms is not None else {}
-    lane = await session.scalar(
-        select(WebhookLane).where(WebhookLane.id == lane_id, WebhookLane.lease_owner == owner).with_for_update()
-    )
-    if lane is None:
-        return False
-    for name, value in health.items():
-        setattr(lane, name, value)
-    if isinstance(effect, KeepHead):
-        return True
+    """Persist the effect of one attempt; False (and nothing written) when `owner` lost the lease.
+
+    The lease check and the lane update are one conditional UPDATE, so an owner that lost the lane in the
+    meantime writes nothing; the caller then rolls back whatever else it wrote in this transaction.
+    """
+    values: dict[str, object] = {}
+    if request_ms is not None:
+        values |= {"last_request_at": now, "last_request_ms": request_ms}
     if isinstance(effect, ScheduleRetry):
-        lane.head_attempts = effect.head.attempts
-        lane.next_attempt_at = effect.head.next_attempt_at
-        lane.last_error = effect.head.last_error
+        values |= {
+            "head_attempts": effect.head.attempts,
+            "next_attempt_at": effect.head.next_attempt_at,
+            "last_error": effect.head.last_error,
+        }
+    elif isinstance(effect, Acknowledge | DeadLetter):
+        values |= {
+            "size": WebhookLane.size - 1,
+            "head_attempts": 0,
+            "next_attempt_at": None,
+            "last_error": None,
+            "last_consumed_at": now,
+        }
+    if not values:
         return True
+    result = await session.execute(
+        update(WebhookLane)
+        .where(WebhookLane.id == lane.lane_id, WebhookLane.lease_owner == owner)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(result, "rowcount", 0) != 1:
+        return False
     if isinstance(effect, DeadLetter):
         await store_dead_letter(session, lane.webhook_id, lane.event_type, effect, body, now)
-    entry_id = effect.entry_id
-    assert isinstance(effect, Acknowledge | DeadLetter) and entry_id is not None
-    await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.id == entry_id))
-    lane.size -= 1
-    lane.head_attempts = 0
-    lane.next_attempt_at = None
-    lane.last_error = None
-    lane.last_consumed_at = now
+    if isinstance(effect, Acknowledge | DeadLetter):
+        assert effect.entry_id is not None
+        await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.id == effect.entry_id))
     return True
 
 
@@ -167,6 +182,11 @@ async def acquire_leases(session: AsyncSession, owner: str, now: datetime, limit
 async def renew_leases(session: AsyncSession, owner: str, now: datetime) -> set[int]:
     """Extend every lease `owner` still holds on an enabled webhook's lane; returns those lanes. Leases on
     lanes of disabled webhooks are given up, so their workers stop."""
+    if session.get_bind().dialect.name == "postgresql":
+        # Lock in id order first, as the filler and the settling lanes do, so that none of them deadlock.
+        await session.execute(
+            select(WebhookLane.id).where(WebhookLane.lease_owner == owner).order_by(WebhookLane.id).with_for_update()
+        )
     enabled = select(Webhook.id).where(Webhook.enabled.is_(True))
     await session.execute(
         update(WebhookLane)

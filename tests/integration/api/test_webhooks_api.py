@@ -1,54 +1,21 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fastapi import Request
 from sqlalchemy import text
 
 from chargenet.api.app import create_api
-from chargenet.api.routes.webhooks import Caller, create_router
 from chargenet.app import AppContext, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
-from chargenet.errors import Forbidden
-from tests.factories import make_tenant
-
-
-@dataclass(frozen=True)
-class Grants:
-    """The caller's grants: (scope, company id, site id or None for the whole company)."""
-
-    grants: frozenset[tuple[str, str, str | None]]
-
-    def allows(self, scope: Any, company_id: str, site_id: str | None = None) -> bool:
-        return (str(scope), company_id, None) in self.grants or (str(scope), company_id, site_id) in self.grants
-
-
-@dataclass(frozen=True)
-class HeaderCaller:
-    permissions: Grants
-
-
-def header_require(scope: str) -> Callable[[Request], Awaitable[Caller]]:
-    """Grants from a test header `x-grants: scope@company[/site],...` (the real bearer check is the auth part's)."""
-
-    async def dependency(request: Request) -> Caller:
-        grants = set()
-        for item in filter(None, request.headers.get("x-grants", "").split(",")):
-            granted, _, node = item.partition("@")
-            company, _, site = node.partition("/")
-            grants.add((granted, company, site or None))
-        if not any(g[0] == scope for g in grants):
-            raise Forbidden(f"no group grants {scope}")
-        return HeaderCaller(Grants(frozenset(grants)))
-
-    return dependency
+from chargenet.webhooks.install import install_webhooks
+from tests.factories import make_tenant, partner_token
 
 
 @dataclass
@@ -59,9 +26,15 @@ class Api:
     site_id: str
     changes: list[int]
 
-    def grants(self, *scopes: str, site: bool = False) -> dict[str, str]:
-        node = f"{self.company_id}/{self.site_id}" if site else self.company_id
-        return {"x-grants": ",".join(f"{scope}@{node}" for scope in scopes)}
+    async def grants(self, *scopes: str, site: bool = False) -> dict[str, str]:
+        """A real bearer token of an application in a group granting `scopes` over the company (or the site)."""
+        token = await partner_token(self.context, self.company_id, scopes, site_id=self.site_id if site else None)
+        return {"Authorization": f"Bearer {token}"}
+
+    async def outsider(self, *scopes: str) -> dict[str, str]:
+        """A token of another company's application, granting `scopes` over that company."""
+        other = await make_tenant(self.context.store, self.context.keys, self.context.clock.now(), station_id="X-1")
+        return {"Authorization": f"Bearer {await partner_token(self.context, other.company_id, scopes)}"}
 
 
 @pytest.fixture
@@ -74,8 +47,16 @@ async def api(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIte
     async with context.store.transaction() as session:
         company_id = (await session.execute(text("SELECT company_id FROM sites"))).scalar()
     changes: list[int] = []
+    engine = install_webhooks(context)
+    poke = engine.poke
+
+    def counted_poke() -> None:
+        changes.append(1)
+        poke()
+
+    engine.poke = counted_poke  # type: ignore[method-assign]
+    context.webhooks = engine
     app = create_api(context)
-    app.include_router(create_router(header_require, on_change=lambda: changes.append(1)))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield Api(client, context, str(company_id), tenant.site_id, changes)
     await context.close()
@@ -86,7 +67,7 @@ def _create_body(api: Api, **extra: Any) -> dict[str, Any]:
 
 
 async def test_webhook_crud_never_returns_credentials(api: Api) -> None:
-    write = api.grants("webhooks:write", "webhooks:read")
+    write = await api.grants("webhooks:write", "webhooks:read")
     body = _create_body(api, auth={"type": "basic", "username": "u", "password": "pw-secret"})
     created = await api.client.post("/webhooks", json=body, headers=write)
     assert created.status_code == 201, created.text
@@ -108,22 +89,24 @@ async def test_webhook_crud_never_returns_credentials(api: Api) -> None:
 
 
 async def test_webhook_outside_the_callers_reach_is_not_found(api: Api) -> None:
-    created = await api.client.post("/webhooks", json=_create_body(api), headers=api.grants("webhooks:write"))
-    other = {"x-grants": "webhooks:read@co_other"}
+    created = await api.client.post("/webhooks", json=_create_body(api), headers=await api.grants("webhooks:write"))
+    other = await api.outsider("webhooks:read")
     shown = await api.client.get(f"/webhooks/{created.json()['id']}", headers=other)
     listed = await api.client.get("/webhooks", headers=other)
     assert (shown.status_code, listed.json()["items"]) == (404, [])
 
 
 async def test_site_level_grant_reaches_that_sites_webhooks(api: Api) -> None:
-    created = await api.client.post("/webhooks", json=_create_body(api), headers=api.grants("webhooks:write"))
-    shown = await api.client.get(f"/webhooks/{created.json()['id']}", headers=api.grants("webhooks:read", site=True))
+    created = await api.client.post("/webhooks", json=_create_body(api), headers=await api.grants("webhooks:write"))
+    shown = await api.client.get(
+        f"/webhooks/{created.json()['id']}", headers=await api.grants("webhooks:read", site=True)
+    )
     assert shown.status_code == 200
 
 
 async def test_private_target_is_refused_with_a_problem_naming_the_url(api: Api) -> None:
     body = _create_body(api, url="http://10.1.2.3/hook")
-    refused = await api.client.post("/webhooks", json=body, headers=api.grants("webhooks:write"))
+    refused = await api.client.post("/webhooks", json=body, headers=await api.grants("webhooks:write"))
     assert refused.status_code == 422
     assert refused.headers["content-type"] == "application/problem+json"
     assert refused.json()["field"] == "url" and "10.1.2.3 is a private address" in refused.json()["detail"]
@@ -132,13 +115,13 @@ async def test_private_target_is_refused_with_a_problem_naming_the_url(api: Api)
 async def test_oauth2_without_client_secret_is_refused(api: Api) -> None:
     auth = {"type": "oauth2", "tokenUrl": "https://93.184.215.14/token", "clientId": "c"}
     refused = await api.client.post(
-        "/webhooks", json=_create_body(api, auth=auth), headers=api.grants("webhooks:write")
+        "/webhooks", json=_create_body(api, auth=auth), headers=await api.grants("webhooks:write")
     )
     assert (refused.status_code, refused.json()["field"]) == (422, "clientSecret")
 
 
 async def test_dead_letters_list_and_replay_answer_for_an_empty_webhook(api: Api) -> None:
-    write = api.grants("webhooks:write", "webhooks:read")
+    write = await api.grants("webhooks:write", "webhooks:read")
     webhook_id = (await api.client.post("/webhooks", json=_create_body(api), headers=write)).json()["id"]
     listed = await api.client.get(f"/webhooks/{webhook_id}/dead-letters", headers=write)
     replayed = await api.client.post(f"/webhooks/{webhook_id}/dead-letters/replay", headers=write)
@@ -153,7 +136,7 @@ async def _publish(api: Api, *tags: str) -> None:
 
 
 async def test_events_feed_resumes_from_its_cursor(api: Api) -> None:
-    read = api.grants("events:read")
+    read = await api.grants("events:read")
     await _publish(api, "A", "B", "C")
     first = (await api.client.get("/events", params={"siteId": api.site_id, "limit": 2}, headers=read)).json()
     second = (
@@ -170,16 +153,16 @@ async def test_events_feed_resumes_from_its_cursor(api: Api) -> None:
 async def test_events_feed_filters_by_event_type(api: Api) -> None:
     await _publish(api, "A")
     params = {"siteId": api.site_id, "eventType": "StopTransaction"}
-    page = (await api.client.get("/events", params=params, headers=api.grants("events:read"))).json()
+    page = (await api.client.get("/events", params=params, headers=await api.grants("events:read"))).json()
     assert page["items"] == []
 
 
 async def test_events_of_a_site_outside_the_reach_are_not_found(api: Api) -> None:
-    answer = await api.client.get("/events", params={"siteId": api.site_id}, headers={"x-grants": "events:read@co_x"})
+    answer = await api.client.get("/events", params={"siteId": api.site_id}, headers=await api.outsider("events:read"))
     assert answer.status_code == 404
 
 
 async def test_bad_cursor_is_invalid_input(api: Api) -> None:
     params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
-    answer = await api.client.get("/events", params=params, headers=api.grants("events:read"))
+    answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
     assert (answer.status_code, answer.json()["field"]) == (422, "cursor")

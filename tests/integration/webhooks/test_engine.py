@@ -237,3 +237,32 @@ async def test_crash_during_retries_loses_nothing_and_sends_nothing_acknowledged
         assert isinstance((await drain(restarted, lane_id, clock))[-1], Idle)
         await restarted.sender.aclose()
     assert tags(receiver.bodies()) == ["A", "B", "B", "B", "C"]
+
+
+async def test_unsubscribing_an_event_type_dead_letters_what_waited_in_its_lane(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook", events="Authorize,StopTransaction")
+    await harness.set_enabled(webhook_id, False)
+    await harness.publish("A", "B")
+    engine = harness.engine()
+    await engine.fill_once()
+    await engine.sender.aclose()
+    async with store.transaction() as session:
+        await webhook_service.update_webhook(
+            session,
+            harness.keys.credential_cipher(),
+            webhook_id,
+            now=clock.now(),
+            allow_private=True,
+            event_types=["StopTransaction"],
+        )
+    async with store.transaction() as session:
+        page = await webhook_service.list_dead_letters(session, webhook_id)
+        lanes = await webhook_service.get_lanes(session, webhook_id)
+    assert [(d.reason, d.event["payload"]["idTag"]) for d in page.items] == [
+        ("unsubscribed", "A"),
+        ("unsubscribed", "B"),
+    ]
+    assert [lane.event_type for lane in lanes] == ["StopTransaction"]

@@ -146,3 +146,26 @@ async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
     assert lane["lastRequestDurationMs"] is not None and lane["lastRequestDurationLevel"] == "ok"
     assert f'chargenet_webhook_failures_total{{event_type="Authorize",webhook_id="{webhook_id}"}} 1.0' in metrics
     assert f'chargenet_webhook_queue_size{{event_type="Authorize",webhook_id="{webhook_id}"}} 1.0' in metrics
+
+
+async def test_lanes_of_several_webhooks_settle_together_and_each_keeps_its_order(context: AppContext) -> None:
+    async with run_receiver() as first, run_receiver() as second:
+        site_id, _ = await _setup(context, first.url)
+        async with context.store.transaction() as session:
+            await webhook_service.create_webhook(
+                session,
+                context.keys.credential_cipher(),
+                site_id=site_id,
+                url=second.url,
+                event_types=["Authorize"],
+                auth=NoAuth(),
+                now=context.clock.now(),
+                allow_private=True,
+            )
+        _engine, stopping, task = await _start(context)
+        names = [f"E{n}" for n in range(20)]
+        await _publish(context, site_id, *names)
+        await _eventually(lambda: len(first.received) == 20 and len(second.received) == 20)
+        stopping.set()
+        await task
+    assert tags(first.bodies()) == names and tags(second.bodies()) == names

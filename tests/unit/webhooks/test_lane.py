@@ -24,6 +24,7 @@ from chargenet.webhooks.lane import (
     on_result,
     outcome_of_status,
     refused_at_full_lane,
+    unsubscribed,
 )
 from chargenet.webhooks.retry import RetryPolicy
 
@@ -133,3 +134,11 @@ def test_receiver_down_sixty_one_minutes_dead_letters_the_event() -> None:
         head, now = effect.head, effect.head.next_attempt_at or now
     assert isinstance(effect, DeadLetter)
     assert effect.attempts == 361
+
+
+def test_event_left_in_a_dropped_lane_is_dead_lettered_as_unsubscribed() -> None:
+    letter = unsubscribed("e-9", "StopTransaction")
+    assert (letter.reason, letter.error) == (
+        DeadLetterReason.UNSUBSCRIBED,
+        "the webhook no longer subscribes to StopTransaction",
+    )

@@ -1,0 +1,226 @@
+"""Webhook delivery: signed deliveries per second through the lanes (1 lane, 100 lanes) and enqueue-to-delivery
+latency at a steady 500 events/s, each against a bare httpx POST loop to the same local receiver in the same run.
+
+Targets (issue 5): with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. The store is
+the embedded SQLite (WAL, synchronous=FULL), so every acknowledged delivery is on disk before the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+
+from bench.common import Result
+from chargenet.app import AppContext, open_context
+from chargenet.config import load_settings
+from chargenet.domain.events import AuthorizePayload
+from chargenet.services import companies, sites
+from chargenet.services import webhooks as webhook_service
+from chargenet.webhooks.engine import DeliveryEngine
+from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.outbound_auth import NoAuth
+
+SINGLE_LANE_EVENTS = 600
+MANY_LANES = 100
+MANY_LANES_EVENTS = 10
+LATENCY_RATE = 500
+LATENCY_SECONDS = 3.0
+PAYLOAD = AuthorizePayload.model_validate({"stationId": "ST-1", "idTag": "TAG", "status": "Accepted"})
+
+
+class Receiver:
+    """A minimal HTTP/1.1 server answering 204, noting when each request arrived."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                await reader.readexactly(length)
+                self.arrivals.append(time.perf_counter())
+                writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+
+
+async def _until(condition: Callable[[], bool], limit: float = 120.0) -> None:
+    deadline = time.perf_counter() + limit
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("deliveries did not finish")
+        await asyncio.sleep(0.002)
+
+
+async def _context(scratch: Path) -> tuple[AppContext, str]:
+    settings = load_settings(
+        {"data_dir": str(scratch), "webhook_allow_private": True, "database_url": f"sqlite:///{scratch / 'b.db'}"},
+        environ={},
+    )
+    context = await open_context(settings)
+    async with context.store.transaction() as session:
+        company = await companies.create_company(session, name="Bench", now=context.clock.now())
+        site = await sites.create_site(
+            session, context.keys.credential_cipher(), company_id=company.id, name="Bench", now=context.clock.now()
+        )
+    return context, site.id
+
+
+async def _webhooks(context: AppContext, site_id: str, url: str, count: int) -> None:
+    async with context.store.transaction() as session:
+        for _ in range(count):
+            await webhook_service.create_webhook(
+                session,
+                context.keys.credential_cipher(),
+                site_id=site_id,
+                url=url,
+                event_types=["Authorize"],
+                auth=NoAuth(),
+                now=context.clock.now(),
+                allow_private=True,
+            )
+
+
+async def _publish(context: AppContext, site_id: str, count: int) -> None:
+    async with context.store.transaction() as session:
+        for _ in range(count):
+            await context.outbox.publish(session, site_id=site_id, payload=PAYLOAD)
+
+
+async def _bare_rate(url: str, body: bytes, loops: int, per_loop: int) -> float:
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=loops)) as client:
+
+        async def loop() -> None:
+            for _ in range(per_loop):
+                response = await client.post(url, content=body, headers={"Content-Type": "application/json"})
+                assert response.status_code == 204
+
+        start = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(loops)))
+        return loops * per_loop / (time.perf_counter() - start)
+
+
+async def _run_engine(context: AppContext) -> tuple[DeliveryEngine, asyncio.Event, asyncio.Task[None]]:
+    engine = install_webhooks(context, lease_interval=0.5)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(engine.run(stopping))
+    return engine, stopping, task
+
+
+async def _throughput(lanes: int, events: int) -> Result:
+    receiver = Receiver()
+    await receiver.start()
+    url = f"http://127.0.0.1:{receiver.port}/hook"
+    with tempfile.TemporaryDirectory() as scratch:
+        context, site_id = await _context(Path(scratch))
+        await _webhooks(context, site_id, url, lanes)
+        body = (PAYLOAD.model_dump_json()).encode()
+        baseline = await _bare_rate(url, body, lanes, events)
+        receiver.arrivals.clear()
+        _engine, stopping, task = await _run_engine(context)
+        await asyncio.sleep(0.6)  # leases taken, lane tasks idle
+        await _publish(context, site_id, events)
+        start = time.perf_counter()
+        await _until(lambda: len(receiver.arrivals) >= lanes * events)
+        ours = lanes * events / (time.perf_counter() - start)
+        stopping.set()
+        await task
+        await context.close()
+    await receiver.stop()
+    name = f"signed ed25519 deliveries, {lanes} lane{'s' if lanes > 1 else ''} (SQLite)"
+    return Result(name, ours, baseline, "deliveries/s", target=0.6)
+
+
+async def _steady(
+    send: Callable[[int], Awaitable[None]], arrivals: list[float], per_second: int
+) -> tuple[list[float], float]:
+    """Send at `per_second` for LATENCY_SECONDS; latencies in ms from each send to its arrival, and the rate
+    achieved (a publisher that waits for its commit cannot go faster than the store lets it).
+
+    At most 900 events, so a lane slower than the rate backs up but never overflows its 1000 places."""
+    sent: list[float] = []
+    interval = 1 / per_second
+    start = time.perf_counter()
+    for n in range(min(900, int(per_second * LATENCY_SECONDS))):
+        target = start + n * interval
+        await asyncio.sleep(max(0.0, target - time.perf_counter()))
+        sent.append(time.perf_counter())
+        await send(n)
+    await _until(lambda: len(arrivals) >= len(sent))
+    achieved = (len(sent) - 1) / (sent[-1] - sent[0])
+    return [(arrival - at) * 1000 for at, arrival in zip(sent, arrivals, strict=False)], achieved
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1]
+
+
+async def _latency(per_second: int) -> list[Result]:
+    receiver = Receiver()
+    await receiver.start()
+    url = f"http://127.0.0.1:{receiver.port}/hook"
+    body = PAYLOAD.model_dump_json().encode()
+    async with httpx.AsyncClient() as client:
+        pending: set[asyncio.Task[httpx.Response]] = set()
+
+        async def bare(_: int) -> None:
+            task = asyncio.create_task(client.post(url, content=body))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        bare_ms, _ = await _steady(bare, receiver.arrivals, per_second)
+    receiver.arrivals.clear()
+    with tempfile.TemporaryDirectory() as scratch:
+        context, site_id = await _context(Path(scratch))
+        await _webhooks(context, site_id, url, 1)
+        _engine, stopping, task = await _run_engine(context)
+        await asyncio.sleep(0.6)
+
+        async def publish(_: int) -> None:
+            await _publish(context, site_id, 1)
+
+        ours_ms, achieved = await _steady(publish, receiver.arrivals, per_second)
+        stopping.set()
+        await task
+        await context.close()
+    await receiver.stop()
+    rate = f"1 lane, {per_second} events/s asked, {achieved:.0f} published"
+    return [
+        Result(f"enqueue-to-delivery p50, {rate} (ms)", _p(ours_ms, 50), _p(bare_ms, 50), "ms"),
+        Result(f"enqueue-to-delivery p99, {rate} (ms)", _p(ours_ms, 99), _p(bare_ms, 99), "ms"),
+    ]
+
+
+async def _measure() -> list[Result]:
+    return [
+        await _throughput(1, SINGLE_LANE_EVENTS),
+        await _throughput(MANY_LANES, MANY_LANES_EVENTS),
+        *await _latency(100),
+        *await _latency(LATENCY_RATE),
+    ]
+
+
+def run() -> list[Result]:
+    return asyncio.run(_measure())
