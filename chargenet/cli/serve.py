@@ -168,10 +168,12 @@ def _demo(args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
     async def run_demo() -> None:
-        from chargenet.simulators import meter_demo
+        from chargenet.simulators import fleet_demo, meter_demo
 
         context = await open_context(settings)
         try:
+            fleet = await fleet_demo.install(context, site_id)
+            sys.stdout.write(f"  upstream CPO    {fleet.central.url} (simulated; stations DEMO-1 and DEMO-2)\n")
             await meter_demo.install(context, site_id)
             partner_url = await add_demo_partner(context, site_id)
             sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")

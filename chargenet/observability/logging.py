@@ -55,6 +55,9 @@ def configure_logging(log_format: str = "plain", level: str = "info") -> None:
     root.setLevel(level.upper())
     # Alembic narrates every migration context at INFO; the schema outcome is reported by chargenet itself.
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # Client libraries log every request and connection at INFO; chargenet logs what matters itself.
+    for name in ("httpx", "httpcore", "websockets", "pymodbus"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
         logger.handlers[:] = []
