@@ -1,0 +1,38 @@
+"""`make demo` shows real events flow: simulated stations charge through the edge and the partner receiver
+prints every event type, each verified against the server's published keys."""
+
+from __future__ import annotations
+
+import json
+import select
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_serve import chargenet, free_port, wait_for_health
+
+
+@pytest.mark.slow
+def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) -> None:
+    port = free_port()
+    process = chargenet("demo", "--port", str(port), "--data-dir", str(tmp_path / "demo"))
+    seen: dict[str, dict[str, object]] = {}
+    try:
+        wait_for_health(port, process)
+        assert process.stdout is not None
+        deadline = time.monotonic() + 90
+        while len(seen) < 4 and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stdout], [], [], 1.0)
+            if not ready:
+                continue
+            line = process.stdout.readline()
+            if line.startswith("partner received "):
+                event = json.loads(line.removeprefix("partner received "))
+                seen.setdefault(event["eventType"], event)
+    finally:
+        process.kill()
+        process.communicate()
+    assert set(seen) == {"Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"}
+    for event in seen.values():
+        assert event["verified"] == {"keyId": "sign", "alg": "ed25519", "legacy": False}
