@@ -28,9 +28,9 @@ async def main(database_url: str, keys_dir: str, stop_at: str) -> None:
         )
         if stop_at == "before-commit":
             print("READY", flush=True)
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # inside the transaction, until SIGKILL
     print("READY", flush=True)
-    await asyncio.sleep(3600)
+    await asyncio.Event().wait()  # committed, until SIGKILL
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ async def test_start_session_the_station_never_answers_is_504(
     api: httpx.AsyncClient, station: SimulatedStation
 ) -> None:
     async def never(_: object) -> dict[str, str]:
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # the station stays silent until the connection goes away
         return {"status": "Accepted"}
 
     station.answers["RemoteStartTransaction"] = never
