@@ -29,7 +29,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy chargenet
 
-unit: $(STAMP)
+# The RFC 9421 interop test verifies our signatures with an npm package; installed once, before the
+# parallel workers start, so they never race on node_modules.
+tests/interop/node_modules: tests/interop/package-lock.json
+	@command -v npm >/dev/null || { echo "make test needs Node.js and npm (apt-get install nodejs npm)"; exit 1; }
+	cd tests/interop && npm ci --no-audit --no-fund --silent
+	touch $@
+
+unit: $(STAMP) tests/interop/node_modules
 	# Four workers on two cores: most tests wait on sockets, fsync and servers rather than compute.
 	$(BIN)/pytest -q -n 4
 
