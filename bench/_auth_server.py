@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from chargenet.api.pagination import Page, encode_cursor, page_params
+from chargenet.api.pagination import Page, page_params
+from chargenet.api.routes.charge_points import charge_point_page
 from chargenet.app import create_app, open_context
 from chargenet.auth.permissions import Reach
 from chargenet.config import load_settings
-from chargenet.services import catalog
 
 
 async def main(data_dir: str, port: int, company_id: str) -> None:
@@ -57,10 +57,7 @@ async def main(data_dir: str, port: int, company_id: str) -> None:
         page: Annotated[Page, Depends(page_params)],
         site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
     ) -> dict[str, Any]:
-        async with request.app.state.context.store.transaction() as session:
-            rows = await catalog.list_charge_points(session, reach, limit=page.limit, after=page.after, site_id=site_id)
-        more = len(rows) == page.limit
-        return {"items": [r.to_json() for r in rows], "next": encode_cursor(rows[-1].id) if more and rows else None}
+        return await charge_point_page(request, reach, page, site_id)
 
     api.add_api_route("/bench/charge-points", unprotected_charge_points, methods=["GET"])
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
