@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
 from chargenet.errors import InvalidInput
+
+T = TypeVar("T")
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -21,6 +24,18 @@ MAX_LIMIT = 500
 class Page:
     limit: int
     after: str | None
+
+    @property
+    def fetch(self) -> int:
+        """Rows to ask the database for: one beyond the page tells whether another page follows, so the
+        last page answers `next: null` instead of pointing at an empty one."""
+        return self.limit + 1
+
+    def answer(self, rows: Sequence[T], key: Callable[[T], str], to_json: Callable[[T], Any]) -> dict[str, Any]:
+        """The list body for `rows`, fetched with `limit=self.fetch` and ordered by `key`."""
+        shown = rows[: self.limit]
+        more = len(rows) > self.limit
+        return {"items": [to_json(r) for r in shown], "next": encode_cursor(key(shown[-1])) if more else None}
 
 
 def encode_cursor(key: str) -> str:

@@ -124,8 +124,29 @@ async def get_application(session: AsyncSession, client_id: str, *, company_id: 
     return await _view(session, await _get(session, client_id, company_id))
 
 
-async def list_applications(session: AsyncSession, *, company_id: str | None = None) -> list[ApplicationView]:
-    query = select(Application).order_by(Application.created_at, Application.client_id)
+async def list_applications(
+    session: AsyncSession, *, company_id: str | None = None, limit: int | None = None, after: str | None = None
+) -> list[ApplicationView]:
+    """Applications ordered by `client_id`, from just after `after`, at most `limit` of them."""
+    query = select(Application).order_by(Application.client_id)
     if company_id is not None:
         query = query.where(Application.company_id == company_id)
-    return [await _view(session, app) for app in await session.scalars(query)]
+    if after is not None:
+        query = query.where(Application.client_id > after)
+    if limit is not None:
+        query = query.limit(limit)
+    apps = list(await session.scalars(query))
+    groups: dict[str, list[str]] = {}
+    if apps:
+        # One query for the whole page's memberships, not one per application.
+        members = await session.execute(
+            select(GroupMember.client_id, GroupMember.group_id)
+            .where(GroupMember.client_id.in_([a.client_id for a in apps]))
+            .order_by(GroupMember.client_id, GroupMember.group_id)
+        )
+        for client_id, group_id in members:
+            groups.setdefault(client_id, []).append(group_id)
+    return [
+        ApplicationView(a.client_id, a.company_id, a.name, a.enabled, tuple(groups.get(a.client_id, ())), a.created_at)
+        for a in apps
+    ]

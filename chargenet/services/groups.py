@@ -6,12 +6,12 @@ ignores foreign grants as well (chargenet.auth.permissions, Rule 3).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope, format_scopes, parse_scope
@@ -114,10 +114,7 @@ async def delete_group(session: AsyncSession, group_id: str, *, company_id: str 
     await session.flush()
 
 
-async def _view(session: AsyncSession, group: Group) -> GroupView:
-    members = await session.scalars(
-        select(GroupMember.client_id).where(GroupMember.group_id == group.id).order_by(GroupMember.client_id)
-    )
+def _make_view(group: Group, members: Iterable[str]) -> GroupView:
     return GroupView(
         group.id,
         group.company_id,
@@ -129,12 +126,45 @@ async def _view(session: AsyncSession, group: Group) -> GroupView:
     )
 
 
+async def _view(session: AsyncSession, group: Group) -> GroupView:
+    members = await session.scalars(
+        select(GroupMember.client_id).where(GroupMember.group_id == group.id).order_by(GroupMember.client_id)
+    )
+    return _make_view(group, members)
+
+
 async def get_group(session: AsyncSession, group_id: str, *, company_id: str | None = None) -> GroupView:
     return await _view(session, await _get(session, group_id, company_id))
 
 
-async def list_groups(session: AsyncSession, *, company_id: str | None = None) -> list[GroupView]:
+async def list_groups(
+    session: AsyncSession,
+    *,
+    company_id: str | None = None,
+    site_ids: Collection[str] | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> list[GroupView]:
+    """Groups ordered by id, from just after `after`, at most `limit` of them. With `site_ids`, only
+    groups anchored at one of those sites (what a caller holding site-level grants may see)."""
     query = select(Group).order_by(Group.id)
     if company_id is not None:
         query = query.where(Group.company_id == company_id)
-    return [await _view(session, g) for g in await session.scalars(query)]
+    if site_ids is not None:
+        query = query.where(Group.site_id.in_(sorted(site_ids)) if site_ids else false())
+    if after is not None:
+        query = query.where(Group.id > after)
+    if limit is not None:
+        query = query.limit(limit)
+    rows = list(await session.scalars(query))
+    members: dict[str, list[str]] = {}
+    if rows:
+        # One query for the whole page's members, not one per group.
+        pairs = await session.execute(
+            select(GroupMember.group_id, GroupMember.client_id)
+            .where(GroupMember.group_id.in_([g.id for g in rows]))
+            .order_by(GroupMember.group_id, GroupMember.client_id)
+        )
+        for group_id, client_id in pairs:
+            members.setdefault(group_id, []).append(client_id)
+    return [_make_view(g, members.get(g.id, ())) for g in rows]

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
+from chargenet.api.pagination import Page, page_params
 from chargenet.api.security import require
 from chargenet.app import AppContext
 from chargenet.auth.errors import InsufficientScope
@@ -15,6 +16,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.services import applications
 
 Admin = Annotated[Caller, Depends(require(Scope.APPLICATIONS_WRITE))]
+PageParams = Annotated[Page, Depends(page_params)]
 
 router = APIRouter(tags=["applications"])
 
@@ -37,11 +39,12 @@ def _context(request: Request) -> AppContext:
 
 
 @router.get("/applications")
-async def list_applications(request: Request, caller: Admin) -> dict[str, Any]:
+async def list_applications(request: Request, caller: Admin, page: PageParams) -> dict[str, Any]:
+    """The company's applications, ordered by `client_id`."""
     company_id = _company(caller)
     async with _context(request).store.transaction() as session:
-        items = await applications.list_applications(session, company_id=company_id)
-    return {"items": [a.to_json() for a in items], "next": None}
+        rows = await applications.list_applications(session, company_id=company_id, limit=page.fetch, after=page.after)
+    return page.answer(rows, lambda a: a.client_id, applications.ApplicationView.to_json)
 
 
 @router.post("/applications", status_code=201)

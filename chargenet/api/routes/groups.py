@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
+from chargenet.api.pagination import Page, page_params
 from chargenet.api.security import require
 from chargenet.app import AppContext
 from chargenet.auth.errors import InsufficientScope
@@ -17,6 +18,7 @@ from chargenet.errors import NotFound
 from chargenet.services import groups
 
 Admin = Annotated[Caller, Depends(require(Scope.GROUPS_WRITE))]
+PageParams = Annotated[Page, Depends(page_params)]
 
 router = APIRouter(tags=["groups"])
 
@@ -50,12 +52,18 @@ async def _reachable(request: Request, caller: Caller, group_id: str) -> groups.
 
 
 @router.get("/groups")
-async def list_groups(request: Request, caller: Admin) -> dict[str, Any]:
+async def list_groups(request: Request, caller: Admin, page: PageParams) -> dict[str, Any]:
+    """The groups the caller may manage, ordered by id: all of its company's with a company-level grant,
+    otherwise those anchored at the sites it holds `groups:write` on. The filter is in the query, so
+    every page is full until the last."""
     company_id = caller.principal.company_id
+    reach = caller.permissions.reach(Scope.GROUPS_WRITE)
+    site_ids = None if company_id in reach.companies else reach.sites
     async with _context(request).store.transaction() as session:
-        items = await groups.list_groups(session, company_id=company_id)
-    visible = [g for g in items if caller.permissions.allows(Scope.GROUPS_WRITE, g.company_id, g.site_id)]
-    return {"items": [g.to_json() for g in visible], "next": None}
+        rows = await groups.list_groups(
+            session, company_id=company_id, site_ids=site_ids, limit=page.fetch, after=page.after
+        )
+    return page.answer(rows, lambda g: g.id, groups.GroupView.to_json)
 
 
 @router.post("/groups", status_code=201)

@@ -24,3 +24,21 @@ def test_foreign_cursor_is_invalid_input(cursor: str) -> None:
 def test_page_params_decode_the_cursor() -> None:
     page = page_params(limit=10, cursor=encode_cursor("ST-9"))
     assert (page.limit, page.after) == (10, "ST-9")
+
+
+def test_page_fetches_one_row_beyond_the_limit() -> None:
+    assert page_params(limit=2, cursor=None).fetch == 3
+
+
+def test_answer_with_an_extra_row_points_next_at_the_last_shown() -> None:
+    body = page_params(limit=2, cursor=None).answer(["a", "b", "c"], str, str.upper)
+    assert body["items"] == ["A", "B"]
+    assert decode_cursor(body["next"]) == "b"
+
+
+def test_answer_without_an_extra_row_is_the_last_page() -> None:
+    assert page_params(limit=2, cursor=None).answer(["a", "b"], str, str) == {"items": ["a", "b"], "next": None}
+
+
+def test_answer_of_no_rows_is_empty_and_last() -> None:
+    assert page_params(limit=2, cursor=None).answer([], str, str) == {"items": [], "next": None}
