@@ -30,3 +30,12 @@ class MeterUnreachable(MeterError):
         super().__init__(f"meter {meter_id}: {message}")
         self.meter_id = meter_id
         self.failure = failure
+
+
+class BusLeaseLost(MeterError):
+    """This process no longer holds the lease of the bus a meter is on, so it must not write for that meter."""
+
+    def __init__(self, meter_id: str, bus_key: str) -> None:
+        super().__init__(f"meter {meter_id}: the lease of bus {bus_key} is held by another process")
+        self.meter_id = meter_id
+        self.bus_key = bus_key

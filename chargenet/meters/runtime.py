@@ -4,6 +4,11 @@ Every `reload_interval_s` (2 s, so CLI changes apply while the server runs) it r
 builds a `BusPoller` with its own `ModbusLink` for each new bus, retargets the existing ones and stops those
 left without meters. A row that does not validate is skipped and reported in `/health`, naming the meter and
 the setting. Health per bus and per meter, and Prometheus metrics, are read from the pollers' counters.
+
+Several processes may share one database: a bus is polled only by the process holding its lease (`lease.py`,
+`leases.py`). Every `lease_interval_s` (1 s) the worker renews its leases and takes free or expired ones; a bus
+whose lease it lost is stopped and its meters forgotten, and a bus it takes is started with its meters restored
+from the store, which reconciles their open sessions as a restart does. On shutdown the leases are released.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from sqlalchemy import select
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
 from chargenet.meters.bus import BackoffPolicy, BusSettings, RtuBus, Transport
+from chargenet.meters.lease import RENEW_INTERVAL_S, LeaseDecision
+from chargenet.meters.leases import BusLeases, default_owner
 from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
 from chargenet.meters.sessions import MeterSessions
@@ -65,65 +72,52 @@ class MeterPolling:
         clock: Clock,
         *,
         reload_interval_s: float = 2.0,
+        lease_interval_s: float = RENEW_INTERVAL_S,
         link_factory: LinkFactory = ModbusLink,
         policy: BackoffPolicy | None = None,
+        owner: str | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._reload_interval_s = reload_interval_s
+        self._lease_interval_s = lease_interval_s
         self._link_factory = link_factory
         self._policy = policy
-        self.sessions = MeterSessions(store, outbox, clock)
+        self.owner = owner or default_owner()
+        self.leases = BusLeases(store, self.owner)
+        self.sessions = MeterSessions(store, outbox, clock, fence=self.leases.still_held)
         self.buses: dict[str, _Bus] = {}
         self.invalid: dict[str, str] = {}
         self._versions: dict[str, datetime] = {}
         self._specs: dict[str, MeterSpec] = {}
+        self._configured = False
 
     @property
     def pollers(self) -> dict[str, BusPoller]:
         return {key: bus.poller for key, bus in self.buses.items()}
 
-    async def reload(self) -> None:
-        """Read the configuration and bring buses and detectors in line with it (no polling here).
-
-        Only meters whose `updated_at` changed are loaded and validated again, so a reload every 2 s stays cheap
-        with thousands of meters."""
-        async with self._store.transaction() as session:
-            versions = {
-                meter_id: updated_at
-                for meter_id, updated_at in (
-                    await session.execute(select(Meter.id, Meter.updated_at).where(Meter.enabled.is_(True)))
-                ).all()
-            }
-            changed = [meter_id for meter_id, version in versions.items() if self._versions.get(meter_id) != version]
-            removed = set(self._versions) - set(versions)
-            if not changed and not removed:
-                return
-            query = select(Meter).where(Meter.enabled.is_(True))
-            if len(changed) <= _LOAD_BY_ID_LIMIT:
-                query = query.where(Meter.id.in_(changed))
-            rows = [row for row in await session.scalars(query) if row.id in changed]
-        for meter_id in removed:
-            self._versions.pop(meter_id, None)
-            self._specs.pop(meter_id, None)
-            self.invalid.pop(meter_id, None)
-        for row in rows:
-            self._versions[row.id] = row.updated_at
-            try:
-                self._specs[row.id] = spec_of(row)
-                self.invalid.pop(row.id, None)
-            except InvalidInput as exc:
-                self._specs.pop(row.id, None)
-                self.invalid[row.id] = exc.message
-                log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
+    async def reload(self, *, configuration: bool = True) -> None:
+        """Read the configuration (unless `configuration` is False), hold the leases, and bring buses and
+        detectors in line with both (no polling here)."""
+        changed = await self._load() if configuration else False
         specs = sorted(self._specs.values(), key=lambda spec: spec.meter_id)
-        await self.sessions.track(specs)
         by_bus: dict[str, list[MeterSpec]] = {}
         for spec in specs:
             by_bus.setdefault(spec.bus_key, []).append(spec)
-        for key in set(self.buses) - set(by_bus):
+        decisions = await self.leases.hold(set(by_bus), self._clock.now())
+        taken = {key for key, decision in decisions.items() if decision is LeaseDecision.TAKE}
+        # A bus lost, or taken back after another process may have polled it: what memory says about its meters
+        # may be stale, so stop it and forget them (`track` restores them from the store when the bus is held).
+        dropped = (set(self.buses) - set(decisions)) | (taken & set(self.buses))
+        for key in dropped:
             await self._stop_bus(key)
-        for key, bus_specs in by_bus.items():
+        stale = {meter_id for meter_id, tracked in self.sessions.meters.items() if tracked.spec.bus_key in dropped}
+        self.sessions.forget(stale | {spec.meter_id for key in taken for spec in by_bus[key]})
+        if not changed and not dropped and set(self.buses) == set(decisions):
+            return
+        await self.sessions.track(spec for spec in specs if spec.bus_key in decisions)
+        for key in set(decisions):
+            bus_specs = by_bus[key]
             settings = settings_for(bus_specs[0].transport, bus_specs)
             bus = self.buses.get(key)
             if bus is not None and bus.poller.settings != settings:
@@ -137,6 +131,43 @@ class MeterPolling:
                 PollTarget(spec.meter_id, spec.profile, spec.unit_id, spec.poll_interval_s) for spec in bus_specs
             )
 
+    async def _load(self) -> bool:
+        """Bring the validated specs in line with the configuration; True when any meter changed.
+
+        Only meters whose `updated_at` changed are loaded and validated again, so a reload every 2 s stays cheap
+        with thousands of meters."""
+        async with self._store.transaction() as session:
+            versions = {
+                meter_id: updated_at
+                for meter_id, updated_at in (
+                    await session.execute(select(Meter.id, Meter.updated_at).where(Meter.enabled.is_(True)))
+                ).all()
+            }
+            changed = [meter_id for meter_id, version in versions.items() if self._versions.get(meter_id) != version]
+            removed = set(self._versions) - set(versions)
+            if not changed and not removed:
+                first, self._configured = not self._configured, True
+                return first
+            query = select(Meter).where(Meter.enabled.is_(True))
+            if len(changed) <= _LOAD_BY_ID_LIMIT:
+                query = query.where(Meter.id.in_(changed))
+            rows = [row for row in await session.scalars(query) if row.id in changed]
+        self._configured = True
+        for meter_id in removed:
+            self._versions.pop(meter_id, None)
+            self._specs.pop(meter_id, None)
+            self.invalid.pop(meter_id, None)
+        for row in rows:
+            self._versions[row.id] = row.updated_at
+            try:
+                self._specs[row.id] = spec_of(row)
+                self.invalid.pop(row.id, None)
+            except InvalidInput as exc:
+                self._specs.pop(row.id, None)
+                self.invalid[row.id] = exc.message
+                log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
+        return True
+
     async def _stop_bus(self, key: str) -> None:
         bus = self.buses.pop(key)
         bus.stopping.set()
@@ -146,17 +177,22 @@ class MeterPolling:
         bus.poller.link.close()
 
     async def run(self, stopping: asyncio.Event) -> None:
+        loaded_at: datetime | None = None
         try:
             while not stopping.is_set():
+                now = self._clock.now()
+                load = loaded_at is None or (now - loaded_at).total_seconds() >= self._reload_interval_s
                 try:
-                    await self.reload()
+                    await self.reload(configuration=load)
+                    if load:
+                        loaded_at = now
                     await self.sessions.tick(self._clock.now())
                 except Exception:
-                    log.exception("meter configuration reload failed")
+                    log.exception("meter configuration reload or lease round failed")
                 for bus in self.buses.values():
                     if bus.task is None or bus.task.done():
                         bus.task = asyncio.create_task(bus.poller.run(bus.stopping), name=f"meters {bus.poller.key}")
-                sleeper = asyncio.ensure_future(self._clock.sleep(self._reload_interval_s))
+                sleeper = asyncio.ensure_future(self._clock.sleep(self._lease_interval_s))
                 waiter = asyncio.ensure_future(stopping.wait())
                 await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 for task in (sleeper, waiter):
@@ -164,6 +200,8 @@ class MeterPolling:
         finally:
             for key in list(self.buses):
                 await self._stop_bus(key)
+            with contextlib.suppress(Exception):
+                await self.leases.release()
 
     async def health(self) -> list[ComponentHealth]:
         """One component per bus: degraded while any of its meters is dead; malformed meters are named."""
@@ -188,6 +226,7 @@ class MeterPolling:
                         "errors": health.errors,
                         "cycleSeconds": round(health.last_cycle_s, 4),
                         "timeout": bus.poller.settings.timeout_s,
+                        "leaseOwner": self.owner,
                         "meters": meters,
                     },
                 )

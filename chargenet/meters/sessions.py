@@ -8,14 +8,20 @@ events the last good reading (the plausibility baseline) and an open session's l
 written at most every `persist_interval_s`, which is all a restart needs: `track` restores an open session in
 the detector's reconciling phase, and the first good reading resumes it under the same transaction id or
 closes it with reason Reboot.
+
+With several processes on one database, every write is fenced by the meter's bus lease (`fence`): a process that
+lost the bus writes nothing and its detector does not move; the poller worker then stops the bus and forgets its
+meters, and whoever holds the lease restores them from the store.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.meters import detect
@@ -30,7 +36,7 @@ from chargenet.meters.detect import (
     SessionStopped,
     Step,
 )
-from chargenet.meters.errors import MeterUnreachable
+from chargenet.meters.errors import BusLeaseLost, MeterUnreachable
 from chargenet.meters.readings import Reading
 from chargenet.meters.spec import MeterSpec
 from chargenet.outbox import Outbox
@@ -39,6 +45,9 @@ from chargenet.store.db import Store
 from chargenet.store.models import MeterState
 
 log = logging.getLogger(__name__)
+
+Fence = Callable[[AsyncSession, str], Awaitable[bool]]
+"""In the write's transaction: does this process still hold the bus (by key)?"""
 
 
 @dataclass(slots=True)
@@ -57,8 +66,17 @@ class TrackedMeter:
 class MeterSessions:
     """The poll sink of every bus: detector per meter, sessions and events in the store."""
 
-    def __init__(self, store: Store, outbox: Outbox, clock: Clock, *, persist_interval_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        outbox: Outbox,
+        clock: Clock,
+        *,
+        persist_interval_s: float = 60.0,
+        fence: Fence | None = None,
+    ) -> None:
         self._store = store
+        self._fence = fence
         self._outbox = outbox
         self._clock = clock
         self._persist_interval_s = persist_interval_s
@@ -75,6 +93,11 @@ class MeterSessions:
                 self.meters[meter_id].spec = spec
             else:
                 self.meters[meter_id] = await self._restore(spec)
+
+    def forget(self, meter_ids: Iterable[str]) -> None:
+        """Drop what memory says about these meters; the next `track` restores them from the store."""
+        for meter_id in meter_ids:
+            self.meters.pop(meter_id, None)
 
     async def _restore(self, spec: MeterSpec) -> TrackedMeter:
         now = self._clock.now()
@@ -120,50 +143,17 @@ class MeterSessions:
                 tracked.state = step.state
 
     async def _apply(self, tracked: TrackedMeter, step: Step, at: datetime, reading: Reading | None) -> None:
-        spec = tracked.spec
         decisive = any(isinstance(e, SessionStarted | SessionStopped | SessionResumed) for e in step.events)
         persist_due = reading is not None and (
             tracked.persisted_at is None or (at - tracked.persisted_at).total_seconds() >= self._persist_interval_s
         )
         transaction_id = tracked.transaction_id
         if decisive or persist_due:
-            async with self._store.transaction() as session:
-                for event in step.events:
-                    if isinstance(event, SessionStarted):
-                        transaction_id = await meter_sessions.start_session(
-                            session,
-                            self._outbox,
-                            spec,
-                            meter_start_wh=event.meter_start_wh,
-                            started_at=event.started_at,
-                            at=event.at,
-                        )
-                    elif isinstance(event, SessionStopped):
-                        if transaction_id is None:
-                            log.error("meter %s: a session stopped that was never stored", spec.meter_id)
-                            continue
-                        await meter_sessions.stop_session(
-                            session,
-                            self._outbox,
-                            transaction_id,
-                            meter_stop_wh=event.meter_stop_wh,
-                            reason=event.reason,
-                            at=event.at,
-                        )
-                        transaction_id = None
-                new = step.state
-                if transaction_id is not None and new.last_charging is not None:
-                    await meter_sessions.record_progress(session, transaction_id, new.last_charging)
-                if new.baseline is not None:
-                    last = reading or tracked.last_reading
-                    await meter_sessions.save_state(
-                        session,
-                        spec.meter_id,
-                        baseline=new.baseline,
-                        max_current_a=last.max_current_a if last else None,
-                        power_w=last.power_w if last else None,
-                        phase=new.phase.value,
-                    )
+            try:
+                transaction_id = await self._store_step(tracked, step, reading, transaction_id)
+            except BusLeaseLost as lost:
+                log.warning("%s; nothing written", lost.message)
+                return
             tracked.persisted_at = at
         # The detector moves on only once what it decided is committed.
         tracked.state = step.state
@@ -172,6 +162,51 @@ class MeterSessions:
             tracked.last_reading = reading
         for event in step.events:
             self._note(tracked, event)
+
+    async def _store_step(
+        self, tracked: TrackedMeter, step: Step, reading: Reading | None, transaction_id: int | None
+    ) -> int | None:
+        spec = tracked.spec
+        async with self._store.transaction() as session:
+            if self._fence is not None and not await self._fence(session, spec.bus_key):
+                raise BusLeaseLost(spec.meter_id, spec.bus_key)
+            for event in step.events:
+                if isinstance(event, SessionStarted):
+                    transaction_id = await meter_sessions.start_session(
+                        session,
+                        self._outbox,
+                        spec,
+                        meter_start_wh=event.meter_start_wh,
+                        started_at=event.started_at,
+                        at=event.at,
+                    )
+                elif isinstance(event, SessionStopped):
+                    if transaction_id is None:
+                        log.error("meter %s: a session stopped that was never stored", spec.meter_id)
+                        continue
+                    await meter_sessions.stop_session(
+                        session,
+                        self._outbox,
+                        transaction_id,
+                        meter_stop_wh=event.meter_stop_wh,
+                        reason=event.reason,
+                        at=event.at,
+                    )
+                    transaction_id = None
+            new = step.state
+            if transaction_id is not None and new.last_charging is not None:
+                await meter_sessions.record_progress(session, transaction_id, new.last_charging)
+            if new.baseline is not None:
+                last = reading or tracked.last_reading
+                await meter_sessions.save_state(
+                    session,
+                    spec.meter_id,
+                    baseline=new.baseline,
+                    max_current_a=last.max_current_a if last else None,
+                    power_w=last.power_w if last else None,
+                    phase=new.phase.value,
+                )
+        return transaction_id
 
     @staticmethod
     def _note(tracked: TrackedMeter, event: detect.DetectorEvent) -> None:

@@ -14,7 +14,7 @@ from chargenet.store.models.edge import (
 )
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
-from chargenet.store.models.meters import Meter, MeterSession, MeterState
+from chargenet.store.models.meters import Meter, MeterBusLease, MeterSession, MeterState
 from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
@@ -34,6 +34,7 @@ __all__ = [
     "IdSequence",
     "LocalAuthEntry",
     "Meter",
+    "MeterBusLease",
     "MeterSession",
     "MeterState",
     "OcppMessage",

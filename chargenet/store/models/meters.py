@@ -86,3 +86,13 @@ class MeterState(Base):
     max_current_a: Mapped[float | None] = mapped_column(Float, default=None)
     power_w: Mapped[float | None] = mapped_column(Float, default=None)
     phase: Mapped[str] = mapped_column(String(16))
+
+
+class MeterBusLease(Base):
+    """Which process polls a TCP endpoint or RTU bus (`chargenet.meters.lease`): `owner` until `expires_at`."""
+
+    __tablename__ = "meter_bus_leases"
+
+    bus_key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
