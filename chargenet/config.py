@@ -140,7 +140,7 @@ def _port(source: str, value: Any) -> int:
         port = int(value)
     except (TypeError, ValueError):
         raise ConfigurationError(source, f"{value!r} is not a port number (1-65535)") from None
-    if not 0 <= port <= 65535:
+    if not 1 <= port <= 65535:
         raise ConfigurationError(source, f"{value!r} is not a port number (1-65535)")
     return port
 

@@ -26,7 +26,8 @@ class Outbox:
         The stream row is incremented first: that row lock makes concurrent publishers of the same
         (site, event type) wait for each other's commit, so sequence order is commit order.
         """
-        event = build_event(event_id=self._new_id(), site_id=site_id, raised_at=self._clock.now(), payload=payload)
+        now = self._clock.now()
+        event = build_event(event_id=self._new_id(), site_id=site_id, raised_at=now, payload=payload)
         seq = await _next_seq(session, site_id, event.eventType.value)
         await session.execute(
             insert(OutboxEvent).values(
@@ -35,7 +36,7 @@ class Outbox:
                 event_type=event.eventType.value,
                 seq=seq,
                 body=json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False),
-                raised_at=self._clock.now(),
+                raised_at=now,
             )
         )
         return event
@@ -51,7 +52,8 @@ class Outbox:
             key = (event.siteId, event.eventType.value)
             counts[key] = counts.get(key, 0) + 1
         next_seq: dict[tuple[str, str], int] = {}
-        for (site_id, event_type), count in counts.items():
+        # Stream rows are locked in one global order, so two processes publishing batches cannot deadlock.
+        for (site_id, event_type), count in sorted(counts.items()):
             last = await _next_seq(session, site_id, event_type, count)
             next_seq[(site_id, event_type)] = last - count + 1
         rows = []

@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
+from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
 
 from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
 from chargenet.store.db import Store
@@ -56,6 +56,9 @@ async def current_revision(store: Store) -> str | None:
         raise _unreachable(store, exc) from None
     except DatabaseError as exc:
         raise StoreCorrupt(f"the database is not readable: {_reason(exc)}") from None
+    except DBAPIError as exc:
+        # asyncpg reports a refused login or a missing database as a plain DBAPIError.
+        raise _unreachable(store, exc) from None
 
 
 async def prepare_schema(store: Store, *, migrate: bool = False) -> SchemaAction:

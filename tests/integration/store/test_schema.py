@@ -136,6 +136,24 @@ async def test_an_unreachable_postgres_is_reported_with_its_address_but_not_its_
     assert "hunter2" not in caught.value.message
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://chargenet:wrong-password@127.0.0.1:5432/chargenet_test",
+        "postgresql+asyncpg://chargenet:chargenet@127.0.0.1:5432/no_such_database_here",
+    ],
+)
+async def test_a_refused_login_or_missing_database_is_unreachable_not_a_traceback(url: str) -> None:
+    store = Store(url)
+    try:
+        with pytest.raises(StoreUnreachable) as caught:
+            await schema.prepare_schema(store)
+    finally:
+        await store.dispose()
+    assert "cannot reach the database" in caught.value.message
+    assert "wrong-password" not in caught.value.message
+
+
 async def test_a_failing_migration_leaves_the_store_as_it_was(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
