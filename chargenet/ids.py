@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import socket
 import uuid
 
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case: no i, l, o, u
@@ -12,6 +14,12 @@ _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower cas
 def new_id(prefix: str, length: int = 12) -> str:
     """A readable random identifier such as `site_4f9q2x7m1cae` (60 bits of randomness)."""
     return f"{prefix}_{''.join(secrets.choice(_ID_ALPHABET) for _ in range(length))}"
+
+
+def process_owner() -> str:
+    """Who holds a lease (webhook lanes, meter buses): unique per process start, so a restarted process never
+    mistakes its predecessor's leases for its own."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def new_event_id() -> str:

@@ -11,8 +11,6 @@ the table is not touched.
 
 from __future__ import annotations
 
-import os
-import socket
 from datetime import datetime
 
 from sqlalchemy import or_, select, update
@@ -22,11 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.meters.lease import BusLease, LeaseDecision, decide, expires_at
 from chargenet.store.db import Store
 from chargenet.store.models import MeterBusLease
-
-
-def default_owner() -> str:
-    """Unique per process start, so a restarted process never mistakes its predecessor's leases for its own."""
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{os.urandom(3).hex()}"
 
 
 class BusLeases:

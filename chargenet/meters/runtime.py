@@ -26,9 +26,10 @@ from sqlalchemy import select
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
+from chargenet.ids import process_owner
 from chargenet.meters.bus import BackoffPolicy, BusSettings, RtuBus, Transport
 from chargenet.meters.lease import RENEW_INTERVAL_S, LeaseDecision
-from chargenet.meters.leases import BusLeases, default_owner
+from chargenet.meters.leases import BusLeases
 from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
 from chargenet.meters.sessions import MeterSessions
@@ -83,7 +84,7 @@ class MeterPolling:
         self._lease_interval_s = lease_interval_s
         self._link_factory = link_factory
         self._policy = policy
-        self.owner = owner or default_owner()
+        self.owner = owner or process_owner()
         self.leases = BusLeases(store, self.owner)
         self.sessions = MeterSessions(store, outbox, clock, fence=self.leases.still_held)
         self.buses: dict[str, _Bus] = {}

@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.errors import NotFound
+from chargenet.ids import process_owner
 from chargenet.keys import CredentialCipher
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
@@ -59,10 +58,6 @@ class LeaseLost:
 StepResult = Action | LeaseLost
 
 
-def default_owner() -> str:
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{os.urandom(3).hex()}"
-
-
 class DeliveryEngine:
     name = "webhooks"
 
@@ -83,7 +78,7 @@ class DeliveryEngine:
         self.clock = clock
         self.sender = sender
         self.cipher = cipher
-        self.owner = owner or default_owner()
+        self.owner = owner or process_owner()
         self.metrics = metrics
         self.policy = policy or RetryPolicy()
         self.poll_interval = poll_interval
