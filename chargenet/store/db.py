@@ -1,8 +1,9 @@
 """Engine and transactions.
 
 SQLite runs in WAL mode with `synchronous=FULL` (a committed event survives a power cut, not only a crash)
-and every transaction starts with `BEGIN IMMEDIATE`: writers queue on the busy timeout instead of failing
-with "database is locked" when a read transaction later wants to write. pysqlite's own implicit
+and every transaction starts with `BEGIN IMMEDIATE`, so a read transaction that later writes never fails with
+"database is locked". Within one process, transactions queue on an asyncio lock; other processes wait on the
+busy timeout. pysqlite's own implicit
 transaction handling is switched off so that DDL is transactional too (a migration applies whole or not).
 """
 
