@@ -22,8 +22,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -38,13 +39,30 @@ from chargenet.store.models import Webhook
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once, outbox_committed
-from chargenet.webhooks.lane import Action, DeadLetter, Idle, Paused, SendHead, WaitUntil, due, on_result
+from chargenet.webhooks.lane import (
+    Acknowledge,
+    Action,
+    DeadLetter,
+    Effect,
+    Head,
+    Idle,
+    Paused,
+    SendHead,
+    WaitUntil,
+    due,
+    on_result,
+)
 from chargenet.webhooks.metrics import WebhookMetrics
 from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import AttemptResult, Endpoint, WebhookSender
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# A running lane reads this many entries at a time and sends on while they are acknowledged, with at most
+# UNSETTLED_LIMIT acknowledgements waiting for their commit: what a crash can make it send a second time.
+WINDOW = 32
+UNSETTLED_LIMIT = 16
 
 # An idle lane is woken by this process's filler; this bounds the wait for entries another process's filler added.
 IDLE_RECHECK = 1.0
@@ -91,6 +109,8 @@ class DeliveryEngine:
         self._next: dict[int, queue.LaneSnapshot] = {}
         self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
+        self._settling: set[asyncio.Task[bool]] = set()
+        self._generation = 0
         self.spawn_lane_tasks = True
 
     @property
@@ -111,6 +131,8 @@ class DeliveryEngine:
     async def lease_once(self) -> set[int]:
         """Renew, give up and take leases; start and stop lane tasks to match. Returns the lanes held."""
         now = self.clock.now()
+        # Lanes sending ahead from a window they read re-read the lane (and the webhook's settings) now.
+        self._generation += 1
         async with self.store.transaction() as session:
             held = await queue.renew_leases(session, self.owner, now)
             held |= set(await queue.acquire_leases(session, self.owner, now))
@@ -127,38 +149,96 @@ class DeliveryEngine:
             await self.metrics.refresh(self.store)
         return held
 
-    async def step(self, lane_id: int) -> StepResult:
+    async def step(self, lane_id: int, *, window: int = 1) -> StepResult:
         """Read the lane, send its head if it is due, persist the outcome.
 
         The transaction that persists an outcome also reads the lane again; that snapshot serves the very
         next step of the lane (and only that one), so a busy lane costs one transaction per delivery.
+
+        With a `window` above 1 the lane is read `window` entries at a time, and while each head is
+        acknowledged the step goes on to the entry behind it without waiting for the acknowledgement's commit:
+        acknowledgements are recorded by group commits running beside the sends, at most `UNSETTLED_LIMIT` at
+        a time. Anything but an acknowledgement, the end of the window, or a settings change (see `poke`)
+        waits for all of them before its own outcome is persisted, so the lane's stored state always follows
+        the core's decisions in order. A crash can lose only the record of acknowledgements still unsettled:
+        those events are sent again (partners de-duplicate by eventId), none is lost.
         """
         snapshot = self._next.pop(lane_id, None)
         if snapshot is None:
             async with self.store.transaction() as session:
-                snapshot = await queue.snapshot(session, lane_id, self.owner)
+                snapshot = await queue.snapshot(session, lane_id, self.owner, window)
         if snapshot is None:
             return LeaseLost()
-        action = due(snapshot.view, self.clock.now())
-        if not isinstance(action, SendHead):
-            return action
-        assert snapshot.body is not None
-        endpoint = await self._endpoint(snapshot)
-        result = await self.sender.send(endpoint, snapshot.body.encode())
-        effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
-        body = snapshot.body
+        generation = self._generation
+        unsettled: deque[asyncio.Task[bool]] = deque()
+        while True:
+            action = due(snapshot.view, self.clock.now())
+            if not isinstance(action, SendHead):
+                return action if await _all_settled(unsettled) else LeaseLost()
+            assert snapshot.body is not None
+            endpoint = await self._endpoint(snapshot)
+            result = await self.sender.send(endpoint, snapshot.body.encode())
+            effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
+            if isinstance(effect, Acknowledge) and snapshot.following and generation == self._generation:
+                unsettled.append(self._settle_in_background(snapshot, action, result, effect))
+                if len(unsettled) >= UNSETTLED_LIMIT and not await unsettled.popleft():
+                    await _all_settled(unsettled)
+                    return LeaseLost()
+                if any(task.done() and not task.result() for task in unsettled):
+                    await _all_settled(unsettled)
+                    return LeaseLost()
+                snapshot = _behind_head(snapshot)
+                continue
+            if not await _all_settled(unsettled):
+                return LeaseLost()
+            return await self._settle(snapshot, action, result, effect, window)
+
+    async def _settle(
+        self, snapshot: queue.LaneSnapshot, action: SendHead, result: AttemptResult, effect: Effect, window: int
+    ) -> StepResult:
+        """Persist the outcome of one attempt and read the lane again in the same (group) transaction."""
+        lane_id, body = snapshot.lane_id, snapshot.body or ""
 
         async def settle(session: AsyncSession) -> tuple[bool, queue.LaneSnapshot | None]:
             kept = await queue.apply_effect(
                 session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
             )
-            return kept, await queue.snapshot(session, lane_id, self.owner) if kept else None
+            return kept, await queue.snapshot(session, lane_id, self.owner, window) if kept else None
 
         kept, following = await self._group_commit(lane_id, settle)
         if following is not None:
             self._next[lane_id] = following
         self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
         return action if kept else LeaseLost()
+
+    def _settle_in_background(
+        self, snapshot: queue.LaneSnapshot, action: SendHead, result: AttemptResult, effect: Acknowledge
+    ) -> asyncio.Task[bool]:
+        """Record an acknowledgement in the next group commit without waiting for it; True if the lease held."""
+        body = snapshot.body or ""
+
+        async def record(session: AsyncSession) -> bool:
+            return await queue.apply_effect(
+                session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
+            )
+
+        async def settle() -> bool:
+            kept = await self._group_commit(snapshot.lane_id, record)
+            self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
+            return kept
+
+        # Not tied to the lane's task: a lane cancelled (disabled, lease lost) still records what was delivered.
+        task = asyncio.create_task(settle())
+        self._settling.add(task)
+        task.add_done_callback(self._settled)
+        return task
+
+    def _settled(self, task: asyncio.Task[bool]) -> None:
+        self._settling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # The lane that queued it re-reads its state after the error; a lane already gone leaves it to the
+            # next owner, who sends the event again.
+            log.warning("recording a webhook acknowledgement failed", exc_info=task.exception())
 
     async def _group_commit(self, lane_id: int, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
@@ -212,12 +292,15 @@ class DeliveryEngine:
 
     def poke(self) -> None:
         """Re-read leases and webhook settings now rather than at the next lease round."""
+        self._generation += 1
         self._poke.set()
 
     async def shutdown(self) -> None:
         for lane_id in list(self._tasks):
             self._stop_lane(lane_id)
         await asyncio.sleep(0)
+        # Acknowledgements still being recorded are recorded before the leases go.
+        await asyncio.gather(*self._settling, return_exceptions=True)
         if self._committer is not None:
             await asyncio.gather(self._committer, return_exceptions=True)
         with contextlib.suppress(Exception):
@@ -237,7 +320,7 @@ class DeliveryEngine:
         while True:
             wake.clear()
             try:
-                result = await self.step(lane_id)
+                result = await self.step(lane_id, window=WINDOW)
             except Exception:
                 log.exception("webhook lane step failed", extra={"fields": {"laneId": lane_id}})
                 await asyncio.sleep(self.poll_interval)
@@ -290,6 +373,26 @@ class DeliveryEngine:
                 "webhook lane lease lost during an attempt; its outcome is left to the new owner",
                 extra={"fields": {"webhookId": webhook_id, "eventType": event_type, "eventId": action.head.event_id}},
             )
+
+
+def _behind_head(snapshot: queue.LaneSnapshot) -> queue.LaneSnapshot:
+    """The lane as it stands once its head is acknowledged: the next entry of the window is the new head."""
+    following = snapshot.following
+    view = snapshot.view
+    head = Head(following[0].entry_id, following[0].event_id)
+    return replace(
+        snapshot, view=replace(view, size=view.size - 1, head=head), body=following[0].body, following=following[1:]
+    )
+
+
+async def _all_settled(tasks: deque[asyncio.Task[bool]]) -> bool:
+    """Wait for every background acknowledgement; False if any found the lease gone. Re-raises a failed commit."""
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    tasks.clear()
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return all(results)
 
 
 async def _any(*events: asyncio.Event) -> None:

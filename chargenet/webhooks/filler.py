@@ -22,7 +22,7 @@ from chargenet.clock import Clock
 from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
 from chargenet.store.models import OutboxEvent, Webhook, WebhookLane
-from chargenet.webhooks.queue import enqueue
+from chargenet.webhooks.queue import enqueue_many
 
 log = logging.getLogger(__name__)
 
@@ -97,27 +97,25 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
             events = await consumer.read(session, stream, limit=batch)
             if not events:
                 continue
-            lanes = lanes_of.get((stream.site_id, stream.event_type), [])
             now = clock.now()
-            for event in events:
-                for lane in lanes:
-                    refused = await enqueue(session, lane, event_id=event.event_id, body=event.body, now=now)
-                    if refused is None:
-                        report.enqueued += 1
-                        report.filled_lanes.add(lane.id)
-                    else:
-                        report.refused += 1
-                        log.warning(
-                            "webhook lane full: event dead-lettered",
-                            extra={
-                                "fields": {
-                                    "webhookId": lane.webhook_id,
-                                    "eventType": lane.event_type,
-                                    "eventId": event.event_id,
-                                    "reason": refused.reason.value,
-                                }
-                            },
-                        )
+            for lane in lanes_of.get((stream.site_id, stream.event_type), []):
+                letters = await enqueue_many(session, lane, events, now=now)
+                report.enqueued += len(events) - len(letters)
+                report.refused += len(letters)
+                if len(letters) < len(events):
+                    report.filled_lanes.add(lane.id)
+                for letter in letters:
+                    log.warning(
+                        "webhook lane full: event dead-lettered",
+                        extra={
+                            "fields": {
+                                "webhookId": lane.webhook_id,
+                                "eventType": lane.event_type,
+                                "eventId": letter.event_id,
+                                "reason": letter.reason.value,
+                            }
+                        },
+                    )
             await consumer.advance(session, stream.site_id, stream.event_type, events[-1].seq)
     return report
 

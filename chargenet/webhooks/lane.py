@@ -46,7 +46,12 @@ class Admission(StrEnum):
 
 def admit(size: int, capacity: int = LANE_CAPACITY) -> Admission:
     """Whether an event arriving at a lane of `size` entries enters it (Rules 2 and 3)."""
-    return Admission.ENQUEUED if size < capacity else Admission.QUEUE_FULL
+    return Admission.ENQUEUED if room(size, capacity) > 0 else Admission.QUEUE_FULL
+
+
+def room(size: int, capacity: int = LANE_CAPACITY) -> int:
+    """How many of the events arriving together at a lane of `size` entries enter it; the rest are refused."""
+    return max(0, capacity - size)
 
 
 @dataclass(frozen=True, slots=True)

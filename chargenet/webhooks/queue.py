@@ -10,10 +10,12 @@ long, or presumed dead) cannot acknowledge or retry on top of the new owner.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
@@ -27,6 +29,7 @@ from chargenet.webhooks.lane import (
     ScheduleRetry,
     admit,
     refused_at_full_lane,
+    room,
 )
 
 LEASE_DURATION = timedelta(seconds=10)
@@ -42,6 +45,22 @@ class LaneSnapshot:
     view: LaneView
     body: str | None
     """The head's body (None when the lane is empty)."""
+    following: tuple[QueuedEntry, ...] = ()
+    """Up to `window - 1` entries behind the head, in lane order, for a lane that sends on without re-reading."""
+
+
+class QueuedEvent(Protocol):
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedEntry:
+    entry_id: int
+    event_id: str
+    body: str
 
 
 async def enqueue(
@@ -56,6 +75,28 @@ async def enqueue(
     lane.size += 1
     await session.flush()
     return None
+
+
+async def enqueue_many(
+    session: AsyncSession, lane: WebhookLane, events: Sequence[QueuedEvent], *, now: datetime
+) -> list[DeadLetter]:
+    """Put `events` at the tail of `lane` in their order, in one multi-row insert; those that find the lane full
+    go to the dead letters instead (Rule 2). Returns their dead letters."""
+    admitted, refused = events[: room(lane.size)], events[room(lane.size) :]
+    if admitted:
+        # One statement whose rows take ascending ids in list order, the lane order.
+        await session.execute(
+            insert(WebhookLaneEntry),
+            [{"lane_id": lane.id, "event_id": e.event_id, "body": e.body, "enqueued_at": now} for e in admitted],
+        )
+        lane.size += len(admitted)
+    letters = []
+    for event in refused:
+        letter = refused_at_full_lane(event.event_id)
+        await store_dead_letter(session, lane.webhook_id, lane.event_type, letter, event.body, now)
+        letters.append(letter)
+    await session.flush()
+    return letters
 
 
 async def store_dead_letter(
@@ -76,9 +117,9 @@ async def store_dead_letter(
     await session.flush()
 
 
-async def snapshot(session: AsyncSession, lane_id: int, owner: str) -> LaneSnapshot | None:
-    """The lane as the core sees it, in one query of plain columns, if `owner` still holds its lease."""
-    first_entry = select(func.min(WebhookLaneEntry.id)).where(WebhookLaneEntry.lane_id == lane_id).scalar_subquery()
+async def snapshot(session: AsyncSession, lane_id: int, owner: str, window: int = 1) -> LaneSnapshot | None:
+    """The lane as the core sees it, with its first `window` entries, in one query of plain columns, if `owner`
+    still holds its lease."""
     result = await session.execute(
         select(
             WebhookLane.webhook_id,
@@ -94,15 +135,19 @@ async def snapshot(session: AsyncSession, lane_id: int, owner: str) -> LaneSnaps
             WebhookLaneEntry.body,
         )
         .join(Webhook, Webhook.id == WebhookLane.webhook_id)
-        .outerjoin(WebhookLaneEntry, WebhookLaneEntry.id == first_entry)
+        .outerjoin(WebhookLaneEntry, WebhookLaneEntry.lane_id == WebhookLane.id)
         .where(WebhookLane.id == lane_id, WebhookLane.lease_owner == owner)
+        .order_by(WebhookLaneEntry.id)
+        .limit(window)
     )
-    row = result.first()
-    if row is None:
+    rows = result.all()
+    if not rows:
         return None
-    webhook_id, event_type, size, attempts, next_at, last_error, enabled, version, entry_id, event_id, body = row
+    webhook_id, event_type, size, attempts, next_at, last_error, enabled, version, entry_id, event_id, body = rows[0]
     head = Head(int(entry_id), str(event_id), attempts, next_at, last_error) if entry_id is not None else None
-    return LaneSnapshot(lane_id, webhook_id, version, event_type, LaneView(bool(enabled), size, head), body)
+    following = tuple(QueuedEntry(int(row[8]), str(row[9]), str(row[10])) for row in rows[1:])
+    view = LaneView(bool(enabled), size, head)
+    return LaneSnapshot(lane_id, webhook_id, version, event_type, view, body, following)
 
 
 async def apply_effect(

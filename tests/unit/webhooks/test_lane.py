@@ -24,6 +24,7 @@ from chargenet.webhooks.lane import (
     on_result,
     outcome_of_status,
     refused_at_full_lane,
+    room,
     unsubscribed,
 )
 from chargenet.webhooks.retry import RetryPolicy
@@ -92,6 +93,10 @@ def test_lane_below_capacity_admits_the_event() -> None:
 
 def test_full_lane_refuses_the_thousand_and_first_event() -> None:
     assert admit(LANE_CAPACITY) is Admission.QUEUE_FULL
+
+
+def test_events_arriving_together_fill_the_lane_up_to_its_capacity() -> None:
+    assert [room(size) for size in (0, LANE_CAPACITY - 3, LANE_CAPACITY, LANE_CAPACITY + 5)] == [1000, 3, 0, 0]
 
 
 def test_refused_event_goes_to_dead_letters_as_queue_full() -> None:
