@@ -76,6 +76,15 @@ class LeaseLost:
 StepResult = Action | LeaseLost
 
 
+@dataclass(slots=True)
+class _Acknowledgements:
+    """Acknowledged attempts of one lane waiting for the same commit."""
+
+    snapshot: queue.LaneSnapshot
+    acks: list[tuple[SendHead, AttemptResult, Acknowledge]]
+    future: asyncio.Future[bool]
+
+
 class DeliveryEngine:
     name = "webhooks"
 
@@ -109,7 +118,7 @@ class DeliveryEngine:
         self._next: dict[int, queue.LaneSnapshot] = {}
         self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
-        self._settling: set[asyncio.Task[bool]] = set()
+        self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0
         self.spawn_lane_tasks = True
 
@@ -170,7 +179,7 @@ class DeliveryEngine:
         if snapshot is None:
             return LeaseLost()
         generation = self._generation
-        unsettled: deque[asyncio.Task[bool]] = deque()
+        unsettled: deque[asyncio.Future[bool]] = deque()
         while True:
             action = due(snapshot.view, self.clock.now())
             if not isinstance(action, SendHead):
@@ -213,32 +222,49 @@ class DeliveryEngine:
 
     def _settle_in_background(
         self, snapshot: queue.LaneSnapshot, action: SendHead, result: AttemptResult, effect: Acknowledge
-    ) -> asyncio.Task[bool]:
-        """Record an acknowledgement in the next group commit without waiting for it; True if the lease held."""
-        body = snapshot.body or ""
+    ) -> asyncio.Future[bool]:
+        """Record an acknowledgement in the next group commit without waiting for it; True if the lease held.
 
-        async def record(session: AsyncSession) -> bool:
-            return await queue.apply_effect(
-                session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
-            )
+        Acknowledgements of one lane that wait for the same commit are recorded together, in one update of the
+        lane and one delete of its entries. The future is not tied to the lane's task: a lane cancelled
+        (disabled, lease lost) still records what was delivered.
+        """
+        lane_id = snapshot.lane_id
+        group = self._open_acks.get(lane_id)
+        if group is None:
+            group = _Acknowledgements(snapshot, [], asyncio.get_running_loop().create_future())
+            self._open_acks[lane_id] = group
+            sealed = group
 
-        async def settle() -> bool:
-            kept = await self._group_commit(snapshot.lane_id, record)
-            self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
-            return kept
+            async def record(session: AsyncSession) -> bool:
+                if self._open_acks.get(lane_id) is sealed:
+                    del self._open_acks[lane_id]  # later acknowledgements wait for the next commit
+                _, last, _ = sealed.acks[-1]
+                return await queue.acknowledge(
+                    session,
+                    sealed.snapshot,
+                    self.owner,
+                    [ack.entry_id for _, _, ack in sealed.acks],
+                    now=last.ended_at,
+                    request_ms=last.duration_ms,
+                )
 
-        # Not tied to the lane's task: a lane cancelled (disabled, lease lost) still records what was delivered.
-        task = asyncio.create_task(settle())
-        self._settling.add(task)
-        task.add_done_callback(self._settled)
-        return task
+            self._enqueue(lane_id, record, group.future)
+            group.future.add_done_callback(lambda future: self._recorded(sealed, future))
+        group.acks.append((action, result, effect))
+        return group.future
 
-    def _settled(self, task: asyncio.Task[bool]) -> None:
-        self._settling.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # The lane that queued it re-reads its state after the error; a lane already gone leaves it to the
-            # next owner, who sends the event again.
-            log.warning("recording a webhook acknowledgement failed", exc_info=task.exception())
+    def _recorded(self, group: _Acknowledgements, future: asyncio.Future[bool]) -> None:
+        if future.cancelled():
+            return
+        if future.exception() is not None:
+            # The lane that queued it re-reads its state after the error; a lane already gone leaves the events
+            # to the next owner, who sends them again.
+            log.warning("recording webhook acknowledgements failed", exc_info=future.exception())
+            return
+        snapshot = group.snapshot
+        for action, result, effect in group.acks:
+            self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, future.result())
 
     async def _group_commit(self, lane_id: int, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
@@ -248,12 +274,16 @@ class DeliveryEngine:
         fails, the whole batch rolls back and every lane in it sees the error (their attempts are sent again).
         Lanes are settled in id order, the order in which the filler locks them, so the two cannot deadlock.
         """
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._enqueue(lane_id, work, future)
+        return await future
+
+    def _enqueue(
+        self, lane_id: int, work: Callable[[AsyncSession], Awaitable[Any]], future: asyncio.Future[Any]
+    ) -> None:
         self._batch.append((lane_id, work, future))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.create_task(self._commit_batches())
-        result: T = await future
-        return result
 
     async def _commit_batches(self) -> None:
         while self._batch:
@@ -299,8 +329,7 @@ class DeliveryEngine:
         for lane_id in list(self._tasks):
             self._stop_lane(lane_id)
         await asyncio.sleep(0)
-        # Acknowledgements still being recorded are recorded before the leases go.
-        await asyncio.gather(*self._settling, return_exceptions=True)
+        # The committer records the acknowledgements still waiting before the leases go.
         if self._committer is not None:
             await asyncio.gather(self._committer, return_exceptions=True)
         with contextlib.suppress(Exception):
@@ -385,7 +414,7 @@ def _behind_head(snapshot: queue.LaneSnapshot) -> queue.LaneSnapshot:
     )
 
 
-async def _all_settled(tasks: deque[asyncio.Task[bool]]) -> bool:
+async def _all_settled(tasks: deque[asyncio.Future[bool]]) -> bool:
     """Wait for every background acknowledgement; False if any found the lease gone. Re-raises a failed commit."""
     results = await asyncio.gather(*tasks, return_exceptions=True)
     tasks.clear()

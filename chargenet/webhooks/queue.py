@@ -200,6 +200,37 @@ async def apply_effect(
     return True
 
 
+async def acknowledge(
+    session: AsyncSession,
+    lane: LaneSnapshot,
+    owner: str,
+    entry_ids: Sequence[int],
+    *,
+    now: datetime,
+    request_ms: float,
+) -> bool:
+    """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
+    lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them."""
+    result = await session.execute(
+        update(WebhookLane)
+        .where(WebhookLane.id == lane.lane_id, WebhookLane.lease_owner == owner)
+        .values(
+            size=WebhookLane.size - len(entry_ids),
+            head_attempts=0,
+            next_attempt_at=None,
+            last_error=None,
+            last_consumed_at=now,
+            last_request_at=now,
+            last_request_ms=request_ms,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(result, "rowcount", 0) != 1:
+        return False
+    await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.id.in_(entry_ids)))
+    return True
+
+
 async def acquire_leases(session: AsyncSession, owner: str, now: datetime, limit: int = 100) -> list[int]:
     """Take up to `limit` lanes of enabled webhooks whose lease is free or expired."""
     query = (
