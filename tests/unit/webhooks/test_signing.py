@@ -227,3 +227,35 @@ def test_key_of_the_wrong_type_is_refused() -> None:
             key=key,
             algorithm=SignatureAlgorithm.RSA_PSS_SHA512,
         )
+
+
+@pytest.mark.parametrize(
+    ("url", "signature_format"),
+    [
+        (URL, SignatureFormat.RFC9421),
+        ("http://127.0.0.1:9000", SignatureFormat.RFC9421),
+        ("https://partner.example/a%20b/hook;v=1", SignatureFormat.RFC9421),
+        (URL, SignatureFormat.LEGACY),
+    ],
+)
+def test_webhook_signature_base_is_the_general_signers_base(url: str, signature_format: SignatureFormat) -> None:
+    key = ed25519.Ed25519PrivateKey.generate()
+    headers = webhook_signature_headers(
+        url=url, request_id=REQUEST_ID, body=BODY, created=CREATED, key=key, signature_format=signature_format
+    )
+    legacy = signature_format is SignatureFormat.LEGACY
+    covered = [("x-request-id", REQUEST_ID)] + ([] if legacy else [("Content-Digest", content_digest(BODY))])
+    general = sign_message(
+        method="POST",
+        url=url,
+        headers=covered,
+        components=["@method", "@path", "x-request-id"] + ([] if legacy else ["content-digest"]),
+        parameters=SignatureParameters(created=CREATED, key_id="sign", alg=SignatureAlgorithm.ED25519),
+        key=key,
+        algorithm=SignatureAlgorithm.ED25519,
+    )
+    # Ed25519 is deterministic: the same base gives the same signature bytes.
+    if legacy:
+        assert headers["Signature"] == "sig1=" + general.signature.split("=", 1)[1].strip(":")
+    else:
+        assert (headers["Signature-Input"], headers["Signature"]) == (general.signature_input, general.signature)
