@@ -6,14 +6,16 @@ Theory of operation.
   `lease_interval` renews the leases this process holds, gives up those of disabled webhooks, and takes free
   or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process that died are
   taken over within about 11 s (decisions.md §4 asks for 15).
-- Each held lane has one task that repeats `step`: read the lane, ask the lane core what is due, send the head
-  if it is, persist the core's effect (only while the lease is still ours) and read the lane again in the same
-  transaction, so a busy lane costs one transaction per delivery; lanes settling at the same moment share one
-  (group commit). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+- Each held lane has one task that repeats `step`: read the lane (up to WINDOW entries), ask the lane core
+  what is due, send the head if it is, persist the core's effect (only while the lease is still ours) and read
+  the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
+  read and leaves the acknowledgements to the group committer, which records those of one lane together; so a
+  busy lane sends at the receiver's pace rather than the store's, and lanes settling at the same moment share
+  one transaction. Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
-  acknowledged event was deleted in the same transaction that recorded it; an unacknowledged one is sent
-  again by the next owner (partners de-duplicate by eventId).
+  event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
+  (at most UNSETTLED_LIMIT a lane) is sent again by the next owner (partners de-duplicate by eventId).
 """
 
 from __future__ import annotations
@@ -320,6 +322,12 @@ class DeliveryEngine:
         finally:
             await self.shutdown()
 
+    async def settled(self) -> None:
+        """Wait until everything handed to the group committer is committed or has failed."""
+        await asyncio.sleep(0)  # lets acknowledgements just handed over reach the batch
+        while self._committer is not None and not self._committer.done():
+            await asyncio.gather(self._committer, return_exceptions=True)
+
     def poke(self) -> None:
         """Re-read leases and webhook settings now rather than at the next lease round."""
         self._generation += 1
@@ -329,9 +337,8 @@ class DeliveryEngine:
         for lane_id in list(self._tasks):
             self._stop_lane(lane_id)
         await asyncio.sleep(0)
-        # The committer records the acknowledgements still waiting before the leases go.
-        if self._committer is not None:
-            await asyncio.gather(self._committer, return_exceptions=True)
+        # The acknowledgements still waiting are recorded before the leases go.
+        await self.settled()
         with contextlib.suppress(Exception):
             async with self.store.transaction() as session:
                 await queue.release_leases(session, self.owner)

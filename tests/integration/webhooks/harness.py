@@ -82,11 +82,13 @@ async def make_harness(store: Store, clock: ManualClock, tmp_path: Path) -> Harn
     return Harness(store, clock, keys, await make_tenant(store, keys, clock.now()))
 
 
-async def drain(engine: DeliveryEngine, lane_id: int, clock: ManualClock, max_steps: int = 5000) -> list[StepResult]:
+async def drain(
+    engine: DeliveryEngine, lane_id: int, clock: ManualClock, max_steps: int = 5000, window: int = 1
+) -> list[StepResult]:
     """Step the lane until it is empty, jumping the clock to each retry time."""
     results: list[StepResult] = []
     for _ in range(max_steps):
-        result = await engine.step(lane_id)
+        result = await engine.step(lane_id, window=window)
         results.append(result)
         if isinstance(result, WaitUntil):
             clock.set(result.at)
