@@ -1,5 +1,6 @@
-"""Two real processes share one PostgreSQL: each lane is drained by one of them; when that one is killed in
-the middle of a retry, the other takes the lane over within 15 s, and nothing is lost or reordered."""
+"""Two real `chargenet serve` processes share one PostgreSQL: each lane is drained by one of them; when that one
+is killed in the middle of a retry, the other takes the lane over within 15 s, and nothing is lost or
+reordered."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import select
 
@@ -27,10 +29,10 @@ from chargenet.store.models import WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.conftest import create_pg_database, drop_pg_database
 from tests.factories import make_tenant
+from tests.integration.test_serve import free_port
 from tests.integration.webhooks.harness import authorize, tags
 from tests.support.receiver import Received, Reply, run_receiver
 
-CHILD = Path(__file__).with_name("_engine_child.py")
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -43,13 +45,29 @@ async def pg_url() -> AsyncIterator[str]:
         await drop_pg_database(url)
 
 
-async def _spawn(url: str, data_dir: Path, owner: str) -> asyncio.subprocess.Process:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"}
+async def _serve(url: str, data_dir: Path) -> asyncio.subprocess.Process:
+    port = free_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), url, str(data_dir), owner, env=env, stdout=subprocess.DEVNULL
+        sys.executable,
+        "-m",
+        "chargenet",
+        "serve",
+        *("--port", str(port), "--data-dir", str(data_dir), "--database-url", url),
+        *("--webhook-allow-private", "--log-level", "error"),
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
+        stdout=subprocess.DEVNULL,
     )
-    await _eventually(lambda: (data_dir / f"{owner}.ready").exists(), 60)
-    return process
+    async with httpx.AsyncClient() as client:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.returncode is None, "chargenet serve exited early"
+            try:
+                if (await client.get(f"http://127.0.0.1:{port}/health", timeout=1)).status_code < 500:
+                    return process
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "chargenet serve did not answer /health within 60 s"
+            await asyncio.sleep(0.1)
 
 
 async def _eventually(condition: Callable[[], bool], timeout: float) -> float:
@@ -61,9 +79,11 @@ async def _eventually(condition: Callable[[], bool], timeout: float) -> float:
     return time.monotonic() - started
 
 
-async def _owner(store: Store) -> str | None:
+async def _owner_pid(store: Store) -> int | None:
+    """The process id in the lane's lease owner (`host:pid:nonce`)."""
     async with store.transaction() as session:
-        return await session.scalar(select(WebhookLane.lease_owner))
+        owner = await session.scalar(select(WebhookLane.lease_owner))
+    return int(owner.split(":")[1]) if owner else None
 
 
 @pytest.mark.slow
@@ -92,25 +112,25 @@ async def test_killed_process_lane_is_taken_over_within_15_s_without_loss(pg_url
                 now=clock.now(),
                 allow_private=True,
             )
-        first = await _spawn(pg_url, data_dir, "first")
+        first = await _serve(pg_url, data_dir)
         async with store.transaction() as session:
             for n in range(1, 6):
                 await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize(f"T{n}"))
 
-        async def owned_by(name: str) -> None:
-            while await _owner(store) != name:
+        async def owned_by(process: asyncio.subprocess.Process) -> None:
+            while await _owner_pid(store) != process.pid:
                 await asyncio.sleep(0.05)
 
-        await asyncio.wait_for(owned_by("first"), 30)
-        second = await _spawn(pg_url, data_dir, "second")
+        await asyncio.wait_for(owned_by(first), 30)
+        second = await _serve(pg_url, data_dir)
         # The first process is retrying T3 (T1 and T2 delivered) when it dies.
         await _eventually(lambda: [tags([r.body])[0] for r in receiver.received].count("T3") >= 2, 30)
-        assert await _owner(store) == "first"
+        assert await _owner_pid(store) == first.pid
         first.send_signal(signal.SIGKILL)
         await first.wait()
         killed.set()
         takeover = time.monotonic()
-        await asyncio.wait_for(owned_by("second"), 20)
+        await asyncio.wait_for(owned_by(second), 20)
         taken_after = time.monotonic() - takeover
         await _eventually(lambda: "T5" in tags(receiver.bodies()), 30)
         second.kill()
