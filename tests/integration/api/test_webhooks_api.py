@@ -7,14 +7,17 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
 from chargenet.api.app import create_api
 from chargenet.app import AppContext, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
+from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLaneEntry
 from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.lane import DeadLetter, DeadLetterReason
+from chargenet.webhooks.queue import store_dead_letter
 from tests.factories import make_tenant, partner_token
 
 
@@ -166,3 +169,71 @@ async def test_bad_cursor_is_invalid_input(api: Api) -> None:
     params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
     answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
     assert (answer.status_code, answer.json()["field"]) == (422, "cursor")
+
+
+DEAD_LETTER_BODY = '{"eventId":"e-1","eventType":"Authorize","payload":{"idTag":"T"}}'
+
+
+async def _dead_letter(api: Api, webhook_id: str, event_id: str) -> None:
+    letter = DeadLetter(None, event_id, DeadLetterReason.RETRIES_EXHAUSTED, "HTTP 500", 361)
+    async with api.context.store.transaction() as session:
+        await store_dead_letter(
+            session, webhook_id, "Authorize", letter, DEAD_LETTER_BODY.replace("e-1", event_id), api.context.clock.now()
+        )
+
+
+async def test_dead_letters_are_listed_with_their_reason_error_and_attempts(api: Api) -> None:
+    write = await api.grants("webhooks:write", "webhooks:read")
+    webhook_id = (await api.client.post("/webhooks", json=_create_body(api), headers=write)).json()["id"]
+    await _dead_letter(api, webhook_id, "e-1")
+    listed = (await api.client.get(f"/webhooks/{webhook_id}/dead-letters", headers=write)).json()
+    [letter] = listed["items"]
+    assert (letter["eventId"], letter["reason"], letter["error"], letter["attempts"]) == (
+        "e-1",
+        "retries_exhausted",
+        "HTTP 500",
+        361,
+    )
+    assert letter["event"]["eventId"] == "e-1" and letter["replayedAt"] is None
+
+
+async def test_replaying_one_dead_letter_puts_it_back_at_the_tail_of_its_lane(api: Api) -> None:
+    write = await api.grants("webhooks:write", "webhooks:read")
+    webhook_id = (await api.client.post("/webhooks", json=_create_body(api), headers=write)).json()["id"]
+    await _dead_letter(api, webhook_id, "e-1")
+    await _dead_letter(api, webhook_id, "e-2")
+    replayed = await api.client.post(
+        f"/webhooks/{webhook_id}/dead-letters/replay", json={"eventId": "e-2"}, headers=write
+    )
+    waiting = (await api.client.get(f"/webhooks/{webhook_id}/dead-letters", headers=write)).json()["items"]
+    everything = await api.client.get(f"/webhooks/{webhook_id}/dead-letters?include=all", headers=write)
+    async with api.context.store.transaction() as session:
+        queued = list(await session.scalars(select(WebhookLaneEntry.event_id)))
+    assert replayed.json() == {"replayed": ["e-2"]}
+    assert [d["eventId"] for d in waiting] == ["e-1"] and queued == ["e-2"]
+    assert {d["eventId"]: d["replayedAt"] is not None for d in everything.json()["items"]} == {
+        "e-1": False,
+        "e-2": True,
+    }
+
+
+async def test_dead_letters_of_another_companys_webhook_are_not_found(api: Api) -> None:
+    write = await api.grants("webhooks:write", "webhooks:read")
+    webhook_id = (await api.client.post("/webhooks", json=_create_body(api), headers=write)).json()["id"]
+    await _dead_letter(api, webhook_id, "e-1")
+    other = await api.outsider("webhooks:read", "webhooks:write")
+    listed = await api.client.get(f"/webhooks/{webhook_id}/dead-letters", headers=other)
+    replayed = await api.client.post(f"/webhooks/{webhook_id}/dead-letters/replay", headers=other)
+    async with api.context.store.transaction() as session:
+        left = await session.scalar(select(func.count()).select_from(WebhookDeadLetter))
+    assert (listed.status_code, replayed.status_code, left) == (404, 404, 1)
+
+
+async def test_webhook_credentials_are_stored_encrypted(api: Api) -> None:
+    write = await api.grants("webhooks:write")
+    body = _create_body(api, auth={"type": "basic", "username": "partner-user", "password": "pw-secret-123"})
+    webhook_id = (await api.client.post("/webhooks", json=body, headers=write)).json()["id"]
+    async with api.context.store.transaction() as session:
+        stored = await session.scalar(select(Webhook.credentials).where(Webhook.id == webhook_id))
+    assert stored is not None
+    assert b"pw-secret-123" not in stored and b"partner-user" not in stored

@@ -1,0 +1,52 @@
+"""Events are kept for the retention period and purged after it (decisions.md §4)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from chargenet.clock import ManualClock
+from chargenet.domain.events import AuthorizePayload
+from chargenet.outbox import Outbox
+from chargenet.outbox.retention import EventRetention
+from chargenet.store.db import Store
+from chargenet.store.models import OutboxEvent
+
+
+def authorize(tag: str) -> AuthorizePayload:
+    return AuthorizePayload.model_validate({"stationId": "ST-1", "idTag": tag, "status": "Accepted"})
+
+
+async def _stored(store: Store) -> list[tuple[int, str]]:
+    async with store.transaction() as session:
+        rows = await session.execute(select(OutboxEvent.seq, OutboxEvent.body).order_by(OutboxEvent.seq))
+    return [(seq, json.loads(body)["payload"]["idTag"]) for seq, body in rows]
+
+
+async def test_events_older_than_the_retention_period_are_purged_and_newer_ones_kept(
+    store: Store, clock: ManualClock
+) -> None:
+    outbox = Outbox(clock)
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("OLD"))
+    clock.advance(timedelta(days=6, hours=23).total_seconds())
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("NEW"))
+    clock.advance(timedelta(hours=1, seconds=1).total_seconds())
+    await EventRetention(store, clock, days=7).run_once()
+    assert await _stored(store) == [(2, "NEW")]
+
+
+async def test_a_stream_emptied_by_retention_goes_on_with_the_next_sequence_number(
+    store: Store, clock: ManualClock
+) -> None:
+    outbox = Outbox(clock)
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("OLD"))
+    clock.advance(timedelta(days=8).total_seconds())
+    await EventRetention(store, clock, days=7).run_once()
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("NEW"))
+    assert await _stored(store) == [(2, "NEW")]
