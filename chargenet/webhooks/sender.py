@@ -13,6 +13,7 @@ A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledErro
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -103,6 +104,7 @@ class WebhookSender:
         self._max_response_bytes = max_response_bytes
         self._resolver = resolver
         self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
+        self._ssl_context: ssl.SSLContext | None = None
         self._tokens: dict[str, _TokenSlot] = {}
 
     def _client(self, url: str) -> httpx.AsyncClient:
@@ -110,7 +112,11 @@ class WebhookSender:
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         client = self._clients.get(origin)
         if client is None:
-            transport = GuardedTransport(allow_private=self._allow_private, resolver=self._resolver)
+            if self._ssl_context is None:
+                self._ssl_context = httpx.create_ssl_context()
+            transport = GuardedTransport(
+                allow_private=self._allow_private, resolver=self._resolver, ssl_context=self._ssl_context
+            )
             client = httpx.AsyncClient(
                 transport=transport,
                 follow_redirects=False,

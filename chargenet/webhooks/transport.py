@@ -114,15 +114,17 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         keepalive_expiry: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        # Loading the CA bundle into a context takes tens of milliseconds: callers share one across endpoints.
+        ssl_context = ssl_context or httpx.create_ssl_context()
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context or httpx.create_ssl_context(),
+            ssl_context=ssl_context,
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=keepalive_expiry,
             network_backend=_GuardedBackend(allow_private=allow_private, resolver=resolver),
         )
         # httpx's own transport maps httpcore's exceptions to httpx's; reuse it around our pool.
-        self._wrapper = httpx.AsyncHTTPTransport(trust_env=False)
+        self._wrapper = httpx.AsyncHTTPTransport(verify=ssl_context, trust_env=False)
         self._wrapper._pool = self._pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
