@@ -354,7 +354,6 @@ class DeliveryEngine:
     async def _drain(self, lane_id: int) -> None:
         wake = self._wakes[lane_id]
         while True:
-            wake.clear()
             try:
                 result = await self.step(lane_id, window=WINDOW)
             except Exception:
@@ -367,9 +366,14 @@ class DeliveryEngine:
             if isinstance(result, WaitUntil):
                 delay = (result.at - self.clock.now()).total_seconds()
                 await _first(self.clock.sleep(delay), wake.wait())
+                wake.clear()
             elif isinstance(result, Idle):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
+                # A wake-up that came while the step ran means entries its snapshot (perhaps read by the step
+                # before) may not show: read the lane again at once rather than sleep on an empty view.
+                if not wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
+                wake.clear()
 
     async def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
         cached = self._endpoints.get(snapshot.webhook_id)
