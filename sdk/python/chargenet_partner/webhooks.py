@@ -23,22 +23,21 @@ request id is checked there.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import http_sf
 import httpx
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
-
-from chargenet_partner._sfv import InnerList, Item, StructuredFieldError, parse_dictionary, serialize_inner_list
+from http_sf.types import BareItemType, DictionaryType, InnerListType, ItemType, ParamsType
 
 PublicKey = ed25519.Ed25519PublicKey | rsa.RSAPublicKey
 KeyLookup = Callable[[str, str], PublicKey | None]
@@ -133,22 +132,22 @@ def read_claim(headers: Mapping[str, str], *, allow_legacy: bool = False) -> Sig
             raise WebhookVerificationError(Reason.LEGACY_REFUSED, "legacy signature format (allow_legacy is off)")
         return _read_legacy(signature_input, signature)
     try:
-        inputs = parse_dictionary(signature_input)
-        signatures = parse_dictionary(signature)
-    except StructuredFieldError as exc:
+        inputs = _parse_dictionary(signature_input)
+        signatures = _parse_dictionary(signature)
+    except http_sf.StructuredFieldError as exc:
         raise WebhookVerificationError(Reason.MALFORMED, f"signature headers: {exc}") from exc
     if len(inputs) != 1 or inputs.keys() != signatures.keys():
         raise WebhookVerificationError(Reason.MALFORMED, "expected exactly one signature, with the same label")
     label = next(iter(inputs))
-    member, value = inputs[label], signatures[label]
-    if not isinstance(member, InnerList) or not isinstance(value, Item) or not isinstance(value.value, bytes):
+    covered, raw = _inner_list(inputs[label]), _bare_item(signatures[label])
+    if covered is None or not isinstance(raw, bytes):
         raise WebhookVerificationError(Reason.MALFORMED, "Signature-Input must be an inner list, Signature bytes")
+    members, params = covered
     components: list[str] = []
-    for item in member.items:
-        if not isinstance(item.value, str) or item.params:
+    for item in members:
+        if not isinstance(item, tuple) or not isinstance(item[0], str) or item[1]:
             raise WebhookVerificationError(Reason.MALFORMED, "covered components are plain strings here")
-        components.append(item.value)
-    params = member.params
+        components.append(item[0])
     unknown = set(params) - {"created", "keyid", "alg", "expires", "nonce", "tag"}
     if unknown:
         raise WebhookVerificationError(Reason.MALFORMED, f"unexpected signature parameters {sorted(unknown)}")
@@ -165,8 +164,8 @@ def read_claim(headers: Mapping[str, str], *, allow_legacy: bool = False) -> Sig
         algorithm=algorithm,
         created=created,
         components=tuple(components),
-        signature=value.value,
-        signature_params=serialize_inner_list(member),
+        signature=raw,
+        signature_params=_signature_params(components, params),
         legacy=False,
     )
 
@@ -178,7 +177,7 @@ def _read_legacy(signature_input: str, signature: str) -> SignatureClaim:
         if not sep or name in fields:
             raise WebhookVerificationError(Reason.MALFORMED, "legacy Signature-Input is not name=value;...")
         fields[name] = value
-    if set(fields) != {"created", "keyId", "alg", "headers"} or not fields["created"].isdigit():
+    if set(fields) != {"created", "keyId", "alg", "headers"} or not _is_ascii_digits(fields["created"]):
         raise WebhookVerificationError(Reason.MALFORMED, "legacy Signature-Input needs created, keyId, alg, headers")
     if tuple(fields["headers"].split(" ")) != LEGACY_COMPONENTS:
         raise WebhookVerificationError(Reason.NOT_COVERED, "legacy signatures cover exactly @method @path x-request-id")
@@ -186,23 +185,65 @@ def _read_legacy(signature_input: str, signature: str) -> SignatureClaim:
         raise WebhookVerificationError(Reason.MALFORMED, "legacy Signature must be sig1=<base64>")
     try:
         raw = base64.b64decode(signature.removeprefix("sig1="), validate=True)
-    except binascii.Error as exc:
+    except ValueError as exc:  # binascii.Error, or a str that is not ASCII
         raise WebhookVerificationError(Reason.MALFORMED, "legacy Signature is not base64") from exc
     created = int(fields["created"])
     # The legacy signature is made over the RFC 9421 base of the same parameters (decisions.md §2).
-    params = InnerList(
-        tuple(Item(name) for name in LEGACY_COMPONENTS),
-        {"created": created, "keyid": fields["keyId"], "alg": fields["alg"]},
-    )
+    params: ParamsType = {"created": created, "keyid": fields["keyId"], "alg": fields["alg"]}
+    try:
+        signature_params = _signature_params(LEGACY_COMPONENTS, params)
+    except ValueError as exc:
+        raise WebhookVerificationError(Reason.MALFORMED, f"legacy Signature-Input: {exc}") from exc
     return SignatureClaim(
         key_id=fields["keyId"],
         algorithm=fields["alg"],
         created=created,
         components=LEGACY_COMPONENTS,
         signature=raw,
-        signature_params=serialize_inner_list(params),
+        signature_params=signature_params,
         legacy=True,
     )
+
+
+def _is_ascii_digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _parse_dictionary(value: str) -> DictionaryType:
+    """Parse an RFC 8941 Dictionary with `http-sf`; a repeated key is refused rather than the last one winning."""
+
+    def refuse_duplicate(key: str, where: str) -> None:
+        if where == "dictionary":
+            raise http_sf.StructuredFieldError(f"duplicate dictionary key {key!r}")
+
+    try:
+        data = value.encode("ascii")
+    except UnicodeEncodeError:
+        raise http_sf.StructuredFieldError("structured field is not ASCII") from None
+    parsed = http_sf.parse(data, tltype="dictionary", on_duplicate_key=refuse_duplicate)
+    if not isinstance(parsed, dict):  # pragma: no cover - a dictionary is what tltype asks for
+        raise http_sf.StructuredFieldError("structured field is not a dictionary")
+    return parsed
+
+
+def _inner_list(member: ItemType | InnerListType) -> tuple[list[ItemType], ParamsType] | None:
+    """The items and parameters of a dictionary member that is an Inner List, else None."""
+    if isinstance(member, tuple) and isinstance(member[0], list):
+        return member[0], member[1]
+    return None
+
+
+def _bare_item(member: ItemType | InnerListType) -> BareItemType | None:
+    """The bare value of a dictionary member that is an Item (its parameters ignored), else None."""
+    if isinstance(member, tuple):
+        return None if isinstance(member[0], list) else member[0]
+    return None if isinstance(member, list) else member
+
+
+def _signature_params(components: Sequence[str], params: ParamsType) -> str:
+    """The `@signature-params` value: the covered component identifiers as an Inner List with its parameters."""
+    covered: InnerListType = ([(name, {}) for name in components], params)
+    return http_sf.ser([covered])
 
 
 def signature_base(claim: SignatureClaim, *, method: str, path: str, headers: Mapping[str, str]) -> bytes:
@@ -218,7 +259,7 @@ def signature_base(claim: SignatureClaim, *, method: str, path: str, headers: Ma
             raise WebhookVerificationError(Reason.MALFORMED, f"component {name} is not one chargenet signs")
         else:
             value = view.require(name)
-        lines.append(f'"{name}": {value}')
+        lines.append(f"{http_sf.ser(name)}: {value}")
     lines.append(f'"@signature-params": {claim.signature_params}')
     base = "\n".join(lines)
     if not base.isascii():
@@ -244,16 +285,16 @@ def check_signature(claim: SignatureClaim, key: PublicKey, base: bytes) -> None:
 def check_content_digest(headers: Mapping[str, str], body: bytes) -> None:
     value = _Headers(headers).require("Content-Digest")
     try:
-        members = parse_dictionary(value)
-    except StructuredFieldError as exc:
+        members = _parse_dictionary(value)
+    except http_sf.StructuredFieldError as exc:
         raise WebhookVerificationError(Reason.MALFORMED, f"Content-Digest: {exc}") from exc
-    known = {name: member for name, member in members.items() if name in _DIGESTS}
+    known = {name: _bare_item(member) for name, member in members.items() if name in _DIGESTS}
     if not known:
         raise WebhookVerificationError(Reason.MALFORMED, "Content-Digest has no sha-256 or sha-512 member")
-    for name, member in known.items():
-        if not isinstance(member, Item) or not isinstance(member.value, bytes):
+    for name, digest in known.items():
+        if not isinstance(digest, bytes):
             raise WebhookVerificationError(Reason.MALFORMED, f"Content-Digest {name} is not a byte sequence")
-        if not hmac.compare_digest(member.value, _DIGESTS[name](body).digest()):
+        if not hmac.compare_digest(digest, _DIGESTS[name](body).digest()):
             raise WebhookVerificationError(Reason.DIGEST_MISMATCH, f"the body does not match its {name} digest")
 
 
