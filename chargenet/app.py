@@ -34,6 +34,7 @@ from chargenet.outbox.retention import EventRetention
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
+from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
 
 if TYPE_CHECKING:
     from chargenet.edge.hub import Edge
@@ -87,7 +88,9 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     clock = clock or SystemClock()
     context = AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
     context.health_checks.append(_database_check(store))
-    context.workers.append(EventRetention(store, clock, settings.event_retention_days))
+    context.workers.append(
+        EventRetention(store, clock, settings.event_retention_days, consumers=(WEBHOOK_LANES_CONSUMER,))
+    )
     context.auth = AuthServer(settings=settings, store=store, keys=keys, clock=clock)
     context.routes.extend(auth_routes(context.auth))
     from chargenet.edge.service import install_edge

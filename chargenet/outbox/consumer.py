@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -80,7 +81,22 @@ class OutboxConsumer:
         )
 
 
-async def purge_events_before(session: AsyncSession, cutoff: datetime) -> int:
-    """Retention: drop events raised before `cutoff` (stream counters stay, so sequences never repeat)."""
-    result = await session.execute(delete(OutboxEvent).where(OutboxEvent.raised_at < cutoff))
+async def purge_events_before(session: AsyncSession, cutoff: datetime, consumers: Sequence[str] = ()) -> int:
+    """Retention: drop events raised before `cutoff` that every one of `consumers` has already taken (stream
+    counters stay, so sequences never repeat). An event a consumer has not taken yet is kept however old it is:
+    a consumer that was stopped for longer than the retention period loses nothing."""
+    query = delete(OutboxEvent).where(OutboxEvent.raised_at < cutoff)
+    for name in consumers:
+        taken = (
+            select(OutboxCursor.last_seq)
+            .where(
+                OutboxCursor.consumer == name,
+                OutboxCursor.site_id == OutboxEvent.site_id,
+                OutboxCursor.event_type == OutboxEvent.event_type,
+                OutboxCursor.last_seq >= OutboxEvent.seq,
+            )
+            .exists()
+        )
+        query = query.where(taken)
+    result = await session.execute(query.execution_options(synchronize_session=False))
     return int(getattr(result, "rowcount", 0) or 0)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 
 from chargenet.clock import Clock
@@ -12,18 +13,22 @@ log = logging.getLogger(__name__)
 
 
 class EventRetention(LoopWorker):
-    """Purges outbox events older than the retention window (decisions.md §4, 7 days by default)."""
+    """Purges outbox events older than the retention window (decisions.md §4, 7 days by default) once each of
+    `consumers` (the webhook lane filler) has taken them."""
 
     name = "event-retention"
 
-    def __init__(self, store: Store, clock: Clock, days: int, interval: float = 3600) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, days: int, interval: float = 3600, consumers: Sequence[str] = ()
+    ) -> None:
         super().__init__(clock, interval)
         self.store = store
         self.days = days
+        self.consumers = tuple(consumers)
 
     async def run_once(self) -> None:
         cutoff = self.clock.now() - timedelta(days=self.days)
         async with self.store.transaction() as session:
-            purged = await purge_events_before(session, cutoff)
+            purged = await purge_events_before(session, cutoff, self.consumers)
         if purged:
             log.info("purged old events", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from chargenet.clock import ManualClock
 from chargenet.domain.events import AuthorizePayload
-from chargenet.outbox import Outbox
+from chargenet.outbox import Outbox, OutboxConsumer
 from chargenet.outbox.retention import EventRetention
 from chargenet.store.db import Store
 from chargenet.store.models import OutboxEvent
@@ -50,3 +50,18 @@ async def test_a_stream_emptied_by_retention_goes_on_with_the_next_sequence_numb
     async with store.transaction() as session:
         await outbox.publish(session, site_id="site_1", payload=authorize("NEW"))
     assert await _stored(store) == [(2, "NEW")]
+
+
+async def test_old_events_a_consumer_has_not_taken_yet_are_kept(store: Store, clock: ManualClock) -> None:
+    outbox, consumer = Outbox(clock), OutboxConsumer("lanes")
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("TAKEN"))
+    async with store.transaction() as session:
+        [stream] = await consumer.pending_streams(session)
+        taken = await consumer.read(session, stream)
+        await consumer.advance(session, stream.site_id, stream.event_type, taken[-1].seq)
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("WAITING"))
+    clock.advance(timedelta(days=30).total_seconds())
+    await EventRetention(store, clock, days=7, consumers=["lanes"]).run_once()
+    assert await _stored(store) == [(2, "WAITING")]
