@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select, text
+from sqlalchemy.dialects import postgresql, sqlite
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -103,10 +104,13 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
 async def _check_keys(store: Store, keys: KeyStore) -> None:
     fingerprint = keys.fingerprint()
     async with store.transaction() as session:
+        # The first process to start records its keys; one starting at the same moment reads what it recorded.
+        insert = (postgresql.insert if store.dialect == "postgresql" else sqlite.insert)(StoreSetting)
+        await session.execute(
+            insert.values(key=KEYS_FINGERPRINT, value=fingerprint).on_conflict_do_nothing(index_elements=["key"])
+        )
         recorded = await session.scalar(select(StoreSetting.value).where(StoreSetting.key == KEYS_FINGERPRINT))
-        if recorded is None:
-            session.add(StoreSetting(key=KEYS_FINGERPRINT, value=fingerprint))
-        elif recorded != fingerprint:
+        if recorded != fingerprint:
             raise KeysMismatch(
                 f"the keys in {str(keys.directory)!r} are not the ones this database was set up with "
                 "(processes sharing a database must share the keys folder)"

@@ -14,7 +14,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
 
@@ -93,12 +93,28 @@ async def downgrade(store: Store, target: str) -> None:
         await connection.run_sync(lambda conn: command.downgrade(alembic_config(conn), target))
 
 
+# Names the schema lock in PostgreSQL's shared advisory lock space.
+SCHEMA_LOCK_KEY = 0x63_68_67_73_63_68
+
+
 async def _upgrade(store: Store, target: str) -> None:
     try:
         async with store.engine.begin() as connection:
-            await connection.run_sync(lambda conn: command.upgrade(alembic_config(conn), target))
+            await connection.run_sync(lambda conn: _upgrade_locked(conn, target))
     except (OperationalError, InterfaceError, OSError) as exc:
         raise _unreachable(store, exc) from None
+
+
+def _upgrade_locked(connection: Connection, target: str) -> None:
+    """Upgrade within the caller's transaction, one process at a time: processes starting together on one
+    PostgreSQL database queue on a transaction-scoped advisory lock, and those that find the work done by the
+    one before them have nothing left to do (SQLite's `BEGIN IMMEDIATE` already serializes them)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        head = head_revision() if target == "head" else target
+        if _read_revision(connection) == head:
+            return
+    command.upgrade(alembic_config(connection), target)
 
 
 def _read_revision(connection: Connection) -> str | None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -181,3 +182,20 @@ async def test_a_failing_migration_leaves_the_store_as_it_was(
         assert await schema.current_revision(store) == head
     finally:
         await store.dispose()
+
+
+async def test_processes_starting_together_on_an_empty_store_all_come_up(database_url: str, tmp_path: Path) -> None:
+    # Three contexts (as three `chargenet serve` processes would) open one new store at the same moment, with
+    # one shared keys folder: one creates the schema and records the keys, the others find it done.
+    from chargenet.app import open_context
+    from chargenet.config import load_settings
+    from chargenet.keys import KeyStore
+
+    KeyStore(tmp_path / "keys").ensure()
+    flags = {"database_url": database_url, "data_dir": str(tmp_path / "data"), "keys_dir": str(tmp_path / "keys")}
+    contexts = await asyncio.gather(*(open_context(load_settings(flags, environ={})) for _ in range(3)))
+    try:
+        assert await schema.current_revision(contexts[0].store) == schema.head_revision()
+    finally:
+        for context in contexts:
+            await context.close()
