@@ -163,6 +163,25 @@ async def test_endless_body_after_2xx_is_capped_and_delivered() -> None:
     assert result.duration_ms < 2000
 
 
+async def test_2xx_whose_body_trickles_past_the_deadline_is_delivered() -> None:
+    async with run_receiver(lambda _r: Reply(200, drip=b"y" * 20)) as receiver:
+        sender = _sender(timeout=0.3)
+        result = await sender.send(_endpoint(receiver.url), BODY)
+        await sender.aclose()
+    assert (result.outcome, result.status) == (Delivered(200), 200)
+    assert result.duration_ms < 900
+
+
+async def test_connection_left_before_its_body_ended_is_not_reused() -> None:
+    replies = iter([Reply(200, drip=b"y" * 20), Reply(204)])
+    async with run_receiver(lambda _r: next(replies)) as receiver:
+        sender = _sender(timeout=0.3)
+        await sender.send(_endpoint(receiver.url), BODY)
+        result = await sender.send(_endpoint(receiver.url), BODY)
+        await sender.aclose()
+    assert (result.outcome, receiver.connections) == (Delivered(204), 2)
+
+
 async def test_private_target_is_refused_with_a_clear_reason_when_not_allowed() -> None:
     async with run_receiver() as receiver:
         sender = _sender(allow_private=False)
