@@ -353,7 +353,7 @@ class DeliveryEngine:
         self, webhook_id: str, event_type: str, action: SendHead, result: AttemptResult, effect: object, kept: bool
     ) -> None:
         if self.metrics is not None:
-            self.metrics.attempt(webhook_id, event_type, result, dead_lettered=isinstance(effect, DeadLetter))
+            self.metrics.attempt(webhook_id, event_type, result)
         if isinstance(effect, DeadLetter) and kept:
             log.error(
                 "webhook event dead-lettered after its last retry",

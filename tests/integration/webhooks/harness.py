@@ -17,6 +17,7 @@ from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import DeliveryEngine, LeaseLost, StepResult
 from chargenet.webhooks.lane import Idle, Paused, SendHead, WaitUntil
+from chargenet.webhooks.metrics import WebhookMetrics
 from chargenet.webhooks.outbound_auth import NoAuth, OutboundAuth
 from chargenet.webhooks.sender import WebhookSender
 from tests.factories import Tenant, make_tenant
@@ -67,10 +68,17 @@ class Harness:
         assert lane_id is not None
         return int(lane_id)
 
-    def engine(self, owner: str = "process-1", timeout: float = 2.0) -> DeliveryEngine:
+    def engine(
+        self, owner: str = "process-1", timeout: float = 2.0, metrics: WebhookMetrics | None = None
+    ) -> DeliveryEngine:
         sender = WebhookSender(clock=self.clock, keys=signing_keys, allow_private=True, timeout=timeout)
         engine = DeliveryEngine(
-            store=self.store, clock=self.clock, sender=sender, cipher=self.keys.credential_cipher(), owner=owner
+            store=self.store,
+            clock=self.clock,
+            sender=sender,
+            cipher=self.keys.credential_cipher(),
+            owner=owner,
+            metrics=metrics,
         )
         engine.spawn_lane_tasks = False
         return engine
