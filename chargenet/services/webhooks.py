@@ -237,7 +237,9 @@ async def update_webhook(
     if event_types is not None:
         types = parse_event_types(event_types)
         row.event_types = ",".join(types)
-        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id))}
+        # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
+        # entry the filler commits after an unlocked read would go with its lane without a dead letter.
+        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id).with_for_update())}
         for event_type in types:
             if event_type.value not in lanes:
                 session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
