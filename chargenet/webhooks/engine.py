@@ -9,7 +9,9 @@ Theory of operation.
 - Each held lane has one task that repeats `step`: read the lane, ask the lane core what is due, send the head
   if it is, persist the core's effect (only while the lease is still ours) and read the lane again in the same
   transaction, so a busy lane costs one transaction per delivery; lanes settling at the same moment share one
-  (group commit). Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+  (group commit). Retry waits sleep on the injected clock, so tests drive them with a ManualClock. A step
+  that fails for a reason of our own (keys, credentials, the database) is tried again once after
+  `poll_interval`, then at the retry policy's interval until one succeeds.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   acknowledged event was deleted in the same transaction that recorded it; an unacknowledged one is sent
@@ -317,14 +319,19 @@ class DeliveryEngine:
 
     async def _drain(self, lane_id: int) -> None:
         wake = self._wakes[lane_id]
+        failures = 0
         while True:
             wake.clear()
             try:
                 result = await self.step(lane_id, window=WINDOW)
             except Exception:
-                log.exception("webhook lane step failed", extra={"fields": {"laneId": lane_id}})
-                await asyncio.sleep(self.poll_interval)
+                failures += 1
+                log.exception(
+                    "webhook lane step failed", extra={"fields": {"laneId": lane_id, "consecutiveFailures": failures}}
+                )
+                await self.clock.sleep(self._failed_step_delay(failures))
                 continue
+            failures = 0
             if isinstance(result, LeaseLost | Paused):
                 self._tasks.pop(lane_id, None)
                 return
@@ -334,6 +341,12 @@ class DeliveryEngine:
             elif isinstance(result, Idle):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
+
+    def _failed_step_delay(self, failures: int) -> float:
+        # A failure of our own (keys, credentials, the database) says nothing about the receiver, and a step can
+        # fail after the receiver answered (a commit after a 2xx): one quick second try for a passing glitch, then
+        # the pace of the retry policy, so a lasting fault neither hammers the receiver nor floods the log.
+        return self.poll_interval if failures == 1 else self.policy.interval.total_seconds()
 
     async def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
         cached = self._endpoints.get(snapshot.webhook_id)
