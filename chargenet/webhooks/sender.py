@@ -3,10 +3,11 @@
 Per attempt: a fresh UUID `x-request-id`, `Content-Type: application/json`, `Content-Length`, the signature
 headers, the `Authorization` of the webhook's auth type. Redirects are not followed; the whole attempt (token
 fetch included) has one deadline, 10 s by default; at most `max_response_bytes` of the answer are read, so a
-receiver that streams an endless body cannot hold the lane. The status decides the outcome: once it is in,
-the body is read only for what remains of the deadline, and a body that has not ended by then (or goes past
-the cap) closes its connection instead of returning it to the pool, without turning a 2xx into a failure.
-Each endpoint (scheme, host, port) has its own connection pool.
+receiver that streams an endless body cannot hold the lane (a token answer longer than that fails the
+attempt). The status decides the outcome: once it is in, the body is read only for what remains of the
+deadline, and a body that has not ended by then (or goes past the cap) closes its connection instead of
+returning it to the pool, without turning a 2xx into a failure. Each endpoint (scheme, host, port) has its
+own connection pool.
 
 A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledError`; the worker maps it to the
 `Cancelled` outcome. Every other failure is returned as a `Failed` outcome naming what went wrong.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -208,6 +210,15 @@ class WebhookSender:
         except httpx.HTTPError:
             return
 
+    async def _read_capped(self, response: httpx.Response) -> bytes | None:
+        """The whole body, or None when it goes past `max_response_bytes` (the rest is not read)."""
+        content = bytearray()
+        async for chunk in response.aiter_bytes():
+            content += chunk
+            if len(content) > self._max_response_bytes:
+                return None
+        return bytes(content)
+
     async def _authorization(self, endpoint: Endpoint, *, renew: bool) -> str | None:
         auth = endpoint.auth
         if not isinstance(auth, OAuth2ClientCredentials):
@@ -223,7 +234,8 @@ class WebhookSender:
         request = token_request(auth)
         client = self._client(request.url)
         try:
-            response = await client.post(request.url, data=request.form, headers=request.headers)
+            async with client.stream("POST", request.url, data=request.form, headers=request.headers) as response:
+                status, content = response.status_code, await self._read_capped(response)
         except OutboundAddressRefused as exc:
             raise _AttemptFailed(f"token URL address refused: {exc.message}") from None
         except HostUnresolvable as exc:
@@ -232,12 +244,14 @@ class WebhookSender:
             raise TimeoutError from None
         except httpx.HTTPError as exc:
             raise _AttemptFailed(f"token endpoint: {_describe(exc)}") from None
+        if content is None:
+            raise _AttemptFailed(f"token endpoint answer too large (over {self._max_response_bytes} bytes)")
         try:
-            document = response.json()
+            document = json.loads(content)
         except ValueError:
             document = None
         try:
-            return parse_token_response(response.status_code, document, self._clock.now())
+            return parse_token_response(status, document, self._clock.now())
         except TokenResponseInvalid as exc:
             raise _AttemptFailed(exc.detail) from None
 

@@ -338,3 +338,18 @@ async def test_token_endpoint_error_fails_the_attempt_with_its_error_code() -> N
         await sender.aclose()
     assert result.outcome == Failed("token endpoint answered HTTP 401 (invalid_client)")
     assert [r.path for r in receiver.received] == ["/token"]
+
+
+async def test_token_answer_over_64_kib_fails_the_attempt() -> None:
+    def answer(request: Received) -> Reply:
+        if request.path != "/token":
+            return Reply(204)
+        document = {"access_token": "at-1", "token_type": "Bearer", "padding": "x" * 70_000}
+        return Reply(200, json.dumps(document).encode(), {"Content-Type": "application/json"})
+
+    async with run_receiver(answer) as receiver:
+        sender = _sender()
+        result = await sender.send(_endpoint(receiver.url, _oauth(receiver.url)), BODY)
+        await sender.aclose()
+    assert result.outcome == Failed("token endpoint answer too large (over 65536 bytes)")
+    assert [r.path for r in receiver.received] == ["/token"]
