@@ -57,14 +57,21 @@ class OutboxConsumer:
         return [PendingStream(site, kind, int(after), int(last)) for site, kind, after, last in rows]
 
     async def read(self, session: AsyncSession, stream: PendingStream, limit: int = 100) -> list[StoredEvent]:
-        """The stream's next events after the cursor, oldest first. Only committed events are visible, and
-        stream sequences are handed out in commit order, so nothing can appear later below what was read."""
+        """The stream's next events after the cursor and up to its `last_seq` as `pending_streams` saw it,
+        oldest first. Only committed events are visible, and stream sequences are handed out in commit order,
+        so nothing can appear later below what was read.
+
+        The upper bound matters on PostgreSQL, where each statement sees what was committed when it began: a
+        consumer acts on what it saw when it listed the streams (the webhook filler locks the lanes of those
+        streams), and an event committed since, perhaps for a webhook it has not locked, waits for its next round.
+        """
         rows = await session.execute(
             select(OutboxEvent)
             .where(
                 OutboxEvent.site_id == stream.site_id,
                 OutboxEvent.event_type == stream.event_type,
                 OutboxEvent.seq > stream.after_seq,
+                OutboxEvent.seq <= stream.last_seq,
             )
             .order_by(OutboxEvent.seq)
             .limit(limit)

@@ -1,8 +1,8 @@
 """Webhook use cases shared by the API and the CLI: configuration, dead letters and their replay.
 
 Credentials are encrypted with the credential key and never come back out through a view. A webhook's
-target address is checked when it is created or its URL changes (if the name resolves now) and again at
-every connect by the sender.
+target address, and an OAuth2 token URL's, is checked when it is created or changed (if the name resolves
+now) and again at every connect by the sender.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
-from chargenet.webhooks.outbound_auth import NoAuth, OutboundAuth, check_url, to_document
+from chargenet.webhooks.outbound_auth import NoAuth, OAuth2ClientCredentials, OutboundAuth, check_url, to_document
 from chargenet.webhooks.queue import enqueue, store_dead_letter
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
 from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
@@ -134,18 +134,25 @@ def parse_event_types(values: Sequence[str]) -> list[EventType]:
     return result
 
 
-async def check_target(url: str, *, allow_private: bool, resolver: Resolver = resolve) -> None:
-    """Refuse a URL whose host resolves now to an address that is not allowed (unresolvable names pass:
-    the sender checks again at every connect)."""
+async def check_target(url: str, *, allow_private: bool, resolver: Resolver = resolve, field: str = "url") -> None:
+    """Refuse a URL whose host resolves now to an address that is not allowed, with InvalidInput naming
+    `field` (unresolvable names pass: the sender checks again at every connect)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         await checked_addresses(host, port, allow_private=allow_private, resolver=resolver)
     except OutboundAddressRefused as exc:
-        raise InvalidInput(f"target refused: {exc.reason}", field="url") from None
+        raise InvalidInput(f"target refused: {exc.reason}", field=field) from None
     except HostUnresolvable:
         return
+
+
+async def _check_token_url(auth: OutboundAuth, *, allow_private: bool, resolver: Resolver) -> None:
+    # A token request is an outbound request like the delivery itself: a private token URL would let a webhook
+    # reach into the operator's network just the same (decisions.md §4).
+    if isinstance(auth, OAuth2ClientCredentials):
+        await check_target(auth.token_url, allow_private=allow_private, resolver=resolver, field="tokenUrl")
 
 
 def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
@@ -176,6 +183,7 @@ async def create_webhook(
     check_format(algorithm, signature_format)
     types = parse_event_types(event_types)
     await check_target(url, allow_private=allow_private, resolver=resolver)
+    await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
     row = Webhook(
         id=new_id("wh"),
         site_id=site_id,
@@ -223,12 +231,15 @@ async def update_webhook(
     check_format(new_algorithm, new_format)
     row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
     if auth is not None:
+        await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
         row.auth_type = auth.type.value
         row.credentials = _encrypt(cipher, auth)
     if event_types is not None:
         types = parse_event_types(event_types)
         row.event_types = ",".join(types)
-        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id))}
+        # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
+        # entry the filler commits after an unlocked read would go with its lane without a dead letter.
+        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id).with_for_update())}
         for event_type in types:
             if event_type.value not in lanes:
                 session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))

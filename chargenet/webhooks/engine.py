@@ -11,7 +11,9 @@ Theory of operation.
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
   read and leaves the acknowledgements to the group committer, which records those of one lane together; so a
   busy lane sends at the receiver's pace rather than the store's, and lanes settling at the same moment share
-  one transaction. Retry waits sleep on the injected clock, so tests drive them with a ManualClock.
+  one transaction. Retry waits sleep on the injected clock, so tests drive them with a ManualClock. A step
+  that fails for a reason of our own (keys, credentials, the database) is tried again once after
+  `poll_interval`, then at the retry policy's interval until one succeeds.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
@@ -353,13 +355,18 @@ class DeliveryEngine:
 
     async def _drain(self, lane_id: int) -> None:
         wake = self._wakes[lane_id]
+        failures = 0
         while True:
             try:
                 result = await self.step(lane_id, window=WINDOW)
             except Exception:
-                log.exception("webhook lane step failed", extra={"fields": {"laneId": lane_id}})
-                await asyncio.sleep(self.poll_interval)
+                failures += 1
+                log.exception(
+                    "webhook lane step failed", extra={"fields": {"laneId": lane_id, "consecutiveFailures": failures}}
+                )
+                await self.clock.sleep(self._failed_step_delay(failures))
                 continue
+            failures = 0
             if isinstance(result, LeaseLost | Paused):
                 self._tasks.pop(lane_id, None)
                 return
@@ -374,6 +381,12 @@ class DeliveryEngine:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
                 wake.clear()
+
+    def _failed_step_delay(self, failures: int) -> float:
+        # A failure of our own (keys, credentials, the database) says nothing about the receiver, and a step can
+        # fail after the receiver answered (a commit after a 2xx): one quick second try for a passing glitch, then
+        # the pace of the retry policy, so a lasting fault neither hammers the receiver nor floods the log.
+        return self.poll_interval if failures == 1 else self.policy.interval.total_seconds()
 
     async def _endpoint(self, snapshot: queue.LaneSnapshot) -> Endpoint:
         cached = self._endpoints.get(snapshot.webhook_id)
@@ -393,7 +406,7 @@ class DeliveryEngine:
         self, webhook_id: str, event_type: str, action: SendHead, result: AttemptResult, effect: object, kept: bool
     ) -> None:
         if self.metrics is not None:
-            self.metrics.attempt(webhook_id, event_type, result, dead_lettered=isinstance(effect, DeadLetter))
+            self.metrics.attempt(webhook_id, event_type, result)
         if isinstance(effect, DeadLetter) and kept:
             log.error(
                 "webhook event dead-lettered after its last retry",

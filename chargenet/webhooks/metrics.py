@@ -2,7 +2,8 @@
 
 Lane state (size, last consumption, last request and its duration) is read from the store, so every process
 reports every lane, whichever process drains it. Counters (attempts, successes, failures, dead letters) are
-per process, as Prometheus counters are.
+per process, as Prometheus counters are: dead letters are those this process's transactions committed, for
+any reason (`retries_exhausted`, `queue_full`, `unsubscribed`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
 from chargenet.webhooks.health import Level, queue_size_level, request_duration_level, worst
 from chargenet.webhooks.lane import Delivered
+from chargenet.webhooks.queue import watch_dead_letters
 from chargenet.webhooks.sender import AttemptResult
 
 
@@ -115,7 +117,10 @@ class WebhookMetrics:
         self.successes = Counter("chargenet_webhook_successes", "Attempts answered with 2xx", labels, registry=registry)
         self.failures = Counter("chargenet_webhook_failures", "Attempts that failed", labels, registry=registry)
         self.dead_letters = Counter(
-            "chargenet_webhook_dead_letters", "Events moved to the dead letters", labels, registry=registry
+            "chargenet_webhook_dead_letters",
+            "Events moved to the dead letters",
+            [*labels, "reason"],
+            registry=registry,
         )
         self.queue_size = Gauge("chargenet_webhook_queue_size", "Events waiting in the lane", labels, registry=registry)
         self.last_consumed = Gauge(
@@ -131,14 +136,17 @@ class WebhookMetrics:
             "chargenet_webhook_last_request_duration_seconds", "Duration of the last request", labels, registry=registry
         )
 
-    def attempt(self, webhook_id: str, event_type: str, result: AttemptResult, *, dead_lettered: bool) -> None:
+        watch_dead_letters(self)
+
+    def attempt(self, webhook_id: str, event_type: str, result: AttemptResult) -> None:
         self.attempts.labels(webhook_id, event_type).inc()
         if isinstance(result.outcome, Delivered):
             self.successes.labels(webhook_id, event_type).inc()
         else:
             self.failures.labels(webhook_id, event_type).inc()
-        if dead_lettered:
-            self.dead_letters.labels(webhook_id, event_type).inc()
+
+    def dead_lettered(self, webhook_id: str, event_type: str, reason: str) -> None:
+        self.dead_letters.labels(webhook_id, event_type, reason).inc()
 
     async def refresh(self, store: Store) -> None:
         for lane in await lane_health(store):

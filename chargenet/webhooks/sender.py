@@ -3,8 +3,11 @@
 Per attempt: a fresh UUID `x-request-id`, `Content-Type: application/json`, `Content-Length`, the signature
 headers, the `Authorization` of the webhook's auth type. Redirects are not followed; the whole attempt (token
 fetch included) has one deadline, 10 s by default; at most `max_response_bytes` of the answer are read, so a
-receiver that streams an endless body cannot hold the lane. A 2xx status decides success even if the rest of
-the body never comes. Each endpoint (scheme, host, port) has its own connection pool.
+receiver that streams an endless body cannot hold the lane (a token answer longer than that fails the
+attempt). The status decides the outcome: once it is in, the body is read only for what remains of the
+deadline, and a body that has not ended by then (or goes past the cap) closes its connection instead of
+returning it to the pool, without turning a 2xx into a failure. Each endpoint (scheme, host, port) has its
+own connection pool.
 
 A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledError`; the worker maps it to the
 `Cancelled` outcome. Every other failure is returned as a `Failed` outcome naming what went wrong.
@@ -13,6 +16,8 @@ A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledErro
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import ssl
 import time
 import uuid
@@ -133,9 +138,9 @@ class WebhookSender:
         started_at = self._clock.now()
         began = time.perf_counter()
         status: int | None = None
+        deadline = asyncio.get_running_loop().time() + self._timeout
         try:
-            async with asyncio.timeout(self._timeout):
-                status = await self._post(endpoint, body, request_id)
+            status = await self._post(endpoint, body, request_id, deadline)
             outcome: Delivered | Failed = outcome_of_status(status)
         except TimeoutError:
             outcome = Failed(f"timeout after {self._timeout:g} s")
@@ -144,15 +149,21 @@ class WebhookSender:
         duration_ms = (time.perf_counter() - began) * 1000
         return AttemptResult(outcome, request_id, started_at, self._clock.now(), duration_ms, status)
 
-    async def _post(self, endpoint: Endpoint, body: bytes, request_id: str) -> int:
-        authorization = await self._authorization(endpoint, renew=False)
-        status = await self._post_once(endpoint, body, request_id, authorization)
+    async def _post(self, endpoint: Endpoint, body: bytes, request_id: str, deadline: float) -> int:
+        """The status of the POST (of the second one after a 401 that renewed an OAuth2 token); raises
+        TimeoutError when no status came before `deadline`, `_AttemptFailed` for any other failure."""
+        async with asyncio.timeout_at(deadline):
+            authorization = await self._authorization(endpoint, renew=False)
+        status = await self._post_once(endpoint, body, request_id, authorization, deadline)
         if status == 401 and isinstance(endpoint.auth, OAuth2ClientCredentials):
-            authorization = await self._authorization(endpoint, renew=True)
-            status = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization)
+            async with asyncio.timeout_at(deadline):
+                authorization = await self._authorization(endpoint, renew=True)
+            status = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization, deadline)
         return status
 
-    async def _post_once(self, endpoint: Endpoint, body: bytes, request_id: str, authorization: str | None) -> int:
+    async def _post_once(
+        self, endpoint: Endpoint, body: bytes, request_id: str, authorization: str | None, deadline: float
+    ) -> int:
         # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
         keys = self._keys()
         headers = {
@@ -172,10 +183,10 @@ class WebhookSender:
         if authorization:
             headers["Authorization"] = authorization
         client = self._client(endpoint.url)
+        request = client.build_request("POST", endpoint.url, content=body, headers=headers)
         try:
-            async with client.stream("POST", endpoint.url, content=body, headers=headers) as response:
-                await self._drain(response)
-                return response.status_code
+            async with asyncio.timeout_at(deadline):
+                response = await client.send(request, stream=True)
         except OutboundAddressRefused as exc:
             raise _AttemptFailed(f"address refused: {exc.message}") from None
         except HostUnresolvable as exc:
@@ -184,10 +195,18 @@ class WebhookSender:
             raise TimeoutError from None
         except httpx.HTTPError as exc:
             raise _AttemptFailed(_describe(exc)) from None
+        # The status is in and decides the outcome; the body is read only so that the connection can go back
+        # to the pool. Its own deadline is kept apart from the one above, so running out of time here is no
+        # failure: closing a response whose body has not ended closes its connection (httpcore never pools it).
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    await self._drain(response)
+        finally:
+            await response.aclose()
+        return response.status_code
 
     async def _drain(self, response: httpx.Response) -> None:
-        # Reading (a capped amount of) the body lets the connection go back to the pool; a body that keeps
-        # coming past the cap closes the connection instead.
         received = 0
         try:
             async for chunk in response.aiter_raw():
@@ -196,6 +215,15 @@ class WebhookSender:
                     break
         except httpx.HTTPError:
             return
+
+    async def _read_capped(self, response: httpx.Response) -> bytes | None:
+        """The whole body, or None when it goes past `max_response_bytes` (the rest is not read)."""
+        content = bytearray()
+        async for chunk in response.aiter_bytes():
+            content += chunk
+            if len(content) > self._max_response_bytes:
+                return None
+        return bytes(content)
 
     async def _authorization(self, endpoint: Endpoint, *, renew: bool) -> str | None:
         auth = endpoint.auth
@@ -212,7 +240,8 @@ class WebhookSender:
         request = token_request(auth)
         client = self._client(request.url)
         try:
-            response = await client.post(request.url, data=request.form, headers=request.headers)
+            async with client.stream("POST", request.url, data=request.form, headers=request.headers) as response:
+                status, content = response.status_code, await self._read_capped(response)
         except OutboundAddressRefused as exc:
             raise _AttemptFailed(f"token URL address refused: {exc.message}") from None
         except HostUnresolvable as exc:
@@ -221,12 +250,14 @@ class WebhookSender:
             raise TimeoutError from None
         except httpx.HTTPError as exc:
             raise _AttemptFailed(f"token endpoint: {_describe(exc)}") from None
+        if content is None:
+            raise _AttemptFailed(f"token endpoint answer too large (over {self._max_response_bytes} bytes)")
         try:
-            document = response.json()
+            document = json.loads(content)
         except ValueError:
             document = None
         try:
-            return parse_token_response(response.status_code, document, self._clock.now())
+            return parse_token_response(status, document, self._clock.now())
         except TokenResponseInvalid as exc:
             raise _AttemptFailed(exc.detail) from None
 

@@ -115,6 +115,26 @@ async def test_private_target_is_refused_with_a_problem_naming_the_url(api: Api)
     assert refused.json()["field"] == "url" and "10.1.2.3 is a private address" in refused.json()["detail"]
 
 
+def _oauth2(token_url: str) -> dict[str, str]:
+    return {"type": "oauth2", "tokenUrl": token_url, "clientId": "c", "clientSecret": "s"}
+
+
+async def test_private_oauth2_token_url_is_refused_with_a_problem_naming_it(api: Api) -> None:
+    body = _create_body(api, auth=_oauth2("http://127.0.0.1:9/token"))
+    refused = await api.client.post("/webhooks", json=body, headers=await api.grants("webhooks:write"))
+    assert (refused.status_code, refused.headers["content-type"]) == (422, "application/problem+json")
+    assert refused.json()["field"] == "tokenUrl" and "127.0.0.1 is a loopback address" in refused.json()["detail"]
+
+
+async def test_private_oauth2_token_url_is_refused_on_update(api: Api) -> None:
+    write = await api.grants("webhooks:write")
+    created = await api.client.post("/webhooks", json=_create_body(api), headers=write)
+    patch = {"auth": _oauth2("http://192.168.1.20/token")}
+    refused = await api.client.patch(f"/webhooks/{created.json()['id']}", json=patch, headers=write)
+    assert (refused.status_code, refused.headers["content-type"]) == (422, "application/problem+json")
+    assert refused.json()["field"] == "tokenUrl" and "192.168.1.20 is a private address" in refused.json()["detail"]
+
+
 async def test_oauth2_without_client_secret_is_refused(api: Api) -> None:
     auth = {"type": "oauth2", "tokenUrl": "https://93.184.215.14/token", "clientId": "c"}
     refused = await api.client.post(

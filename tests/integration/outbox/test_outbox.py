@@ -86,6 +86,20 @@ async def test_consumer_reads_pending_streams_in_order_and_advances(store: Store
         assert len(await OutboxConsumer("feed").pending_streams(session)) == 1
 
 
+async def test_consumer_reads_no_event_committed_after_the_stream_was_listed(store: Store, clock: ManualClock) -> None:
+    outbox = Outbox(clock)
+    consumer = OutboxConsumer("webhooks")
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("A"))
+    async with store.transaction() as session:
+        [stream] = await consumer.pending_streams(session)
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("B"))
+    async with store.transaction() as session:
+        events = await consumer.read(session, stream)
+    assert [json.loads(e.body)["payload"]["idTag"] for e in events] == ["A"]
+
+
 async def test_an_advance_rolled_back_is_read_again(store: Store, clock: ManualClock) -> None:
     consumer = OutboxConsumer("webhooks")
     async with store.transaction() as session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import DeliveryEngine, LeaseLost, StepResult
 from chargenet.webhooks.lane import Idle, Paused, SendHead, WaitUntil
+from chargenet.webhooks.metrics import WebhookMetrics
 from chargenet.webhooks.outbound_auth import NoAuth, OutboundAuth
-from chargenet.webhooks.sender import WebhookSender
+from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
 from tests.factories import Tenant, make_tenant
 from tests.support.keys import signing_keys
 
@@ -67,10 +69,21 @@ class Harness:
         assert lane_id is not None
         return int(lane_id)
 
-    def engine(self, owner: str = "process-1", timeout: float = 2.0) -> DeliveryEngine:
-        sender = WebhookSender(clock=self.clock, keys=signing_keys, allow_private=True, timeout=timeout)
+    def engine(
+        self,
+        owner: str = "process-1",
+        timeout: float = 2.0,
+        metrics: WebhookMetrics | None = None,
+        keys: Callable[[], WebhookSigningKeys] = signing_keys,
+    ) -> DeliveryEngine:
+        sender = WebhookSender(clock=self.clock, keys=keys, allow_private=True, timeout=timeout)
         engine = DeliveryEngine(
-            store=self.store, clock=self.clock, sender=sender, cipher=self.keys.credential_cipher(), owner=owner
+            store=self.store,
+            clock=self.clock,
+            sender=sender,
+            cipher=self.keys.credential_cipher(),
+            owner=owner,
+            metrics=metrics,
         )
         engine.spawn_lane_tasks = False
         return engine

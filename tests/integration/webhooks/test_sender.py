@@ -163,6 +163,25 @@ async def test_endless_body_after_2xx_is_capped_and_delivered() -> None:
     assert result.duration_ms < 2000
 
 
+async def test_2xx_whose_body_trickles_past_the_deadline_is_delivered() -> None:
+    async with run_receiver(lambda _r: Reply(200, drip=b"y" * 20)) as receiver:
+        sender = _sender(timeout=0.3)
+        result = await sender.send(_endpoint(receiver.url), BODY)
+        await sender.aclose()
+    assert (result.outcome, result.status) == (Delivered(200), 200)
+    assert result.duration_ms < 900
+
+
+async def test_connection_left_before_its_body_ended_is_not_reused() -> None:
+    replies = iter([Reply(200, drip=b"y" * 20), Reply(204)])
+    async with run_receiver(lambda _r: next(replies)) as receiver:
+        sender = _sender(timeout=0.3)
+        await sender.send(_endpoint(receiver.url), BODY)
+        result = await sender.send(_endpoint(receiver.url), BODY)
+        await sender.aclose()
+    assert (result.outcome, receiver.connections) == (Delivered(204), 2)
+
+
 async def test_private_target_is_refused_with_a_clear_reason_when_not_allowed() -> None:
     async with run_receiver() as receiver:
         sender = _sender(allow_private=False)
@@ -318,4 +337,19 @@ async def test_token_endpoint_error_fails_the_attempt_with_its_error_code() -> N
         result = await sender.send(_endpoint(receiver.url, _oauth(receiver.url)), BODY)
         await sender.aclose()
     assert result.outcome == Failed("token endpoint answered HTTP 401 (invalid_client)")
+    assert [r.path for r in receiver.received] == ["/token"]
+
+
+async def test_token_answer_over_64_kib_fails_the_attempt() -> None:
+    def answer(request: Received) -> Reply:
+        if request.path != "/token":
+            return Reply(204)
+        document = {"access_token": "at-1", "token_type": "Bearer", "padding": "x" * 70_000}
+        return Reply(200, json.dumps(document).encode(), {"Content-Type": "application/json"})
+
+    async with run_receiver(answer) as receiver:
+        sender = _sender()
+        result = await sender.send(_endpoint(receiver.url, _oauth(receiver.url)), BODY)
+        await sender.aclose()
+    assert result.outcome == Failed("token endpoint answer too large (over 65536 bytes)")
     assert [r.path for r in receiver.received] == ["/token"]

@@ -1,0 +1,101 @@
+"""The dead-letter counter of `GET /metrics` counts every dead letter, whatever put it there, by reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from chargenet.clock import ManualClock
+from chargenet.services import webhooks as webhook_service
+from chargenet.store.db import Store
+from chargenet.webhooks.metrics import WebhookMetrics
+from tests.integration.webhooks.harness import Harness, drain, make_harness
+from tests.support.receiver import Reply, run_receiver
+
+
+def _dead_letters(registry: CollectorRegistry, webhook_id: str, reason: str) -> float | None:
+    labels = {"webhook_id": webhook_id, "event_type": "Authorize", "reason": reason}
+    return registry.get_sample_value("chargenet_webhook_dead_letters_total", labels)
+
+
+async def _unsubscribe_authorize(harness: Harness, webhook_id: str) -> None:
+    async with harness.store.transaction() as session:
+        await webhook_service.update_webhook(
+            session,
+            harness.keys.credential_cipher(),
+            webhook_id,
+            now=harness.clock.now(),
+            allow_private=True,
+            event_types=["StopTransaction"],
+        )
+
+
+async def test_event_refused_at_a_full_lane_counts_as_a_queue_full_dead_letter(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook")
+    await harness.set_enabled(webhook_id, False)
+    await harness.publish(*[f"T{i}" for i in range(1001)])
+    engine = harness.engine(metrics=WebhookMetrics(registry))
+    for _ in range(3):
+        await engine.fill_once()
+    await engine.sender.aclose()
+    assert _dead_letters(registry, webhook_id, "queue_full") == 1
+
+
+async def test_events_left_in_an_unsubscribed_lane_count_as_unsubscribed_dead_letters(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook", events="Authorize,StopTransaction")
+    await harness.set_enabled(webhook_id, False)
+    await harness.publish("A", "B")
+    engine = harness.engine(metrics=WebhookMetrics(registry))
+    await engine.fill_once()
+    await engine.sender.aclose()
+    await _unsubscribe_authorize(harness, webhook_id)
+    assert _dead_letters(registry, webhook_id, "unsubscribed") == 2
+
+
+async def test_event_out_of_retries_counts_as_a_retries_exhausted_dead_letter(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    harness = await make_harness(store, clock, tmp_path)
+    async with run_receiver(lambda _r: Reply(500)) as receiver:
+        webhook_id = await harness.webhook(receiver.url)
+        await harness.publish("A")
+        engine = harness.engine(metrics=WebhookMetrics(registry))
+        await engine.fill_once()
+        await engine.lease_once()
+        await drain(engine, await harness.lane_id(webhook_id), clock)
+        await engine.sender.aclose()
+    assert _dead_letters(registry, webhook_id, "retries_exhausted") == 1
+
+
+async def test_dead_letter_rolled_back_is_not_counted(store: Store, clock: ManualClock, tmp_path: Path) -> None:
+    registry = CollectorRegistry()
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook", events="Authorize,StopTransaction")
+    await harness.set_enabled(webhook_id, False)
+    await harness.publish("A")
+    engine = harness.engine(metrics=WebhookMetrics(registry))
+    await engine.fill_once()
+    await engine.sender.aclose()
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as session:
+            await webhook_service.update_webhook(
+                session,
+                harness.keys.credential_cipher(),
+                webhook_id,
+                now=clock.now(),
+                allow_private=True,
+                event_types=["StopTransaction"],
+            )
+            raise RuntimeError("rolled back")
+    assert _dead_letters(registry, webhook_id, "unsubscribed") is None
