@@ -4,6 +4,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 
+import pytest
 from chargenet_partner.webhooks import VerifiedWebhook, verify_request
 
 from chargenet.clock import ManualClock
@@ -227,6 +228,15 @@ async def test_static_token_is_sent_with_the_token_scheme() -> None:
         await sender.send(_endpoint(receiver.url, StaticToken("tok-123")), BODY)
         await sender.aclose()
     assert receiver.received[0].headers["authorization"] == "Token tok-123"
+
+
+@pytest.mark.parametrize("auth", [BasicAuth("partner", "wrong"), StaticToken("revoked")], ids=["basic", "token"])
+async def test_401_to_basic_or_static_token_auth_fails_the_attempt_once(auth: BasicAuth | StaticToken) -> None:
+    async with run_receiver(lambda _r: Reply(401)) as receiver:
+        sender = _sender()
+        result = await sender.send(_endpoint(receiver.url, auth), BODY)
+        await sender.aclose()
+    assert (result.outcome, len(receiver.received)) == (Failed("HTTP 401"), 1)
 
 
 class TokenServer:
