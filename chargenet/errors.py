@@ -97,3 +97,4 @@ class StationDidNotAnswer(ChargenetError):
         super().__init__(f"station {station_id!r} did not answer {action}: {reason}")
         self.station_id = station_id
         self.action = action
+        self.reason = reason

@@ -19,7 +19,7 @@ from chargenet.clock import Clock
 from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus
 from chargenet.domain.tenants import locate_connector
-from chargenet.edge import records, statuses
+from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import ConnectionLost, RpcConnection
@@ -109,9 +109,18 @@ class Edge:
         await link.shut(None, "")
 
     async def command(self, station_id: str, action: str, payload: Payload) -> Payload:
-        """Send a command to a connected station and return its answer.
+        """Send a command to a station and return its answer: over this process's connection to it, or through
+        the process holding its connection (`relay`).
 
         Raises `StationNotConnected`, or `StationDidNotAnswer` on a timeout, a lost connection or a CALLERROR."""
+        if station_id in self._links:
+            return await self.command_here(station_id, action, payload)
+        # A margin over the call timeout: the other process's own timeout decides first.
+        timeout = self.command_timeout + timedelta(seconds=5)
+        return await relay.forward(self.store, self.clock, station_id, action, payload, answer_timeout=timeout)
+
+    async def command_here(self, station_id: str, action: str, payload: Payload) -> Payload:
+        """Send a command over this process's own connection to the station (what the relay calls)."""
         link = self._links.get(station_id)
         if link is None:
             raise StationNotConnected(station_id)

@@ -11,6 +11,7 @@ from chargenet.edge.authorizers import load_authorizers
 from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol.frames import FrameLimits
+from chargenet.edge.relay import CommandRelay
 from chargenet.edge.server import ocpp_route
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ def install_edge(context: AppContext) -> Edge:
     context.routes.append(ocpp_route(edge))
     context.workers.append(message_log)
     context.workers.append(IdleSweeper(edge))
+    context.workers.append(
+        CommandRelay(context.store, context.clock, lambda: set(edge.connected_stations), edge.command_here)
+    )
     context.on_shutdown.insert(0, edge.close)
     _register_metrics(context, edge)
     return edge

@@ -131,6 +131,25 @@ class StationPresence(Base):
     booted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
 
 
+class StationCommand(Base):
+    """A command for a station connected to another process sharing this store, and its answer (edge/relay.py)."""
+
+    __tablename__ = "station_commands"
+    __table_args__ = (Index("ix_station_commands_state", "state", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16))
+    claimed_by: Mapped[str | None] = mapped_column(String(128), default=None)
+    answer: Mapped[str | None] = mapped_column(Text, default=None)
+    error_kind: Mapped[str | None] = mapped_column(String(32), default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
 class OcppMessage(Base):
     """The OCPP message log (kept 30 days): every frame to and from stations and upstreams."""
 

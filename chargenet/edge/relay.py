@@ -1,0 +1,170 @@
+"""Commands for a station whose OCPP connection another process holds (several `chargenet serve` sharing one
+database, or `chargenet admin` beside a running server).
+
+Theory of operation. The asking side writes the command into `station_commands` (state `pending`) and polls
+the row. Every serving process runs a `CommandRelay` that looks for pending commands of the stations connected
+to it, claims one with a conditional update (`pending` -> `claimed`), sends it over its connection, and writes
+the answer (`answered`) or what went wrong (`failed`). A command nobody claims within `CLAIM_WINDOW` is expired
+by the asking side, again with a conditional update from `pending`: claim and expiry exclude each other, so a
+command is sent to the station at most once, and the asker either gets its answer or knows it was never sent
+(503). An asker that stops waiting deletes its row; rows left by an asker that died are purged after an hour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+
+from chargenet.clock import Clock
+from chargenet.edge import records
+from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import StationDidNotAnswer, StationNotConnected
+from chargenet.ids import process_owner
+from chargenet.store.db import Store
+from chargenet.store.models import StationCommand
+from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
+
+CLAIM_WINDOW = timedelta(seconds=3)
+"""How long a pending command waits for the station's process; it polls every RELAY_INTERVAL."""
+RELAY_INTERVAL = 0.1
+ASKER_POLL = 0.05
+FORGOTTEN_AFTER = timedelta(hours=1)
+
+PENDING, CLAIMED, ANSWERED, FAILED, EXPIRED = "pending", "claimed", "answered", "failed", "expired"
+NOT_CONNECTED, NO_ANSWER = "not_connected", "no_answer"
+
+SendCommand = Callable[[str, str, Payload], Awaitable[Payload]]
+
+
+async def forward(
+    store: Store, clock: Clock, station_id: str, action: str, payload: Payload, *, answer_timeout: timedelta
+) -> Payload:
+    """Have the process holding `station_id`'s connection send `action`, and return the station's answer.
+
+    Raises `StationNotConnected` when no process holds the station (or none claimed the command in time: it was
+    then never sent), and `StationDidNotAnswer` as the sending process reported it, or when that process went
+    silent for longer than `answer_timeout` after claiming the command.
+    """
+    async with store.transaction() as session:
+        presence = await records.presence(session, station_id)
+        if presence is None or not presence.connected:
+            raise StationNotConnected(station_id)
+        command_id = str(uuid.uuid4())
+        session.add(
+            StationCommand(
+                id=command_id,
+                station_id=station_id,
+                action=action,
+                payload=json.dumps(payload),
+                state=PENDING,
+                created_at=clock.now(),
+            )
+        )
+    try:
+        return await _await_answer(store, clock, command_id, station_id, action, answer_timeout)
+    finally:
+        async with store.transaction() as session:
+            await session.execute(delete(StationCommand).where(StationCommand.id == command_id))
+
+
+async def _await_answer(
+    store: Store, clock: Clock, command_id: str, station_id: str, action: str, answer_timeout: timedelta
+) -> Payload:
+    claim_by = clock.now() + CLAIM_WINDOW
+    while True:
+        await asyncio.sleep(ASKER_POLL)
+        async with store.transaction() as session:
+            row = await session.get(StationCommand, command_id)
+            if row is None:
+                raise StationNotConnected(station_id)
+            if row.state == ANSWERED:
+                answer: Payload = json.loads(row.answer or "{}")
+                return answer
+            if row.state == FAILED:
+                if row.error_kind == NOT_CONNECTED:
+                    raise StationNotConnected(station_id)
+                raise StationDidNotAnswer(station_id, action, row.error or "no answer")
+            now = clock.now()
+            if row.state == PENDING and now >= claim_by:
+                expired = await session.execute(
+                    update(StationCommand)
+                    .where(StationCommand.id == command_id, StationCommand.state == PENDING)
+                    .values(state=EXPIRED)
+                )
+                if getattr(expired, "rowcount", 0) == 1:
+                    raise StationNotConnected(station_id)
+            if row.state == CLAIMED and row.claimed_at is not None and now >= row.claimed_at + answer_timeout:
+                raise StationDidNotAnswer(station_id, action, "the process holding its connection went silent")
+
+
+class CommandRelay(LoopWorker):
+    """Claims and sends the pending commands of the stations connected to this process."""
+
+    name = "station-command-relay"
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        connected: Callable[[], set[str]],
+        send: SendCommand,
+        interval: float = RELAY_INTERVAL,
+    ) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+        self.connected = connected
+        self.send = send
+        self.owner = process_owner()
+        self._sending: set[asyncio.Task[None]] = set()
+        self._last_purge = clock.now()
+
+    async def run_once(self) -> None:
+        stations = self.connected()
+        now = self.clock.now()
+        claimed: list[StationCommand] = []
+        async with self.store.transaction() as session:
+            if now - self._last_purge >= FORGOTTEN_AFTER:
+                await session.execute(delete(StationCommand).where(StationCommand.created_at < now - FORGOTTEN_AFTER))
+                self._last_purge = now
+            if not stations:
+                return
+            pending = await session.scalars(
+                select(StationCommand).where(
+                    StationCommand.state == PENDING, StationCommand.created_at >= now - CLAIM_WINDOW
+                )
+            )
+            for command in [c for c in pending if c.station_id in stations]:
+                taken = await session.execute(
+                    update(StationCommand)
+                    .where(StationCommand.id == command.id, StationCommand.state == PENDING)
+                    .values(state=CLAIMED, claimed_by=self.owner, claimed_at=now)
+                )
+                if getattr(taken, "rowcount", 0) == 1:
+                    claimed.append(command)
+        for command in claimed:
+            task = asyncio.create_task(self._send(command.id, command.station_id, command.action, command.payload))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, command_id: str, station_id: str, action: str, payload: str) -> None:
+        values: dict[str, object]
+        try:
+            answer = await self.send(station_id, action, json.loads(payload))
+            values = {"state": ANSWERED, "answer": json.dumps(answer)}
+        except StationNotConnected:
+            values = {"state": FAILED, "error_kind": NOT_CONNECTED}
+        except StationDidNotAnswer as exc:
+            values = {"state": FAILED, "error_kind": NO_ANSWER, "error": exc.reason}
+        except Exception as exc:
+            log.exception("relaying a station command failed", extra={"fields": {"station": station_id}})
+            values = {"state": FAILED, "error_kind": NO_ANSWER, "error": type(exc).__name__}
+        async with self.store.transaction() as session:
+            await session.execute(update(StationCommand).where(StationCommand.id == command_id).values(**values))
