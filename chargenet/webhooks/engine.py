@@ -235,7 +235,8 @@ class DeliveryEngine:
         """
         lane_id = snapshot.lane_id
         group = self._open_acks.get(lane_id)
-        if group is None:
+        # A group whose commit failed before its record ran was never sealed: it takes nothing more.
+        if group is None or group.future.done():
             group = _Acknowledgements(snapshot, [], asyncio.get_running_loop().create_future())
             self._open_acks[lane_id] = group
             sealed = group
@@ -259,6 +260,8 @@ class DeliveryEngine:
         return group.future
 
     def _recorded(self, group: _Acknowledgements, future: asyncio.Future[bool]) -> None:
+        if self._open_acks.get(group.snapshot.lane_id) is group:
+            del self._open_acks[group.snapshot.lane_id]
         if future.cancelled():
             return
         if future.exception() is not None:

@@ -194,8 +194,8 @@ async def apply_effect(
 ) -> bool:
     """Persist the effect of one attempt; False (and nothing written) when `owner` lost the lease.
 
-    The lease check and the lane update are one conditional UPDATE, so an owner that lost the lane in the
-    meantime writes nothing; the caller then rolls back whatever else it wrote in this transaction.
+    The lease check is the first statement, a conditional UPDATE of the lane's row, which (on PostgreSQL) also
+    locks that row until the commit, so no other process can take the lane while the rest is written.
     """
     values: dict[str, object] = {}
     if request_ms is not None:
@@ -206,29 +206,12 @@ async def apply_effect(
             "next_attempt_at": effect.head.next_attempt_at,
             "last_error": effect.head.last_error,
         }
-    elif isinstance(effect, Acknowledge | DeadLetter):
-        values |= {
-            "size": WebhookLane.size - 1,
-            "head_attempts": 0,
-            "next_attempt_at": None,
-            "last_error": None,
-            "last_consumed_at": now,
-        }
-    if not values:
-        return True
-    result = await session.execute(
-        update(WebhookLane)
-        .where(WebhookLane.id == lane.lane_id, WebhookLane.lease_owner == owner)
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if getattr(result, "rowcount", 0) != 1:
+    if not await _hold(session, lane.lane_id, owner, values):
         return False
-    if isinstance(effect, DeadLetter):
-        await store_dead_letter(session, lane.webhook_id, lane.event_type, effect, body, now)
     if isinstance(effect, Acknowledge | DeadLetter):
         assert effect.entry_id is not None
-        await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.id == effect.entry_id))
+        if await _remove_heads(session, lane.lane_id, [effect.entry_id], now) and isinstance(effect, DeadLetter):
+            await store_dead_letter(session, lane.webhook_id, lane.event_type, effect, body, now)
     return True
 
 
@@ -243,24 +226,49 @@ async def acknowledge(
 ) -> bool:
     """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
     lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them."""
+    if not await _hold(session, lane.lane_id, owner, {"last_request_at": now, "last_request_ms": request_ms}):
+        return False
+    await _remove_heads(session, lane.lane_id, entry_ids, now)
+    return True
+
+
+async def _hold(session: AsyncSession, lane_id: int, owner: str, values: dict[str, object]) -> bool:
+    """Whether `owner` holds the lane's lease, checked by an UPDATE of its row (with `values`, if any)."""
     result = await session.execute(
         update(WebhookLane)
-        .where(WebhookLane.id == lane.lane_id, WebhookLane.lease_owner == owner)
-        .values(
-            size=WebhookLane.size - len(entry_ids),
-            head_attempts=0,
-            next_attempt_at=None,
-            last_error=None,
-            last_consumed_at=now,
-            last_request_at=now,
-            last_request_ms=request_ms,
-        )
+        .where(WebhookLane.id == lane_id, WebhookLane.lease_owner == owner)
+        .values(**(values or {"lease_owner": owner}))
         .execution_options(synchronize_session=False)
     )
-    if getattr(result, "rowcount", 0) != 1:
-        return False
-    await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.id.in_(entry_ids)))
-    return True
+    return getattr(result, "rowcount", 0) == 1
+
+
+async def _remove_heads(session: AsyncSession, lane_id: int, entry_ids: Sequence[int], now: datetime) -> int:
+    """Delete entries that left the lane and count them out of its size; returns how many were still there.
+
+    Entries already gone (an acknowledgement recorded twice: a step that failed left its acknowledgements to
+    commit after the lane was read again and the events sent again) change nothing, so the size stays exact.
+    """
+    deleted = await session.execute(
+        delete(WebhookLaneEntry)
+        .where(WebhookLaneEntry.lane_id == lane_id, WebhookLaneEntry.id.in_(entry_ids))
+        .execution_options(synchronize_session=False)
+    )
+    count = int(getattr(deleted, "rowcount", 0) or 0)
+    if count:
+        await session.execute(
+            update(WebhookLane)
+            .where(WebhookLane.id == lane_id)
+            .values(
+                size=WebhookLane.size - count,
+                head_attempts=0,
+                next_attempt_at=None,
+                last_error=None,
+                last_consumed_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+    return count
 
 
 async def acquire_leases(session: AsyncSession, owner: str, now: datetime, limit: int = 100) -> list[int]:

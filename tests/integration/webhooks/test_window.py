@@ -3,7 +3,9 @@ acknowledgements in group commits beside the sends (engine.step with a window)."
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
@@ -133,4 +135,41 @@ async def test_acknowledgements_lost_in_a_crash_are_sent_again_and_nothing_is_lo
     delivered = tags(receiver.bodies())
     assert sent_before_crash == EVENTS[: len(sent_before_crash)] and len(sent_before_crash) > 1
     assert delivered[len(sent_before_crash) :] == EVENTS
+    assert await _lane_state(store) == (0, 0)
+
+
+async def test_lanes_recover_after_a_group_commit_of_their_acknowledgements_failed(
+    store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    acknowledge = queue.acknowledge
+    failures = [ConnectionError("the database went away for a moment")]
+
+    async def fails_once(*args: Any, **kwargs: Any) -> bool:
+        if failures:
+            raise failures.pop()
+        return await acknowledge(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "acknowledge", fails_once)
+    async with run_receiver() as first, run_receiver() as second:
+        lanes = [await harness.lane_id(await harness.webhook(r.url)) for r in (first, second)]
+        await harness.publish(*EVENTS)
+        engine = harness.engine()
+        await engine.lease_once()
+        await engine.fill_once()
+
+        async def drain_through_errors(lane_id: int) -> None:
+            for _ in range(20):  # as the running engine does: a failed step is followed by a fresh one
+                try:
+                    if isinstance(await engine.step(lane_id, window=len(EVENTS)), Idle):
+                        return
+                except ConnectionError:
+                    continue
+            raise AssertionError(f"lane {lane_id} did not drain")
+
+        await asyncio.gather(*(drain_through_errors(lane_id) for lane_id in lanes))
+        await engine.sender.aclose()
+    for receiver in (first, second):
+        delivered = tags(receiver.bodies())
+        assert list(dict.fromkeys(delivered)) == EVENTS
     assert await _lane_state(store) == (0, 0)
