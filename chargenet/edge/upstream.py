@@ -66,7 +66,10 @@ class UpstreamLink:
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.connects = 0
-        self.queued = 0  # messages of this station waiting in the upstream queue (this process owns the link)
+        # Messages of this station waiting in the upstream queue (this process owns the link): raised as the hub
+        # queues one, lowered as the replay settles or drops one. While it is above zero, the hub queues every
+        # new transaction message behind them (proxy Rule 2); at zero it forwards them live again.
+        self.queued = 0
 
     @property
     def connected(self) -> bool:
@@ -215,3 +218,4 @@ class UpstreamLink:
                 else:
                     await records.link_upstream(session, head.transaction_id, answer["transactionId"])
             await records.dequeue(session, head.sequence)
+        self.queued -= 1

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import select
 
+from chargenet.clock import ManualClock
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, UpstreamMessage
@@ -40,6 +41,30 @@ async def settle(predicate, within: float = 10) -> None:  # type: ignore[no-unty
     async with asyncio.timeout(within):
         while not await predicate():
             await asyncio.sleep(0.05)
+
+
+def manual_clock(served: Served) -> ManualClock:
+    clock = served.context.clock
+    assert isinstance(clock, ManualClock)
+    return clock
+
+
+async def come_back(cpo: SimulatedCentralSystem, clock: ManualClock) -> None:
+    """Start the upstream again and move the clock through the link's reconnect backoff. Steps of half the
+    upstream timeout, so a call already on its way cannot time out before the loop sees the connection."""
+    await cpo.start()
+    async with asyncio.timeout(10):
+        while "CS-1" not in cpo.connections:
+            clock.advance(0.5)
+            await asyncio.sleep(0.02)
+
+
+async def replay_all(served: Served, clock: ManualClock) -> None:
+    """Move the clock through the replay's throttle until the queue is empty."""
+    async with asyncio.timeout(10):
+        while await queued(served):
+            clock.advance(0.1)
+            await asyncio.sleep(0.02)
 
 
 async def test_upstream_connection_opens_before_boot_is_forwarded_with_basic_auth(
@@ -170,6 +195,50 @@ async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids
     assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 90001
     assert await upstream_id_of(served, edge_id) == 90001
     assert station.sent_errors == []
+    await station.close()
+
+
+async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+    await replay_all(served, clock)
+    answer = await station.start(2, "NEWTAG", 0)
+    assert answer["idTagInfo"] == {"status": "Accepted"}  # the upstream's word; decided offline it would be Invalid
+    assert cpo.received("CS-1", "StartTransaction")[-1]["idTag"] == "NEWTAG"
+    assert await upstream_id_of(served, answer["transactionId"]) == 90002
+    assert await queued(served) == []
+    await station.close()
+
+
+async def test_a_new_start_waits_behind_the_backlog_even_with_the_upstream_back(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+
+    async def first_start_replayed() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(first_start_replayed)  # the stop now waits out the replay throttle, which the clock holds
+    await station.start(2, "NEWTAG", 0)
+    assert await queued(served) == ["StopTransaction", "StartTransaction"]
+    await replay_all(served, clock)
+    sent = [(a, p.get("idTag")) for a, p in cpo.calls["CS-1"] if a in ("StartTransaction", "StopTransaction")]
+    assert sent == [("StartTransaction", "TAG1"), ("StopTransaction", None), ("StartTransaction", "NEWTAG")]
     await station.close()
 
 
