@@ -352,8 +352,10 @@ class StationLink:
         except _UpstreamFailed:
             return auth.after_upstream(ctx, None), None
         decision = auth.after_upstream(ctx, answer["idTagInfo"])
-        async with self.edge.unit() as session:
-            await records.cache_authorization(session, site_id, auth.cache_entry(id_tag, decision, ctx.now))
+        cached = auth.cache_entry(id_tag, answer["idTagInfo"], ctx.now)
+        if cached is not None:
+            async with self.edge.unit() as session:
+                await records.cache_authorization(session, site_id, cached)
         relayed = (
             answer if decision.status.value == answer["idTagInfo"]["status"] else {"idTagInfo": decision.id_tag_info()}
         )

@@ -101,7 +101,9 @@ async def cached_authorization(session: AsyncSession, site_id: str, id_tag: str)
     row = await session.get(AuthCacheEntry, (site_id, id_tag))
     if row is None:
         return None
-    return auth.CachedAuthorization(row.id_tag, AuthorizationStatus(row.status), row.valid_until, row.parent_id_tag)
+    return auth.CachedAuthorization(
+        row.id_tag, AuthorizationStatus(row.status), row.valid_until, row.parent_id_tag, row.expires_at
+    )
 
 
 async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.CachedAuthorization) -> None:
@@ -110,6 +112,7 @@ async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.C
         row = AuthCacheEntry(site_id=site_id, id_tag=entry.id_tag)
         session.add(row)
     row.status, row.valid_until, row.parent_id_tag = entry.status.value, entry.valid_until, entry.parent_id_tag
+    row.expires_at = entry.expires_at
 
 
 async def has_active_transaction(session: AsyncSession, id_tag: str) -> bool:

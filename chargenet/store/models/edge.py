@@ -76,8 +76,9 @@ class AuthCacheEntry(Base):
     site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
     id_tag: Mapped[str] = mapped_column(String(20), primary_key=True)
     status: Mapped[str] = mapped_column(String(16))
-    valid_until: Mapped[datetime] = mapped_column(UtcDateTime())
+    valid_until: Mapped[datetime] = mapped_column(UtcDateTime())  # trusted offline until then
     parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)  # the upstream's expiryDate
 
 
 class UpstreamMessage(Base):

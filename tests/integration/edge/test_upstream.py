@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from chargenet.clock import ManualClock
+from chargenet.edge.protocol.authorize import UpstreamState
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, UpstreamMessage
@@ -41,6 +42,13 @@ async def settle(predicate, within: float = 10) -> None:  # type: ignore[no-unty
     async with asyncio.timeout(within):
         while not await predicate():
             await asyncio.sleep(0.05)
+
+
+async def upstream_gone(served: Served) -> None:
+    async def away() -> bool:
+        return served.edge._links["CS-1"].upstream_state is not UpstreamState.CONNECTED
+
+    await settle(away)
 
 
 def manual_clock(served: Served) -> ManualClock:
@@ -277,9 +285,30 @@ async def test_upstream_away_uses_the_cached_answer(
     cpo.tags["CARD"] = "Accepted"
     await proxied.authorize("CARD")
     await cpo.stop()
-    await asyncio.sleep(0.1)
+    await upstream_gone(served)
     assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "Accepted"
     assert (await proxied.authorize("NEVER-SEEN"))["idTagInfo"]["status"] == "Invalid"
+
+
+async def test_cached_answer_without_an_expiry_date_is_given_without_one(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.tags["CARD"] = "Accepted"
+    await proxied.authorize("CARD")
+    await cpo.stop()
+    await upstream_gone(served)
+    assert (await proxied.authorize("CARD"))["idTagInfo"] == {"status": "Accepted"}
+
+
+async def test_the_edges_own_concurrent_tx_is_not_cached_as_the_upstreams_answer(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    started = await proxied.start(1, "CARD", 0)
+    assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "ConcurrentTx"
+    await proxied.stop(started["transactionId"], 100)
+    await cpo.stop()
+    await upstream_gone(served)
+    assert (await proxied.authorize("CARD"))["idTagInfo"] == {"status": "Accepted"}
 
 
 @pytest.mark.parametrize(
