@@ -306,16 +306,18 @@ async def refuse_upstream(session: AsyncSession, edge_id: int) -> None:
 
 async def enqueue(
     session: AsyncSession, station_id: str, action: str, payload: Payload, transaction_id: int | None, now: datetime
-) -> None:
-    session.add(
-        UpstreamMessage(
-            station_id=station_id,
-            action=action,
-            payload=json.dumps(payload, default=str),
-            transaction_id=transaction_id,
-            enqueued_at=now,
-        )
+) -> int:
+    """Queue a message for the upstream; returns its place in the queue (`QueuedMessage.sequence`)."""
+    row = UpstreamMessage(
+        station_id=station_id,
+        action=action,
+        payload=json.dumps(payload, default=str),
+        transaction_id=transaction_id,
+        enqueued_at=now,
     )
+    session.add(row)
+    await session.flush()
+    return row.id
 
 
 async def queue_head(session: AsyncSession, station_id: str) -> tx.QueuedMessage | None:

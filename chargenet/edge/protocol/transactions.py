@@ -23,8 +23,9 @@ Rules:
   with an edge id of another transaction); the edge answers the upstream `Rejected` itself.
 - Rule 7: the queue is replayed in order, head first, one at a time, at most `ReplayPolicy.rate` messages per
   second. The head leaves the queue when the upstream answers it: CALLRESULT (done) or CALLERROR (the upstream
-  will not take it; recorded as failed). A timeout or a lost connection leaves it at the head, to be sent
-  again with a new message id.
+  will not take it; recorded as failed), even when that answer is late (proxy Rule 4a). A head the upstream
+  can no longer answer (the connection lost, or the late answer's wait over) is sent again with a new
+  message id.
 """
 
 from __future__ import annotations

@@ -262,21 +262,104 @@ async def test_upstream_going_down_mid_transaction_queues_the_stop(
     assert stop["transactionId"] == 90001
 
 
-async def test_slow_upstream_gets_the_start_later_and_the_station_an_answer_now(
-    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+async def test_slow_upstream_gets_the_start_once_and_its_late_answer_is_mapped(
+    served_manual: Served, cpo: SimulatedCentralSystem
 ) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
     await cpo.wait_connected("CS-1")
-    cpo.silent.add("StartTransaction")
-    started = await proxied.start(1, "TAG1", 10)
+    cpo.hold.add("StartTransaction")
+    starting = asyncio.create_task(station.start(1, "TAG1", 10))
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    started = await starting  # answered by the edge when the upstream's time ran out
     assert started["transactionId"] > 0
-    assert await queued(served) == ["StartTransaction"]
-    cpo.silent.clear()
-    await cpo.wait_for("CS-1", "StartTransaction", count=2, within=10)
+    cpo.release("StartTransaction")
 
     async def linked() -> bool:
         return await upstream_id_of(served, started["transactionId"]) is not None
 
     await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert await queued(served) == []
+    assert len(cpo.received("CS-1", "StartTransaction")) == 1
+    await station.close()
+
+
+async def test_slow_upstream_gets_the_stop_once(served_manual: Served, cpo: SimulatedCentralSystem) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    started = await station.start(1, "TAG1", 10)
+    cpo.hold.add("StopTransaction")
+    stopping = asyncio.create_task(station.stop(started["transactionId"], 900))
+    await cpo.wait_for("CS-1", "StopTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    assert await stopping == {}
+    cpo.release("StopTransaction")
+
+    async def drained() -> bool:
+        return await queued(served) == []
+
+    await settle(drained)
+    assert len(cpo.received("CS-1", "StopTransaction")) == 1
+    await station.close()
+
+
+async def test_replayed_start_answered_late_is_not_sent_again(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    cpo.hold.add("StartTransaction")
+    await come_back(cpo, clock)
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    await asyncio.sleep(0.05)  # the replay sees its timeout
+    cpo.release("StartTransaction")
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert len(cpo.received("CS-1", "StartTransaction")) == 1
+    await station.close()
+
+
+async def test_start_unanswered_when_the_upstream_link_drops_is_sent_again_after_it_returns(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    cpo.hold.add("StartTransaction")
+    starting = asyncio.create_task(station.start(1, "TAG1", 10))
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    started = await starting
+    await cpo.stop()
+    cpo.release("StartTransaction")  # too late: the connection it came on is gone
+    await come_back(cpo, clock)
+    await cpo.wait_for("CS-1", "StartTransaction", count=2)
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90002
+    assert len(cpo.received("CS-1", "StartTransaction")) == 2
+    await station.close()
 
 
 async def test_upstream_away_uses_the_cached_answer(
