@@ -346,7 +346,7 @@ class StationLink:
                 plugin_count=len(self.edge.authorizers),
                 upstream=upstream,
                 cached=await records.cached_authorization(session, site_id, id_tag),
-                has_active_transaction=await records.has_active_transaction(session, id_tag),
+                has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
             )
         step = auth.begin(ctx)
         if step is auth.NextSource.PLUGINS:
@@ -380,6 +380,13 @@ class StationLink:
             existing = await records.find_start(session, records.start_key(self.station, p))
         if existing is not None:
             return _repeat_answer(existing)
+        async with self.edge.unit() as session:
+            closed = await records.close_superseded(session, self.edge.outbox, self.station, p)
+        if closed:
+            log.warning(
+                "open transactions closed by a new start on their connector",
+                extra={"fields": {"station": self.station.station_id, "connector": p["connectorId"], "ids": closed}},
+            )
         # StartTransaction re-evaluates the tag without asking the upstream: the forwarded start itself is the
         # upstream's question, and its answer carries the upstream's idTagInfo.
         decision, _ = await self._decide(id_tag, p["connectorId"], ask_upstream=False)

@@ -115,10 +115,15 @@ async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.C
     row.expires_at = entry.expires_at
 
 
-async def has_active_transaction(session: AsyncSession, id_tag: str) -> bool:
+async def has_active_transaction(session: AsyncSession, site_id: str, id_tag: str) -> bool:
+    """Whether the tag has an open transaction at the site (authorize Rule 5; a site judges its own stations)."""
     found = await session.scalar(
         select(EdgeTransaction.id)
-        .where(EdgeTransaction.id_tag == id_tag, EdgeTransaction.stopped_at.is_(None))
+        .where(
+            EdgeTransaction.site_id == site_id,
+            EdgeTransaction.id_tag == id_tag,
+            EdgeTransaction.stopped_at.is_(None),
+        )
         .limit(1)
     )
     return found is not None
@@ -226,6 +231,40 @@ async def start_transaction(
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
     return StartOutcome(transaction_id, is_new=True)
+
+
+async def close_superseded(session: AsyncSession, outbox: Outbox, station: StationInfo, payload: Payload) -> list[int]:
+    """Rule 4a of `transactions`: close the open transactions of the connector a new start is on, publishing
+    their StopTransaction events. Returns the ids closed."""
+    key = start_key(station, payload)
+    rows = await session.scalars(
+        select(EdgeTransaction)
+        .where(
+            EdgeTransaction.station_id == station.station_id,
+            EdgeTransaction.ocpp_connector_id == key.connector_id,
+            EdgeTransaction.stopped_at.is_(None),
+        )
+        .with_for_update()
+    )
+    closed = []
+    for row in rows:
+        ending = tx.supersede(_record(row), key)
+        if ending is None:
+            continue
+        row.stopped_at, row.meter_stop, row.stop_reason = ending.stopped_at, ending.meter_stop, ending.reason.value
+        event = StopTransactionPayload(
+            stationId=station.station_id,
+            chargePointId=row.charge_point_id,
+            connectorId=row.connector_id,
+            idTag=row.id_tag,
+            meterStart=wh_to_kwh(row.meter_start),
+            meterStop=wh_to_kwh(ending.meter_stop),
+            transactionId=row.id,
+            reason=ending.reason,
+        )
+        await outbox.publish(session, site_id=station.site_id, payload=event)
+        closed.append(row.id)
+    return closed
 
 
 def is_duplicate_start(exc: IntegrityError) -> bool:

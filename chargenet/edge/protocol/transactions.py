@@ -16,6 +16,11 @@ Rules:
   one event; a repeat raises none; a stop for a transaction the station does not own (unknown, or another
   station's) is recorded and raises none.
 - Rule 4: a missing stop reason is `Local` (decisions.md §3).
+- Rule 4a: a connector runs one transaction at a time. A new StartTransaction on a connector whose transaction
+  is still open means its StopTransaction was lost: the open one is closed as ended by the new start (stopped
+  at the start's timestamp, with its meterStart as meterStop, reason `Other`) and raises its StopTransaction
+  event, so a lost stop does not hold its tag ConcurrentTx forever. A start older than the open transaction
+  (a late message of an earlier one) closes nothing. The lost stop arriving after all is a repeat (Rule 3).
 - Rule 5: a message going up whose transaction has no upstream id yet waits behind the start that will give
   it one; a transaction the upstream refused to start has no upstream id ever, and its later messages are
   dropped from the queue (recorded, never sent).
@@ -105,6 +110,27 @@ def decide_stop(record: TransactionRecord | None, station_id: str) -> StopOutcom
 def stop_reason(reported: str | None) -> StopReason:
     """Rule 4."""
     return StopReason(reported) if reported else StopReason.LOCAL
+
+
+@dataclass(frozen=True, slots=True)
+class Superseded:
+    """How a transaction closed by a newer start on its connector ends (Rule 4a)."""
+
+    transaction_id: int
+    stopped_at: datetime
+    meter_stop: int
+    reason: StopReason = StopReason.OTHER
+
+
+def supersede(open_record: TransactionRecord, start: StartKey) -> Superseded | None:
+    """Rule 4a: how `start` closes `open_record`, or None when it does not."""
+    old = open_record.key
+    if open_record.stopped or (old.station_id, old.connector_id) != (start.station_id, start.connector_id):
+        return None
+    if old == start or start.timestamp < old.timestamp:
+        return None
+    # A meter that went backwards was reset or replaced: the energy is unknown, so none is counted.
+    return Superseded(open_record.transaction_id, start.timestamp, max(start.meter_start, old.meter_start))
 
 
 # Id mapping -------------------------------------------------------------------------------------------------

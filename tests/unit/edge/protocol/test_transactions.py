@@ -61,6 +61,32 @@ def test_reported_stop_reason_is_kept() -> None:
     assert tx.stop_reason("EVDisconnected") is StopReason.EV_DISCONNECTED
 
 
+def test_newer_start_on_the_connector_closes_the_open_transaction_at_its_start() -> None:
+    later = tx.StartKey("CS-1", 1, "TAG2", T0 + timedelta(hours=1), 8500)
+    assert tx.supersede(record(7), later) == tx.Superseded(7, T0 + timedelta(hours=1), 8500, StopReason.OTHER)
+
+
+def test_start_on_another_connector_closes_nothing() -> None:
+    assert tx.supersede(record(), tx.StartKey("CS-1", 2, "TAG1", T0 + timedelta(hours=1), 8500)) is None
+
+
+def test_start_older_than_the_open_transaction_closes_nothing() -> None:
+    assert tx.supersede(record(), tx.StartKey("CS-1", 1, "TAG1", T0 - timedelta(hours=1), 0)) is None
+
+
+def test_the_same_start_closes_nothing() -> None:
+    assert tx.supersede(record(), KEY) is None
+
+
+def test_stopped_transaction_is_not_closed_again() -> None:
+    assert tx.supersede(record(stopped=True), tx.StartKey("CS-1", 1, "TAG1", T0 + timedelta(hours=1), 8500)) is None
+
+
+def test_meter_gone_backwards_closes_with_no_energy() -> None:
+    ending = tx.supersede(record(), tx.StartKey("CS-1", 1, "TAG1", T0 + timedelta(hours=1), 10))
+    assert ending is not None and ending.meter_stop == 1000
+
+
 def test_stop_going_up_carries_the_upstream_id() -> None:
     ids = tx.IdMap({7: 9001})
     payload = tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7, "meterStop": 5}, ids)
