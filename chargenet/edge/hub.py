@@ -420,9 +420,7 @@ class StationLink:
             if decision.source is not auth.AuthSource.LOCAL_LIST:
                 decision = auth.after_upstream(_start_context(id_tag, now), upstream_answer["idTagInfo"])
             async with self.edge.unit() as session:
-                await records.link_upstream(
-                    session, transaction_id, upstream_answer["transactionId"], auth_status=decision.status.value
-                )
+                await records.link_upstream(session, transaction_id, upstream_answer, auth_status=decision.status.value)
                 await records.publish_authorize(
                     session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
                 )

@@ -317,30 +317,39 @@ async def id_map_for(
     session: AsyncSession, station_id: str, *, edge_id: int | None = None, upstream_id: int | None = None
 ) -> tx.IdMap:
     """The mapping rows needed to rewrite one message of `station_id`."""
-    query = select(EdgeTransaction.id, EdgeTransaction.upstream_id).where(EdgeTransaction.station_id == station_id)
+    query = select(EdgeTransaction.id, EdgeTransaction.upstream_id, EdgeTransaction.upstream_refused).where(
+        EdgeTransaction.station_id == station_id
+    )
     if edge_id is not None:
         query = query.where(EdgeTransaction.id == edge_id)
     if upstream_id is not None:
         query = query.where(EdgeTransaction.upstream_id == upstream_id)
     ids = tx.IdMap()
-    for found_edge, found_upstream in await session.execute(query):
+    for found_edge, found_upstream, refused in await session.execute(query):
         if found_upstream is not None:
             ids.link(found_edge, found_upstream)
+        if refused:
+            ids.refuse(found_edge)
     return ids
 
 
 async def link_upstream(
-    session: AsyncSession, edge_id: int, upstream_id: int, *, auth_status: str | None = None
+    session: AsyncSession, edge_id: int, upstream_answer: Payload, *, auth_status: str | None = None
 ) -> None:
+    """Record the upstream's answer to a start: its id, and whether it refused the start (`tx.start_refused`)."""
     row = await session.get(EdgeTransaction, edge_id)
     if row is not None:
-        row.upstream_id = upstream_id
+        row.upstream_id = upstream_answer["transactionId"]
+        row.upstream_refused = tx.start_refused(upstream_answer)
         if auth_status is not None:
             row.auth_status = auth_status
 
 
 async def refuse_upstream(session: AsyncSession, edge_id: int) -> None:
-    await link_upstream(session, edge_id, tx.REFUSED)
+    """The upstream refused a start without giving it an id (a CALLERROR)."""
+    row = await session.get(EdgeTransaction, edge_id)
+    if row is not None:
+        row.upstream_refused = True
 
 
 async def enqueue(

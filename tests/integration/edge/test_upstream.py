@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -31,6 +32,13 @@ async def upstream_id_of(served: Served, edge_id: int) -> int | None:
         row = await session.get(EdgeTransaction, edge_id)
         assert row is not None
         return row.upstream_id
+
+
+async def upstream_refused(served: Served, edge_id: int) -> bool:
+    async with served.context.store.transaction() as session:
+        row = await session.get(EdgeTransaction, edge_id)
+        assert row is not None
+        return row.upstream_refused
 
 
 async def queued(served: Served) -> list[str]:
@@ -170,10 +178,57 @@ async def test_upstream_refusing_a_start_still_gives_the_station_an_edge_id(
     cpo.refuse.add("StartTransaction")
     started = await proxied.start(1, "TAG1", 10)
     assert started["transactionId"] > 0
-    assert await upstream_id_of(served, started["transactionId"]) == 0
+    assert await upstream_refused(served, started["transactionId"])
     assert await proxied.stop(started["transactionId"], 20) == {}
     assert cpo.received("CS-1", "StopTransaction") == []
     assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_upstream_transaction_id_0_is_an_id_like_any_other(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.next_transaction_id = itertools.count(0)
+    started = await proxied.start(1, "TAG1", 10)
+    assert started["idTagInfo"] == {"status": "Accepted"}
+    assert await upstream_id_of(served, started["transactionId"]) == 0
+    assert not await upstream_refused(served, started["transactionId"])
+    answer = await cpo.call("CS-1", "RemoteStopTransaction", {"transactionId": 0})
+    assert answer[2] == {"status": "Accepted"}
+    assert proxied.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
+    await proxied.stop(started["transactionId"], 900)
+    assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 0
+
+
+async def test_start_the_upstream_does_not_accept_is_refused_and_its_stop_stays_with_the_edge(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.tags["BAD"] = "Blocked"
+    started = await proxied.start(1, "BAD", 10)
+    assert started["idTagInfo"] == {"status": "Blocked"}
+    assert await upstream_refused(served, started["transactionId"])
+    assert await proxied.stop(started["transactionId"], 20, reason="DeAuthorized") == {}
+    assert cpo.received("CS-1", "StopTransaction") == []
+    assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_replayed_start_the_upstream_does_not_accept_takes_its_queued_messages_with_it(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    cpo.tags["BAD"] = "Invalid"
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "BAD", 10)
+    await station.meter_values(1, started["transactionId"], 500)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+    await replay_all(served, clock)
+    assert await upstream_refused(served, started["transactionId"])
+    sent = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
+    assert sent == ["StartTransaction"]
+    await station.close()
 
 
 async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids(

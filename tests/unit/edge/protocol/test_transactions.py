@@ -115,6 +115,28 @@ def test_stop_of_a_transaction_the_upstream_refused_is_refused() -> None:
         tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids)
 
 
+def test_upstream_id_0_is_mapped_both_ways() -> None:
+    ids = tx.IdMap({7: 0})
+    assert tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids) == {"transactionId": 0}
+    assert tx.rewrite_for_station("RemoteStopTransaction", {"transactionId": 0}, ids) == {"transactionId": 7}
+
+
+def test_stop_of_a_refused_transaction_with_an_upstream_id_is_refused() -> None:
+    ids = tx.IdMap({7: 9001})
+    ids.refuse(7)
+    with pytest.raises(tx.UpstreamIdRefused):
+        tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids)
+
+
+def test_start_answered_accepted_is_not_refused_whatever_its_id() -> None:
+    assert not tx.start_refused({"transactionId": 0, "idTagInfo": {"status": "Accepted"}})
+
+
+@pytest.mark.parametrize("status", ["Blocked", "Expired", "Invalid", "ConcurrentTx"])
+def test_start_answered_with_another_status_is_refused(status: str) -> None:
+    assert tx.start_refused({"transactionId": 9001, "idTagInfo": {"status": status}})
+
+
 def test_remote_stop_coming_down_carries_the_edge_id() -> None:
     payload = tx.rewrite_for_station("RemoteStopTransaction", {"transactionId": 9001}, tx.IdMap({7: 9001}))
     assert payload == {"transactionId": 7}
