@@ -15,6 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from chargenet.clock import Clock
@@ -39,6 +40,18 @@ MAX_WAITING_PEER_CALLS = 8
 
 class ConnectionLost(ChargenetError):
     """The connection closed while a call on it was waiting for its answer."""
+
+
+class AnswerLate(ChargenetError):
+    """Our CALL timed out after it was sent, and its caller keeps listening for the answer (session Rule 3).
+
+    `answer` ends with the peer's answer when it comes in time, or raises what `RpcConnection.call` raises:
+    `CallTimedOut` when listening ends, `ConnectionLost`, `CallErrorReceived`, `PayloadViolation`."""
+
+    def __init__(self, action: str, answer: asyncio.Task[Payload]) -> None:
+        super().__init__(f"{action} was not answered in time; its answer is still listened for")
+        self.action = action
+        self.answer = answer
 
 
 # A peer-call handler returns the answer payload, or None to leave the call unanswered (see proxy Rule 5).
@@ -79,6 +92,7 @@ class RpcConnection:
         self.session = RpcSession(new_message_id, self._session_limits)
         self._unreadable = frames.UnreadableRun(limits)
         self._futures: dict[str, asyncio.Future[CallOutcome]] = {}
+        self._listening: dict[str, asyncio.Future[CallOutcome]] = {}  # late answers, until `call` takes them
         self._actions: dict[str, str] = {}
         # The peer's CALLs wait here for the one task that answers them in order. That task exists only while
         # there is work: an idle connection (most of them, most of the time) costs no task.
@@ -186,17 +200,40 @@ class RpcConnection:
 
     # Outgoing --------------------------------------------------------------------------------------------
 
-    async def call(self, action: str, payload: Payload) -> Payload:
+    async def call(self, action: str, payload: Payload, *, late_within: timedelta | None = None) -> Payload:
         """Send a CALL and wait for its answer. Raises `CallErrorReceived`, `CallTimedOut`, `ConnectionLost`,
-        or a `PayloadViolation` when the peer's answer does not fit its schema."""
+        or a `PayloadViolation` when the peer's answer does not fit its schema.
+
+        With `late_within`, a call that times out after it was sent raises `AnswerLate` instead of
+        `CallTimedOut`: the slot is free for the next call, and the answer is still listened for that long."""
         if self._closed:
             raise ConnectionLost(f"{self.name} is closed")
         frames.build_call("check", action, payload)  # our own payload, so a violation is our bug
-        unique_id = self.session.submit(action, payload, self._clock.now())
+        unique_id = self.session.submit(action, payload, self._clock.now(), late_within=late_within)
         future: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
         self._futures[unique_id] = future
         await self._pump()
-        sleeper = asyncio.ensure_future(self._clock.sleep(self._session_limits.call_timeout.total_seconds()))
+        outcome = await self._outcome(future, self._session_limits.call_timeout)
+        if outcome.listening:
+            assert late_within is not None
+            late = self._listening.pop(unique_id)
+            answer = asyncio.create_task(self._late_answer(action, unique_id, late, late_within))
+            # Whoever holds the answer reads it; this only keeps asyncio from reporting a failure nobody read
+            # when its holder is gone (the link closed).
+            answer.add_done_callback(lambda task: task.cancelled() or task.exception())
+            raise AnswerLate(action, answer)
+        return self._payload(action, unique_id, outcome)
+
+    async def _late_answer(
+        self, action: str, unique_id: str, late: asyncio.Future[CallOutcome], late_within: timedelta
+    ) -> Payload:
+        outcome = await self._outcome(late, late_within)
+        if outcome.error is None:
+            log.info("late answer heard", extra={"fields": {"peer": self.name, "action": action}})
+        return self._payload(action, unique_id, outcome)
+
+    async def _outcome(self, future: asyncio.Future[CallOutcome], within: timedelta) -> CallOutcome:
+        sleeper = asyncio.ensure_future(self._clock.sleep(within.total_seconds()))
         try:
             waiting: list[asyncio.Future[Any]] = [future, sleeper]
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -204,7 +241,9 @@ class RpcConnection:
                 self._expire()
         finally:
             sleeper.cancel()
-        outcome = future.result()
+        return future.result()
+
+    def _payload(self, action: str, unique_id: str, outcome: CallOutcome) -> Payload:
         if outcome.error is not None:
             raise outcome.error
         assert outcome.result is not None
@@ -218,6 +257,10 @@ class RpcConnection:
     def _expire(self) -> None:
         for outcome in self.session.expire(self._clock.now()):
             future = self._futures.pop(outcome.unique_id, None)
+            if outcome.listening:
+                # Registered before anything else runs, so an answer arriving at once already finds it.
+                late: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
+                self._futures[outcome.unique_id] = self._listening[outcome.unique_id] = late
             if future is not None and not future.done():
                 future.set_result(outcome)
         asyncio.get_running_loop().create_task(self._pump())
@@ -233,6 +276,7 @@ class RpcConnection:
     # Closing ---------------------------------------------------------------------------------------------
 
     def _fail_all(self) -> None:
+        self._listening.clear()
         for call in self.session.cancel_all():
             future = self._futures.pop(call.unique_id, None)
             if future is not None and not future.done():
@@ -248,6 +292,7 @@ class RpcConnection:
 
 
 __all__ = [
+    "AnswerLate",
     "CallErrorReceived",
     "CallHandler",
     "CallTimedOut",

@@ -7,6 +7,7 @@ outbox in the same transaction, then answers per the relay rules of `protocol.pr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -22,7 +23,7 @@ from chargenet.domain.tenants import locate_connector
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
-from chargenet.edge.connection import ConnectionLost, RpcConnection
+from chargenet.edge.connection import AnswerLate, ConnectionLost, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import frames, proxy
@@ -60,6 +61,7 @@ class Edge:
         limits: FrameLimits = frames.DEFAULT_LIMITS,
         command_timeout: timedelta = timedelta(seconds=30),
         upstream_timeout: timedelta = timedelta(seconds=10),
+        upstream_late_wait: timedelta = proxy.LATE_ANSWER_WAIT,
         authorizers: Sequence[Authorizer] = (),
         message_log: MessageLog | None = None,
     ) -> None:
@@ -70,6 +72,7 @@ class Edge:
         self.limits = limits
         self.command_timeout = command_timeout
         self.upstream_timeout = upstream_timeout
+        self.upstream_late_wait = upstream_late_wait
         self.authorizers = list(authorizers)
         self.message_log = message_log or MessageLog(store, clock)
         self.transitions = TransitionCounts()
@@ -249,12 +252,16 @@ class StationLink:
                 raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
             return answer
 
-    async def _upstream_call(self, action: str, payload: Payload) -> Payload:
+    async def _upstream_call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
+        """The upstream's answer, or `_UpstreamFailed`; with `listen_late`, a call that timed out after it was sent
+        fails carrying the answer still listened for (proxy Rule 4a)."""
         assert self.upstream is not None
         try:
-            return await self.upstream.call(action, payload)
+            return await self.upstream.call(action, payload, listen_late=listen_late)
         except CallErrorReceived as exc:
             raise _UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
+        except AnswerLate as exc:
+            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None, exc.answer) from None
         except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
             raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
@@ -348,7 +355,7 @@ class StationLink:
                 plugin_count=len(self.edge.authorizers),
                 upstream=upstream,
                 cached=await records.cached_authorization(session, site_id, id_tag),
-                has_active_transaction=await records.has_active_transaction(session, id_tag),
+                has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
             )
         step = auth.begin(ctx)
         if step is auth.NextSource.PLUGINS:
@@ -361,8 +368,10 @@ class StationLink:
         except _UpstreamFailed:
             return auth.after_upstream(ctx, None), None
         decision = auth.after_upstream(ctx, answer["idTagInfo"])
-        async with self.edge.unit() as session:
-            await records.cache_authorization(session, site_id, auth.cache_entry(id_tag, decision, ctx.now))
+        cached = auth.cache_entry(id_tag, answer["idTagInfo"], ctx.now)
+        if cached is not None:
+            async with self.edge.unit() as session:
+                await records.cache_authorization(session, site_id, cached)
         relayed = (
             answer if decision.status.value == answer["idTagInfo"]["status"] else {"idTagInfo": decision.id_tag_info()}
         )
@@ -380,6 +389,13 @@ class StationLink:
             existing = await records.find_start(session, records.start_key(self.station, p))
         if existing is not None:
             return _repeat_answer(existing)
+        async with self.edge.unit() as session:
+            closed = await records.close_superseded(session, self.edge.outbox, self.station, p)
+        if closed:
+            log.warning(
+                "open transactions closed by a new start on their connector",
+                extra={"fields": {"station": self.station.station_id, "connector": p["connectorId"], "ids": closed}},
+            )
         # StartTransaction re-evaluates the tag without asking the upstream: the forwarded start itself is the
         # upstream's question, and its answer carries the upstream's idTagInfo.
         decision, _ = await self._decide(id_tag, p["connectorId"], ask_upstream=False)
@@ -392,38 +408,41 @@ class StationLink:
         transaction_id = started.transaction_id
         if route is Handling.FORWARD:
             try:
-                upstream_answer = await self._upstream_call("StartTransaction", p)
+                upstream_answer = await self._upstream_call("StartTransaction", p, listen_late=True)
             except _UpstreamFailed as failed:
                 queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
+                sequence = None
                 async with self.edge.unit() as session:
                     if queue:
-                        await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
+                        sequence = await records.enqueue(
+                            session, self.station.station_id, call.action, p, transaction_id, now
+                        )
                     else:
                         await records.refuse_upstream(session, transaction_id)
                     await records.publish_authorize(
                         session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
                     )
-                if queue:
-                    self._queued()
+                if sequence is not None:
+                    # Queued so that nothing overtakes it; sent again only if the late answer cannot come.
+                    self._queued(sequence, failed.late_answer)
                 return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
             if decision.source is not auth.AuthSource.LOCAL_LIST:
                 decision = auth.after_upstream(_start_context(id_tag, now), upstream_answer["idTagInfo"])
             async with self.edge.unit() as session:
-                await records.link_upstream(
-                    session, transaction_id, upstream_answer["transactionId"], auth_status=decision.status.value
-                )
+                await records.link_upstream(session, transaction_id, upstream_answer, auth_status=decision.status.value)
                 await records.publish_authorize(
                     session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
                 )
             return tx.for_station_start(transaction_id, {"idTagInfo": decision.id_tag_info()})
+        sequence = None
         async with self.edge.unit() as session:
             if route is Handling.QUEUE:
-                await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
+                sequence = await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
             await records.publish_authorize(
                 session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
             )
-        if route is Handling.QUEUE:
-            self._queued()
+        if sequence is not None:
+            self._queued(sequence)
         return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
 
     async def _store_start(self, payload: Payload, decision: auth.AuthDecision, now: datetime) -> records.StartOutcome:
@@ -464,6 +483,7 @@ class StationLink:
 
     async def _transaction_message(self, call: Call, route: Handling, transaction_id: int | None) -> Payload:
         now = self.edge.clock.now()
+        late_answer = None
         if route is Handling.FORWARD:
             async with self.edge.unit() as session:
                 ids = await records.id_map_for(session, self.station.station_id, edge_id=transaction_id)
@@ -475,28 +495,36 @@ class StationLink:
                 route = Handling.QUEUE
             else:
                 try:
-                    await self._upstream_call(call.action, payload)
+                    await self._upstream_call(call.action, payload, listen_late=True)
                     return {}
                 except _UpstreamFailed as failed:
                     if proxy.fallback(call.action, failed.kind) is not Fallback.ANSWER_AND_QUEUE:
                         return {}
-                    route = Handling.QUEUE
+                    route, late_answer = Handling.QUEUE, failed.late_answer
         if route is Handling.QUEUE:
             async with self.edge.unit() as session:
-                await records.enqueue(session, self.station.station_id, call.action, call.payload, transaction_id, now)
-            self._queued()
+                sequence = await records.enqueue(
+                    session, self.station.station_id, call.action, call.payload, transaction_id, now
+                )
+            self._queued(sequence, late_answer)
         return {}
 
-    def _queued(self) -> None:
+    def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
         if self.upstream is not None:
-            self.upstream.enqueued()
+            self.upstream.enqueued(sequence, late_answer)
 
 
 class _UpstreamFailed(Exception):
-    def __init__(self, kind: UpstreamFailure, error: CallErrorReceived | None) -> None:
+    def __init__(
+        self,
+        kind: UpstreamFailure,
+        error: CallErrorReceived | None,
+        late_answer: asyncio.Task[Payload] | None = None,
+    ) -> None:
         super().__init__(kind.value)
         self.kind = kind
         self.error = error
+        self.late_answer = late_answer  # the call was sent and timed out; its answer is still listened for
 
 
 def _upstream_transaction_id(call: Call) -> int | None:

@@ -101,7 +101,9 @@ async def cached_authorization(session: AsyncSession, site_id: str, id_tag: str)
     row = await session.get(AuthCacheEntry, (site_id, id_tag))
     if row is None:
         return None
-    return auth.CachedAuthorization(row.id_tag, AuthorizationStatus(row.status), row.valid_until, row.parent_id_tag)
+    return auth.CachedAuthorization(
+        row.id_tag, AuthorizationStatus(row.status), row.valid_until, row.parent_id_tag, row.expires_at
+    )
 
 
 async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.CachedAuthorization) -> None:
@@ -110,12 +112,18 @@ async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.C
         row = AuthCacheEntry(site_id=site_id, id_tag=entry.id_tag)
         session.add(row)
     row.status, row.valid_until, row.parent_id_tag = entry.status.value, entry.valid_until, entry.parent_id_tag
+    row.expires_at = entry.expires_at
 
 
-async def has_active_transaction(session: AsyncSession, id_tag: str) -> bool:
+async def has_active_transaction(session: AsyncSession, site_id: str, id_tag: str) -> bool:
+    """Whether the tag has an open transaction at the site (authorize Rule 5; a site judges its own stations)."""
     found = await session.scalar(
         select(EdgeTransaction.id)
-        .where(EdgeTransaction.id_tag == id_tag, EdgeTransaction.stopped_at.is_(None))
+        .where(
+            EdgeTransaction.site_id == site_id,
+            EdgeTransaction.id_tag == id_tag,
+            EdgeTransaction.stopped_at.is_(None),
+        )
         .limit(1)
     )
     return found is not None
@@ -225,6 +233,40 @@ async def start_transaction(
     return StartOutcome(transaction_id, is_new=True)
 
 
+async def close_superseded(session: AsyncSession, outbox: Outbox, station: StationInfo, payload: Payload) -> list[int]:
+    """Rule 4a of `transactions`: close the open transactions of the connector a new start is on, publishing
+    their StopTransaction events. Returns the ids closed."""
+    key = start_key(station, payload)
+    rows = await session.scalars(
+        select(EdgeTransaction)
+        .where(
+            EdgeTransaction.station_id == station.station_id,
+            EdgeTransaction.ocpp_connector_id == key.connector_id,
+            EdgeTransaction.stopped_at.is_(None),
+        )
+        .with_for_update()
+    )
+    closed = []
+    for row in rows:
+        ending = tx.supersede(_record(row), key)
+        if ending is None:
+            continue
+        row.stopped_at, row.meter_stop, row.stop_reason = ending.stopped_at, ending.meter_stop, ending.reason.value
+        event = StopTransactionPayload(
+            stationId=station.station_id,
+            chargePointId=row.charge_point_id,
+            connectorId=row.connector_id,
+            idTag=row.id_tag,
+            meterStart=wh_to_kwh(row.meter_start),
+            meterStop=wh_to_kwh(ending.meter_stop),
+            transactionId=row.id,
+            reason=ending.reason,
+        )
+        await outbox.publish(session, site_id=station.site_id, payload=event)
+        closed.append(row.id)
+    return closed
+
+
 def is_duplicate_start(exc: IntegrityError) -> bool:
     """A concurrent identical start won the unique constraint; the caller retries and finds it."""
     return "uq_edge_tx_start" in str(exc.orig) or "edge_transactions" in str(exc.orig)
@@ -275,44 +317,55 @@ async def id_map_for(
     session: AsyncSession, station_id: str, *, edge_id: int | None = None, upstream_id: int | None = None
 ) -> tx.IdMap:
     """The mapping rows needed to rewrite one message of `station_id`."""
-    query = select(EdgeTransaction.id, EdgeTransaction.upstream_id).where(EdgeTransaction.station_id == station_id)
+    query = select(EdgeTransaction.id, EdgeTransaction.upstream_id, EdgeTransaction.upstream_refused).where(
+        EdgeTransaction.station_id == station_id
+    )
     if edge_id is not None:
         query = query.where(EdgeTransaction.id == edge_id)
     if upstream_id is not None:
         query = query.where(EdgeTransaction.upstream_id == upstream_id)
     ids = tx.IdMap()
-    for found_edge, found_upstream in await session.execute(query):
+    for found_edge, found_upstream, refused in await session.execute(query):
         if found_upstream is not None:
             ids.link(found_edge, found_upstream)
+        if refused:
+            ids.refuse(found_edge)
     return ids
 
 
 async def link_upstream(
-    session: AsyncSession, edge_id: int, upstream_id: int, *, auth_status: str | None = None
+    session: AsyncSession, edge_id: int, upstream_answer: Payload, *, auth_status: str | None = None
 ) -> None:
+    """Record the upstream's answer to a start: its id, and whether it refused the start (`tx.start_refused`)."""
     row = await session.get(EdgeTransaction, edge_id)
     if row is not None:
-        row.upstream_id = upstream_id
+        row.upstream_id = upstream_answer["transactionId"]
+        row.upstream_refused = tx.start_refused(upstream_answer)
         if auth_status is not None:
             row.auth_status = auth_status
 
 
 async def refuse_upstream(session: AsyncSession, edge_id: int) -> None:
-    await link_upstream(session, edge_id, tx.REFUSED)
+    """The upstream refused a start without giving it an id (a CALLERROR)."""
+    row = await session.get(EdgeTransaction, edge_id)
+    if row is not None:
+        row.upstream_refused = True
 
 
 async def enqueue(
     session: AsyncSession, station_id: str, action: str, payload: Payload, transaction_id: int | None, now: datetime
-) -> None:
-    session.add(
-        UpstreamMessage(
-            station_id=station_id,
-            action=action,
-            payload=json.dumps(payload, default=str),
-            transaction_id=transaction_id,
-            enqueued_at=now,
-        )
+) -> int:
+    """Queue a message for the upstream; returns its place in the queue (`QueuedMessage.sequence`)."""
+    row = UpstreamMessage(
+        station_id=station_id,
+        action=action,
+        payload=json.dumps(payload, default=str),
+        transaction_id=transaction_id,
+        enqueued_at=now,
     )
+    session.add(row)
+    await session.flush()
+    return row.id
 
 
 async def queue_head(session: AsyncSession, station_id: str) -> tx.QueuedMessage | None:

@@ -18,7 +18,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.edge import records
-from chargenet.edge.connection import CallHandler, ConnectionLost, RpcConnection
+from chargenet.edge.connection import AnswerLate, CallHandler, ConnectionLost, RpcConnection
 from chargenet.edge.protocol import proxy
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
@@ -66,7 +66,13 @@ class UpstreamLink:
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.connects = 0
-        self.queued = 0  # messages of this station waiting in the upstream queue (this process owns the link)
+        # Messages of this station waiting in the upstream queue (this process owns the link): raised as the hub
+        # queues one, lowered as the replay settles or drops one. While it is above zero, the hub queues every
+        # new transaction message behind them (proxy Rule 2); at zero it forwards them live again.
+        self.queued = 0
+        # Answers still awaited for queued messages that were sent once and timed out, by queue sequence (proxy
+        # Rule 4a): the replay takes them instead of sending those messages again.
+        self._late_answers: dict[int, asyncio.Task[Payload]] = {}
 
     @property
     def connected(self) -> bool:
@@ -91,15 +97,21 @@ class UpstreamLink:
         """Wake the replay (after a message was queued)."""
         self._kick.set()
 
-    def enqueued(self) -> None:
+    def enqueued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
+        """A message was queued (committed) at `sequence`. `late_answer`: it was sent once and the upstream may
+        still answer that call (`AnswerLate`); the replay waits for that answer before sending it again."""
+        if late_answer is not None:
+            self._late_answers[sequence] = late_answer
         self.queued += 1
         self._kick.set()
 
-    async def call(self, action: str, payload: Payload) -> Payload:
+    async def call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
+        """Raises `UpstreamUnavailable`, what `RpcConnection.call` raises, and with `listen_late`, `AnswerLate`
+        for a call that timed out after it was sent (proxy Rule 4a)."""
         rpc = self._rpc
         if rpc is None:
             raise UpstreamUnavailable(f"upstream of {self._station.station_id} is not connected")
-        return await rpc.call(action, payload)
+        return await rpc.call(action, payload, late_within=self._edge.upstream_late_wait if listen_late else None)
 
     # The connection loop ---------------------------------------------------------------------------------
 
@@ -178,6 +190,12 @@ class UpstreamLink:
                     if head is None:
                         break
                     ids = await records.id_map_for(session, self._station.station_id, edge_id=head.transaction_id)
+                late = self._late_answers.get(head.sequence)
+                if late is not None:
+                    await asyncio.wait([late])  # wait, but a cancelled replay must not cancel the call's listening
+                    del self._late_answers[head.sequence]
+                    if await self._settle_with(head, late):
+                        continue
                 step = tx.next_replay(head, ids, last_sent, self._edge.clock.now(), policy)
                 if step.step is tx.ReplayStep.WAIT_THROTTLE:
                     assert step.not_before is not None
@@ -192,20 +210,38 @@ class UpstreamLink:
                 assert step.payload is not None
                 last_sent = self._edge.clock.now()
                 try:
-                    answer = await rpc.call(head.action, step.payload)
+                    answer = await rpc.call(head.action, step.payload, late_within=self._edge.upstream_late_wait)
+                except AnswerLate as late:
+                    self._late_answers[head.sequence] = late.answer
+                    continue  # stays at the head, whose answer the next round waits for
                 except CallTimedOut:
-                    continue  # stays at the head; sent again with a new message id
+                    continue  # timed out before it was sent: stays at the head, sent again with a new message id
                 except ConnectionLost:
                     return
                 except (CallErrorReceived, PayloadViolation) as exc:
-                    # Refused, or answered with something unusable: sending it again would get the same.
-                    log.warning(
-                        "upstream refused a queued message",
-                        extra={"fields": {"action": head.action, "error": exc.message}},
-                    )
-                    await self._settle(head, None)
+                    await self._refused(head, exc)
                     continue
                 await self._settle(head, answer)
+
+    async def _settle_with(self, head: tx.QueuedMessage, late: asyncio.Task[Payload]) -> bool:
+        """Settle the head with the late answer to a call that sent it. False when none came and none can come
+        any more (the connection lost, or the wait over): the head is then sent again."""
+        try:
+            answer = late.result()
+        except (CallTimedOut, ConnectionLost):
+            return False
+        except (CallErrorReceived, PayloadViolation) as exc:
+            await self._refused(head, exc)
+            return True
+        await self._settle(head, answer)
+        return True
+
+    async def _refused(self, head: tx.QueuedMessage, exc: CallErrorReceived | PayloadViolation) -> None:
+        # Refused, or answered with something unusable: sending it again would get the same.
+        log.warning(
+            "upstream refused a queued message", extra={"fields": {"action": head.action, "error": exc.message}}
+        )
+        await self._settle(head, None)
 
     async def _settle(self, head: tx.QueuedMessage, answer: Payload | None) -> None:
         async with self._edge.store.transaction() as session:
@@ -213,5 +249,6 @@ class UpstreamLink:
                 if answer is None:
                     await records.refuse_upstream(session, head.transaction_id)
                 else:
-                    await records.link_upstream(session, head.transaction_id, answer["transactionId"])
+                    await records.link_upstream(session, head.transaction_id, answer)
             await records.dequeue(session, head.sequence)
+        self.queued -= 1

@@ -1,8 +1,9 @@
 """A simulated upstream central system (a CPO's CSMS) for OCPP 1.6J: a real WebSocket server.
 
 It mints its own transaction ids (from 90001, so they never look like the edge's), records every CALL it gets
-per station, can be told to answer slowly, to refuse actions with a CALLERROR, or to go away and come back,
-and can send CALLs (RemoteStopTransaction, ...) to a station through the edge.
+per station, can be told to answer slowly (or to hold answers until released), to refuse actions with a
+CALLERROR, or to go away and come back, and can send CALLs (RemoteStopTransaction, ...) to a station through
+the edge.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class SimulatedCentralSystem:
     delay: float = 0.0  # seconds before every answer
     refuse: set[str] = field(default_factory=set)  # actions answered with CALLERROR InternalError
     silent: set[str] = field(default_factory=set)  # actions never answered
+    hold: set[str] = field(default_factory=set)  # actions answered only once `release`d
     calls: dict[str, list[tuple[str, Payload]]] = field(default_factory=dict)
     next_transaction_id: itertools.count[int] = field(default_factory=lambda: itertools.count(90001))
     connections: dict[str, ServerConnection] = field(default_factory=dict)
@@ -47,6 +49,7 @@ class SimulatedCentralSystem:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _released: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def url(self) -> str:
@@ -89,6 +92,12 @@ class SimulatedCentralSystem:
         self._changed.clear()
         await self._changed.wait()
 
+    def release(self, action: str) -> None:
+        """Answer the held CALLs of `action` now, and the later ones at once."""
+        self.hold.discard(action)
+        released, self._released = self._released, asyncio.Event()
+        released.set()
+
     def _check_request(self, connection: ServerConnection, request: Request) -> Response | None:
         station_id = request.path.rstrip("/").rsplit("/", 1)[-1]
         expected = self.passwords.get(station_id)
@@ -128,6 +137,8 @@ class SimulatedCentralSystem:
         self._changed.set()
         if action in self.silent:
             return
+        while action in self.hold:
+            await self._released.wait()
         if self.delay:
             await asyncio.sleep(self.delay)
         if action in self.refuse:

@@ -10,7 +10,9 @@ Rules (decisions.md §3-§4):
 - Rule 1: a tag in the site's local list is decided there, whatever its status, and never forwarded. An
   Accepted entry past its expiry is Expired.
 - Rule 2: otherwise the plugins are asked in order; the first with an opinion decides.
-- Rule 3: otherwise, when the site has an upstream, the upstream decides; its answer is cached.
+- Rule 3: otherwise, when the site has an upstream, the upstream decides; its answer is cached as it came,
+  before Rule 5, with the upstream's own expiryDate or none (`cache_entry`). How long the edge trusts an
+  answer offline is the edge's business and never becomes an expiryDate.
 - Rule 4: when the upstream is away (not connected, no answer, CALLERROR), a cached answer still valid
   decides; otherwise the tag is Invalid. Without an upstream, and without an opinion, the tag is Invalid.
 - Rule 5: an Accepted tag that already has an active transaction is ConcurrentTx.
@@ -54,8 +56,9 @@ class LocalAuthEntry:
 class CachedAuthorization:
     id_tag: str
     status: AuthorizationStatus
-    valid_until: datetime
+    valid_until: datetime  # trusted offline until then (Rule 4)
     parent_id_tag: str | None = None
+    expires_at: datetime | None = None  # the upstream's expiryDate, if it gave one
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +125,18 @@ def after_upstream(ctx: AuthorizeContext, id_tag_info: Payload | None) -> AuthDe
     return _finish(ctx, decision)
 
 
-def cache_entry(id_tag: str, decision: AuthDecision, now: datetime) -> CachedAuthorization:
-    """What to cache from an upstream decision (Rule 3)."""
-    valid_until = decision.expires_at if decision.expires_at is not None else now + CACHE_LIFETIME
-    return CachedAuthorization(id_tag, decision.status, valid_until, decision.parent_id_tag)
+def cache_entry(id_tag: str, id_tag_info: Payload, now: datetime) -> CachedAuthorization | None:
+    """What to cache from the upstream's IdTagInfo (Rule 3); None when there is nothing to cache.
+
+    The upstream's ConcurrentTx is not cached: it speaks of the tag's transaction at that moment (OCPP 1.6 keeps
+    it for StartTransaction), not of the tag, and offline the edge judges concurrency itself (Rule 5)."""
+    status = AuthorizationStatus(id_tag_info["status"])
+    if status is AuthorizationStatus.CONCURRENT_TX:
+        return None
+    expiry = id_tag_info.get("expiryDate")
+    expires_at = datetime.fromisoformat(expiry) if expiry else None
+    valid_until = expires_at if expires_at is not None else now + CACHE_LIFETIME
+    return CachedAuthorization(id_tag, status, valid_until, id_tag_info.get("parentIdTag"), expires_at)
 
 
 def _after_own_sources(ctx: AuthorizeContext) -> AuthDecision | NextSource:
@@ -146,7 +157,7 @@ def _from_local_list(entry: LocalAuthEntry, now: datetime) -> AuthDecision:
 def _offline(ctx: AuthorizeContext) -> AuthDecision:
     cached = ctx.cached
     if cached is not None and cached.valid_until > ctx.now:
-        return AuthDecision(cached.status, AuthSource.CACHE, cached.valid_until, cached.parent_id_tag)
+        return AuthDecision(cached.status, AuthSource.CACHE, cached.expires_at, cached.parent_id_tag)
     return AuthDecision(AuthorizationStatus.INVALID, AuthSource.DEFAULT)
 
 

@@ -16,6 +16,10 @@ Rules (decisions.md §1 "Administration", §4 "Upstream"):
   keeps charging, so transaction messages fall back to the edge's own answer (queued again on a timeout, so
   the upstream gets them later; given up on a CALLERROR, since a resend would be refused the same way) and
   the rest get the edge's answer on a timeout and the upstream's CALLERROR relayed as it came.
+- Rule 4a: a transaction message sent upstream (forwarded or replayed) that times out was still sent: the
+  upstream may have acted on it and answer late. Its answer is listened for `LATE_ANSWER_WAIT` longer, and
+  whatever comes settles it (a StartTransaction's upstream id is mapped from it). Only when no answer can come
+  any more (the link dropped, or the wait ran out) is it sent again, so a slow upstream does not get it twice.
 - Rule 5: a CALL from the upstream is relayed to the station when it is a central-system action of 1.6;
   a station's action coming from the upstream is NotSupported. If the station does not answer, neither does
   the edge: the upstream sees the same silence it would see talking to the station directly.
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from chargenet.edge.protocol.authorize import UpstreamState
@@ -130,6 +134,8 @@ class Fallback(StrEnum):
 
 
 _TRANSACTION_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
+
+LATE_ANSWER_WAIT = timedelta(minutes=2)  # Rule 4a: how long after its timeout an answer is still taken
 
 
 def fallback(action: str, failure: UpstreamFailure) -> Fallback:

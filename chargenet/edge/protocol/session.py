@@ -12,6 +12,9 @@ Rules (OCPP-J 1.6 §4.1):
   `CallTimedOut`, whether it was sent or still waiting, and the slot is freed.
 - Rule 3: a CALLRESULT or CALLERROR completes only the outstanding call with the same id. A late answer to a
   timed-out call, or an answer nobody asked for, is dropped and counted; it is never handed to another call.
+  Except: a call submitted with `late_within` that times out after it was sent is still listened for that
+  much longer (its outcome says `listening`); its answer, when it comes in that time, completes it a second
+  time, late, and only it. The slot is freed at the deadline all the same (Rule 2).
 - Rule 4: our CALL ids are unique on this connection (the id factory's job; checked here).
 - Rule 5: a peer CALL that reuses an id the peer already used for a CALL on this connection gets
   `DuplicateMessageId`. The ids are remembered up to `SessionLimits.remembered_ids`, oldest forgotten first.
@@ -48,12 +51,14 @@ class CallOutcome:
     action: str
     result: Payload | None = None
     error: CallErrorReceived | CallTimedOut | None = None
+    listening: bool = False  # timed out, and its late answer is still listened for (Rule 3)
 
 
 @dataclass(slots=True)
 class _Pending:
     call: Call
     deadline: datetime
+    late_within: timedelta | None = None
 
 
 class RpcSession:
@@ -62,6 +67,7 @@ class RpcSession:
         self._limits = limits or SessionLimits()
         self._waiting: deque[_Pending] = deque()
         self._outstanding: _Pending | None = None
+        self._listening: dict[str, _Pending] = {}  # timed out after being sent; deadline is the end of listening
         self._our_ids: OrderedDict[str, None] = OrderedDict()
         self._peer_ids: OrderedDict[str, None] = OrderedDict()
         self._peer_in_progress: dict[str, str] = {}
@@ -70,15 +76,17 @@ class RpcSession:
 
     # Our calls -------------------------------------------------------------------------------------------
 
-    def submit(self, call_action: str, payload: Payload, now: datetime) -> str:
-        """Queue a CALL; returns its id. Raises `CallQueueFull` (Rule 1) or `LocalProtocolError` (Rule 4)."""
+    def submit(self, call_action: str, payload: Payload, now: datetime, *, late_within: timedelta | None = None) -> str:
+        """Queue a CALL; returns its id. Raises `CallQueueFull` (Rule 1) or `LocalProtocolError` (Rule 4).
+        `late_within`: how long to keep listening for the answer after a timeout (Rule 3)."""
         if len(self._waiting) >= self._limits.max_waiting_calls:
             raise CallQueueFull(f"{len(self._waiting)} calls already wait for this connection")
         unique_id = self._new_id()
         if unique_id in self._our_ids:
             raise LocalProtocolError(f"CALL id {unique_id!r} was already used on this connection")
         _remember(self._our_ids, unique_id, self._limits.remembered_ids)
-        self._waiting.append(_Pending(Call(unique_id, call_action, payload), now + self._limits.call_timeout))
+        deadline = now + self._limits.call_timeout
+        self._waiting.append(_Pending(Call(unique_id, call_action, payload), deadline, late_within))
         return unique_id
 
     def next_to_send(self) -> Call | None:
@@ -93,15 +101,19 @@ class RpcSession:
         return self._outstanding.call if self._outstanding else None
 
     def receive_answer(self, frame: CallResult | CallError) -> CallOutcome | None:
-        """Match an answer to the outstanding call (Rule 3); None when it matches nothing."""
+        """Match an answer to the outstanding call, or to a timed-out one still listened for (Rule 3); None when
+        it matches nothing."""
         pending = self._outstanding
-        if pending is None or pending.call.unique_id != frame.unique_id:
+        if pending is not None and pending.call.unique_id == frame.unique_id:
+            self._outstanding = None
+        else:
+            pending = self._listening.pop(frame.unique_id, None)
+        if pending is None:
             if frame.unique_id in self._our_ids:
                 self.late_answers += 1
             else:
                 self.unexpected_answers += 1
             return None
-        self._outstanding = None
         call = pending.call
         if isinstance(frame, CallResult):
             return CallOutcome(call.unique_id, call.action, result=frame.payload)
@@ -109,28 +121,36 @@ class RpcSession:
         return CallOutcome(call.unique_id, call.action, error=error)
 
     def expire(self, now: datetime) -> list[CallOutcome]:
-        """Fail every call whose deadline has come (Rule 2)."""
-        expired: list[_Pending] = []
-        if self._outstanding is not None and self._outstanding.deadline <= now:
-            expired.append(self._outstanding)
+        """Fail every call whose deadline has come (Rule 2), and stop listening for the late answers whose time
+        is up (Rule 3)."""
+        outcomes: list[CallOutcome] = []
+        for unique_id, pending in list(self._listening.items()):
+            if pending.deadline <= now:
+                del self._listening[unique_id]
+                outcomes.append(_timed_out(pending))
+        outstanding = self._outstanding
+        if outstanding is not None and outstanding.deadline <= now:
             self._outstanding = None
+            if outstanding.late_within is not None:
+                listened = _Pending(outstanding.call, now + outstanding.late_within)
+                self._listening[outstanding.call.unique_id] = listened
+            outcomes.append(_timed_out(outstanding, listening=outstanding.late_within is not None))
         still_waiting = deque(p for p in self._waiting if p.deadline > now)
-        expired.extend(p for p in self._waiting if p.deadline <= now)
+        outcomes.extend(_timed_out(p) for p in self._waiting if p.deadline <= now)
         self._waiting = still_waiting
-        return [
-            CallOutcome(p.call.unique_id, p.call.action, error=CallTimedOut(p.call.action, p.call.unique_id))
-            for p in expired
-        ]
+        return outcomes
 
     def cancel_all(self) -> list[Call]:
         """The connection is gone: forget every call, returning them so the shell can fail their callers."""
-        calls = ([self._outstanding.call] if self._outstanding else []) + [p.call for p in self._waiting]
+        calls = [p.call for p in self._listening.values()]
+        calls += ([self._outstanding.call] if self._outstanding else []) + [p.call for p in self._waiting]
+        self._listening.clear()
         self._outstanding = None
         self._waiting.clear()
         return calls
 
     def next_deadline(self) -> datetime | None:
-        deadlines = [p.deadline for p in self._waiting]
+        deadlines = [p.deadline for p in self._waiting] + [p.deadline for p in self._listening.values()]
         if self._outstanding is not None:
             deadlines.append(self._outstanding.deadline)
         return min(deadlines, default=None)
@@ -157,6 +177,13 @@ class RpcSession:
     @property
     def peer_calls_in_progress(self) -> int:
         return len(self._peer_in_progress)
+
+
+def _timed_out(pending: _Pending, *, listening: bool = False) -> CallOutcome:
+    call = pending.call
+    return CallOutcome(
+        call.unique_id, call.action, error=CallTimedOut(call.action, call.unique_id), listening=listening
+    )
 
 
 def _remember(ids: OrderedDict[str, None], unique_id: str, limit: int) -> None:

@@ -16,15 +16,23 @@ Rules:
   one event; a repeat raises none; a stop for a transaction the station does not own (unknown, or another
   station's) is recorded and raises none.
 - Rule 4: a missing stop reason is `Local` (decisions.md §3).
+- Rule 4a: a connector runs one transaction at a time. A new StartTransaction on a connector whose transaction
+  is still open means its StopTransaction was lost: the open one is closed as ended by the new start (stopped
+  at the start's timestamp, with its meterStart as meterStop, reason `Other`) and raises its StopTransaction
+  event, so a lost stop does not hold its tag ConcurrentTx forever. A start older than the open transaction
+  (a late message of an earlier one) closes nothing. The lost stop arriving after all is a repeat (Rule 3).
 - Rule 5: a message going up whose transaction has no upstream id yet waits behind the start that will give
-  it one; a transaction the upstream refused to start has no upstream id ever, and its later messages are
-  dropped from the queue (recorded, never sent).
+  it one. The upstream refused a start when it answered it with an idTagInfo status other than Accepted (OCPP
+  1.6 §4.8; `start_refused`), or with a CALLERROR (then it gave no id at all); the later messages of a refused
+  transaction are not sent up, and dropped from the queue (recorded, never sent). Refusal is recorded apart
+  from the id: every integer the upstream gives, 0 included, is an id.
 - Rule 6: an upstream id that maps to no edge transaction is never relayed to a station (it could collide
   with an edge id of another transaction); the edge answers the upstream `Rejected` itself.
 - Rule 7: the queue is replayed in order, head first, one at a time, at most `ReplayPolicy.rate` messages per
   second. The head leaves the queue when the upstream answers it: CALLRESULT (done) or CALLERROR (the upstream
-  will not take it; recorded as failed). A timeout or a lost connection leaves it at the head, to be sent
-  again with a new message id.
+  will not take it; recorded as failed), even when that answer is late (proxy Rule 4a). A head the upstream
+  can no longer answer (the connection lost, or the late answer's wait over) is sent again with a new
+  message id.
 """
 
 from __future__ import annotations
@@ -106,6 +114,27 @@ def stop_reason(reported: str | None) -> StopReason:
     return StopReason(reported) if reported else StopReason.LOCAL
 
 
+@dataclass(frozen=True, slots=True)
+class Superseded:
+    """How a transaction closed by a newer start on its connector ends (Rule 4a)."""
+
+    transaction_id: int
+    stopped_at: datetime
+    meter_stop: int
+    reason: StopReason = StopReason.OTHER
+
+
+def supersede(open_record: TransactionRecord, start: StartKey) -> Superseded | None:
+    """Rule 4a: how `start` closes `open_record`, or None when it does not."""
+    old = open_record.key
+    if open_record.stopped or (old.station_id, old.connector_id) != (start.station_id, start.connector_id):
+        return None
+    if old == start or start.timestamp < old.timestamp:
+        return None
+    # A meter that went backwards was reset or replaced: the energy is unknown, so none is counted.
+    return Superseded(open_record.transaction_id, start.timestamp, max(start.meter_start, old.meter_start))
+
+
 # Id mapping -------------------------------------------------------------------------------------------------
 
 
@@ -133,7 +162,9 @@ class UnknownUpstreamId(LocalProtocolError):
         self.upstream_id = upstream_id
 
 
-REFUSED = 0  # an upstream id slot holding this means: the upstream refused this start (ids are positive)
+def start_refused(upstream_answer: Payload) -> bool:
+    """Rule 5: whether the upstream's StartTransaction answer refuses the start."""
+    return bool(upstream_answer["idTagInfo"]["status"] != "Accepted")
 
 
 @dataclass(slots=True)
@@ -142,27 +173,28 @@ class IdMap:
 
     _up: dict[int, int]
     _down: dict[int, int]
+    _refused: set[int]
 
     def __init__(self, pairs: Mapping[int, int] | None = None) -> None:
-        self._up, self._down = {}, {}
+        self._up, self._down, self._refused = {}, {}, set()
         for edge_id, upstream_id in (pairs or {}).items():
             self.link(edge_id, upstream_id)
 
     def link(self, edge_id: int, upstream_id: int) -> None:
         self._up[edge_id] = upstream_id
-        if upstream_id != REFUSED:
-            self._down[upstream_id] = edge_id
+        self._down[upstream_id] = edge_id
 
     def refuse(self, edge_id: int) -> None:
-        self._up[edge_id] = REFUSED
+        """The upstream refused this start (Rule 5), whether or not it gave it an id (`link`)."""
+        self._refused.add(edge_id)
 
     def upstream_of(self, edge_id: int) -> int:
         """Raises `UpstreamIdPending` or `UpstreamIdRefused` (Rule 5)."""
+        if edge_id in self._refused:
+            raise UpstreamIdRefused(edge_id)
         upstream_id = self._up.get(edge_id)
         if upstream_id is None:
             raise UpstreamIdPending(edge_id)
-        if upstream_id == REFUSED:
-            raise UpstreamIdRefused(edge_id)
         return upstream_id
 
     def edge_of(self, upstream_id: int) -> int:

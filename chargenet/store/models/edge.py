@@ -40,8 +40,10 @@ class EdgeTransaction(Base):
     stopped_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     meter_stop: Mapped[int | None] = mapped_column(BigInteger, default=None)
     stop_reason: Mapped[str | None] = mapped_column(String(32), default=None)
-    # The upstream's id for it; 0 when the upstream refused the start; NULL while not yet answered.
+    # The upstream's id for it; NULL while not yet answered, or when the upstream refused it with a CALLERROR.
     upstream_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # The upstream refused the start (a CALLERROR, or an idTagInfo status other than Accepted).
+    upstream_refused: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
@@ -76,8 +78,9 @@ class AuthCacheEntry(Base):
     site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
     id_tag: Mapped[str] = mapped_column(String(20), primary_key=True)
     status: Mapped[str] = mapped_column(String(16))
-    valid_until: Mapped[datetime] = mapped_column(UtcDateTime())
+    valid_until: Mapped[datetime] = mapped_column(UtcDateTime())  # trusted offline until then
     parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)  # the upstream's expiryDate
 
 
 class UpstreamMessage(Base):

@@ -111,9 +111,9 @@ async def served(tmp_path: Path, database_url: str) -> AsyncIterator[Served]:
 
 
 @pytest.fixture
-async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
-    """chargenet on loopback whose clock moves only when the test says so (SQLite)."""
-    async for instance in _served(tmp_path, None, ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))):
+async def served_manual(tmp_path: Path, database_url: str) -> AsyncIterator[Served]:
+    """chargenet on loopback whose clock moves only when the test says so, on SQLite and on PostgreSQL."""
+    async for instance in _served(tmp_path, database_url, ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))):
         yield instance
 
 

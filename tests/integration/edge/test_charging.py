@@ -24,11 +24,18 @@ async def station(served: Served) -> AsyncIterator[SimulatedStation]:
     await simulated.close()
 
 
-async def add_tag(served: Served, id_tag: str, status: str = "Accepted", expires_at: datetime | None = None) -> None:
+async def add_tag(
+    served: Served,
+    id_tag: str,
+    status: str = "Accepted",
+    expires_at: datetime | None = None,
+    *,
+    site_id: str | None = None,
+) -> None:
     async with served.context.store.transaction() as session:
         session.add(
             LocalAuthEntry(
-                site_id=served.tenant.site_id,
+                site_id=site_id or served.tenant.site_id,
                 id_tag=id_tag,
                 status=status,
                 expires_at=expires_at,
@@ -230,6 +237,57 @@ async def test_tag_with_an_active_transaction_is_concurrent_tx(served: Served, s
     await add_tag(served, "TAG1")
     await station.start(1, "TAG1")
     assert (await station.authorize("TAG1"))["idTagInfo"]["status"] == "ConcurrentTx"
+
+
+async def test_tag_charging_at_another_site_is_not_concurrent_tx(served: Served, station: SimulatedStation) -> None:
+    from chargenet.services import sites, stations
+
+    now = datetime.now(UTC)
+    async with served.context.store.transaction() as session:
+        cipher = served.context.keys.credential_cipher()
+        other = await sites.create_site(session, cipher, company_id=served.tenant.company_id, name="Other", now=now)
+        await stations.create_station(
+            session, served.context.keys.secret_hasher(), cipher, site_id=other.id, station_id="CS-2", now=now
+        )
+    await add_tag(served, "TAG1")
+    await add_tag(served, "TAG1", site_id=other.id)
+    elsewhere = served.station("CS-2", password=None)
+    await elsewhere.connect()
+    assert (await elsewhere.start(1, "TAG1"))["idTagInfo"]["status"] == "Accepted"
+    assert (await station.authorize("TAG1"))["idTagInfo"]["status"] == "Accepted"
+    await elsewhere.close()
+
+
+async def test_new_start_on_a_connector_with_an_open_transaction_closes_it(
+    served: Served, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    lost = await station.start(1, "TAG1", 1000, "2026-01-01T10:00:00.000Z")  # its StopTransaction never comes
+    started = await station.start(1, "TAG1", 8500, "2026-01-01T12:00:00.000Z")
+    assert started["idTagInfo"]["status"] == "Accepted"
+    [stop] = payloads(await served.events("StopTransaction"))
+    assert stop == {
+        "stationId": "CS-1",
+        "chargePointId": "CS-1",
+        "connectorId": 1,
+        "idTag": "TAG1",
+        "meterStart": 1.0,
+        "meterStop": 8.5,
+        "transactionId": lost["transactionId"],
+        "reason": "Other",
+    }
+    assert await station.stop(lost["transactionId"], 8000) == {}  # the lost stop turning up after all
+    assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_start_older_than_the_open_transaction_of_its_connector_closes_nothing(
+    served: Served, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    await add_tag(served, "TAG2")
+    await station.start(1, "TAG1", 1000, "2026-01-01T12:00:00.000Z")
+    await station.start(1, "TAG2", 0, "2026-01-01T10:00:00.000Z")  # a late message of an earlier transaction
+    assert await served.events("StopTransaction") == []
 
 
 async def test_data_transfer_without_upstream_is_unknown_vendor(station: SimulatedStation) -> None:

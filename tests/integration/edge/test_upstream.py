@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import select
 
+from chargenet.clock import ManualClock
+from chargenet.edge.protocol.authorize import UpstreamState
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, UpstreamMessage
@@ -31,6 +34,13 @@ async def upstream_id_of(served: Served, edge_id: int) -> int | None:
         return row.upstream_id
 
 
+async def upstream_refused(served: Served, edge_id: int) -> bool:
+    async with served.context.store.transaction() as session:
+        row = await session.get(EdgeTransaction, edge_id)
+        assert row is not None
+        return row.upstream_refused
+
+
 async def queued(served: Served) -> list[str]:
     async with served.context.store.transaction() as session:
         return list(await session.scalars(select(UpstreamMessage.action).order_by(UpstreamMessage.id)))
@@ -40,6 +50,37 @@ async def settle(predicate, within: float = 10) -> None:  # type: ignore[no-unty
     async with asyncio.timeout(within):
         while not await predicate():
             await asyncio.sleep(0.05)
+
+
+async def upstream_gone(served: Served) -> None:
+    async def away() -> bool:
+        return served.edge._links["CS-1"].upstream_state is not UpstreamState.CONNECTED
+
+    await settle(away)
+
+
+def manual_clock(served: Served) -> ManualClock:
+    clock = served.context.clock
+    assert isinstance(clock, ManualClock)
+    return clock
+
+
+async def come_back(cpo: SimulatedCentralSystem, clock: ManualClock) -> None:
+    """Start the upstream again and move the clock through the link's reconnect backoff. Steps of half the
+    upstream timeout, so a call already on its way cannot time out before the loop sees the connection."""
+    await cpo.start()
+    async with asyncio.timeout(10):
+        while "CS-1" not in cpo.connections:
+            clock.advance(0.5)
+            await asyncio.sleep(0.02)
+
+
+async def replay_all(served: Served, clock: ManualClock) -> None:
+    """Move the clock through the replay's throttle until the queue is empty."""
+    async with asyncio.timeout(10):
+        while await queued(served):
+            clock.advance(0.1)
+            await asyncio.sleep(0.02)
 
 
 async def test_upstream_connection_opens_before_boot_is_forwarded_with_basic_auth(
@@ -137,10 +178,57 @@ async def test_upstream_refusing_a_start_still_gives_the_station_an_edge_id(
     cpo.refuse.add("StartTransaction")
     started = await proxied.start(1, "TAG1", 10)
     assert started["transactionId"] > 0
-    assert await upstream_id_of(served, started["transactionId"]) == 0
+    assert await upstream_refused(served, started["transactionId"])
     assert await proxied.stop(started["transactionId"], 20) == {}
     assert cpo.received("CS-1", "StopTransaction") == []
     assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_upstream_transaction_id_0_is_an_id_like_any_other(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.next_transaction_id = itertools.count(0)
+    started = await proxied.start(1, "TAG1", 10)
+    assert started["idTagInfo"] == {"status": "Accepted"}
+    assert await upstream_id_of(served, started["transactionId"]) == 0
+    assert not await upstream_refused(served, started["transactionId"])
+    answer = await cpo.call("CS-1", "RemoteStopTransaction", {"transactionId": 0})
+    assert answer[2] == {"status": "Accepted"}
+    assert proxied.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
+    await proxied.stop(started["transactionId"], 900)
+    assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 0
+
+
+async def test_start_the_upstream_does_not_accept_is_refused_and_its_stop_stays_with_the_edge(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.tags["BAD"] = "Blocked"
+    started = await proxied.start(1, "BAD", 10)
+    assert started["idTagInfo"] == {"status": "Blocked"}
+    assert await upstream_refused(served, started["transactionId"])
+    assert await proxied.stop(started["transactionId"], 20, reason="DeAuthorized") == {}
+    assert cpo.received("CS-1", "StopTransaction") == []
+    assert len(await served.events("StopTransaction")) == 1
+
+
+async def test_replayed_start_the_upstream_does_not_accept_takes_its_queued_messages_with_it(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    cpo.tags["BAD"] = "Invalid"
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "BAD", 10)
+    await station.meter_values(1, started["transactionId"], 500)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+    await replay_all(served, clock)
+    assert await upstream_refused(served, started["transactionId"])
+    sent = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
+    assert sent == ["StartTransaction"]
+    await station.close()
 
 
 async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids(
@@ -173,6 +261,50 @@ async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids
     await station.close()
 
 
+async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+    await replay_all(served, clock)
+    answer = await station.start(2, "NEWTAG", 0)
+    assert answer["idTagInfo"] == {"status": "Accepted"}  # the upstream's word; decided offline it would be Invalid
+    assert cpo.received("CS-1", "StartTransaction")[-1]["idTag"] == "NEWTAG"
+    assert await upstream_id_of(served, answer["transactionId"]) == 90002
+    assert await queued(served) == []
+    await station.close()
+
+
+async def test_a_new_start_waits_behind_the_backlog_even_with_the_upstream_back(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    await station.stop(started["transactionId"], 1000)
+    await come_back(cpo, clock)
+
+    async def first_start_replayed() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(first_start_replayed)  # the stop now waits out the replay throttle, which the clock holds
+    await station.start(2, "NEWTAG", 0)
+    assert await queued(served) == ["StopTransaction", "StartTransaction"]
+    await replay_all(served, clock)
+    sent = [(a, p.get("idTag")) for a, p in cpo.calls["CS-1"] if a in ("StartTransaction", "StopTransaction")]
+    assert sent == [("StartTransaction", "TAG1"), ("StopTransaction", None), ("StartTransaction", "NEWTAG")]
+    await station.close()
+
+
 async def test_upstream_going_down_mid_transaction_queues_the_stop(
     served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -185,21 +317,104 @@ async def test_upstream_going_down_mid_transaction_queues_the_stop(
     assert stop["transactionId"] == 90001
 
 
-async def test_slow_upstream_gets_the_start_later_and_the_station_an_answer_now(
-    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+async def test_slow_upstream_gets_the_start_once_and_its_late_answer_is_mapped(
+    served_manual: Served, cpo: SimulatedCentralSystem
 ) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
     await cpo.wait_connected("CS-1")
-    cpo.silent.add("StartTransaction")
-    started = await proxied.start(1, "TAG1", 10)
+    cpo.hold.add("StartTransaction")
+    starting = asyncio.create_task(station.start(1, "TAG1", 10))
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    started = await starting  # answered by the edge when the upstream's time ran out
     assert started["transactionId"] > 0
-    assert await queued(served) == ["StartTransaction"]
-    cpo.silent.clear()
-    await cpo.wait_for("CS-1", "StartTransaction", count=2, within=10)
+    cpo.release("StartTransaction")
 
     async def linked() -> bool:
         return await upstream_id_of(served, started["transactionId"]) is not None
 
     await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert await queued(served) == []
+    assert len(cpo.received("CS-1", "StartTransaction")) == 1
+    await station.close()
+
+
+async def test_slow_upstream_gets_the_stop_once(served_manual: Served, cpo: SimulatedCentralSystem) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    started = await station.start(1, "TAG1", 10)
+    cpo.hold.add("StopTransaction")
+    stopping = asyncio.create_task(station.stop(started["transactionId"], 900))
+    await cpo.wait_for("CS-1", "StopTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    assert await stopping == {}
+    cpo.release("StopTransaction")
+
+    async def drained() -> bool:
+        return await queued(served) == []
+
+    await settle(drained)
+    assert len(cpo.received("CS-1", "StopTransaction")) == 1
+    await station.close()
+
+
+async def test_replayed_start_answered_late_is_not_sent_again(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    await cpo.stop()
+    station = served.station()
+    await station.connect()
+    started = await station.start(1, "TAG1", 10)
+    cpo.hold.add("StartTransaction")
+    await come_back(cpo, clock)
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    await asyncio.sleep(0.05)  # the replay sees its timeout
+    cpo.release("StartTransaction")
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert len(cpo.received("CS-1", "StartTransaction")) == 1
+    await station.close()
+
+
+async def test_start_unanswered_when_the_upstream_link_drops_is_sent_again_after_it_returns(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served, clock = served_manual, manual_clock(served_manual)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    cpo.hold.add("StartTransaction")
+    starting = asyncio.create_task(station.start(1, "TAG1", 10))
+    await cpo.wait_for("CS-1", "StartTransaction")
+    clock.advance(served.edge.upstream_timeout.total_seconds())
+    started = await starting
+    await cpo.stop()
+    cpo.release("StartTransaction")  # too late: the connection it came on is gone
+    await come_back(cpo, clock)
+    await cpo.wait_for("CS-1", "StartTransaction", count=2)
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, started["transactionId"]) is not None
+
+    await settle(linked)
+    assert await upstream_id_of(served, started["transactionId"]) == 90002
+    assert len(cpo.received("CS-1", "StartTransaction")) == 2
+    await station.close()
 
 
 async def test_upstream_away_uses_the_cached_answer(
@@ -208,9 +423,30 @@ async def test_upstream_away_uses_the_cached_answer(
     cpo.tags["CARD"] = "Accepted"
     await proxied.authorize("CARD")
     await cpo.stop()
-    await asyncio.sleep(0.1)
+    await upstream_gone(served)
     assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "Accepted"
     assert (await proxied.authorize("NEVER-SEEN"))["idTagInfo"]["status"] == "Invalid"
+
+
+async def test_cached_answer_without_an_expiry_date_is_given_without_one(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    cpo.tags["CARD"] = "Accepted"
+    await proxied.authorize("CARD")
+    await cpo.stop()
+    await upstream_gone(served)
+    assert (await proxied.authorize("CARD"))["idTagInfo"] == {"status": "Accepted"}
+
+
+async def test_the_edges_own_concurrent_tx_is_not_cached_as_the_upstreams_answer(
+    served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    started = await proxied.start(1, "CARD", 0)
+    assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "ConcurrentTx"
+    await proxied.stop(started["transactionId"], 100)
+    await cpo.stop()
+    await upstream_gone(served)
+    assert (await proxied.authorize("CARD"))["idTagInfo"] == {"status": "Accepted"}
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from chargenet.clock import ManualClock
-from chargenet.edge.connection import ConnectionLost, RpcConnection
+from chargenet.edge.connection import AnswerLate, ConnectionLost, RpcConnection
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
 from chargenet.edge.protocol.frames import Call, Payload
 
@@ -105,6 +105,53 @@ async def test_call_times_out_on_the_clock_and_a_late_answer_goes_to_nobody(
     await connection.feed(json.dumps([3, second_id, {"status": "Accepted"}]))
     assert await second == {"status": "Accepted"}
     assert connection.session.late_answers == 1
+
+
+async def test_call_listened_for_hands_its_late_answer_to_its_caller_alone(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}, late_within=timedelta(minutes=5)))
+    late_id = (await wire.next())[1]
+    await asyncio.sleep(0)
+    clock.advance(30)
+    with pytest.raises(AnswerLate) as caught:
+        await first
+    second = asyncio.create_task(connection.call("ClearCache", {}))
+    second_id = (await wire.next())[1]  # the slot was freed at the timeout
+    await connection.feed(json.dumps([3, late_id, {"status": "Rejected"}]))
+    assert await caught.value.answer == {"status": "Rejected"}
+    assert not second.done()
+    await connection.feed(json.dumps([3, second_id, {"status": "Accepted"}]))
+    assert await second == {"status": "Accepted"}
+
+
+async def test_listening_for_a_late_answer_ends_in_a_timeout(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}, late_within=timedelta(minutes=5)))
+    await wire.next()
+    await asyncio.sleep(0)
+    clock.advance(30)
+    with pytest.raises(AnswerLate) as caught:
+        await first
+    await asyncio.sleep(0)
+    clock.advance(300)
+    with pytest.raises(CallTimedOut):
+        await caught.value.answer
+
+
+async def test_listening_for_a_late_answer_ends_when_the_connection_closes(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}, late_within=timedelta(minutes=5)))
+    await wire.next()
+    await asyncio.sleep(0)
+    clock.advance(30)
+    with pytest.raises(AnswerLate) as caught:
+        await first
+    await connection.close()
+    with pytest.raises(ConnectionLost):
+        await caught.value.answer
 
 
 async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: RpcConnection, wire: Wire) -> None:

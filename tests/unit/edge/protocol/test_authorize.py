@@ -101,11 +101,33 @@ def test_blocked_tag_with_an_active_transaction_stays_blocked() -> None:
     assert isinstance(decision, AuthDecision) and decision.status is A.BLOCKED
 
 
-def test_upstream_answer_without_expiry_is_cached_for_a_day() -> None:
-    entry = auth.cache_entry("TAG1", AuthDecision(A.ACCEPTED, AuthSource.UPSTREAM), T0)
-    assert entry.valid_until == T0 + timedelta(days=1)
+def test_upstream_answer_without_expiry_is_trusted_for_a_day_without_an_expiry() -> None:
+    entry = auth.cache_entry("TAG1", {"status": "Accepted"}, T0)
+    assert entry is not None and (entry.valid_until, entry.expires_at) == (T0 + timedelta(days=1), None)
 
 
 def test_upstream_answer_with_expiry_is_cached_until_then() -> None:
+    entry = auth.cache_entry("TAG1", {"status": "Accepted", "expiryDate": "2026-01-01T02:00:00Z"}, T0)
+    assert entry is not None and entry.valid_until == entry.expires_at == T0 + timedelta(hours=2)
+
+
+def test_upstream_answer_is_cached_as_it_came_with_its_parent() -> None:
+    entry = auth.cache_entry("TAG1", {"status": "Blocked", "parentIdTag": "FLEET"}, T0)
+    assert entry is not None and (entry.status, entry.parent_id_tag) == (A.BLOCKED, "FLEET")
+
+
+def test_upstream_concurrent_tx_is_not_cached() -> None:
+    assert auth.cache_entry("TAG1", {"status": "ConcurrentTx"}, T0) is None
+
+
+def test_cached_answer_without_expiry_decides_without_an_expiry_date() -> None:
+    cached = auth.CachedAuthorization("TAG1", A.ACCEPTED, T0 + timedelta(days=1))
+    decision = auth.begin(replace(CTX, upstream=UpstreamState.AWAY, cached=cached))
+    assert isinstance(decision, AuthDecision) and decision.id_tag_info() == {"status": "Accepted"}
+
+
+def test_cached_answer_with_the_upstreams_expiry_passes_it_on() -> None:
     expiry = T0 + timedelta(hours=2)
-    assert auth.cache_entry("TAG1", AuthDecision(A.ACCEPTED, AuthSource.UPSTREAM, expiry), T0).valid_until == expiry
+    cached = auth.CachedAuthorization("TAG1", A.ACCEPTED, expiry, expires_at=expiry)
+    decision = auth.begin(replace(CTX, upstream=UpstreamState.AWAY, cached=cached))
+    assert isinstance(decision, AuthDecision) and decision.id_tag_info()["expiryDate"] == "2026-01-01T02:00:00Z"

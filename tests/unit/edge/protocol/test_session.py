@@ -95,6 +95,41 @@ def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
     assert session.outstanding is not None and session.outstanding.unique_id == second
 
 
+def test_call_listened_for_after_its_timeout_frees_the_slot_and_still_gets_its_answer() -> None:
+    session = counting_ids()
+    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    session.next_to_send()
+    [timed_out] = session.expire(T0 + timedelta(seconds=30))
+    assert isinstance(timed_out.error, CallTimedOut) and timed_out.listening
+    second = session.submit("Heartbeat", {}, T0 + timedelta(seconds=31))
+    assert session.next_to_send() == Call(second, "Heartbeat", {})
+    late = session.receive_answer(CallResult(first, {"transactionId": 7}))
+    assert late is not None and (late.unique_id, late.result) == (first, {"transactionId": 7})
+    assert session.outstanding is not None and session.outstanding.unique_id == second
+
+
+def test_late_answer_after_listening_ended_is_dropped() -> None:
+    session = counting_ids()
+    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    session.next_to_send()
+    session.expire(T0 + timedelta(seconds=30))
+    assert session.next_deadline() == T0 + timedelta(minutes=5, seconds=30)
+    [ended] = session.expire(T0 + timedelta(minutes=5, seconds=30))
+    assert isinstance(ended.error, CallTimedOut) and not ended.listening
+    assert session.receive_answer(CallResult(first, {})) is None
+    assert session.late_answers == 1
+
+
+def test_call_never_sent_is_not_listened_for() -> None:
+    session = counting_ids()
+    session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    outcomes = session.expire(T0 + timedelta(seconds=30))
+    assert [(o.action, o.listening) for o in outcomes] == [("Reset", False), ("StartTransaction", False)]
+    assert session.next_deadline() is None
+
+
 def test_answer_nobody_asked_for_is_dropped_and_counted() -> None:
     session = counting_ids()
     assert session.receive_answer(CallResult("never", {})) is None
@@ -132,6 +167,15 @@ def test_cancel_all_returns_every_unfinished_call() -> None:
     session.next_to_send()
     session.submit("ClearCache", {}, T0)
     assert [c.action for c in session.cancel_all()] == ["Reset", "ClearCache"]
+    assert session.next_deadline() is None
+
+
+def test_cancel_all_returns_calls_still_listened_for() -> None:
+    session = counting_ids()
+    session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    session.next_to_send()
+    session.expire(T0 + timedelta(seconds=30))
+    assert [c.action for c in session.cancel_all()] == ["StartTransaction"]
     assert session.next_deadline() is None
 
 

@@ -61,6 +61,32 @@ def test_reported_stop_reason_is_kept() -> None:
     assert tx.stop_reason("EVDisconnected") is StopReason.EV_DISCONNECTED
 
 
+def test_newer_start_on_the_connector_closes_the_open_transaction_at_its_start() -> None:
+    later = tx.StartKey("CS-1", 1, "TAG2", T0 + timedelta(hours=1), 8500)
+    assert tx.supersede(record(7), later) == tx.Superseded(7, T0 + timedelta(hours=1), 8500, StopReason.OTHER)
+
+
+def test_start_on_another_connector_closes_nothing() -> None:
+    assert tx.supersede(record(), tx.StartKey("CS-1", 2, "TAG1", T0 + timedelta(hours=1), 8500)) is None
+
+
+def test_start_older_than_the_open_transaction_closes_nothing() -> None:
+    assert tx.supersede(record(), tx.StartKey("CS-1", 1, "TAG1", T0 - timedelta(hours=1), 0)) is None
+
+
+def test_the_same_start_closes_nothing() -> None:
+    assert tx.supersede(record(), KEY) is None
+
+
+def test_stopped_transaction_is_not_closed_again() -> None:
+    assert tx.supersede(record(stopped=True), tx.StartKey("CS-1", 1, "TAG1", T0 + timedelta(hours=1), 8500)) is None
+
+
+def test_meter_gone_backwards_closes_with_no_energy() -> None:
+    ending = tx.supersede(record(), tx.StartKey("CS-1", 1, "TAG1", T0 + timedelta(hours=1), 10))
+    assert ending is not None and ending.meter_stop == 1000
+
+
 def test_stop_going_up_carries_the_upstream_id() -> None:
     ids = tx.IdMap({7: 9001})
     payload = tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7, "meterStop": 5}, ids)
@@ -87,6 +113,28 @@ def test_stop_of_a_transaction_the_upstream_refused_is_refused() -> None:
     ids.refuse(7)
     with pytest.raises(tx.UpstreamIdRefused):
         tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids)
+
+
+def test_upstream_id_0_is_mapped_both_ways() -> None:
+    ids = tx.IdMap({7: 0})
+    assert tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids) == {"transactionId": 0}
+    assert tx.rewrite_for_station("RemoteStopTransaction", {"transactionId": 0}, ids) == {"transactionId": 7}
+
+
+def test_stop_of_a_refused_transaction_with_an_upstream_id_is_refused() -> None:
+    ids = tx.IdMap({7: 9001})
+    ids.refuse(7)
+    with pytest.raises(tx.UpstreamIdRefused):
+        tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids)
+
+
+def test_start_answered_accepted_is_not_refused_whatever_its_id() -> None:
+    assert not tx.start_refused({"transactionId": 0, "idTagInfo": {"status": "Accepted"}})
+
+
+@pytest.mark.parametrize("status", ["Blocked", "Expired", "Invalid", "ConcurrentTx"])
+def test_start_answered_with_another_status_is_refused(status: str) -> None:
+    assert tx.start_refused({"transactionId": 9001, "idTagInfo": {"status": status}})
 
 
 def test_remote_stop_coming_down_carries_the_edge_id() -> None:

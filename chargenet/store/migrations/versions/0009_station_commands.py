@@ -1,7 +1,7 @@
 """station commands
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-24 09:38:38.329687
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 import chargenet.store.models.base
 
-revision = "0007"
-down_revision = "0006"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
