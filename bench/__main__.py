@@ -25,9 +25,12 @@ def main() -> int:
         for result in module.run():
             print(result.line(), flush=True)
             results.append(result)
-    failed = [r for r in results if r.target is not None and not r.meets_target]
+    failed = [r for r in results if not r.meets_target]
     for result in failed:
-        print(f"below target: {result.name} ratio {result.ratio:.2f} < {result.target:.2f}")
+        if result.failure:
+            print(f"failed: {result.name}: {result.failure}")
+        else:
+            print(f"below target: {result.name} ratio {result.ratio:.2f} < {result.target:.2f}")
     return 1 if failed else 0
 
 

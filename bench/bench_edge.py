@@ -5,6 +5,13 @@ runs in this process. Measured: handshakes per second for N stations connecting 
 memory per connection (RSS growth / N, read from /proc), and round trips per second for Heartbeat and for
 StatusNotification (which, at the edge, stores the status and publishes a ChargePointStatus event per change).
 
+Then a reconnect storm: every station drops its connection (TCP reset, as in a network outage) and reconnects,
+the reconnects spread evenly over a window at the issue's rate (10,000 stations within 60 s, so N * 6 ms;
+`CHARGENET_BENCH_STORM_SECONDS` overrides it), each sending BootNotification and a StatusNotification for
+connector 0 and connector 1. Checked: every CALL got a CALLRESULT, and at the edge the ChargePointStatus events
+stored for the storm are exactly the status changes it reported (none lost, none twice), read from the store
+after the edge has stopped. Measured: time to settle, from the first reconnect to the last answer.
+
 `CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000). The edge's store is the embedded
 SQLite; with `CHARGENET_BENCH_POSTGRES=postgresql+asyncpg://user:pw@host/db` it is a fresh database created on that
 server for the run (and dropped after), so both stores can be compared.
@@ -21,9 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import func, select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
@@ -31,6 +41,8 @@ from bench.common import Result
 from chargenet.app import open_context
 from chargenet.config import load_settings
 from chargenet.services import companies, sites, stations
+from chargenet.store.db import Store
+from chargenet.store.models import OutboxEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "0123456789abcdef0123"
@@ -39,6 +51,10 @@ PROXIED = 50  # stations behind the upstream proxy for the latency figure
 PROXY_RATE = 500.0  # messages per second across them
 PROXY_SECONDS = 5.0
 ROUNDS = int(os.environ.get("CHARGENET_BENCH_ROUNDS", "5"))
+STORM_SECONDS = float(os.environ.get("CHARGENET_BENCH_STORM_SECONDS", STATIONS * 60 / 10_000))
+STORM_TIMEOUT = 300.0  # seconds a station waits for its handshake, or a storm station for all its answers
+
+EventKey = tuple[str, int, str]  # station id, connector id, status
 
 
 def _free_port() -> int:
@@ -148,24 +164,24 @@ class Fleet:
         self.sockets: list[ClientConnection] = []
         self._ids = 0
 
-    async def connect_all(self) -> float:
-        async def one(n: int) -> ClientConnection:
-            station_id = f"B{n:05d}"
-            token = base64.b64encode(f"{station_id}:{PASSWORD}".encode()).decode()
-            return await connect(
-                f"{self.url}/{station_id}",
-                subprotocols=[Subprotocol("ocpp1.6")],
-                additional_headers={"Authorization": f"Basic {token}"},
-                open_timeout=120,
-                ping_interval=None,
-            )
+    async def _open(self, n: int) -> ClientConnection:
+        station_id = f"B{n:05d}"
+        token = base64.b64encode(f"{station_id}:{PASSWORD}".encode()).decode()
+        return await connect(
+            f"{self.url}/{station_id}",
+            subprotocols=[Subprotocol("ocpp1.6")],
+            additional_headers={"Authorization": f"Basic {token}"},
+            open_timeout=STORM_TIMEOUT,
+            ping_interval=None,
+        )
 
+    async def connect_all(self) -> float:
         start = time.perf_counter()
         semaphore = asyncio.Semaphore(200)
 
         async def limited(n: int) -> ClientConnection:
             async with semaphore:
-                return await one(n)
+                return await self._open(n)
 
         self.sockets = list(await asyncio.gather(*(limited(n) for n in range(STATIONS))))
         return STATIONS / (time.perf_counter() - start)
@@ -181,8 +197,58 @@ class Fleet:
         await asyncio.gather(*(station(n, s) for n, s in enumerate(self.sockets)))
         return STATIONS * ROUNDS / (time.perf_counter() - start)
 
+    async def storm(self) -> Storm:
+        """Drop every connection at once, then reconnect station n at `STORM_SECONDS * n / STATIONS` after the
+        first, each sending `_storm_calls(n)` one after the other."""
+        for connection in self.sockets:
+            connection.transport.abort()
+        await asyncio.sleep(1)  # let the server see the resets before the first reconnect
+        outcome = Storm()
+        sockets: list[ClientConnection | None] = [None] * STATIONS
+        first = time.perf_counter()
+
+        async def station(n: int) -> None:
+            await asyncio.sleep(max(0.0, first + STORM_SECONDS * n / STATIONS - time.perf_counter()))
+            start = time.perf_counter()
+            try:
+                async with asyncio.timeout(STORM_TIMEOUT):
+                    sockets[n] = socket = await self._open(n)
+                    for call in _storm_calls(n):
+                        outcome.calls += 1
+                        await socket.send(json.dumps(call))
+                        answer = json.loads(await socket.recv())
+                        if answer[0] == 3 and answer[1] == call[1]:
+                            outcome.answered += 1
+                        else:
+                            outcome.failures[f"{call[2]} answered {answer[0]}"] += 1
+            except Exception as exc:
+                outcome.failures[type(exc).__name__] += 1
+            end = time.perf_counter()
+            outcome.last_answer = max(outcome.last_answer, end)
+            outcome.per_station.append((end - start) * 1000)
+
+        await asyncio.gather(*(station(n) for n in range(STATIONS)))
+        outcome.settle = outcome.last_answer - first
+        outcome.per_station.sort()
+        self.sockets = [s for s in sockets if s is not None]
+        return outcome
+
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
+
+
+@dataclass
+class Storm:
+    calls: int = 0  # CALLs sent (a station whose handshake failed sends none)
+    answered: int = 0  # CALLRESULTs to them
+    failures: Counter[str] = field(default_factory=Counter)
+    last_answer: float = 0.0
+    settle: float = 0.0  # seconds from the first reconnect to the last answer
+    per_station: list[float] = field(default_factory=list)  # ms from a station's reconnect to its last answer
+
+    @property
+    def planned(self) -> int:
+        return STATIONS * len(_storm_calls(0))
 
 
 async def _latencies(url: str) -> list[float]:
@@ -220,12 +286,76 @@ def _heartbeat(n: int, r: int) -> list[object]:
     return [2, f"h{n}-{r}", "Heartbeat", {}]
 
 
+def _status_name(r: int) -> str:
+    return "Available" if r % 2 == 0 else "Preparing"
+
+
+def _connector_status(connector: int, status: str) -> dict[str, object]:
+    return {"connectorId": connector, "errorCode": "NoError", "status": status}
+
+
 def _status(n: int, r: int) -> list[object]:
-    status = "Available" if r % 2 == 0 else "Preparing"
-    return [2, f"s{n}-{r}", "StatusNotification", {"connectorId": 1, "errorCode": "NoError", "status": status}]
+    return [2, f"s{n}-{r}", "StatusNotification", _connector_status(1, _status_name(r))]
 
 
-async def _measure(url: str, pid: int) -> dict[str, float]:
+def _storm_calls(n: int) -> list[list[object]]:
+    """What station n sends after reconnecting: BootNotification, then connector 0 (the charge point) Available
+    and connector 1 with the next status of the `_status` rounds."""
+    return [
+        [2, f"b{n}", "BootNotification", {"chargePointVendor": "Bench", "chargePointModel": "Storm"}],
+        [2, f"c{n}-0", "StatusNotification", _connector_status(0, "Available")],
+        [2, f"c{n}-1", "StatusNotification", _connector_status(1, _status_name(ROUNDS))],
+    ]
+
+
+def _storm_expected_events() -> Counter[EventKey]:
+    """The ChargePointStatus events the storm must raise: one per reported status that differs from the
+    connector's last known one. Before the storm connector 1 last reported `_status` round ROUNDS - 1 (every round
+    was answered) and connector 0 never reported (its first report always raises one)."""
+    expected: Counter[EventKey] = Counter()
+    for n in range(STATIONS):
+        last: dict[int, str] = {1: _status_name(ROUNDS - 1)}
+        for call in _storm_calls(n):
+            if call[2] != "StatusNotification":
+                continue
+            payload = call[3]
+            assert isinstance(payload, dict)
+            connector, status = int(payload["connectorId"]), str(payload["status"])
+            if last.get(connector) != status:
+                expected[(f"B{n:05d}", connector, status)] += 1
+            last[connector] = status
+    return expected
+
+
+async def _last_event_position(store_url: str) -> int:
+    store = Store(store_url)
+    try:
+        async with store.transaction() as session:
+            return int(await session.scalar(select(func.coalesce(func.max(OutboxEvent.position), 0))) or 0)
+    finally:
+        await store.dispose()
+
+
+async def _status_events_after(store_url: str, position: int) -> Counter[EventKey]:
+    store = Store(store_url)
+    try:
+        async with store.transaction() as session:
+            bodies = await session.scalars(
+                select(OutboxEvent.body).where(
+                    OutboxEvent.position > position, OutboxEvent.event_type == "ChargePointStatus"
+                )
+            )
+            found: Counter[EventKey] = Counter()
+            for body in bodies:
+                payload = json.loads(body)["payload"]
+                found[(payload["stationId"], payload["connectorId"], payload["status"])] += 1
+            return found
+    finally:
+        await store.dispose()
+
+
+async def _measure(url: str, pid: int, store_url: str | None = None) -> tuple[dict[str, float], Storm, int]:
+    """The figures, the storm, and (with `store_url`) the last event position in the store before the storm."""
     before = _rss_kib(pid)
     fleet = Fleet(url)
     figures = {"connect": await fleet.connect_all()}
@@ -233,8 +363,10 @@ async def _measure(url: str, pid: int) -> dict[str, float]:
     figures["kib_per_connection"] = (_rss_kib(pid) - before) / STATIONS
     figures["heartbeat"] = await fleet.round_trips(_heartbeat)
     figures["status"] = await fleet.round_trips(_status)
+    position = await _last_event_position(store_url) if store_url else 0
+    storm = await fleet.storm()
     await fleet.close()
-    return figures
+    return figures, storm, position
 
 
 def run() -> list[Result]:
@@ -253,9 +385,10 @@ def _run(database_url: str | None) -> list[Result]:
         data = Path(scratch) / "data"
         base_port, edge_port, cpo_port = _free_port(), _free_port(), _free_port()
         asyncio.run(_prepare_store(data, database_url, f"ws://127.0.0.1:{cpo_port}/ocpp"))
+        store_url = load_settings(_store_flags(data, database_url), {}).database_url
         baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
         try:
-            theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
+            theirs, their_storm, _ = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
         finally:
             baseline.kill()
             baseline.wait()
@@ -265,7 +398,7 @@ def _run(database_url: str | None) -> list[Result]:
         edge = _start(serve, edge_port)
         cpo = _start(["-m", "chargenet.simulators.cpo", "--port", str(cpo_port)], cpo_port)
         try:
-            ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
+            ours, our_storm, position = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid, store_url))
             direct = asyncio.run(_latencies(f"ws://127.0.0.1:{cpo_port}/ocpp"))
             proxied = asyncio.run(_latencies(f"ws://127.0.0.1:{edge_port}/ocpp"))
         finally:
@@ -273,6 +406,8 @@ def _run(database_url: str | None) -> list[Result]:
             edge.wait()
             cpo.kill()
             cpo.wait()
+        # Read once the edge has stopped: whatever it was still to write is in, so a late duplicate shows too.
+        found = asyncio.run(_status_events_after(store_url, position))
     n = f"{STATIONS} stations, {store}"
     added = {q: _percentile(proxied, q) - _percentile(direct, q) for q in (0.5, 0.99)}
     print(
@@ -282,6 +417,26 @@ def _run(database_url: str | None) -> list[Result]:
         f"p99 {added[0.99]:.2f} ms (target: p99 added < 5 ms)",
         flush=True,
     )
+    expected = _storm_expected_events()
+    lost = sum((expected - found).values())
+    duplicated = sum((found - expected).values())
+    print(
+        f"reconnect storm ({STATIONS} stations over {STORM_SECONDS:g} s, {store}): edge {our_storm.answered}/"
+        f"{our_storm.planned} CALLs answered, settled in {our_storm.settle:.2f} s, per station p50 "
+        f"{_percentile(our_storm.per_station, 0.5):.0f} ms p99 {_percentile(our_storm.per_station, 0.99):.0f} ms; "
+        f"bare {their_storm.answered}/{their_storm.planned} answered, settled in {their_storm.settle:.2f} s, per "
+        f"station p50 {_percentile(their_storm.per_station, 0.5):.0f} ms p99 "
+        f"{_percentile(their_storm.per_station, 0.99):.0f} ms; ChargePointStatus events expected "
+        f"{sum(expected.values())}, stored {sum(found.values())}, lost {lost}, duplicated {duplicated}",
+        flush=True,
+    )
+    problems = [
+        f"{who} answered {s.answered} of {s.planned} CALLs ({dict(s.failures)})"
+        for who, s in (("edge", our_storm), ("bare responder", their_storm))
+        if s.answered != s.planned
+    ]
+    if lost or duplicated:
+        problems.append(f"{lost} ChargePointStatus events lost, {duplicated} duplicated")
     return [
         Result(f"edge handshakes with Basic auth ({n})", ours["connect"], theirs["connect"], "connections/s"),
         Result(
@@ -299,5 +454,13 @@ def _run(database_url: str | None) -> list[Result]:
             theirs["status"],
             "calls/s",
             target=0.5,
+        ),
+        Result(
+            f"edge reconnect storm settled, Boot + 2 StatusNotification each ({n}, reconnects spread over "
+            f"{STORM_SECONDS:g} s; ours settled in {our_storm.settle:.2f} s, bare {their_storm.settle:.2f} s)",
+            STATIONS / our_storm.settle,
+            STATIONS / their_storm.settle,
+            "stations/s",
+            failure="; ".join(problems),
         ),
     ]

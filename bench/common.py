@@ -12,6 +12,7 @@ class Result:
     baseline: float
     unit: str
     target: float | None = None  # minimum ours/baseline ratio an issue asks for
+    failure: str = ""  # set when a correctness condition of the measurement did not hold (lost, unanswered, ...)
 
     @property
     def ratio(self) -> float:
@@ -19,13 +20,14 @@ class Result:
 
     @property
     def meets_target(self) -> bool:
-        return self.target is None or self.ratio >= self.target
+        return not self.failure and (self.target is None or self.ratio >= self.target)
 
     def line(self) -> str:
         target = f" (target >= {self.target:.2f})" if self.target is not None else ""
+        failure = f" FAILED: {self.failure}" if self.failure else ""
         return (
             f"{self.name}: ours {self.ours:,.0f} {self.unit}, baseline {self.baseline:,.0f} {self.unit}, "
-            f"ratio {self.ratio:.2f}{target}"
+            f"ratio {self.ratio:.2f}{target}{failure}"
         )
 
 

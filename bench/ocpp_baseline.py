@@ -45,10 +45,12 @@ def main() -> None:
         async for message in connection:
             frame = json.loads(message)
             validate_payload(frame[2], frame[3])
+            now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+            answer: dict[str, object] = {}
             if frame[2] == "Heartbeat":
-                answer: dict[str, object] = {"currentTime": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
-            else:
-                answer = {}
+                answer = {"currentTime": now}
+            elif frame[2] == "BootNotification":
+                answer = {"status": "Accepted", "currentTime": now, "interval": 300}
             await connection.send(json.dumps([3, frame[1], answer]))
 
     async def run() -> None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -136,11 +137,14 @@ CENTRAL_ACTIONS = frozenset(known_actions() - STATION_ACTIONS | {"DataTransfer"}
 _FORMATS = FormatChecker(formats=())
 
 
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+
+
 @_FORMATS.checks("date-time", raises=ValueError)
 def _is_date_time(value: object) -> bool:
     if not isinstance(value, str):
         return True
-    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value):
+    if not _DATE_TIME.fullmatch(value):
         return False
     datetime.fromisoformat(value)
     return True
@@ -181,6 +185,109 @@ def _path(error: ValidationError) -> str:
     return "/".join(parts)
 
 
+# Rule 4, fast path. Most 1.6 schemas (Heartbeat, BootNotification, StatusNotification, Authorize, most answers)
+# are objects of scalars. For those, `_flat_check` gives jsonschema's verdict directly, without the per-keyword
+# machinery that was the largest share of a Heartbeat's cost at the edge (checking our own answer). It takes
+# only schemas made of the keywords below, each meaning exactly what Draft 4 says it means; any other ($ref,
+# arrays, numeric bounds, a keyword it does not know) leaves the whole schema to jsonschema. A payload it
+# refuses goes to jsonschema too, which names the violation; it never accepts one jsonschema refuses
+# (tests/unit/edge/protocol/test_frames.py compares the two on every schema it takes).
+_OBJECT_KEYWORDS = frozenset(
+    {"$schema", "$id", "id", "title", "description", "type", "properties", "additionalProperties", "required"}
+)
+# `additionalProperties` next to a scalar type (the 1.6 schemas have it on enums) constrains only objects,
+# which the type refuses anyway.
+_SCALAR_KEYWORDS = frozenset({"type", "maxLength", "enum", "format", "title", "description", "additionalProperties"})
+_Check: TypeAlias = Callable[[Any], bool]
+_DRAFT4_SCALAR_TYPES: Mapping[str, _Check] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def _date_time_ok(value: object) -> bool:
+    try:
+        return _is_date_time(value)
+    except ValueError:  # what the format checker is registered to read as "invalid"
+        return False
+
+
+def _scalar_checks(schema: dict[str, Any]) -> list[_Check] | None:
+    if not schema.keys() <= _SCALAR_KEYWORDS:
+        return None
+    kind = schema.get("type")
+    if not isinstance(kind, str) or kind not in _DRAFT4_SCALAR_TYPES:
+        return None  # also when absent: then `additionalProperties` could matter
+    checks = [_DRAFT4_SCALAR_TYPES[kind]]
+    if "maxLength" in schema:
+        limit = schema["maxLength"]
+        if type(limit) is not int:
+            return None
+        checks.append(lambda v: not isinstance(v, str) or len(v) <= limit)
+    if "enum" in schema:
+        members = schema["enum"]
+        if not isinstance(members, list) or not all(type(m) is str for m in members):
+            return None
+        allowed = frozenset(members)  # jsonschema compares strings with ==, and nothing else equals a string
+        checks.append(lambda v: isinstance(v, str) and v in allowed)
+    if "format" in schema:
+        if schema["format"] != "date-time":
+            return None
+        checks.append(_date_time_ok)
+    return checks
+
+
+def _object_check(schema: object) -> _Check | None:
+    if not isinstance(schema, dict) or not schema.keys() <= _OBJECT_KEYWORDS or schema.get("type") != "object":
+        return None
+    extras_allowed = schema.get("additionalProperties", True)
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    if type(extras_allowed) is not bool or not isinstance(properties, dict) or not isinstance(required, list):
+        return None
+    if not all(type(name) is str for name in required):
+        return None
+    members: dict[str, list[_Check]] = {}
+    for name, subschema in properties.items():
+        if not isinstance(subschema, dict):
+            return None
+        if subschema.get("type") == "object":
+            nested = _object_check(subschema)
+            checks = None if nested is None else [nested]
+        else:
+            checks = _scalar_checks(subschema)
+        if checks is None:
+            return None
+        members[name] = checks
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        for name in required:
+            if name not in value:
+                return False
+        for name, member in value.items():
+            checks = members.get(name)
+            if checks is None:
+                if not extras_allowed:
+                    return False
+                continue
+            for each in checks:
+                if not each(member):
+                    return False
+        return True
+
+    return check
+
+
+@cache
+def _flat_check(schema_name: str) -> _Check | None:
+    """True when a payload is valid; None when the schema is not for the fast path (see above)."""
+    return _object_check(_validator(schema_name).schema)
+
+
 def validate_payload(schema_name: str, payload: object) -> None:
     """Check `payload` against the 1.6 schema `schema_name` (`Action` or `ActionResponse`).
 
@@ -189,7 +296,11 @@ def validate_payload(schema_name: str, payload: object) -> None:
     if not isinstance(payload, dict):
         raise StructureViolation("the payload must be a JSON object", field="")
     validator = _validator(schema_name)
-    if validator.is_valid(payload):
+    flat = _flat_check(schema_name)
+    if flat is not None:
+        if flat(payload):
+            return  # the common case, without jsonschema
+    elif validator.is_valid(payload):
         return  # the common case, without building the error tree
     error = best_match(validator.iter_errors(payload))
     if error is None:

@@ -305,3 +305,88 @@ def test_relayed_call_error_keeps_the_far_ends_code() -> None:
 
 def test_stored_payload_keeps_decimals() -> None:
     assert frames.load_payload(frames.dump_payload({"limit": Decimal("4.11")})) == {"limit": Decimal("4.11")}
+
+
+# The fast path of Rule 4 against jsonschema, on every schema it takes: payloads built from each schema, then
+# every member (and every nested member) replaced by each odd value, every required member left out, and an
+# unknown member added. The two must agree on each.
+_ODD_VALUES: list[object] = [
+    None,
+    [],
+    {},
+    {"status": "Accepted"},
+    "",
+    "x",
+    "x" * 20,
+    "x" * 21,
+    "x" * 256,
+    0,
+    -5,
+    2**70,
+    1.0,
+    1.5,
+    Decimal("2.5"),
+    Decimal("3"),
+    True,
+    False,
+    "2026-01-01T00:00:00Z",
+    "2026-01-01T00:00:00.123+02:00",
+    "2026-13-01T00:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "2026-01-01T00:00:00",
+    "2026-01-01 00:00:00Z",
+    "Accepted",
+    "Available",
+    "NoError",
+]
+
+
+def _example(schema: dict[str, object], *, full: bool) -> object:
+    kind = schema.get("type")
+    if kind == "object":
+        properties: dict[str, dict[str, object]] = schema.get("properties", {})  # type: ignore[assignment]
+        required: list[str] = schema.get("required", [])  # type: ignore[assignment]
+        return {name: _example(sub, full=full) for name, sub in properties.items() if full or name in required}
+    if "enum" in schema:
+        return schema["enum"][0]  # type: ignore[index]
+    if schema.get("format") == "date-time":
+        return "2026-01-01T00:00:00Z"
+    return {"string": "s", "integer": 1, "number": Decimal("1.5"), "boolean": True}[kind]  # type: ignore[index]
+
+
+def _variants(schema: dict[str, object], value: object) -> list[object]:
+    """`value` (built for `schema`) with one thing changed, at every depth."""
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return list(_ODD_VALUES) + ([*schema["enum"], "Unknown"] if "enum" in schema else [])  # type: ignore[list-item]
+    properties: dict[str, dict[str, object]] = schema.get("properties", {})  # type: ignore[assignment]
+    out: list[object] = [{**value, "unknownMember": 1}]
+    out += [{k: v for k, v in value.items() if k != name} for name in value]
+    for name, subschema in properties.items():
+        base = value.get(name, _example(subschema, full=True))
+        out += [{**value, name: changed} for changed in _variants(subschema, base)]
+    return out
+
+
+def _fast_path_schemas() -> list[str]:
+    names = sorted(p.stem for p in frames._schema_dir().glob("*.json"))
+    return [name for name in names if frames._flat_check(name) is not None]
+
+
+def test_the_fast_path_takes_the_schemas_of_the_busiest_messages() -> None:
+    taken = set(_fast_path_schemas())
+    busiest = {"Heartbeat", "HeartbeatResponse", "StatusNotification", "StatusNotificationResponse"}
+    assert busiest | {"BootNotification", "BootNotificationResponse", "StartTransactionResponse"} <= taken
+    assert not {"MeterValues", "StopTransaction", "SetChargingProfile"} & taken  # arrays, numeric bounds, $ref
+
+
+@pytest.mark.parametrize("schema_name", _fast_path_schemas())
+def test_the_fast_path_agrees_with_jsonschema(schema_name: str) -> None:
+    validator = frames._validator(schema_name)
+    check = frames._flat_check(schema_name)
+    assert check is not None
+    payloads: list[object] = []
+    for full in (True, False):
+        example = _example(validator.schema, full=full)
+        payloads += [example, *_variants(validator.schema, example)]
+    for payload in payloads:
+        assert check(payload) == validator.is_valid(payload), (schema_name, payload)
