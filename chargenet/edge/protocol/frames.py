@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import fastjsonschema
 from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -185,28 +185,10 @@ def _path(error: ValidationError) -> str:
     return "/".join(parts)
 
 
-# Rule 4, fast path. Most 1.6 schemas (Heartbeat, BootNotification, StatusNotification, Authorize, most answers)
-# are objects of scalars. For those, `_flat_check` gives jsonschema's verdict directly, without the per-keyword
-# machinery that was the largest share of a Heartbeat's cost at the edge (checking our own answer). It takes
-# only schemas made of the keywords below, each meaning exactly what Draft 4 says it means; any other ($ref,
-# arrays, numeric bounds, a keyword it does not know) leaves the whole schema to jsonschema. A payload it
-# refuses goes to jsonschema too, which names the violation; it never accepts one jsonschema refuses
-# (tests/unit/edge/protocol/test_frames.py compares the two on every schema it takes).
-_OBJECT_KEYWORDS = frozenset(
-    {"$schema", "$id", "id", "title", "description", "type", "properties", "additionalProperties", "required"}
-)
-# `additionalProperties` next to a scalar type (the 1.6 schemas have it on enums) constrains only objects,
-# which the type refuses anyway.
-_SCALAR_KEYWORDS = frozenset({"type", "maxLength", "enum", "format", "title", "description", "additionalProperties"})
-_Check: TypeAlias = Callable[[Any], bool]
-_DRAFT4_SCALAR_TYPES: Mapping[str, _Check] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-}
-
-
+# Rule 4, fast path. jsonschema walks its per-keyword machinery for every payload, which was the largest share of
+# a Heartbeat's cost at the edge (most of it checking our own answer). `fastjsonschema` compiles each schema to
+# plain Python once and gives the verdict in a microsecond or two; jsonschema is asked only about a payload it
+# refuses, to name the violation (tests/unit/edge/protocol/test_frames.py holds the two verdicts together).
 def _date_time_ok(value: object) -> bool:
     try:
         return _is_date_time(value)
@@ -214,78 +196,33 @@ def _date_time_ok(value: object) -> bool:
         return False
 
 
-def _scalar_checks(schema: dict[str, Any]) -> list[_Check] | None:
-    if not schema.keys() <= _SCALAR_KEYWORDS:
-        return None
-    kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _DRAFT4_SCALAR_TYPES:
-        return None  # also when absent: then `additionalProperties` could matter
-    checks = [_DRAFT4_SCALAR_TYPES[kind]]
-    if "maxLength" in schema:
-        limit = schema["maxLength"]
-        if type(limit) is not int:
-            return None
-        checks.append(lambda v: not isinstance(v, str) or len(v) <= limit)
-    if "enum" in schema:
-        members = schema["enum"]
-        if not isinstance(members, list) or not all(type(m) is str for m in members):
-            return None
-        allowed = frozenset(members)  # jsonschema compares strings with ==, and nothing else equals a string
-        checks.append(lambda v: isinstance(v, str) and v in allowed)
-    if "format" in schema:
-        if schema["format"] != "date-time":
-            return None
-        checks.append(_date_time_ok)
-    return checks
+def _any_value(_: object) -> bool:
+    return True
 
 
-def _object_check(schema: object) -> _Check | None:
-    if not isinstance(schema, dict) or not schema.keys() <= _OBJECT_KEYWORDS or schema.get("type") != "object":
-        return None
-    extras_allowed = schema.get("additionalProperties", True)
-    properties = schema.get("properties", {})
-    required = schema.get("required", [])
-    if type(extras_allowed) is not bool or not isinstance(properties, dict) or not isinstance(required, list):
-        return None
-    if not all(type(name) is str for name in required):
-        return None
-    members: dict[str, list[_Check]] = {}
-    for name, subschema in properties.items():
-        if not isinstance(subschema, dict):
-            return None
-        if subschema.get("type") == "object":
-            nested = _object_check(subschema)
-            checks = None if nested is None else [nested]
-        else:
-            checks = _scalar_checks(subschema)
-        if checks is None:
-            return None
-        members[name] = checks
-
-    def check(value: Any) -> bool:
-        if not isinstance(value, dict):
-            return False
-        for name in required:
-            if name not in value:
-                return False
-        for name, member in value.items():
-            checks = members.get(name)
-            if checks is None:
-                if not extras_allowed:
-                    return False
-                continue
-            for each in checks:
-                if not each(member):
-                    return False
-        return True
-
-    return check
+# The formats the jsonschema validator checks, and no others (it leaves `uri` unchecked, so does this).
+_COMPILED_FORMATS: dict[str, Callable[[Any], bool]] = {"date-time": _date_time_ok, "uri": _any_value}
 
 
 @cache
-def _flat_check(schema_name: str) -> _Check | None:
-    """True when a payload is valid; None when the schema is not for the fast path (see above)."""
-    return _object_check(_validator(schema_name).schema)
+def _compiled(schema_name: str) -> Callable[[Any], Any]:
+    # Draft 4 for all, as `_validator` reads them (a few security-extension schemas name draft 6, where 1.0 would
+    # pass as an integer).
+    base = _validator(schema_name).schema
+    assert isinstance(base, Mapping)
+    schema: dict[str, Any] = {**base, "$schema": "http://json-schema.org/draft-04/schema#"}
+    checker: Callable[[Any], Any] = fastjsonschema.compile(schema, formats=_COMPILED_FORMATS, use_default=False)
+    return checker
+
+
+def _fast_verdict(schema_name: str, payload: object) -> bool:
+    """Whether `payload` is valid by the compiled schema; False also when the compiled check cannot decide (a float
+    against a Decimal bound, say), which leaves the verdict to jsonschema."""
+    try:
+        _compiled(schema_name)(payload)
+    except Exception:
+        return False
+    return True
 
 
 def validate_payload(schema_name: str, payload: object) -> None:
@@ -295,13 +232,9 @@ def validate_payload(schema_name: str, payload: object) -> None:
     """
     if not isinstance(payload, dict):
         raise StructureViolation("the payload must be a JSON object", field="")
+    if _fast_verdict(schema_name, payload):
+        return  # the common case, without jsonschema
     validator = _validator(schema_name)
-    flat = _flat_check(schema_name)
-    if flat is not None:
-        if flat(payload):
-            return  # the common case, without jsonschema
-    elif validator.is_valid(payload):
-        return  # the common case, without building the error tree
     error = best_match(validator.iter_errors(payload))
     if error is None:
         return
