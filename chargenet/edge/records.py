@@ -336,11 +336,10 @@ async def id_map_for(
 async def link_upstream(
     session: AsyncSession, edge_id: int, upstream_answer: Payload, *, auth_status: str | None = None
 ) -> None:
-    """Record the upstream's answer to a start: its id, and whether it refused the start (`tx.start_refused`)."""
+    """Record the upstream's answer to a start: its id (whatever the idTagInfo status: transactions Rule 5)."""
     row = await session.get(EdgeTransaction, edge_id)
     if row is not None:
         row.upstream_id = upstream_answer["transactionId"]
-        row.upstream_refused = tx.start_refused(upstream_answer)
         if auth_status is not None:
             row.auth_status = auth_status
 

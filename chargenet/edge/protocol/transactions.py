@@ -22,8 +22,10 @@ Rules:
   event, so a lost stop does not hold its tag ConcurrentTx forever. A start older than the open transaction
   (a late message of an earlier one) closes nothing. The lost stop arriving after all is a repeat (Rule 3).
 - Rule 5: a message going up whose transaction has no upstream id yet waits behind the start that will give
-  it one. The upstream refused a start when it answered it with an idTagInfo status other than Accepted (OCPP
-  1.6 §4.8; `start_refused`), or with a CALLERROR (then it gave no id at all); the later messages of a refused
+  it one. A start the upstream answered has its id, whatever the idTagInfo status: in OCPP 1.6 a start whose
+  tag is not accepted is still a transaction of the central system, which the station ends with a
+  StopTransaction (reason DeAuthorized), so its later messages go up like any other's. The upstream refused a
+  start only when it answered it with a CALLERROR (it gave no id at all); the later messages of a refused
   transaction are not sent up, and dropped from the queue (recorded, never sent). Refusal is recorded apart
   from the id: every integer the upstream gives, 0 included, is an id.
 - Rule 6: an upstream id that maps to no edge transaction is never relayed to a station (it could collide
@@ -160,11 +162,6 @@ class UnknownUpstreamId(LocalProtocolError):
     def __init__(self, upstream_id: int) -> None:
         super().__init__(f"upstream transaction id {upstream_id} maps to no edge transaction")
         self.upstream_id = upstream_id
-
-
-def start_refused(upstream_answer: Payload) -> bool:
-    """Rule 5: whether the upstream's StartTransaction answer refuses the start."""
-    return bool(upstream_answer["idTagInfo"]["status"] != "Accepted")
 
 
 @dataclass(slots=True)

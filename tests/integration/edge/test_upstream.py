@@ -199,19 +199,23 @@ async def test_upstream_transaction_id_0_is_an_id_like_any_other(
     assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 0
 
 
-async def test_start_the_upstream_does_not_accept_is_refused_and_its_stop_stays_with_the_edge(
+async def test_start_whose_tag_the_upstream_does_not_accept_is_still_its_transaction_and_ends_there(
     served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
     cpo.tags["BAD"] = "Blocked"
     started = await proxied.start(1, "BAD", 10)
     assert started["idTagInfo"] == {"status": "Blocked"}
-    assert await upstream_refused(served, started["transactionId"])
+    assert not await upstream_refused(served, started["transactionId"])
     assert await proxied.stop(started["transactionId"], 20, reason="DeAuthorized") == {}
-    assert cpo.received("CS-1", "StopTransaction") == []
+    async with served.context.store.transaction() as session:
+        row = await session.get(EdgeTransaction, started["transactionId"])
+    [stop] = cpo.received("CS-1", "StopTransaction")
+    assert row is not None and row.upstream_id is not None
+    assert (stop["transactionId"], stop["reason"]) == (row.upstream_id, "DeAuthorized")
     assert len(await served.events("StopTransaction")) == 1
 
 
-async def test_replayed_start_the_upstream_does_not_accept_takes_its_queued_messages_with_it(
+async def test_replayed_start_whose_tag_the_upstream_does_not_accept_is_followed_by_its_messages(
     served_manual: Served, cpo: SimulatedCentralSystem
 ) -> None:
     served, clock = served_manual, manual_clock(served_manual)
@@ -225,9 +229,9 @@ async def test_replayed_start_the_upstream_does_not_accept_takes_its_queued_mess
     await station.stop(started["transactionId"], 1000)
     await come_back(cpo, clock)
     await replay_all(served, clock)
-    assert await upstream_refused(served, started["transactionId"])
+    assert not await upstream_refused(served, started["transactionId"])
     sent = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
-    assert sent == ["StartTransaction"]
+    assert sent == ["StartTransaction", "MeterValues", "StopTransaction"]
     await station.close()
 
 

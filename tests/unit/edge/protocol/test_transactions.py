@@ -128,15 +128,6 @@ def test_stop_of_a_refused_transaction_with_an_upstream_id_is_refused() -> None:
         tx.rewrite_for_upstream("StopTransaction", {"transactionId": 7}, ids)
 
 
-def test_start_answered_accepted_is_not_refused_whatever_its_id() -> None:
-    assert not tx.start_refused({"transactionId": 0, "idTagInfo": {"status": "Accepted"}})
-
-
-@pytest.mark.parametrize("status", ["Blocked", "Expired", "Invalid", "ConcurrentTx"])
-def test_start_answered_with_another_status_is_refused(status: str) -> None:
-    assert tx.start_refused({"transactionId": 9001, "idTagInfo": {"status": status}})
-
-
 def test_remote_stop_coming_down_carries_the_edge_id() -> None:
     payload = tx.rewrite_for_station("RemoteStopTransaction", {"transactionId": 9001}, tx.IdMap({7: 9001}))
     assert payload == {"transactionId": 7}
