@@ -201,7 +201,7 @@ class RpcConnection:
             waiting: list[asyncio.Future[Any]] = [future, sleeper]
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if not future.done():
-                self._expire()
+                self._expire(unique_id, action)
         finally:
             sleeper.cancel()
         outcome = future.result()
@@ -215,11 +215,15 @@ class RpcConnection:
             raise
         return outcome.result
 
-    def _expire(self) -> None:
-        for outcome in self.session.expire(self._clock.now()):
-            future = self._futures.pop(outcome.unique_id, None)
-            if future is not None and not future.done():
-                future.set_result(outcome)
+    def _expire(self, unique_id: str, action: str) -> None:
+        # This call's own timer fired, so this call ends, by its id: comparing deadlines with the clock's `now`
+        # would keep it, and the slot, alive when the wall clock stepped back while it waited.
+        outcome = self.session.expire_call(unique_id) or CallOutcome(
+            unique_id, action, error=CallTimedOut(action, unique_id)
+        )
+        future = self._futures.pop(unique_id, None)
+        if future is not None and not future.done():
+            future.set_result(outcome)
         asyncio.get_running_loop().create_task(self._pump())
 
     async def _pump(self) -> None:

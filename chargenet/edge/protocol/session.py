@@ -9,7 +9,9 @@ Rules (OCPP-J 1.6 §4.1):
   in order, as the slot frees. The peer's CALLs are independent of ours: the two directions never wait on
   each other.
 - Rule 2: each call has a deadline counted from when it was submitted; at the deadline it fails with
-  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed.
+  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed. A shell that keeps a timer per
+  call expires that call by its id (`expire_call`) when the timer fires, whatever the wall clock reads then:
+  a clock stepped back (NTP, a resumed VM) must not keep a call, and its slot, alive past its timer.
 - Rule 3: a CALLRESULT or CALLERROR completes only the outstanding call with the same id. A late answer to a
   timed-out call, or an answer nobody asked for, is dropped and counted; it is never handed to another call.
 - Rule 4: our CALL ids are unique on this connection (the id factory's job; checked here).
@@ -121,6 +123,19 @@ class RpcSession:
             CallOutcome(p.call.unique_id, p.call.action, error=CallTimedOut(p.call.action, p.call.unique_id))
             for p in expired
         ]
+
+    def expire_call(self, unique_id: str) -> CallOutcome | None:
+        """Fail the call `unique_id` now, sent or waiting (Rule 2); None when it has already ended."""
+        expired: _Pending | None
+        if self._outstanding is not None and self._outstanding.call.unique_id == unique_id:
+            expired, self._outstanding = self._outstanding, None
+        else:
+            expired = next((p for p in self._waiting if p.call.unique_id == unique_id), None)
+            if expired is None:
+                return None
+            self._waiting.remove(expired)
+        call = expired.call
+        return CallOutcome(call.unique_id, call.action, error=CallTimedOut(call.action, call.unique_id))
 
     def cancel_all(self) -> list[Call]:
         """The connection is gone: forget every call, returning them so the shell can fail their callers."""

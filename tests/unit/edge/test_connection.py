@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -105,6 +105,23 @@ async def test_call_times_out_on_the_clock_and_a_late_answer_goes_to_nobody(
     await connection.feed(json.dumps([3, second_id, {"status": "Accepted"}]))
     assert await second == {"status": "Accepted"}
     assert connection.session.late_answers == 1
+
+
+async def test_call_times_out_when_its_timer_fires_even_if_the_clock_stepped_back(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}))
+    await wire.next()
+    while clock.sleepers == 0:
+        await asyncio.sleep(0)
+    clock.advance(30)  # the call's timer fires ...
+    clock.set(clock.now() - timedelta(seconds=5))  # ... and the wall clock steps back before the call wakes up
+    with pytest.raises(CallTimedOut):
+        await first
+    assert connection.session.outstanding is None
+    second = asyncio.create_task(connection.call("Reset", {"type": "Soft"}))
+    assert (await wire.next())[2] == "Reset"
+    second.cancel()
 
 
 async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: RpcConnection, wire: Wire) -> None:

@@ -83,6 +83,36 @@ def test_waiting_call_times_out_without_being_sent() -> None:
     assert session.next_to_send() is None
 
 
+def test_expiring_a_call_by_its_id_frees_the_slot_whatever_the_time() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("ClearCache", {}, T0)
+    session.next_to_send()
+    outcome = session.expire_call(first)
+    assert outcome is not None and isinstance(outcome.error, CallTimedOut) and outcome.unique_id == first
+    sent = session.next_to_send()
+    assert sent is not None and sent.action == "ClearCache"
+
+
+def test_expiring_a_waiting_call_by_its_id_leaves_the_outstanding_one() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    second = session.submit("ClearCache", {}, T0)
+    session.next_to_send()
+    outcome = session.expire_call(second)
+    assert outcome is not None and outcome.action == "ClearCache"
+    assert session.outstanding is not None and session.outstanding.unique_id == first
+    assert session.next_deadline() == T0 + timedelta(seconds=30)
+
+
+def test_expiring_a_call_that_already_ended_is_nothing() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.receive_answer(CallResult(first, {"status": "Accepted"}))
+    assert session.expire_call(first) is None
+
+
 def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
     session = counting_ids()
     first = session.submit("Reset", {"type": "Soft"}, T0)
