@@ -33,7 +33,7 @@ from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.protocol.session import SessionLimits
 from chargenet.edge.protocol.status import TransitionCounts, assess
 from chargenet.edge.upstream import UpstreamLink, UpstreamUnavailable
-from chargenet.errors import StationDidNotAnswer, StationNotConnected
+from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -112,7 +112,8 @@ class Edge:
     async def command(self, station_id: str, action: str, payload: Payload) -> Payload:
         """Send a command to a connected station and return its answer.
 
-        Raises `StationNotConnected`, or `StationDidNotAnswer` on a timeout, a lost connection or a CALLERROR."""
+        Raises `StationNotConnected`; `StationDidNotAnswer` on a timeout or a lost connection; `StationAnswerFailed`
+        on a CALLERROR or an answer that breaks its schema."""
         link = self._links.get(station_id)
         if link is None:
             raise StationNotConnected(station_id)
@@ -123,9 +124,9 @@ class Edge:
         except ConnectionLost:
             raise StationDidNotAnswer(station_id, action, "connection lost") from None
         except CallErrorReceived as exc:
-            raise StationDidNotAnswer(station_id, action, f"{exc.code}: {exc.description}") from None
+            raise StationAnswerFailed(station_id, action, exc.code.value, exc.description) from None
         except PayloadViolation as exc:
-            raise StationDidNotAnswer(station_id, action, f"invalid answer: {exc.message}") from None
+            raise StationAnswerFailed(station_id, action, None, f"{exc.field}: {exc.message}") from None
 
     async def write_status(self, write: statuses.StatusWrite) -> None:
         await self._committer.bulk(self._status_writer, write)

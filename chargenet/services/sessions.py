@@ -3,7 +3,8 @@
 Each function finds the station behind a charge point or transaction (checking the caller's reach through the
 `allowed` callback, which answers for a (company, site) pair), sends the command through the edge, and turns
 the station's answer into a result or an error: `StationNotConnected` (503), `StationDidNotAnswer` (504),
-`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see).
+`StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema), `StationRejected` (409 for
+sessions), `NotFound` (404, also for what the caller may not see).
 """
 
 from __future__ import annotations

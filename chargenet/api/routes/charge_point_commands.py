@@ -1,7 +1,8 @@
 """Station commands on a charge point: reset, unlock, availability, trigger (scope charge-points:write).
 
 Each answers 200 `{"status": <the station's answer>}`, 503 when the station is not connected, 504 when it did
-not answer."""
+not answer, 502 when it answered with a CALLERROR (its code and description are in the problem's
+`stationErrorCode` and `stationErrorDescription`)."""
 
 from __future__ import annotations
 

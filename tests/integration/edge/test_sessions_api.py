@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
 from chargenet.services import sites
-from chargenet.simulators.station import SimulatedStation
+from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import Meter
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
@@ -63,6 +63,42 @@ async def test_start_session_the_station_never_answers_is_504(
     station.answers["RemoteStartTransaction"] = never
     response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
     assert response.status_code == 504
+
+
+def call_error(code: str, description: str) -> Callable[[object], dict[str, str]]:
+    def answer(_: object) -> dict[str, str]:
+        raise AnswerWithError(code, description)
+
+    return answer
+
+
+async def test_start_session_the_station_answers_with_a_call_error_is_502_with_its_code(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    station.answers["RemoteStartTransaction"] = call_error("InternalError", "relay stuck")
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 502
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert (problem["stationErrorCode"], problem["stationErrorDescription"]) == ("InternalError", "relay stuck")
+
+
+async def test_command_the_station_answers_with_a_call_error_is_502_with_its_code_and_description(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    station.answers["Reset"] = call_error("NotSupported", "no soft reset on this model")
+    response = await api.post("/charge-points/CS-1/reset", json={"type": "Soft"})
+    assert response.status_code == 502
+    problem = response.json()
+    assert problem["stationErrorCode"] == "NotSupported"
+    assert problem["stationErrorDescription"] == "no soft reset on this model"
+    assert "NotSupported" in problem["detail"]
+
+
+async def test_command_answer_that_breaks_its_schema_is_502(api: httpx.AsyncClient, station: SimulatedStation) -> None:
+    station.answers["Reset"] = lambda _: {"status": "Maybe"}
+    response = await api.post("/charge-points/CS-1/reset", json={"type": "Soft"})
+    assert response.status_code == 502 and "stationErrorCode" not in response.json()
 
 
 async def test_start_session_on_an_unknown_charge_point_is_404(api: httpx.AsyncClient) -> None:
