@@ -121,6 +121,18 @@ async def test_stop_session_goes_to_the_transactions_own_station(
     assert station.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
 
 
+async def test_stop_session_rejected_by_the_station_is_409(
+    served: Served, api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    started = await station.start(1, "TAG1")
+    station.answers["RemoteStopTransaction"] = lambda _: {"status": "Rejected"}
+    response = await api.post(f"/sessions/{started['transactionId']}/stop")
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "Rejected" in response.json()["detail"]
+
+
 async def test_stop_of_an_unknown_transaction_is_404(api: httpx.AsyncClient) -> None:
     assert (await api.post("/sessions/999999/stop")).status_code == 404
 
@@ -230,6 +242,94 @@ async def test_caller_outside_the_site_sees_404(
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 404
+    assert station.received_calls == []
+
+
+@pytest.fixture
+async def rival(served: Served) -> AsyncIterator[httpx.AsyncClient]:
+    """The API as another company's partner, with every scope of the edge over that company."""
+    from chargenet.services import companies
+
+    async with served.context.store.transaction() as session:
+        company = await companies.create_company(session, name="Rival Charging", now=served.context.clock.now())
+    token = await partner_token(
+        served.context, company.id, ["sessions:write", "transactions:read", "charge-points:write"]
+    )
+    async with httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=10
+    ) as client:
+        yield client
+
+
+async def test_stop_of_another_companys_transaction_is_404_and_reaches_no_station(
+    served: Served, rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    started = await station.start(1, "TAG1")
+    response = await rival.post(f"/sessions/{started['transactionId']}/stop")
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+COMMANDS = [
+    ("reset", {"type": "Soft"}),
+    ("unlock", {"connectorId": 1}),
+    ("availability", {"connectorId": 0, "type": "Inoperative"}),
+    ("trigger", {"requestedMessage": "StatusNotification", "connectorId": 1}),
+]
+
+
+@pytest.mark.parametrize(("command", "body"), COMMANDS)
+async def test_command_on_another_companys_charge_point_is_404_and_reaches_no_station(
+    rival: httpx.AsyncClient, station: SimulatedStation, command: str, body: dict[str, object]
+) -> None:
+    response = await rival.post(f"/charge-points/CS-1/{command}", json=body)
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+async def test_start_session_on_another_companys_charge_point_is_404(
+    rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    response = await rival.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+async def test_transactions_of_another_company_are_not_listed_even_when_asked_for_by_their_ids(
+    served: Served, rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    await station.start(1, "TAG1")
+    # decisions.md: a list filtered by what the caller does not reach is empty, never 403 or 404.
+    for params in ({}, {"siteId": served.tenant.site_id}, {"chargePointId": "CS-1"}):
+        response = await rival.get("/transactions", params=params)
+        assert (response.status_code, response.json()) == (200, {"items": [], "next": None})
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "scope"),
+    [
+        ("POST", "/sessions", {"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"}, "sessions:write"),
+        ("POST", "/sessions/1/stop", None, "sessions:write"),
+        ("GET", "/transactions", None, "transactions:read"),
+        *[("POST", f"/charge-points/CS-1/{c}", b, "charge-points:write") for c, b in COMMANDS],
+    ],
+)
+async def test_a_token_without_the_endpoints_scope_gets_403(
+    served: Served,
+    api: httpx.AsyncClient,
+    station: SimulatedStation,
+    method: str,
+    path: str,
+    body: dict[str, object] | None,
+    scope: str,
+) -> None:
+    others = [s for s in ("sessions:write", "transactions:read", "charge-points:write") if s != scope]
+    token = await partner_token(served.context, served.tenant.company_id, [*others, "charge-points:read"])
+    response = await api.request(method, path, json=body, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 403
+    assert f'scope="{scope}"' in response.headers["www-authenticate"]
     assert station.received_calls == []
 
 
