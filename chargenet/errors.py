@@ -91,10 +91,25 @@ class StationRejected(Conflict):
 
 
 class StationDidNotAnswer(ChargenetError):
-    """The station did not answer a command in time, or answered it with a CALLERROR."""
+    """The station did not answer a command in time, or the connection went away before it did."""
 
     def __init__(self, station_id: str, action: str, reason: str) -> None:
         super().__init__(f"station {station_id!r} did not answer {action}: {reason}")
         self.station_id = station_id
         self.action = action
         self.reason = reason
+
+
+class StationAnswerFailed(ChargenetError):
+    """The station answered a command, but with no usable result: a CALLERROR (`code` and `description` as it sent
+    them), or an answer that breaks the command's OCPP schema (`code` None, `description` says how)."""
+
+    def __init__(self, station_id: str, action: str, code: str | None, description: str) -> None:
+        what = f"CALLERROR {code}" if code is not None else "an answer that breaks its schema"
+        super().__init__(
+            f"station {station_id!r} answered {action} with {what}" + (f": {description}" if description else "")
+        )
+        self.station_id = station_id
+        self.action = action
+        self.code = code
+        self.description = description

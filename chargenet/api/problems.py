@@ -17,6 +17,7 @@ from chargenet.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    StationAnswerFailed,
     StationDidNotAnswer,
     StationNotConnected,
 )
@@ -32,6 +33,7 @@ _STATUS: dict[type[ChargenetError], tuple[int, str]] = {
     Conflict: (409, "Conflict"),
     Forbidden: (403, "Forbidden"),
     StationNotConnected: (503, "Station not connected"),
+    StationAnswerFailed: (502, "Station answered with an error"),
     StationDidNotAnswer: (504, "Station did not answer"),
 }
 
@@ -75,10 +77,19 @@ def _for_error(exc: ChargenetError) -> JSONResponse:
     for cls in type(exc).__mro__:
         if cls in _STATUS:
             status, title = _STATUS[cls]
-            extra = {"field": exc.field} if isinstance(exc, InvalidInput) and exc.field else {}
-            return problem(status, title, exc.message, **extra)
+            return problem(status, title, exc.message, **_members(exc))
     log.error("unmapped error reached the API", exc_info=exc)
     return problem(500, "Internal Server Error")
+
+
+def _members(exc: ChargenetError) -> dict[str, Any]:
+    """The extension members (RFC 9457 §3.2) a problem of this error carries."""
+    if isinstance(exc, InvalidInput) and exc.field:
+        return {"field": exc.field}
+    if isinstance(exc, StationAnswerFailed):
+        members = {"stationErrorCode": exc.code} if exc.code is not None else {}
+        return {**members, "stationErrorDescription": exc.description}
+    return {}
 
 
 def install_problem_handlers(app: FastAPI) -> None:

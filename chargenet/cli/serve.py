@@ -15,6 +15,7 @@ import uvicorn
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.cli.common import add_store_flags, emit, run_with_context, settings_flags
 from chargenet.config import Settings, load_settings
+from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.observability.logging import configure_logging
 from chargenet.services import applications, companies, demo_access, sites
 from chargenet.simulators.demo import add_demo_partner
@@ -109,7 +110,7 @@ async def serve(settings: Settings, *, migrate: bool = False, context: AppContex
             forwarded_allow_ips=settings.forwarded_allow_ips,
             log_config=None,
             access_log=False,
-            ws="websockets-sansio",
+            ws=StationWebSocketProtocol,
             ws_max_size=settings.ocpp_max_frame,
             timeout_graceful_shutdown=10,
             lifespan="on",

@@ -81,6 +81,20 @@ def ocpp_connector_id(layout: StationLayout, address: ConnectorAddress) -> int:
     return (k - 1) * layout.connectors_per_charge_point + address.connector_id
 
 
+def charge_point_connector_ids(layout: StationLayout, address: ConnectorAddress) -> list[int]:
+    """The OCPP connector ids that a command for `address` names, one command each.
+
+    Connector 0 of a charge point means that whole charge point. On a station with several charge points OCPP's
+    connector 0 is the whole station, so there it is every connector of the charge point instead; on a station
+    with one charge point it stays 0.
+    """
+    if address.connector_id != 0 or layout.charge_points == 1:
+        return [ocpp_connector_id(layout, address)]
+    per = layout.connectors_per_charge_point
+    assert per is not None  # guaranteed by StationLayout
+    return [ocpp_connector_id(layout, ConnectorAddress(address.charge_point_id, j)) for j in range(1, per + 1)]
+
+
 def validate_station_id(station_id: str) -> str:
     if not STATION_ID_PATTERN.match(station_id):
         raise InvalidInput(

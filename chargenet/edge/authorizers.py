@@ -39,12 +39,20 @@ class Authorizer(Protocol):
 
 
 def load_authorizers() -> list[Authorizer]:
-    """Instantiate every installed plugin; an entry point names a zero-argument factory (usually the class)."""
+    """Instantiate every installed plugin, in entry-point name order; an entry point names a zero-argument
+    factory (usually the class). A plugin that cannot be imported or built, or builds something that is not an
+    `Authorizer`, is logged by its entry-point name and left out: one broken plugin must not keep the service,
+    and every station with it, from starting."""
     found: list[Authorizer] = []
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        plugin = entry.load()()
+        fields = {"entry_point": entry.name, "target": entry.value}
+        try:
+            plugin = entry.load()()
+        except Exception:
+            log.exception("authorizer plugin failed to load, skipped", extra={"fields": fields})
+            continue
         if not isinstance(plugin, Authorizer):
-            log.error("not an Authorizer, ignored", extra={"fields": {"entry_point": entry.name}})
+            log.error("authorizer plugin is not an Authorizer, skipped", extra={"fields": fields})
             continue
         found.append(plugin)
     return found

@@ -213,7 +213,7 @@ class RpcConnection:
         future: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
         self._futures[unique_id] = future
         await self._pump()
-        outcome = await self._outcome(future, self._session_limits.call_timeout)
+        outcome = await self._outcome(future, self._session_limits.call_timeout, unique_id, action)
         if outcome.listening:
             assert late_within is not None
             late = self._listening.pop(unique_id)
@@ -227,18 +227,20 @@ class RpcConnection:
     async def _late_answer(
         self, action: str, unique_id: str, late: asyncio.Future[CallOutcome], late_within: timedelta
     ) -> Payload:
-        outcome = await self._outcome(late, late_within)
+        outcome = await self._outcome(late, late_within, unique_id, action)
         if outcome.error is None:
             log.info("late answer heard", extra={"fields": {"peer": self.name, "action": action}})
         return self._payload(action, unique_id, outcome)
 
-    async def _outcome(self, future: asyncio.Future[CallOutcome], within: timedelta) -> CallOutcome:
+    async def _outcome(
+        self, future: asyncio.Future[CallOutcome], within: timedelta, unique_id: str, action: str
+    ) -> CallOutcome:
         sleeper = asyncio.ensure_future(self._clock.sleep(within.total_seconds()))
         try:
             waiting: list[asyncio.Future[Any]] = [future, sleeper]
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if not future.done():
-                self._expire()
+                self._expire(unique_id, action)
         finally:
             sleeper.cancel()
         return future.result()
@@ -254,15 +256,19 @@ class RpcConnection:
             raise
         return outcome.result
 
-    def _expire(self) -> None:
-        for outcome in self.session.expire(self._clock.now()):
-            future = self._futures.pop(outcome.unique_id, None)
-            if outcome.listening:
-                # Registered before anything else runs, so an answer arriving at once already finds it.
-                late: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
-                self._futures[outcome.unique_id] = self._listening[outcome.unique_id] = late
-            if future is not None and not future.done():
-                future.set_result(outcome)
+    def _expire(self, unique_id: str, action: str) -> None:
+        # This call's own timer fired, so this call ends, by its id: comparing deadlines with the clock's `now`
+        # would keep it, and the slot, alive when the wall clock stepped back while it waited.
+        outcome = self.session.expire_call(unique_id, self._clock.now()) or CallOutcome(
+            unique_id, action, error=CallTimedOut(action, unique_id)
+        )
+        future = self._futures.pop(unique_id, None)
+        if outcome.listening:
+            # Registered before anything else runs, so an answer arriving at once already finds it.
+            late: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
+            self._futures[unique_id] = self._listening[unique_id] = late
+        if future is not None and not future.done():
+            future.set_result(outcome)
         asyncio.get_running_loop().create_task(self._pump())
 
     async def _pump(self) -> None:

@@ -34,7 +34,7 @@ from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.protocol.session import SessionLimits
 from chargenet.edge.protocol.status import TransitionCounts, assess
 from chargenet.edge.upstream import UpstreamLink, UpstreamUnavailable
-from chargenet.errors import StationDidNotAnswer, StationNotConnected
+from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -45,8 +45,6 @@ log = logging.getLogger(__name__)
 
 CloseTransport = Callable[[int, str], Awaitable[None]]
 
-# decisions.md §4: idle connections are closed after two heartbeat intervals and a minute.
-IDLE_LIMIT = timedelta(seconds=2 * proxy.HEARTBEAT_INTERVAL + 60)
 IDLE_SWEEP_INTERVAL = 10.0
 
 
@@ -77,6 +75,9 @@ class Edge:
         self.message_log = message_log or MessageLog(store, clock)
         self.transitions = TransitionCounts()
         self._links: dict[str, StationLink] = {}
+        # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
+        # station may carry on after a reconnect without a new BootNotification.
+        self._intervals: dict[str, int] = {}
         self._committer = GroupCommitter(store)
         self._status_writer = statuses.bulk_writer(outbox)
 
@@ -115,7 +116,8 @@ class Edge:
         """Send a command to a station and return its answer: over this process's connection to it, or through
         the process holding its connection (`relay`).
 
-        Raises `StationNotConnected`, or `StationDidNotAnswer` on a timeout, a lost connection or a CALLERROR."""
+        Raises `StationNotConnected`; `StationDidNotAnswer` on a timeout or a lost connection; `StationAnswerFailed`
+        on a CALLERROR or an answer that breaks its schema."""
         if station_id in self._links:
             return await self.command_here(station_id, action, payload)
         # A margin over the call timeout: the other process's own timeout decides first.
@@ -128,23 +130,30 @@ class Edge:
         if link is None:
             raise StationNotConnected(station_id)
         try:
-            return await link.rpc.call(action, payload)
+            return await link.call_station(action, payload)
         except CallTimedOut:
             raise StationDidNotAnswer(station_id, action, "timed out") from None
         except ConnectionLost:
             raise StationDidNotAnswer(station_id, action, "connection lost") from None
         except CallErrorReceived as exc:
-            raise StationDidNotAnswer(station_id, action, f"{exc.code}: {exc.description}") from None
+            raise StationAnswerFailed(station_id, action, exc.code.value, exc.description) from None
         except PayloadViolation as exc:
-            raise StationDidNotAnswer(station_id, action, f"invalid answer: {exc.message}") from None
+            raise StationAnswerFailed(station_id, action, None, f"{exc.field}: {exc.message}") from None
 
     async def write_status(self, write: statuses.StatusWrite) -> None:
         await self._committer.bulk(self._status_writer, write)
 
+    def heartbeat_interval(self, station_id: str) -> int:
+        """The heartbeat interval `station_id` was last given, in seconds."""
+        return self._intervals.get(station_id, proxy.HEARTBEAT_INTERVAL)
+
+    def gave_interval(self, station_id: str, interval: int) -> None:
+        self._intervals[station_id] = interval
+
     async def close_idle(self) -> int:
-        """Close every connection silent for `IDLE_LIMIT`; returns how many."""
+        """Close every connection silent for two of its heartbeat intervals and a minute; returns how many."""
         now = self.clock.now()
-        idle = [link for link in self._links.values() if now - link.last_seen >= IDLE_LIMIT]
+        idle = [link for link in self._links.values() if now - link.last_seen >= link.idle_limit]
         for link in idle:
             log.info("closing idle station", extra={"fields": {"station": link.station.station_id}})
             await link.shut(1000, "idle")
@@ -174,7 +183,7 @@ class StationLink:
             log_frame=edge.message_log.logger(station.station_id, "station"),
         )
         self.upstream: UpstreamLink | None = None
-        self.last_seen = edge.clock.now()
+        self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
         self._shut = False
         self._connectors: dict[tuple[str, int], statuses.LoadedConnector] = {}
 
@@ -202,6 +211,27 @@ class StationLink:
             except Exception:
                 log.debug("closing a station socket failed", exc_info=True)
 
+    def heard(self) -> None:
+        """The station sent something: a frame of any kind counts against the idle limit."""
+        self.last_seen = self.edge.clock.now()
+
+    @property
+    def idle_limit(self) -> timedelta:
+        return proxy.idle_limit(self.edge.heartbeat_interval(self.station.station_id))
+
+    def _answered(self, action: str, payload: Payload, answer: Payload) -> None:
+        station_id = self.station.station_id
+        current = self.edge.heartbeat_interval(station_id)
+        given = proxy.interval_given(action, payload, answer, current)
+        if given != current:
+            self.edge.gave_interval(station_id, given)
+
+    async def call_station(self, action: str, payload: Payload) -> Payload:
+        """Send a CALL to the station (a command, or one relayed from the upstream) and return its answer."""
+        answer = await self.rpc.call(action, payload)
+        self._answered(action, payload, answer)
+        return answer
+
     @property
     def upstream_state(self) -> auth.UpstreamState:
         if self.upstream is None:
@@ -222,14 +252,14 @@ class StationLink:
         except tx.UnknownUpstreamId:
             return dict(tx.REJECTED_BY_EDGE)
         try:
-            return await self.rpc.call(call.action, payload)
+            return await self.call_station(call.action, payload)
         except (CallTimedOut, ConnectionLost):
             return None  # proxy Rule 5: the upstream sees the station's silence
 
     # Station -> edge -------------------------------------------------------------------------------------
 
     async def handle(self, call: Call) -> Payload | None:
-        self.last_seen = self.edge.clock.now()
+        self.heard()
         handler = _HANDLERS.get(call.action)
         queue_empty = self.upstream is None or self.upstream.queued == 0
         route = proxy.route_station_call(call.action, self.upstream_state, queue_empty)
@@ -268,7 +298,9 @@ class StationLink:
     async def _boot(self, call: Call, route: Handling) -> Payload:
         async with self.edge.unit() as session:
             await records.record_boot(session, self.station.station_id, call.payload, self.edge.clock.now())
-        return await self._forward_or_local(call, route)
+        answer = await self._forward_or_local(call, route)
+        self._answered(call.action, call.payload, answer)
+        return answer
 
     async def _heartbeat(self, call: Call, route: Handling) -> Payload:
         self.edge.message_log.heartbeat(self.station.station_id, self.edge.clock.now())

@@ -24,7 +24,7 @@ from sqlalchemy import delete, select, update
 from chargenet.clock import Clock
 from chargenet.edge import records
 from chargenet.edge.protocol.frames import Payload
-from chargenet.errors import StationDidNotAnswer, StationNotConnected
+from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.ids import process_owner
 from chargenet.store.db import Store
 from chargenet.store.models import StationCommand
@@ -39,7 +39,7 @@ ASKER_POLL = 0.05
 FORGOTTEN_AFTER = timedelta(hours=1)
 
 PENDING, CLAIMED, ANSWERED, FAILED, EXPIRED = "pending", "claimed", "answered", "failed", "expired"
-NOT_CONNECTED, NO_ANSWER = "not_connected", "no_answer"
+NOT_CONNECTED, NO_ANSWER, ANSWER_FAILED = "not_connected", "no_answer", "answer_failed"
 
 SendCommand = Callable[[str, str, Payload], Awaitable[Payload]]
 
@@ -91,6 +91,9 @@ async def _await_answer(
             if row.state == FAILED:
                 if row.error_kind == NOT_CONNECTED:
                     raise StationNotConnected(station_id)
+                if row.error_kind == ANSWER_FAILED:
+                    failure = json.loads(row.error or "{}")
+                    raise StationAnswerFailed(station_id, action, failure.get("code"), failure.get("description", ""))
                 raise StationDidNotAnswer(station_id, action, row.error or "no answer")
             now = clock.now()
             if row.state == PENDING and now >= claim_by:
@@ -163,6 +166,9 @@ class CommandRelay(LoopWorker):
             values = {"state": FAILED, "error_kind": NOT_CONNECTED}
         except StationDidNotAnswer as exc:
             values = {"state": FAILED, "error_kind": NO_ANSWER, "error": exc.reason}
+        except StationAnswerFailed as exc:
+            failure = json.dumps({"code": exc.code, "description": exc.description})
+            values = {"state": FAILED, "error_kind": ANSWER_FAILED, "error": failure}
         except Exception as exc:
             log.exception("relaying a station command failed", extra={"fields": {"station": station_id}})
             values = {"state": FAILED, "error_kind": NO_ANSWER, "error": type(exc).__name__}

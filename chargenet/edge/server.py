@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 
 from chargenet.edge import records
 from chargenet.edge.hub import Edge
+from chargenet.edge.transport import activity_of
 from chargenet.ids import STATION_ID_PATTERN
 from chargenet.keys import SecretHasher
 
@@ -82,12 +83,15 @@ async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo)
         await websocket.close(code, reason)
 
     link = await edge.attach(station, websocket.send_text, close)
+    activity = activity_of(websocket.scope)
+    if activity is not None:
+        activity.listener = link.heard  # pings and pongs count too (see `transport`)
     try:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 break
-            link.last_seen = edge.clock.now()
+            link.heard()
             data = message.get("text")
             closing = await link.rpc.feed(data if data is not None else message.get("bytes") or b"")
             if closing is not None:
@@ -97,4 +101,6 @@ async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo)
         # The socket went away under us (replaced, reset); the finally block cleans up either way.
         log.debug("station socket ended", exc_info=True, extra={"fields": {"station": station.station_id}})
     finally:
+        if activity is not None:
+            activity.listener = None
         await edge.detach(link)

@@ -3,7 +3,8 @@
 Each function finds the station behind a charge point or transaction (checking the caller's reach through the
 `allowed` callback, which answers for a (company, site) pair), sends the command through the edge, and turns
 the station's answer into a result or an error: `StationNotConnected` (503), `StationDidNotAnswer` (504),
-`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see).
+`StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema), `StationRejected` (409 for
+sessions), `NotFound` (404, also for what the caller may not see).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.energy import wh_to_kwh
-from chargenet.domain.tenants import ConnectorAddress, ocpp_connector_id
+from chargenet.domain.tenants import (
+    ConnectorAddress,
+    StationLayout,
+    charge_point_connector_ids,
+    ocpp_connector_id,
+)
 from chargenet.edge.hub import Edge
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
@@ -34,6 +40,8 @@ Allowed = Callable[[str, str], bool]  # (company_id, site_id) -> may the caller 
 class Target:
     station_id: str
     ocpp_connector_id: int
+    layout: StationLayout
+    address: ConnectorAddress
 
 
 async def _site_company(session: AsyncSession, site_id: str) -> str:
@@ -52,7 +60,8 @@ async def _target(session: AsyncSession, charge_point_id: str, connector_id: int
     per = layout.connectors_per_charge_point
     if connector_id < 0 or (per is not None and connector_id > per):
         raise InvalidInput(f"{charge_point_id} has no connector {connector_id}", field="connectorId")
-    return Target(station.id, ocpp_connector_id(layout, ConnectorAddress(charge_point_id, connector_id)))
+    address = ConnectorAddress(charge_point_id, connector_id)
+    return Target(station.id, ocpp_connector_id(layout, address), layout, address)
 
 
 async def _command(edge: Edge, target: Target, action: str, payload: Payload) -> Payload:
@@ -118,6 +127,33 @@ async def charge_point_command(
         payload = {**payload, "connectorId": target.ocpp_connector_id}
     answer = await _command(edge, target, action, payload)
     return {"status": str(answer.get("status"))}
+
+
+# The least favourable answer of several stands for them all: a charge point is only as available as its
+# least available connector.
+_AVAILABILITY_ANSWERS = ("Rejected", "Scheduled", "Accepted")
+
+
+async def change_availability(
+    store: Store, edge: Edge, allowed: Allowed, *, charge_point_id: str, connector_id: int, availability: str
+) -> dict[str, Any]:
+    """ChangeAvailability of one connector of a charge point, or with connector 0 of the whole charge point.
+
+    On a station with several charge points OCPP's connector 0 is the whole station, so a charge point's own
+    availability goes to each of its connectors, one command each; the answer is then the least favourable
+    status (Rejected, Scheduled, Accepted) with each connector's own under `connectors`."""
+    async with store.transaction() as session:
+        target = await _target(session, charge_point_id, connector_id, allowed)
+    ids = charge_point_connector_ids(target.layout, target.address)
+    statuses = []
+    for ocpp_id in ids:  # in turn: the station takes one command at a time anyway
+        answer = await _command(edge, target, "ChangeAvailability", {"connectorId": ocpp_id, "type": availability})
+        statuses.append(str(answer.get("status")))
+    if len(ids) == 1:
+        return {"status": statuses[0]}
+    worst = next((s for s in _AVAILABILITY_ANSWERS if s in statuses), statuses[0])
+    per_connector = [{"connectorId": j, "status": s} for j, s in enumerate(statuses, start=1)]
+    return {"status": worst, "connectors": per_connector}
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ class SimulatedCentralSystem:
     passwords: dict[str, str] = field(default_factory=dict)  # station id -> key; stations not listed need none
     tags: dict[str, str] = field(default_factory=dict)  # idTag -> status; unknown tags are Accepted
     delay: float = 0.0  # seconds before every answer
+    heartbeat_interval: int = 300  # the interval its BootNotification answers give
     refuse: set[str] = field(default_factory=set)  # actions answered with CALLERROR InternalError
     silent: set[str] = field(default_factory=set)  # actions never answered
     hold: set[str] = field(default_factory=set)  # actions answered only once `release`d
@@ -150,7 +151,7 @@ class SimulatedCentralSystem:
 
     def _result(self, action: str, payload: Payload) -> Payload:
         if action == "BootNotification":
-            return {"status": "Accepted", "currentTime": _now(), "interval": 300}
+            return {"status": "Accepted", "currentTime": _now(), "interval": self.heartbeat_interval}
         if action == "Heartbeat":
             return {"currentTime": _now()}
         if action == "Authorize":

@@ -35,6 +35,14 @@ class StationCallError(Exception):
         self.action, self.code, self.description, self.details = action, code, description, details
 
 
+class AnswerWithError(Exception):
+    """Raised by an answer handler: the station answers the CALL with this CALLERROR instead of a result."""
+
+    def __init__(self, code: str, description: str = "") -> None:
+        super().__init__(f"{code}: {description}")
+        self.code, self.description = code, description
+
+
 def now_text() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -156,9 +164,13 @@ class SimulatedStation:
         if handler is None:
             await self.socket.send(json.dumps([4, unique_id, "NotSupported", "", {}]))
             return
-        result = handler(payload)
-        if asyncio.iscoroutine(result) or isinstance(result, Awaitable):
-            result = await result
+        try:
+            result = handler(payload)
+            if asyncio.iscoroutine(result) or isinstance(result, Awaitable):
+                result = await result
+        except AnswerWithError as refusal:
+            await self.socket.send(json.dumps([4, unique_id, refusal.code, refusal.description, {}]))
+            return
         await self.socket.send(json.dumps([3, unique_id, result]))
 
     # Calls -----------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Station commands on a charge point: reset, unlock, availability, trigger (scope charge-points:write).
 
 Each answers 200 `{"status": <the station's answer>}`, 503 when the station is not connected, 504 when it did
-not answer."""
+not answer, 502 when it answered with a CALLERROR (its code and description are in the problem's
+`stationErrorCode` and `stationErrorDescription`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
@@ -87,9 +88,17 @@ async def unlock(charge_point_id: str, body: UnlockBody, request: Request, calle
 @router.post("/charge-points/{charge_point_id}/availability")
 async def availability(
     charge_point_id: str, body: AvailabilityBody, request: Request, caller: Commander
-) -> dict[str, str]:
-    payload: dict[str, object] = {"connectorId": body.connectorId, "type": body.type}
-    return await _send(request, caller, charge_point_id, "ChangeAvailability", payload, body.connectorId)
+) -> dict[str, Any]:
+    """`connectorId` 0 is the whole charge point: on a station with several, each of its connectors is sent its own
+    ChangeAvailability, and the answer adds each one's status under `connectors`."""
+    return await sessions.change_availability(
+        request.app.state.context.store,
+        _edge(request),
+        caller.allowed,
+        charge_point_id=charge_point_id,
+        connector_id=body.connectorId,
+        availability=body.type,
+    )
 
 
 @router.post("/charge-points/{charge_point_id}/trigger")

@@ -15,6 +15,10 @@ Rules (OCPP-J 1.6 §4 unless noted):
 - Rule 5: numbers with a fraction are read as `Decimal` and written back with the digits they came with
   (the `ocpp` package rounds them to one decimal place). `NaN` and `Infinity` are not JSON and are refused.
 - Rule 6: frames are limited to `FrameLimits.max_frame_bytes` (decisions.md §4: 64 KiB).
+- Rule 7: what the OCPP 1.6 field tables require beyond the JSON schemas is checked with the schemas, with the
+  same codes (`_POSITIVE_CONNECTOR`): a transaction runs on one connector, so StartTransaction and
+  RemoteStartTransaction name a connector numbered from 1 ("connectorId > 0"); connector 0, the whole charge
+  point, is `PropertyConstraintViolation`. ReserveNow keeps connector 0: there it reserves the charge point.
 """
 
 from __future__ import annotations
@@ -242,12 +246,24 @@ def validate_payload(schema_name: str, payload: object) -> None:
     raise kind(error.message, field=_path(error))
 
 
+# Rule 7: actions whose `connectorId`, when present, is above 0.
+_POSITIVE_CONNECTOR = frozenset({"StartTransaction", "RemoteStartTransaction"})
+
+
+def _check_field_rules(action: str, payload: Payload) -> None:
+    if action in _POSITIVE_CONNECTOR and payload.get("connectorId") == 0:
+        raise PropertyConstraintViolation(
+            f"{action} needs a connector numbered from 1; 0 is the whole charge point", field="connectorId"
+        )
+
+
 def check_call(call: Call) -> None:
     """Check an incoming CALL's action and payload. Raises `UnknownAction` or a `PayloadViolation`."""
     if call.action not in known_actions():
         raise UnknownAction(call.action, unique_id=call.unique_id)
     try:
         validate_payload(call.action, call.payload)
+        _check_field_rules(call.action, call.payload)
     except PayloadViolation as exc:
         exc.unique_id = call.unique_id
         raise
@@ -352,6 +368,7 @@ def build_call(unique_id: str, action: str, payload: Payload) -> Call:
     """A CALL we send, checked against its schema; a violation is our bug (`LocalProtocolError`)."""
     try:
         validate_payload(action, payload)
+        _check_field_rules(action, payload)
     except PayloadViolation as exc:
         # The checker speaks of the peer's faults; this payload is ours, so the blame moves here.
         raise LocalProtocolError(f"{action}: {exc.message} ({exc.field})", code=exc.code) from exc

@@ -24,6 +24,9 @@ Rules (decisions.md §1 "Administration", §4 "Upstream"):
   a station's action coming from the upstream is NotSupported. If the station does not answer, neither does
   the edge: the upstream sees the same silence it would see talking to the station directly.
 - Rule 6: the commands the edge itself sends (API, CLI, console) are `COMMAND_ACTIONS`.
+- Rule 7: a station is idle after two heartbeat intervals and a minute without a frame (decisions.md §4), counted
+  with the interval it was last given, whoever gave it (`interval_given`): the BootNotification answer, the
+  edge's or the upstream's, and a ChangeConfiguration of HeartbeatInterval the station accepted.
 """
 
 from __future__ import annotations
@@ -151,6 +154,33 @@ def fallback(action: str, failure: UpstreamFailure) -> Fallback:
 
 HEARTBEAT_INTERVAL = 300  # seconds (decisions.md §4)
 EMPTY: Payload = {}
+
+
+def idle_limit(heartbeat_interval: int) -> timedelta:
+    """Rule 7: how long a station given `heartbeat_interval` may stay silent before its connection is closed."""
+    return timedelta(seconds=2 * heartbeat_interval + 60)
+
+
+def interval_given(action: str, payload: Payload, answer: Payload, current: int) -> int:
+    """Rule 7: the heartbeat interval a station has after the CALL `action` (`payload`) was answered `answer`,
+    given it had `current`. A station that accepts a new interval but applies it only after a reboot keeps
+    heartbeating at the old one until then, so it is held to the longer of the two."""
+    if action == "BootNotification":
+        interval = answer.get("interval")
+        return interval if isinstance(interval, int) and interval > 0 else current
+    if action == "ChangeConfiguration" and payload.get("key") == "HeartbeatInterval":
+        try:
+            interval = int(str(payload.get("value")).strip())
+        except ValueError:
+            return current
+        if interval <= 0:
+            return current
+        status = answer.get("status")
+        if status == "Accepted":
+            return interval
+        if status == "RebootRequired":
+            return max(current, interval)
+    return current
 
 
 def ocpp_time(now: datetime) -> str:

@@ -9,7 +9,9 @@ Rules (OCPP-J 1.6 §4.1):
   in order, as the slot frees. The peer's CALLs are independent of ours: the two directions never wait on
   each other.
 - Rule 2: each call has a deadline counted from when it was submitted; at the deadline it fails with
-  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed.
+  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed. A shell that keeps a timer per
+  call expires that call by its id (`expire_call`) when the timer fires, whatever the wall clock reads then:
+  a clock stepped back (NTP, a resumed VM) must not keep a call, and its slot, alive past its timer.
 - Rule 3: a CALLRESULT or CALLERROR completes only the outstanding call with the same id. A late answer to a
   timed-out call, or an answer nobody asked for, is dropped and counted; it is never handed to another call.
   Except: a call submitted with `late_within` that times out after it was sent is still listened for that
@@ -139,6 +141,25 @@ class RpcSession:
         outcomes.extend(_timed_out(p) for p in self._waiting if p.deadline <= now)
         self._waiting = still_waiting
         return outcomes
+
+    def expire_call(self, unique_id: str, now: datetime) -> CallOutcome | None:
+        """Fail the call `unique_id` now, sent, waiting or listened for (Rules 2 and 3); None when it has already
+        ended. A sent call submitted with `late_within` is listened for from `now` on (`listening` set)."""
+        listened = self._listening.pop(unique_id, None)
+        if listened is not None:
+            return _timed_out(listened)
+        expired: _Pending | None
+        if self._outstanding is not None and self._outstanding.call.unique_id == unique_id:
+            expired, self._outstanding = self._outstanding, None
+            if expired.late_within is not None:
+                self._listening[unique_id] = _Pending(expired.call, now + expired.late_within)
+                return _timed_out(expired, listening=True)
+        else:
+            expired = next((p for p in self._waiting if p.call.unique_id == unique_id), None)
+            if expired is None:
+                return None
+            self._waiting.remove(expired)
+        return _timed_out(expired)
 
     def cancel_all(self) -> list[Call]:
         """The connection is gone: forget every call, returning them so the shell can fail their callers."""

@@ -19,6 +19,7 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock, ManualClock
 from chargenet.config import load_settings
 from chargenet.edge.hub import Edge
+from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.services import sites
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
@@ -88,7 +89,7 @@ async def serve_chargenet(
         create_app(context),
         host="127.0.0.1",
         port=port,
-        ws="websockets-sansio",
+        ws=StationWebSocketProtocol,
         ws_max_size=settings.ocpp_max_frame,
         lifespan="on",
         log_config=None,

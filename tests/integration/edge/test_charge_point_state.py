@@ -32,6 +32,21 @@ async def test_a_connected_station_shows_connected_and_its_last_heartbeat(served
     assert item["meters"] == []
 
 
+async def test_connector_status_survives_a_reconnect(served: Served) -> None:
+    station = served.station()
+    await station.connect()
+    await station.status(1, "Charging")
+    await station.close()
+    await station.connect()  # no new BootNotification, as OCPP-J §5.4 allows
+    try:
+        [connector] = [c for c in (await charge_points(served))["CS-1"]["connectors"] if c["connectorId"] == 1]
+        assert connector["status"] == "Charging"
+        await station.status(1, "Charging")
+    finally:
+        await station.close()
+    assert len(await served.events("ChargePointStatus")) == 1  # the same status again is no change
+
+
 async def test_a_station_never_connected_shows_disconnected(served: Served) -> None:
     assert (await charge_points(served))["CS-1"]["connection"] == "disconnected"
 

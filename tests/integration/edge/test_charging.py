@@ -9,8 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from chargenet.simulators.station import SimulatedStation
-from chargenet.store.models import ConnectorStatusHistory, LocalAuthEntry, StationPresence, UnknownStop
+from chargenet.simulators.station import SimulatedStation, StationCallError
+from chargenet.store.models import (
+    ConnectorStatusHistory,
+    EdgeTransaction,
+    LocalAuthEntry,
+    StationPresence,
+    UnknownStop,
+)
 from tests.integration.edge.conftest import Served
 
 
@@ -46,6 +52,19 @@ async def add_tag(
 
 def payloads(events: list[dict[str, object]]) -> list[object]:
     return [event["payload"] for event in events]
+
+
+async def test_start_transaction_on_connector_zero_is_refused_and_stores_nothing(
+    served: Served, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    with pytest.raises(StationCallError) as caught:
+        await station.start(0, "TAG1")
+    station.sent_errors.clear()  # the one CALLERROR this test expects
+    assert (caught.value.code, caught.value.details) == ("PropertyConstraintViolation", {"field": "connectorId"})
+    async with served.context.store.transaction() as session:
+        assert list(await session.scalars(select(EdgeTransaction))) == []
+    assert await served.events("StartTransaction") == [] and await served.events("Authorize") == []
 
 
 async def test_first_status_of_a_connector_raises_an_event(served: Served, station: SimulatedStation) -> None:

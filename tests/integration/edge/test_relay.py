@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 
 from chargenet.app import AppContext
 from chargenet.edge import relay
-from chargenet.errors import StationDidNotAnswer, StationNotConnected
-from chargenet.simulators.station import SimulatedStation
+from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
+from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import StationCommand, StationPresence
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served, serve_chargenet
@@ -109,3 +109,18 @@ async def test_a_station_never_connected_is_not_connected_at_once(other: tuple[A
     assert context.edge is not None
     with pytest.raises(StationNotConnected):
         await context.edge.command("CS-1", "Reset", {"type": "Soft"})
+
+
+async def test_a_callerror_behind_another_process_keeps_its_code(
+    other: tuple[AppContext, int], station: SimulatedStation
+) -> None:
+    context, _ = other
+    assert context.edge is not None
+
+    def refuse(_: object) -> dict[str, str]:
+        raise AnswerWithError("NotSupported", "no reset here")
+
+    station.answers["Reset"] = refuse
+    with pytest.raises(StationAnswerFailed) as failed:
+        await context.edge.command("CS-1", "Reset", {"type": "Soft"})
+    assert (failed.value.code, failed.value.description) == ("NotSupported", "no reset here")

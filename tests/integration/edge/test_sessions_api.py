@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
 from chargenet.services import sites
-from chargenet.simulators.station import SimulatedStation
+from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import Meter
 from tests.factories import partner_token
-from tests.integration.edge.conftest import Served
+from tests.integration.edge.conftest import PASSWORD, Served
 from tests.integration.edge.test_charging import add_tag
 
 
@@ -65,6 +65,42 @@ async def test_start_session_the_station_never_answers_is_504(
     assert response.status_code == 504
 
 
+def call_error(code: str, description: str) -> Callable[[object], dict[str, str]]:
+    def answer(_: object) -> dict[str, str]:
+        raise AnswerWithError(code, description)
+
+    return answer
+
+
+async def test_start_session_the_station_answers_with_a_call_error_is_502_with_its_code(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    station.answers["RemoteStartTransaction"] = call_error("InternalError", "relay stuck")
+    response = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 502
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert (problem["stationErrorCode"], problem["stationErrorDescription"]) == ("InternalError", "relay stuck")
+
+
+async def test_command_the_station_answers_with_a_call_error_is_502_with_its_code_and_description(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    station.answers["Reset"] = call_error("NotSupported", "no soft reset on this model")
+    response = await api.post("/charge-points/CS-1/reset", json={"type": "Soft"})
+    assert response.status_code == 502
+    problem = response.json()
+    assert problem["stationErrorCode"] == "NotSupported"
+    assert problem["stationErrorDescription"] == "no soft reset on this model"
+    assert "NotSupported" in problem["detail"]
+
+
+async def test_command_answer_that_breaks_its_schema_is_502(api: httpx.AsyncClient, station: SimulatedStation) -> None:
+    station.answers["Reset"] = lambda _: {"status": "Maybe"}
+    response = await api.post("/charge-points/CS-1/reset", json={"type": "Soft"})
+    assert response.status_code == 502 and "stationErrorCode" not in response.json()
+
+
 async def test_start_session_on_an_unknown_charge_point_is_404(api: httpx.AsyncClient) -> None:
     response = await api.post("/sessions", json={"chargePointId": "NOPE", "connectorId": 1, "idTag": "TAG1"})
     assert response.status_code == 404
@@ -83,6 +119,18 @@ async def test_stop_session_goes_to_the_transactions_own_station(
     response = await api.post(f"/sessions/{started['transactionId']}/stop")
     assert response.status_code == 202
     assert station.received_calls[-1] == ("RemoteStopTransaction", {"transactionId": started["transactionId"]})
+
+
+async def test_stop_session_rejected_by_the_station_is_409(
+    served: Served, api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    started = await station.start(1, "TAG1")
+    station.answers["RemoteStopTransaction"] = lambda _: {"status": "Rejected"}
+    response = await api.post(f"/sessions/{started['transactionId']}/stop")
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "Rejected" in response.json()["detail"]
 
 
 async def test_stop_of_an_unknown_transaction_is_404(api: httpx.AsyncClient) -> None:
@@ -121,6 +169,61 @@ async def test_commands_return_the_stations_answer(api: httpx.AsyncClient, stati
     ]
 
 
+async def test_availability_of_connector_zero_of_a_single_charge_point_station_is_sent_as_zero(
+    api: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    body = {"connectorId": 0, "type": "Inoperative"}
+    assert (await api.post("/charge-points/CS-1/availability", json=body)).json() == {"status": "Accepted"}
+    assert station.received_calls == [("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"})]
+
+
+@pytest.fixture
+async def duo(served: Served) -> AsyncIterator[SimulatedStation]:
+    """Station DUO, connected: charge points DUO-1 and DUO-2 of 2 connectors each (OCPP connectors 1-4)."""
+    from chargenet.services import stations
+
+    async with served.context.store.transaction() as session:
+        await stations.create_station(
+            session,
+            served.context.keys.secret_hasher(),
+            served.context.keys.credential_cipher(),
+            site_id=served.tenant.site_id,
+            station_id="DUO",
+            now=served.context.clock.now(),
+            password=PASSWORD,
+            charge_points=2,
+            connectors=2,
+        )
+    simulated = served.station("DUO")
+    await simulated.connect()
+    await simulated.boot()
+    yield simulated
+    await simulated.close()
+
+
+async def test_availability_of_a_charge_point_among_several_goes_to_each_of_its_connectors_never_to_zero(
+    api: httpx.AsyncClient, duo: SimulatedStation
+) -> None:
+    duo.answers["ChangeAvailability"] = lambda p: {"status": "Scheduled" if p["connectorId"] == 4 else "Accepted"}
+    response = await api.post("/charge-points/DUO-2/availability", json={"connectorId": 0, "type": "Inoperative"})
+    assert response.json() == {
+        "status": "Scheduled",
+        "connectors": [{"connectorId": 1, "status": "Accepted"}, {"connectorId": 2, "status": "Scheduled"}],
+    }
+    assert duo.received_calls == [
+        ("ChangeAvailability", {"connectorId": 3, "type": "Inoperative"}),
+        ("ChangeAvailability", {"connectorId": 4, "type": "Inoperative"}),
+    ]
+
+
+async def test_availability_of_one_connector_of_a_charge_point_among_several_names_its_ocpp_id(
+    api: httpx.AsyncClient, duo: SimulatedStation
+) -> None:
+    response = await api.post("/charge-points/DUO-2/availability", json={"connectorId": 1, "type": "Operative"})
+    assert response.json() == {"status": "Accepted"}
+    assert duo.received_calls == [("ChangeAvailability", {"connectorId": 3, "type": "Operative"})]
+
+
 async def test_caller_outside_the_site_sees_404(
     served: Served, api: httpx.AsyncClient, station: SimulatedStation
 ) -> None:
@@ -139,6 +242,94 @@ async def test_caller_outside_the_site_sees_404(
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 404
+    assert station.received_calls == []
+
+
+@pytest.fixture
+async def rival(served: Served) -> AsyncIterator[httpx.AsyncClient]:
+    """The API as another company's partner, with every scope of the edge over that company."""
+    from chargenet.services import companies
+
+    async with served.context.store.transaction() as session:
+        company = await companies.create_company(session, name="Rival Charging", now=served.context.clock.now())
+    token = await partner_token(
+        served.context, company.id, ["sessions:write", "transactions:read", "charge-points:write"]
+    )
+    async with httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=10
+    ) as client:
+        yield client
+
+
+async def test_stop_of_another_companys_transaction_is_404_and_reaches_no_station(
+    served: Served, rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    started = await station.start(1, "TAG1")
+    response = await rival.post(f"/sessions/{started['transactionId']}/stop")
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+COMMANDS = [
+    ("reset", {"type": "Soft"}),
+    ("unlock", {"connectorId": 1}),
+    ("availability", {"connectorId": 0, "type": "Inoperative"}),
+    ("trigger", {"requestedMessage": "StatusNotification", "connectorId": 1}),
+]
+
+
+@pytest.mark.parametrize(("command", "body"), COMMANDS)
+async def test_command_on_another_companys_charge_point_is_404_and_reaches_no_station(
+    rival: httpx.AsyncClient, station: SimulatedStation, command: str, body: dict[str, object]
+) -> None:
+    response = await rival.post(f"/charge-points/CS-1/{command}", json=body)
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+async def test_start_session_on_another_companys_charge_point_is_404(
+    rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    response = await rival.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"})
+    assert response.status_code == 404
+    assert station.received_calls == []
+
+
+async def test_transactions_of_another_company_are_not_listed_even_when_asked_for_by_their_ids(
+    served: Served, rival: httpx.AsyncClient, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    await station.start(1, "TAG1")
+    # decisions.md: a list filtered by what the caller does not reach is empty, never 403 or 404.
+    for params in ({}, {"siteId": served.tenant.site_id}, {"chargePointId": "CS-1"}):
+        response = await rival.get("/transactions", params=params)
+        assert (response.status_code, response.json()) == (200, {"items": [], "next": None})
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "scope"),
+    [
+        ("POST", "/sessions", {"chargePointId": "CS-1", "connectorId": 1, "idTag": "TAG1"}, "sessions:write"),
+        ("POST", "/sessions/1/stop", None, "sessions:write"),
+        ("GET", "/transactions", None, "transactions:read"),
+        *[("POST", f"/charge-points/CS-1/{c}", b, "charge-points:write") for c, b in COMMANDS],
+    ],
+)
+async def test_a_token_without_the_endpoints_scope_gets_403(
+    served: Served,
+    api: httpx.AsyncClient,
+    station: SimulatedStation,
+    method: str,
+    path: str,
+    body: dict[str, object] | None,
+    scope: str,
+) -> None:
+    others = [s for s in ("sessions:write", "transactions:read", "charge-points:write") if s != scope]
+    token = await partner_token(served.context, served.tenant.company_id, [*others, "charge-points:read"])
+    response = await api.request(method, path, json=body, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 403
+    assert f'scope="{scope}"' in response.headers["www-authenticate"]
     assert station.received_calls == []
 
 

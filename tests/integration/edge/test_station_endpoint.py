@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from chargenet.simulators.station import StationCallError
+from chargenet.clock import ManualClock
+from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.station import SimulatedStation, StationCallError
 from tests.integration.edge.conftest import PASSWORD, Served
 
 
@@ -203,10 +206,7 @@ async def test_flooding_station_gets_every_call_answered(station) -> None:  # ty
 
 
 async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_manual: Served) -> None:
-    from chargenet.clock import ManualClock
-
-    clock = served_manual.context.clock
-    assert isinstance(clock, ManualClock)
+    clock = manual_clock(served_manual)
     station = served_manual.station()
     await station.connect()
     await station.heartbeat()
@@ -217,6 +217,76 @@ async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_ma
     await asyncio.sleep(0.2)
     assert station.socket.close_code is None
     clock.advance(11)  # the sweep runs every 10 s
+    assert await station.wait_closed() == 1000
+
+
+def manual_clock(served: Served) -> ManualClock:
+    clock = served.context.clock
+    assert isinstance(clock, ManualClock)
+    return clock
+
+
+async def test_websocket_pings_keep_a_station_from_being_idle(served_manual: Served) -> None:
+    clock = manual_clock(served_manual)
+    station = served_manual.station()
+    await station.connect()
+    await station.heartbeat()
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    await asyncio.wait_for(await station.socket.ping(), 5)  # OCPP-J §5.3: a ping may stand in for a Heartbeat
+    clock.advance(659)
+    await asyncio.sleep(0.2)
+    assert station.socket.close_code is None
+    clock.advance(11)
+    assert await station.wait_closed() == 1000
+
+
+async def idle_for(served: Served, station: SimulatedStation, seconds: int) -> int | None:
+    """Let the station stay silent for `seconds` more (the sweep wakes once); its close code, if it was closed."""
+    manual_clock(served).advance(seconds)
+    await asyncio.sleep(0.2)
+    return station.socket.close_code
+
+
+@pytest.fixture
+async def told_3600_s_by_the_upstream(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> AsyncIterator[SimulatedStation]:
+    cpo.heartbeat_interval = 3600
+    await served_manual.point_site_at(cpo)
+    station = served_manual.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    assert (await station.boot())["interval"] == 3600
+    yield station
+    await station.close()
+
+
+async def test_station_given_a_long_interval_by_the_upstream_is_not_idle_before_two_of_them(
+    served_manual: Served, told_3600_s_by_the_upstream: SimulatedStation
+) -> None:
+    assert await idle_for(served_manual, told_3600_s_by_the_upstream, 2 * 3600 + 50) is None
+
+
+async def test_station_given_a_long_interval_by_the_upstream_is_idle_after_two_of_them_and_a_minute(
+    served_manual: Served, told_3600_s_by_the_upstream: SimulatedStation
+) -> None:
+    await idle_for(served_manual, told_3600_s_by_the_upstream, 2 * 3600 + 60)
+    assert await told_3600_s_by_the_upstream.wait_closed() == 1000
+
+
+async def test_heartbeat_interval_changed_by_the_upstream_sets_the_idle_limit(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    await served_manual.point_site_at(cpo)
+    station = served_manual.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    await station.boot()
+    frame = await cpo.call("CS-1", "ChangeConfiguration", {"key": "HeartbeatInterval", "value": "1800"})
+    assert frame[2] == {"status": "Accepted"}
+    assert await idle_for(served_manual, station, 2 * 1800 + 50) is None
+    await idle_for(served_manual, station, 10)
     assert await station.wait_closed() == 1000
 
 

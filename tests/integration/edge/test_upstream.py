@@ -501,3 +501,12 @@ async def test_invalid_command_from_the_upstream_is_refused_before_the_station(
     frame = await cpo.call("CS-1", "Reset", {"type": "Medium"})
     assert frame[0] == 4 and frame[2] == "PropertyConstraintViolation"
     assert proxied.received_calls == []
+
+
+async def test_remote_start_on_connector_zero_from_the_upstream_is_refused_before_the_station(
+    proxied: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "RemoteStartTransaction", {"connectorId": 0, "idTag": "TAG1"})
+    assert frame[0] == 4 and frame[2] == "PropertyConstraintViolation"
+    assert proxied.received_calls == []

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from chargenet.domain.tenants import ConnectorAddress, StationLayout, locate_connector, ocpp_connector_id
+from chargenet.domain.tenants import (
+    ConnectorAddress,
+    StationLayout,
+    charge_point_connector_ids,
+    locate_connector,
+    ocpp_connector_id,
+)
 from chargenet.errors import InvalidInput
 
 
@@ -29,6 +35,20 @@ def test_ocpp_connector_id_inverts_locate_connector() -> None:
     layout = StationLayout("ST-2", charge_points=3, connectors_per_charge_point=2)
     for ocpp_id in range(0, 7):
         assert ocpp_connector_id(layout, locate_connector(layout, ocpp_id)) == ocpp_id
+
+
+def test_commands_for_connector_zero_of_one_of_several_charge_points_name_each_of_its_connectors() -> None:
+    layout = StationLayout("ST-2", charge_points=3, connectors_per_charge_point=2)
+    assert charge_point_connector_ids(layout, ConnectorAddress("ST-2-2", 0)) == [3, 4]
+
+
+def test_commands_for_connector_zero_of_a_single_charge_point_name_connector_zero() -> None:
+    assert charge_point_connector_ids(StationLayout("ST-1"), ConnectorAddress("ST-1", 0)) == [0]
+
+
+def test_commands_for_one_connector_name_its_ocpp_id() -> None:
+    layout = StationLayout("ST-2", charge_points=3, connectors_per_charge_point=2)
+    assert charge_point_connector_ids(layout, ConnectorAddress("ST-2-3", 1)) == [5]
 
 
 def test_a_connector_beyond_the_station_is_refused() -> None:

@@ -154,6 +154,23 @@ async def test_listening_for_a_late_answer_ends_when_the_connection_closes(
         await caught.value.answer
 
 
+async def test_call_times_out_when_its_timer_fires_even_if_the_clock_stepped_back(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}))
+    await wire.next()
+    while clock.sleepers == 0:
+        await asyncio.sleep(0)
+    clock.advance(30)  # the call's timer fires ...
+    clock.set(clock.now() - timedelta(seconds=5))  # ... and the wall clock steps back before the call wakes up
+    with pytest.raises(CallTimedOut):
+        await first
+    assert connection.session.outstanding is None
+    second = asyncio.create_task(connection.call("Reset", {"type": "Soft"}))
+    assert (await wire.next())[2] == "Reset"
+    second.cancel()
+
+
 async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: RpcConnection, wire: Wire) -> None:
     ours = asyncio.create_task(connection.call("ClearCache", {}))
     await wire.next()

@@ -205,6 +205,32 @@ def test_bad_date_time_is_property_constraint_violation() -> None:
         frames.check_call(Call("a", "StartTransaction", payload))
 
 
+def test_start_transaction_on_connector_zero_is_property_constraint_violation() -> None:
+    payload = {"connectorId": 0, "idTag": "T", "meterStart": 0, "timestamp": "2026-07-01T12:00:00Z"}
+    with pytest.raises(PropertyConstraintViolation) as caught:
+        frames.check_call(Call("a", "StartTransaction", payload))
+    assert caught.value.field == "connectorId" and caught.value.unique_id == "a"
+
+
+def test_remote_start_on_connector_zero_is_property_constraint_violation() -> None:
+    with pytest.raises(PropertyConstraintViolation):
+        frames.check_call(Call("a", "RemoteStartTransaction", {"connectorId": 0, "idTag": "T"}))
+
+
+def test_remote_start_without_a_connector_passes() -> None:
+    frames.check_call(Call("a", "RemoteStartTransaction", {"idTag": "T"}))
+
+
+def test_reservation_of_connector_zero_passes() -> None:
+    payload = {"connectorId": 0, "expiryDate": "2026-07-01T13:00:00Z", "idTag": "T", "reservationId": 1}
+    frames.check_call(Call("a", "ReserveNow", payload))
+
+
+def test_building_a_start_on_connector_zero_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        frames.build_call("x", "RemoteStartTransaction", {"connectorId": 0, "idTag": "T"})
+
+
 def test_extra_property_is_formation_violation() -> None:
     with pytest.raises(StructureViolation) as caught:
         frames.check_call(Call("a", "Heartbeat", {"extra": 1}))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -125,3 +125,39 @@ def test_reconnect_delay_never_exceeds_thirty_seconds() -> None:
 
 def test_reconnect_delay_jitter_keeps_at_least_half() -> None:
     assert proxy.reconnect_delay(10, 0.0) == 15
+
+
+def test_idle_limit_is_two_intervals_and_a_minute() -> None:
+    assert proxy.idle_limit(300) == timedelta(seconds=660)
+
+
+def test_boot_answer_gives_its_interval() -> None:
+    answer = {"status": "Accepted", "currentTime": "2026-01-01T12:00:00Z", "interval": 3600}
+    assert proxy.interval_given("BootNotification", {}, answer, 300) == 3600
+
+
+def test_boot_answer_with_interval_zero_keeps_the_current_one() -> None:
+    answer = {"status": "Accepted", "currentTime": "2026-01-01T12:00:00Z", "interval": 0}
+    assert proxy.interval_given("BootNotification", {}, answer, 300) == 300
+
+
+def test_accepted_heartbeat_interval_change_gives_the_new_interval() -> None:
+    change = {"key": "HeartbeatInterval", "value": "900"}
+    assert proxy.interval_given("ChangeConfiguration", change, {"status": "Accepted"}, 300) == 900
+
+
+def test_rejected_heartbeat_interval_change_keeps_the_current_one() -> None:
+    change = {"key": "HeartbeatInterval", "value": "900"}
+    assert proxy.interval_given("ChangeConfiguration", change, {"status": "Rejected"}, 300) == 300
+
+
+def test_heartbeat_interval_change_applied_after_a_reboot_holds_the_longer_one() -> None:
+    shorter = {"key": "HeartbeatInterval", "value": "60"}
+    assert proxy.interval_given("ChangeConfiguration", shorter, {"status": "RebootRequired"}, 300) == 300
+
+
+def test_change_of_another_key_or_an_unreadable_interval_keeps_the_current_one() -> None:
+    other = {"key": "MeterValueSampleInterval", "value": "900"}
+    unreadable = {"key": "HeartbeatInterval", "value": "often"}
+    assert proxy.interval_given("ChangeConfiguration", other, {"status": "Accepted"}, 300) == 300
+    assert proxy.interval_given("ChangeConfiguration", unreadable, {"status": "Accepted"}, 300) == 300

@@ -83,6 +83,36 @@ def test_waiting_call_times_out_without_being_sent() -> None:
     assert session.next_to_send() is None
 
 
+def test_expiring_a_call_by_its_id_frees_the_slot_whatever_the_time() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("ClearCache", {}, T0)
+    session.next_to_send()
+    outcome = session.expire_call(first, T0)
+    assert outcome is not None and isinstance(outcome.error, CallTimedOut) and outcome.unique_id == first
+    sent = session.next_to_send()
+    assert sent is not None and sent.action == "ClearCache"
+
+
+def test_expiring_a_waiting_call_by_its_id_leaves_the_outstanding_one() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    second = session.submit("ClearCache", {}, T0)
+    session.next_to_send()
+    outcome = session.expire_call(second, T0)
+    assert outcome is not None and outcome.action == "ClearCache"
+    assert session.outstanding is not None and session.outstanding.unique_id == first
+    assert session.next_deadline() == T0 + timedelta(seconds=30)
+
+
+def test_expiring_a_call_that_already_ended_is_nothing() -> None:
+    session = counting_ids()
+    first = session.submit("Reset", {"type": "Soft"}, T0)
+    session.next_to_send()
+    session.receive_answer(CallResult(first, {"status": "Accepted"}))
+    assert session.expire_call(first, T0) is None
+
+
 def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
     session = counting_ids()
     first = session.submit("Reset", {"type": "Soft"}, T0)
@@ -210,3 +240,14 @@ def test_answering_a_peer_call_twice_is_a_local_error() -> None:
     session.answered("p1")
     with pytest.raises(LocalProtocolError):
         session.answered("p1")
+
+
+def test_expiring_a_sent_call_listened_for_keeps_listening_from_then_on() -> None:
+    session = counting_ids()
+    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=2))
+    session.next_to_send()
+    outcome = session.expire_call(first, T0 + timedelta(seconds=5))
+    assert outcome is not None and outcome.listening and session.outstanding is None
+    assert session.next_deadline() == T0 + timedelta(seconds=5, minutes=2)
+    late = session.expire_call(first, T0 + timedelta(minutes=3))
+    assert late is not None and not late.listening and session.next_deadline() is None

@@ -1,0 +1,56 @@
+"""The WebSocket protocol under the one ASGI app: uvicorn's, also telling the edge when a station sends anything.
+
+ASGI gives an application text and binary messages only; pings, pongs and the frames of a message still being
+assembled never reach it. OCPP-J 1.6 §5.3 lets a station keep its connection alive with WebSocket pings in place
+of most Heartbeats, so the idle check has to hear those too. This protocol puts an `Activity` in the scope under
+the extension `ACTIVITY_EXTENSION`; the station endpoint sets its listener, which hears every chunk of bytes the
+peer sends. Under another ASGI server the extension is absent and only messages count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.http11 import Request
+
+ACTIVITY_EXTENSION = "chargenet.activity"
+
+
+class Activity:
+    __slots__ = ("listener",)
+
+    def __init__(self) -> None:
+        self.listener: Callable[[], None] | None = None
+
+    def heard(self) -> None:
+        if self.listener is not None:
+            self.listener()
+
+
+def activity_of(scope: dict[str, Any] | Any) -> Activity | None:
+    """The `Activity` a connection's scope carries, if its server provides one."""
+    extension = (scope.get("extensions") or {}).get(ACTIVITY_EXTENSION) or {}
+    found = extension.get("activity")
+    return found if isinstance(found, Activity) else None
+
+
+class StationWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's `websockets-sansio` protocol, reporting every chunk received to the connection's `Activity`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._activity = Activity()
+
+    def data_received(self, data: bytes) -> None:
+        self._activity.heard()
+        super().data_received(data)
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        # The application task was only scheduled by the call above, so it sees the scope with the extension.
+        scope = getattr(self, "scope", None)
+        if scope is not None:
+            extensions: dict[str, Any] = scope.setdefault("extensions", {})
+            extensions[ACTIVITY_EXTENSION] = {"activity": self._activity}
