@@ -73,10 +73,10 @@ class Forbidden(ChargenetError):
 
 
 class StationNotConnected(ChargenetError):
-    """A command needs a station that has no OCPP connection to this service right now."""
+    """A command needs a station that has no OCPP connection to this service right now; `why` may say more."""
 
-    def __init__(self, station_id: str) -> None:
-        super().__init__(f"station {station_id!r} is not connected")
+    def __init__(self, station_id: str, why: str | None = None) -> None:
+        super().__init__(f"station {station_id!r} is not connected" + (f": {why}" if why else ""))
         self.station_id = station_id
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -47,6 +48,17 @@ def exit_code_for(error: ChargenetError) -> int:
         if isinstance(error, cls):
             return code
     return 1
+
+
+def instant(text: str) -> datetime:
+    """An argument type: an ISO 8601 date-time with its UTC offset."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} needs a UTC offset, e.g. 2027-01-01T00:00:00+00:00")
+    return value
 
 
 def add_store_flags(parser: argparse.ArgumentParser) -> None:

@@ -56,7 +56,7 @@ async def forward(
     async with store.transaction() as session:
         presence = await records.presence(session, station_id)
         if presence is None or not presence.connected:
-            raise StationNotConnected(station_id)
+            raise StationNotConnected(station_id, "no chargenet serve process holds its connection")
         command_id = str(uuid.uuid4())
         session.add(
             StationCommand(
@@ -103,7 +103,9 @@ async def _await_answer(
                     .values(state=EXPIRED)
                 )
                 if getattr(expired, "rowcount", 0) == 1:
-                    raise StationNotConnected(station_id)
+                    raise StationNotConnected(
+                        station_id, f"no chargenet serve process took the command within {CLAIM_WINDOW.seconds} s"
+                    )
             if row.state == CLAIMED and row.claimed_at is not None and now >= row.claimed_at + answer_timeout:
                 raise StationDidNotAnswer(station_id, action, "the process holding its connection went silent")
 

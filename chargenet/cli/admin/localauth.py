@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
-from chargenet.cli.common import add_verb, emit, emit_list, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, instant
 from chargenet.services import localauth
-
-
-def _instant(text: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time") from None
-    if value.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{text!r} needs a UTC offset, e.g. 2027-01-01T00:00:00+00:00")
-    return value
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +16,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add.add_argument("--site", required=True, dest="site_id", metavar="ID")
     add.add_argument("id_tag", metavar="ID_TAG")
     add.add_argument("--status", default="Accepted", choices=[s.value for s in localauth.LISTABLE_STATUSES])
-    add.add_argument("--expires", type=_instant, metavar="ISO", help="expiry, ISO 8601 with offset")
+    add.add_argument("--expires", type=instant, metavar="ISO", help="expiry, ISO 8601 with offset")
     add.add_argument("--parent", dest="parent_id_tag", metavar="ID_TAG")
 
     add_verb(verbs, "list", "list a site's tags", _list).add_argument(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import station_commands
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.services import stations
 
@@ -35,6 +36,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     add_verb(verbs, "list", "list stations", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show one station", _show).add_argument("station_id", metavar="STATION_ID")
+    station_commands.register_verbs(verbs)
 
 
 def _create(args: argparse.Namespace) -> None:

@@ -1,0 +1,247 @@
+"""`chargenet admin station reset|unlock|availability|trigger|...`: commands to a connected station.
+
+The station is connected to a `chargenet serve` process, never to the CLI: the command travels through the
+store to that process and its answer comes back the same way (`chargenet.edge.relay`), so this works while
+the server runs, on the same store, like every admin command. The answer is printed as the station gave it
+(`--json`: one JSON object). A station not connected, silent, or answering with a CALLERROR exits 1 with a
+message saying which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from chargenet.app import AppContext
+from chargenet.cli.common import add_verb, emit, instant, run_with_context, table
+from chargenet.edge.hub import Edge
+from chargenet.edge.protocol import frames
+from chargenet.edge.protocol.frames import Payload
+from chargenet.services import station_commands
+from chargenet.store.db import Store
+
+TRIGGER_MESSAGES = [
+    "BootNotification",
+    "DiagnosticsStatusNotification",
+    "FirmwareStatusNotification",
+    "Heartbeat",
+    "MeterValues",
+    "StatusNotification",
+]
+
+
+def _number(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the command verbs to `admin station`."""
+
+    def verb(name: str, text: str, run: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
+        parser = add_verb(verbs, name, text, run)
+        parser.add_argument("station_id", metavar="STATION_ID")
+        return parser
+
+    def charge_point(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--charge-point",
+            dest="charge_point_id",
+            metavar="CP",
+            help="the charge point (needed on a station with several)",
+        )
+
+    reset = verb("reset", "reset a connected station", _reset)
+    reset.add_argument("--type", dest="kind", choices=["Soft", "Hard"], default="Soft")
+
+    unlock = verb("unlock", "unlock a connector of a connected station", _unlock)
+    unlock.add_argument("--connector", required=True, type=_number(1), metavar="N", help="the charge point's own")
+    charge_point(unlock)
+
+    availability = verb(
+        "availability",
+        "make a station, a charge point or a connector operative or inoperative",
+        _availability,
+    )
+    availability.add_argument("--type", dest="availability", required=True, choices=["Operative", "Inoperative"])
+    availability.add_argument("--connector", type=_number(0), metavar="N", help="0: the whole charge point")
+    charge_point(availability)
+
+    trigger = verb("trigger", "ask a station to send a message now", _trigger)
+    trigger.add_argument("--message", dest="requested_message", required=True, choices=TRIGGER_MESSAGES)
+    trigger.add_argument("--connector", type=_number(1), metavar="N")
+    charge_point(trigger)
+
+    # Central-system commands for stations without an upstream (see services.station_commands).
+    get_configuration = verb("get-configuration", "read a station's configuration keys", _get_configuration)
+    get_configuration.add_argument("--key", dest="keys", action="append", metavar="K", help="repeat; none: all")
+
+    change_configuration = verb("change-configuration", "set a station's configuration key", _change_configuration)
+    change_configuration.add_argument("--key", required=True, metavar="K")
+    change_configuration.add_argument("--value", required=True, metavar="V")
+
+    verb("clear-cache", "clear a station's authorization cache", _clear_cache)
+
+    send_list = verb("send-local-list", "send the site's local authorization list to a station", _send_local_list)
+    send_list.add_argument("--list-version", dest="list_version", required=True, type=_number(1), metavar="N")
+
+    verb("local-list-version", "ask a station which local list version it has", _local_list_version)
+
+    reserve = verb("reserve", "reserve a connector for a tag", _reserve)
+    reserve.add_argument("--connector", required=True, type=_number(0), metavar="N", help="the charge point's own")
+    reserve.add_argument("--id-tag", dest="id_tag", required=True, metavar="TAG")
+    reserve.add_argument("--expires", required=True, type=instant, metavar="ISO", help="ISO 8601 with offset")
+    reserve.add_argument("--reservation-id", dest="reservation_id", required=True, type=_number(0), metavar="N")
+    reserve.add_argument("--parent-id-tag", dest="parent_id_tag", metavar="TAG")
+    charge_point(reserve)
+
+    cancel = verb("cancel-reservation", "cancel a reservation", _cancel_reservation)
+    cancel.add_argument("--reservation-id", dest="reservation_id", required=True, type=_number(0), metavar="N")
+
+    transfer = verb("data-transfer", "send a vendor-specific DataTransfer", _data_transfer)
+    transfer.add_argument("--vendor-id", dest="vendor_id", required=True, metavar="V")
+    transfer.add_argument("--message-id", dest="message_id", metavar="M")
+    transfer.add_argument("--data", metavar="D")
+
+
+Command = Callable[[Store, Edge], Awaitable[Payload]]
+
+
+def _run(args: argparse.Namespace, action: str, command: Command) -> None:
+    async def run(context: AppContext) -> Payload:
+        assert context.edge is not None
+        return await command(context.store, context.edge)
+
+    answer: dict[str, Any] = json.loads(frames.dump_payload(run_with_context(args, run)))  # numbers as JSON has them
+    emit(args, answer, _human(args.station_id, action, answer))
+
+
+def _human(station_id: str, action: str, answer: dict[str, Any]) -> str:
+    head = f"{station_id} answered {action}"
+    if set(answer) == {"status"}:
+        return f"{head}: {answer['status']}"
+    if action == "GetConfiguration":
+        keys = table(answer.get("configurationKey", []), ["key", "value", "readonly"])
+        unknown = answer.get("unknownKey", [])
+        return f"{head}:\n{keys}" + (f"\nunknown: {', '.join(unknown)}" if unknown else "")
+    lines = [f"  {key}: {value if isinstance(value, str) else json.dumps(value)}" for key, value in answer.items()]
+    return "\n".join([f"{head}:", *lines])
+
+
+def _reset(args: argparse.Namespace) -> None:
+    _run(
+        args,
+        "Reset",
+        lambda store, edge: station_commands.reset(store, edge, station_id=args.station_id, kind=args.kind),
+    )
+
+
+def _unlock(args: argparse.Namespace) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.unlock(
+            store, edge, station_id=args.station_id, charge_point_id=args.charge_point_id, connector_id=args.connector
+        )
+
+    _run(args, "UnlockConnector", command)
+
+
+def _availability(args: argparse.Namespace) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.change_availability(
+            store,
+            edge,
+            station_id=args.station_id,
+            charge_point_id=args.charge_point_id,
+            connector_id=args.connector,
+            availability=args.availability,
+        )
+
+    _run(args, "ChangeAvailability", command)
+
+
+def _trigger(args: argparse.Namespace) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.trigger(
+            store,
+            edge,
+            station_id=args.station_id,
+            requested_message=args.requested_message,
+            charge_point_id=args.charge_point_id,
+            connector_id=args.connector,
+        )
+
+    _run(args, "TriggerMessage", command)
+
+
+def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.central_command(
+            store, edge, station_id=args.station_id, action=action, payload=payload
+        )
+
+    _run(args, action, command)
+
+
+def _get_configuration(args: argparse.Namespace) -> None:
+    _central(args, "GetConfiguration", {"key": args.keys} if args.keys else {})
+
+
+def _change_configuration(args: argparse.Namespace) -> None:
+    _central(args, "ChangeConfiguration", {"key": args.key, "value": args.value})
+
+
+def _clear_cache(args: argparse.Namespace) -> None:
+    _central(args, "ClearCache", {})
+
+
+def _local_list_version(args: argparse.Namespace) -> None:
+    _central(args, "GetLocalListVersion", {})
+
+
+def _cancel_reservation(args: argparse.Namespace) -> None:
+    _central(args, "CancelReservation", {"reservationId": args.reservation_id})
+
+
+def _data_transfer(args: argparse.Namespace) -> None:
+    payload: Payload = {"vendorId": args.vendor_id}
+    if args.message_id is not None:
+        payload["messageId"] = args.message_id
+    if args.data is not None:
+        payload["data"] = args.data
+    _central(args, "DataTransfer", payload)
+
+
+def _send_local_list(args: argparse.Namespace) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.send_local_list(
+            store, edge, station_id=args.station_id, list_version=args.list_version
+        )
+
+    _run(args, "SendLocalList", command)
+
+
+def _reserve(args: argparse.Namespace) -> None:
+    async def command(store: Store, edge: Edge) -> Payload:
+        return await station_commands.reserve_now(
+            store,
+            edge,
+            station_id=args.station_id,
+            charge_point_id=args.charge_point_id,
+            connector_id=args.connector,
+            id_tag=args.id_tag,
+            expires_at=args.expires,
+            reservation_id=args.reservation_id,
+            parent_id_tag=args.parent_id_tag,
+        )
+
+    _run(args, "ReserveNow", command)

@@ -1,0 +1,226 @@
+"""Commands to a station from its operator (`chargenet admin station ...`).
+
+Reset, unlock, availability and trigger are the API's station commands: those for one charge point go through
+`sessions`, with the operator's reach (every site); those for the station as a whole (a reset, the station's
+own availability, a trigger without a connector) go to the station itself. The other central-system commands
+the edge sends (`proxy.COMMAND_ACTIONS`: configuration, cache, local list, reservations, data transfer) are for
+stations without an upstream: where the site has an upstream central system they are its business, and a
+second source of them would fight it (`Conflict`).
+
+Every command goes through `Edge.command`, which reaches a station held by another process through the store.
+Each function raises `NotFound`, `InvalidInput` for values OCPP would refuse, and the edge's errors
+(`StationNotConnected`, `StationDidNotAnswer`, `StationAnswerFailed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from chargenet.edge.hub import Edge
+from chargenet.edge.protocol import frames
+from chargenet.edge.protocol.errors import LocalProtocolError, PayloadViolation
+from chargenet.edge.protocol.frames import Call, Payload
+from chargenet.edge.protocol.proxy import ocpp_time
+from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.services import sessions
+from chargenet.services.localauth import list_entries, validate_id_tag
+from chargenet.services.stations import layout_of
+from chargenet.store.db import Store
+from chargenet.store.models import Site, Station
+
+
+def everywhere(company_id: str, site_id: str) -> bool:
+    """The operator's reach: every company and site (`sessions.Allowed`)."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class StationTarget:
+    station_id: str
+    site_id: str
+    charge_point_ids: list[str]
+    has_upstream: bool
+
+    def charge_point(self, charge_point_id: str | None) -> str:
+        """The charge point named, or the station's only one when none is."""
+        if charge_point_id is None:
+            if len(self.charge_point_ids) == 1:
+                return self.charge_point_ids[0]
+            raise InvalidInput(
+                f"station {self.station_id} has charge points {', '.join(self.charge_point_ids)}: name one",
+                field="charge-point",
+            )
+        if charge_point_id not in self.charge_point_ids:
+            raise NotFound("charge point", f"{charge_point_id} of station {self.station_id}")
+        return charge_point_id
+
+
+async def _station(store: Store, station_id: str, *, central_only: bool = False) -> StationTarget:
+    async with store.transaction() as session:
+        row = await session.get(Station, station_id)
+        if row is None:
+            raise NotFound("station", station_id)
+        site = await session.get(Site, row.site_id)
+        assert site is not None
+        target = StationTarget(row.id, row.site_id, layout_of(row).charge_point_ids, site.upstream_url is not None)
+    if central_only and target.has_upstream:
+        raise Conflict(
+            f"station {station_id}'s site has an upstream central system, which owns its configuration, local "
+            "list, reservations and data transfers: send this command from there"
+        )
+    return target
+
+
+def _checked(action: str, payload: Payload) -> Payload:
+    """The command as OCPP allows it, or `InvalidInput` naming the field (the values come from an operator)."""
+    try:
+        frames.build_call("check", action, payload)
+    except LocalProtocolError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, PayloadViolation):
+            raise InvalidInput(f"{action}: {cause.message}", field=cause.field or None) from None
+        raise InvalidInput(exc.message) from None
+    return payload
+
+
+async def _to_station(edge: Edge, station_id: str, action: str, payload: Payload) -> Payload:
+    return await edge.command(station_id, action, _checked(action, payload))
+
+
+async def reset(store: Store, edge: Edge, *, station_id: str, kind: str) -> Payload:
+    await _station(store, station_id)
+    return await _to_station(edge, station_id, "Reset", {"type": kind})
+
+
+async def unlock(
+    store: Store, edge: Edge, *, station_id: str, charge_point_id: str | None, connector_id: int
+) -> dict[str, str]:
+    target = await _station(store, station_id)
+    return await sessions.charge_point_command(
+        store,
+        edge,
+        everywhere,
+        charge_point_id=target.charge_point(charge_point_id),
+        action="UnlockConnector",
+        payload=_checked("UnlockConnector", {"connectorId": connector_id}),
+        connector_id=connector_id,
+    )
+
+
+async def change_availability(
+    store: Store,
+    edge: Edge,
+    *,
+    station_id: str,
+    charge_point_id: str | None,
+    connector_id: int | None,
+    availability: str,
+) -> Payload:
+    """Without a charge point or connector, the station itself (OCPP connector 0); otherwise as the API does it."""
+    target = await _station(store, station_id)
+    if charge_point_id is None and connector_id is None:
+        payload = {"connectorId": 0, "type": availability}
+        return await _to_station(edge, station_id, "ChangeAvailability", payload)
+    return await sessions.change_availability(
+        store,
+        edge,
+        everywhere,
+        charge_point_id=target.charge_point(charge_point_id),
+        connector_id=connector_id or 0,
+        availability=availability,
+    )
+
+
+async def trigger(
+    store: Store,
+    edge: Edge,
+    *,
+    station_id: str,
+    requested_message: str,
+    charge_point_id: str | None,
+    connector_id: int | None,
+) -> Payload:
+    target = await _station(store, station_id)
+    payload: Payload = {"requestedMessage": requested_message}
+    if connector_id is None:
+        return await _to_station(edge, station_id, "TriggerMessage", payload)
+    return await sessions.charge_point_command(
+        store,
+        edge,
+        everywhere,
+        charge_point_id=target.charge_point(charge_point_id),
+        action="TriggerMessage",
+        payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
+        connector_id=connector_id,
+    )
+
+
+async def central_command(store: Store, edge: Edge, *, station_id: str, action: str, payload: Payload) -> Payload:
+    """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
+    to a station without an upstream; the station's answer as it came."""
+    await _station(store, station_id, central_only=True)
+    return await _to_station(edge, station_id, action, payload)
+
+
+async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_version: int) -> Payload:
+    """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
+    those tags itself while it cannot reach the edge."""
+    target = await _station(store, station_id, central_only=True)
+    async with store.transaction() as session:
+        entries = await list_entries(session, site_id=target.site_id)
+    authorization = []
+    for entry in entries:
+        info: Payload = {"status": entry.status}
+        if entry.expires_at is not None:
+            info["expiryDate"] = ocpp_time(entry.expires_at)
+        if entry.parent_id_tag is not None:
+            info["parentIdTag"] = entry.parent_id_tag
+        authorization.append({"idTag": entry.id_tag, "idTagInfo": info})
+    payload: Payload = {"listVersion": list_version, "updateType": "Full", "localAuthorizationList": authorization}
+    try:
+        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), edge.limits)
+    except LocalProtocolError:
+        raise InvalidInput(
+            f"the site's list of {len(entries)} tags does not fit in one OCPP frame "
+            f"({edge.limits.max_frame_bytes} bytes)",
+            field="localAuthorizationList",
+        ) from None
+    return await edge.command(station_id, "SendLocalList", payload)
+
+
+async def reserve_now(
+    store: Store,
+    edge: Edge,
+    *,
+    station_id: str,
+    charge_point_id: str | None,
+    connector_id: int,
+    id_tag: str,
+    expires_at: datetime,
+    reservation_id: int,
+    parent_id_tag: str | None = None,
+) -> dict[str, str]:
+    """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
+    station with several charge points it would reserve the whole station."""
+    target = await _station(store, station_id, central_only=True)
+    if connector_id < 1:
+        raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
+    validate_id_tag(id_tag, "id-tag")
+    payload: Payload = {
+        "connectorId": connector_id,
+        "expiryDate": ocpp_time(expires_at),
+        "idTag": id_tag,
+        "reservationId": reservation_id,
+    }
+    if parent_id_tag is not None:
+        payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
+    return await sessions.charge_point_command(
+        store,
+        edge,
+        everywhere,
+        charge_point_id=target.charge_point(charge_point_id),
+        action="ReserveNow",
+        payload=_checked("ReserveNow", payload),
+        connector_id=connector_id,
+    )
