@@ -1,5 +1,6 @@
 """Webhook delivery: signed deliveries per second through the lanes (1 lane, 100 lanes) and enqueue-to-delivery
 latency at a steady 500 events/s, each against a bare httpx POST loop to the same local receiver in the same run.
+The receiver is a process of its own (bench/webhook_receiver.py), as a partner's would be.
 
 Targets (issue 5): with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. The store is
 the embedded SQLite (WAL, synchronous=FULL), so every acknowledged delivery is on disk before the next one.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -36,35 +38,31 @@ PAYLOAD = AuthorizePayload.model_validate({"stationId": "ST-1", "idTag": "TAG", 
 
 
 class Receiver:
-    """A minimal HTTP/1.1 server answering 204, noting when each request arrived."""
+    """The receiver process (bench/webhook_receiver.py), noting when each request arrived."""
 
     def __init__(self) -> None:
         self.arrivals: list[float] = []
         self.port = 0
-        self._server: asyncio.Server | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.webhook_receiver", stdout=asyncio.subprocess.PIPE
+        )
+        assert self._process.stdout is not None
+        self.port = int(await self._process.stdout.readline())
+        self._reader = asyncio.create_task(self._read(self._process.stdout))
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                await reader.readexactly(length)
-                self.arrivals.append(time.perf_counter())
-                writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
+    async def _read(self, stdout: asyncio.StreamReader) -> None:
+        while line := await stdout.readline():
+            self.arrivals.append(float(line))
 
     async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
+        assert self._process is not None and self._reader is not None
+        self._process.kill()
+        await self._process.wait()
+        self._reader.cancel()
 
 
 async def _until(condition: Callable[[], bool], limit: float = 120.0) -> None:
