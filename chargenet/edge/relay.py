@@ -17,7 +17,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, select, update
 
@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 CLAIM_WINDOW = timedelta(seconds=3)
 """How long a pending command waits for the station's process; it polls every RELAY_INTERVAL."""
+CLOCK_SKEW = timedelta(seconds=60)
+"""How far apart the clocks of two processes may be: the holder claims commands created (by the asker's clock)
+no longer ago than this, which keeps it from sending a command an asker that died left pending long ago."""
 RELAY_INTERVAL = 0.1
 ASKER_POLL = 0.05
 FORGOTTEN_AFTER = timedelta(hours=1)
@@ -79,6 +82,7 @@ async def _await_answer(
     store: Store, clock: Clock, command_id: str, station_id: str, action: str, answer_timeout: timedelta
 ) -> Payload:
     claim_by = clock.now() + CLAIM_WINDOW
+    answer_by: datetime | None = None  # by this process's clock, not the holder's
     while True:
         await asyncio.sleep(ASKER_POLL)
         async with store.transaction() as session:
@@ -106,8 +110,10 @@ async def _await_answer(
                     raise StationNotConnected(
                         station_id, f"no chargenet serve process took the command within {CLAIM_WINDOW.seconds} s"
                     )
-            if row.state == CLAIMED and row.claimed_at is not None and now >= row.claimed_at + answer_timeout:
-                raise StationDidNotAnswer(station_id, action, "the process holding its connection went silent")
+            if row.state == CLAIMED:
+                answer_by = answer_by or now + answer_timeout
+                if now >= answer_by:
+                    raise StationDidNotAnswer(station_id, action, "the process holding its connection went silent")
 
 
 class CommandRelay(LoopWorker):
@@ -129,7 +135,7 @@ class CommandRelay(LoopWorker):
         self.send = send
         self.owner = process_owner()
         self._sending: set[asyncio.Task[None]] = set()
-        self._last_purge = clock.now()
+        self._last_purge = datetime.min.replace(tzinfo=UTC)  # purge at the first round
 
     async def run_once(self) -> None:
         stations = self.connected()
@@ -143,7 +149,7 @@ class CommandRelay(LoopWorker):
                 return
             pending = await session.scalars(
                 select(StationCommand).where(
-                    StationCommand.state == PENDING, StationCommand.created_at >= now - CLAIM_WINDOW
+                    StationCommand.state == PENDING, StationCommand.created_at >= now - CLAIM_WINDOW - CLOCK_SKEW
                 )
             )
             for command in [c for c in pending if c.station_id in stations]:

@@ -119,8 +119,9 @@ class DeliveryEngine:
         self._endpoints: dict[str, tuple[datetime, Endpoint]] = {}
         self._poke = asyncio.Event()
         self._outbox = outbox_committed()
-        self._next: dict[int, queue.LaneSnapshot] = {}
+        self._next: dict[int, tuple[int, queue.LaneSnapshot]] = {}  # with the settings generation it was read in
         self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
+        self._committing: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
         self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0
@@ -143,6 +144,9 @@ class DeliveryEngine:
 
     async def lease_once(self) -> set[int]:
         """Renew, give up and take leases; start and stop lane tasks to match. Returns the lanes held."""
+        # Acknowledgements waiting for their commit are written while their leases are still held: giving up
+        # the lane of a webhook just disabled would otherwise leave them unrecorded, and sent again.
+        await self.settled()
         now = self.clock.now()
         # Lanes sending ahead from a window they read re-read the lane (and the webhook's settings) now.
         self._generation += 1
@@ -176,14 +180,30 @@ class DeliveryEngine:
         the core's decisions in order. A crash can lose only the record of acknowledgements still unsettled:
         those events are sent again (partners de-duplicate by eventId), none is lost.
         """
-        snapshot = self._next.pop(lane_id, None)
+        generation = self._generation
+        cached = self._next.pop(lane_id, None)
+        snapshot = cached[1] if cached is not None and cached[0] == generation else None
         if snapshot is None:
             async with self.store.transaction() as session:
                 snapshot = await queue.snapshot(session, lane_id, self.owner, window)
         if snapshot is None:
             return LeaseLost()
-        generation = self._generation
         unsettled: deque[asyncio.Future[bool]] = deque()
+        try:
+            return await self._send_window(snapshot, generation, unsettled, window)
+        except BaseException:
+            # Whatever ends the step, its acknowledgements are settled before anything else is written for the
+            # lane, so a later step's retry state is never overwritten by them.
+            await asyncio.gather(*(asyncio.shield(f) for f in unsettled), return_exceptions=True)
+            raise
+
+    async def _send_window(
+        self,
+        snapshot: queue.LaneSnapshot,
+        generation: int,
+        unsettled: deque[asyncio.Future[bool]],
+        window: int,
+    ) -> StepResult:
         while True:
             action = due(snapshot.view, self.clock.now())
             if not isinstance(action, SendHead):
@@ -194,7 +214,7 @@ class DeliveryEngine:
             effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
             if isinstance(effect, Acknowledge) and snapshot.following and generation == self._generation:
                 unsettled.append(self._settle_in_background(snapshot, action, result, effect))
-                if len(unsettled) >= UNSETTLED_LIMIT and not await unsettled.popleft():
+                if len(unsettled) >= UNSETTLED_LIMIT and not await asyncio.shield(unsettled.popleft()):
                     await _all_settled(unsettled)
                     return LeaseLost()
                 if any(task.done() and not task.result() for task in unsettled):
@@ -218,9 +238,10 @@ class DeliveryEngine:
             )
             return kept, await queue.snapshot(session, lane_id, self.owner, window) if kept else None
 
+        generation = self._generation
         kept, following = await self._group_commit(lane_id, settle)
         if following is not None:
-            self._next[lane_id] = following
+            self._next[lane_id] = (generation, following)
         self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
         return action if kept else LeaseLost()
 
@@ -295,6 +316,7 @@ class DeliveryEngine:
     async def _commit_batches(self) -> None:
         while self._batch:
             batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
+            self._committing = batch
             try:
                 async with self.store.transaction() as session:
                     results = [await work(session) for _, work, _ in batch]
@@ -328,10 +350,11 @@ class DeliveryEngine:
             await self.shutdown()
 
     async def settled(self) -> None:
-        """Wait until everything handed to the group committer is committed or has failed."""
+        """Wait until everything handed to the group committer so far is committed or has failed (not what busy
+        lanes hand over meanwhile, which could go on for ever)."""
         await asyncio.sleep(0)  # lets acknowledgements just handed over reach the batch
-        while self._committer is not None and not self._committer.done():
-            await asyncio.gather(self._committer, return_exceptions=True)
+        pending = [future for _, _, future in (*self._committing, *self._batch)]
+        await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
 
     def poke(self) -> None:
         """Re-read leases and webhook settings now rather than at the next lease round."""
@@ -443,7 +466,8 @@ def _behind_head(snapshot: queue.LaneSnapshot) -> queue.LaneSnapshot:
 
 async def _all_settled(tasks: deque[asyncio.Future[bool]]) -> bool:
     """Wait for every background acknowledgement; False if any found the lease gone. Re-raises a failed commit."""
-    results = await asyncio.gather(*tasks, return_exceptions=True)
+    # Shielded: cancelling the lane's task must not cancel futures other lanes' tasks may wait on.
+    results = await asyncio.gather(*(asyncio.shield(task) for task in tasks), return_exceptions=True)
     tasks.clear()
     for result in results:
         if isinstance(result, BaseException):

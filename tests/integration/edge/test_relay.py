@@ -124,3 +124,19 @@ async def test_a_callerror_behind_another_process_keeps_its_code(
     with pytest.raises(StationAnswerFailed) as failed:
         await context.edge.command("CS-1", "Reset", {"type": "Soft"})
     assert (failed.value.code, failed.value.description) == ("NotSupported", "no reset here")
+
+
+async def test_commands_left_by_an_asker_that_died_are_purged_at_the_relays_first_round(
+    served: Served, other: tuple[AppContext, int]
+) -> None:
+    context, _ = other
+    long_ago = context.clock.now() - timedelta(hours=2)
+    async with context.store.transaction() as session:
+        session.add(
+            StationCommand(
+                id="abandoned", station_id="CS-1", action="Reset", payload="{}", state="pending", created_at=long_ago
+            )
+        )
+    relay_worker = relay.CommandRelay(context.store, context.clock, lambda: {"CS-1"}, served.edge.command_here)
+    await relay_worker.run_once()
+    assert await _commands_left(context) == 0

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from chargenet.clock import ManualClock
+from chargenet.services import webhooks as webhook_service
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane, WebhookLaneEntry
 from chargenet.webhooks import queue
@@ -173,3 +174,26 @@ async def test_lanes_recover_after_a_group_commit_of_their_acknowledgements_fail
         delivered = tags(receiver.bodies())
         assert list(dict.fromkeys(delivered)) == EVENTS
     assert await _lane_state(store) == (0, 0)
+
+
+async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_it_again(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    async with run_receiver() as old, run_receiver() as new:
+        webhook_id = await harness.webhook(old.url)
+        await harness.publish("A", "B")
+        engine = harness.engine()
+        await engine.lease_once()
+        await engine.fill_once()
+        lane_id = await harness.lane_id(webhook_id)
+        await engine.step(lane_id)  # A sent; the lane as it stood after A is kept for the next step
+        clock.advance(1)
+        async with store.transaction() as session:
+            await webhook_service.update_webhook(
+                session, harness.keys.credential_cipher(), webhook_id, url=new.url, now=clock.now(), allow_private=True
+            )
+        engine.poke()  # what the API does after a change
+        await drain(engine, lane_id, clock)
+        await engine.sender.aclose()
+    assert (tags(old.bodies()), tags(new.bodies())) == (["A"], ["B"])
