@@ -209,7 +209,7 @@ class RpcConnection:
         if self._closed:
             raise ConnectionLost(f"{self.name} is closed")
         frames.build_call("check", action, payload)  # our own payload, so a violation is our bug
-        unique_id = self.session.submit(action, payload, self._clock.now(), late_within=late_within)
+        unique_id = self.session.submit(action, payload, late_within=late_within)
         future: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
         self._futures[unique_id] = future
         await self._pump()
@@ -259,7 +259,7 @@ class RpcConnection:
     def _expire(self, unique_id: str, action: str) -> None:
         # This call's own timer fired, so this call ends, by its id: comparing deadlines with the clock's `now`
         # would keep it, and the slot, alive when the wall clock stepped back while it waited.
-        outcome = self.session.expire_call(unique_id, self._clock.now()) or CallOutcome(
+        outcome = self.session.expire_call(unique_id) or CallOutcome(
             unique_id, action, error=CallTimedOut(action, unique_id)
         )
         future = self._futures.pop(unique_id, None)

@@ -1,22 +1,23 @@
 """One side of one OCPP-J connection: our outgoing CALLs and the peer's incoming ones.
 
-Theory of operation. The shell feeds in what happens (a call to make, a frame received, the time) and takes
-out what to do (a CALL to send, a call's outcome). The session never sleeps and never reads a clock: every
-method that depends on time takes `now`, and `next_deadline()` tells the shell when to call `expire`.
+Theory of operation. The shell feeds in what happens (a call to make, a frame received, a call's timer firing)
+and takes out what to do (a CALL to send, a call's outcome). The session never sleeps and never reads a clock:
+the shell keeps one timer per call, on its injectable clock, and says when it fired (`expire_call`).
 
 Rules (OCPP-J 1.6 §4.1):
 - Rule 1: we have at most one CALL outstanding (§4.1.1). Further calls wait in a bounded FIFO and are sent,
   in order, as the slot frees. The peer's CALLs are independent of ours: the two directions never wait on
   each other.
-- Rule 2: each call has a deadline counted from when it was submitted; at the deadline it fails with
-  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed. A shell that keeps a timer per
-  call expires that call by its id (`expire_call`) when the timer fires, whatever the wall clock reads then:
-  a clock stepped back (NTP, a resumed VM) must not keep a call, and its slot, alive past its timer.
+- Rule 2: each call has a timer started when it was submitted; when it fires the call fails with
+  `CallTimedOut`, whether it was sent or still waiting, and the slot is freed. The call is expired by its id
+  (`expire_call`), whatever the wall clock reads then: a clock stepped back (NTP, a resumed VM) must not keep
+  a call, and its slot, alive past its timer.
 - Rule 3: a CALLRESULT or CALLERROR completes only the outstanding call with the same id. A late answer to a
   timed-out call, or an answer nobody asked for, is dropped and counted; it is never handed to another call.
   Except: a call submitted with `late_within` that times out after it was sent is still listened for that
   much longer (its outcome says `listening`); its answer, when it comes in that time, completes it a second
-  time, late, and only it. The slot is freed at the deadline all the same (Rule 2).
+  time, late, and only it, until the shell's listening timer expires it again. The slot is freed at the
+  timeout all the same (Rule 2).
 - Rule 4: our CALL ids are unique on this connection (the id factory's job; checked here).
 - Rule 5: a peer CALL that reuses an id the peer already used for a CALL on this connection gets
   `DuplicateMessageId`. The ids are remembered up to `SessionLimits.remembered_ids`, oldest forgotten first.
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, DuplicateMessageId, LocalProtocolError
 from chargenet.edge.protocol.frames import Call, CallError, CallResult, Payload
@@ -59,7 +60,6 @@ class CallOutcome:
 @dataclass(slots=True)
 class _Pending:
     call: Call
-    deadline: datetime
     late_within: timedelta | None = None
 
 
@@ -69,7 +69,7 @@ class RpcSession:
         self._limits = limits or SessionLimits()
         self._waiting: deque[_Pending] = deque()
         self._outstanding: _Pending | None = None
-        self._listening: dict[str, _Pending] = {}  # timed out after being sent; deadline is the end of listening
+        self._listening: dict[str, _Pending] = {}  # timed out after being sent, its answer still awaited
         self._our_ids: OrderedDict[str, None] = OrderedDict()
         self._peer_ids: OrderedDict[str, None] = OrderedDict()
         self._peer_in_progress: dict[str, str] = {}
@@ -78,7 +78,7 @@ class RpcSession:
 
     # Our calls -------------------------------------------------------------------------------------------
 
-    def submit(self, call_action: str, payload: Payload, now: datetime, *, late_within: timedelta | None = None) -> str:
+    def submit(self, call_action: str, payload: Payload, *, late_within: timedelta | None = None) -> str:
         """Queue a CALL; returns its id. Raises `CallQueueFull` (Rule 1) or `LocalProtocolError` (Rule 4).
         `late_within`: how long to keep listening for the answer after a timeout (Rule 3)."""
         if len(self._waiting) >= self._limits.max_waiting_calls:
@@ -87,8 +87,7 @@ class RpcSession:
         if unique_id in self._our_ids:
             raise LocalProtocolError(f"CALL id {unique_id!r} was already used on this connection")
         _remember(self._our_ids, unique_id, self._limits.remembered_ids)
-        deadline = now + self._limits.call_timeout
-        self._waiting.append(_Pending(Call(unique_id, call_action, payload), deadline, late_within))
+        self._waiting.append(_Pending(Call(unique_id, call_action, payload), late_within))
         return unique_id
 
     def next_to_send(self) -> Call | None:
@@ -122,29 +121,9 @@ class RpcSession:
         error = CallErrorReceived(call.action, frame.code, frame.description, frame.details)
         return CallOutcome(call.unique_id, call.action, error=error)
 
-    def expire(self, now: datetime) -> list[CallOutcome]:
-        """Fail every call whose deadline has come (Rule 2), and stop listening for the late answers whose time
-        is up (Rule 3)."""
-        outcomes: list[CallOutcome] = []
-        for unique_id, pending in list(self._listening.items()):
-            if pending.deadline <= now:
-                del self._listening[unique_id]
-                outcomes.append(_timed_out(pending))
-        outstanding = self._outstanding
-        if outstanding is not None and outstanding.deadline <= now:
-            self._outstanding = None
-            if outstanding.late_within is not None:
-                listened = _Pending(outstanding.call, now + outstanding.late_within)
-                self._listening[outstanding.call.unique_id] = listened
-            outcomes.append(_timed_out(outstanding, listening=outstanding.late_within is not None))
-        still_waiting = deque(p for p in self._waiting if p.deadline > now)
-        outcomes.extend(_timed_out(p) for p in self._waiting if p.deadline <= now)
-        self._waiting = still_waiting
-        return outcomes
-
-    def expire_call(self, unique_id: str, now: datetime) -> CallOutcome | None:
+    def expire_call(self, unique_id: str) -> CallOutcome | None:
         """Fail the call `unique_id` now, sent, waiting or listened for (Rules 2 and 3); None when it has already
-        ended. A sent call submitted with `late_within` is listened for from `now` on (`listening` set)."""
+        ended. A sent call submitted with `late_within` is listened for from now on (`listening` set)."""
         listened = self._listening.pop(unique_id, None)
         if listened is not None:
             return _timed_out(listened)
@@ -152,7 +131,7 @@ class RpcSession:
         if self._outstanding is not None and self._outstanding.call.unique_id == unique_id:
             expired, self._outstanding = self._outstanding, None
             if expired.late_within is not None:
-                self._listening[unique_id] = _Pending(expired.call, now + expired.late_within)
+                self._listening[unique_id] = expired
                 return _timed_out(expired, listening=True)
         else:
             expired = next((p for p in self._waiting if p.call.unique_id == unique_id), None)
@@ -169,12 +148,6 @@ class RpcSession:
         self._outstanding = None
         self._waiting.clear()
         return calls
-
-    def next_deadline(self) -> datetime | None:
-        deadlines = [p.deadline for p in self._waiting] + [p.deadline for p in self._listening.values()]
-        if self._outstanding is not None:
-            deadlines.append(self._outstanding.deadline)
-        return min(deadlines, default=None)
 
     # The peer's calls ------------------------------------------------------------------------------------
 

@@ -25,14 +25,14 @@ def counting_ids() -> RpcSession:
 
 def test_submitted_call_is_sent_when_the_slot_is_free() -> None:
     session = counting_ids()
-    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    unique_id = session.submit("Reset", {"type": "Soft"})
     assert session.next_to_send() == Call(unique_id, "Reset", {"type": "Soft"})
 
 
 def test_second_call_waits_until_the_first_is_answered() -> None:
     session = counting_ids()
-    first = session.submit("Reset", {"type": "Soft"}, T0)
-    session.submit("ClearCache", {}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
+    session.submit("ClearCache", {})
     session.next_to_send()
     assert session.next_to_send() is None
     session.receive_answer(CallResult(first, {"status": "Accepted"}))
@@ -42,7 +42,7 @@ def test_second_call_waits_until_the_first_is_answered() -> None:
 
 def test_result_completes_the_outstanding_call() -> None:
     session = counting_ids()
-    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    unique_id = session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
     outcome = session.receive_answer(CallResult(unique_id, {"status": "Accepted"}))
     assert outcome is not None and outcome.result == {"status": "Accepted"} and outcome.error is None
@@ -50,7 +50,7 @@ def test_result_completes_the_outstanding_call() -> None:
 
 def test_call_error_completes_the_call_with_the_error_data() -> None:
     session = counting_ids()
-    unique_id = session.submit("Reset", {"type": "Soft"}, T0)
+    unique_id = session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
     outcome = session.receive_answer(CallError(unique_id, ErrorCode.NOT_SUPPORTED, "no", {"a": 1}))
     assert outcome is not None and isinstance(outcome.error, CallErrorReceived)
@@ -61,34 +61,22 @@ def test_call_error_completes_the_call_with_the_error_data() -> None:
     )
 
 
-def test_call_times_out_at_its_deadline_and_frees_the_slot() -> None:
-    session = counting_ids()
-    session.submit("Reset", {"type": "Soft"}, T0)
-    session.submit("ClearCache", {}, T0 + timedelta(seconds=10))
-    session.next_to_send()
-    assert session.expire(T0 + timedelta(seconds=29)) == []
-    [outcome] = session.expire(T0 + timedelta(seconds=30))
-    assert isinstance(outcome.error, CallTimedOut) and outcome.action == "Reset"
-    sent = session.next_to_send()
-    assert sent is not None and sent.action == "ClearCache"
-
-
 def test_waiting_call_times_out_without_being_sent() -> None:
     session = counting_ids()
-    session.submit("Reset", {"type": "Soft"}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
-    session.submit("ClearCache", {}, T0)
-    outcomes = session.expire(T0 + timedelta(seconds=30))
-    assert [o.action for o in outcomes] == ["Reset", "ClearCache"]
+    second = session.submit("ClearCache", {})
+    outcomes = [session.expire_call(first), session.expire_call(second)]
+    assert [o.action for o in outcomes if o is not None] == ["Reset", "ClearCache"]
     assert session.next_to_send() is None
 
 
 def test_expiring_a_call_by_its_id_frees_the_slot_whatever_the_time() -> None:
     session = counting_ids()
-    first = session.submit("Reset", {"type": "Soft"}, T0)
-    session.submit("ClearCache", {}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
+    session.submit("ClearCache", {})
     session.next_to_send()
-    outcome = session.expire_call(first, T0)
+    outcome = session.expire_call(first)
     assert outcome is not None and isinstance(outcome.error, CallTimedOut) and outcome.unique_id == first
     sent = session.next_to_send()
     assert sent is not None and sent.action == "ClearCache"
@@ -96,29 +84,28 @@ def test_expiring_a_call_by_its_id_frees_the_slot_whatever_the_time() -> None:
 
 def test_expiring_a_waiting_call_by_its_id_leaves_the_outstanding_one() -> None:
     session = counting_ids()
-    first = session.submit("Reset", {"type": "Soft"}, T0)
-    second = session.submit("ClearCache", {}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
+    second = session.submit("ClearCache", {})
     session.next_to_send()
-    outcome = session.expire_call(second, T0)
+    outcome = session.expire_call(second)
     assert outcome is not None and outcome.action == "ClearCache"
     assert session.outstanding is not None and session.outstanding.unique_id == first
-    assert session.next_deadline() == T0 + timedelta(seconds=30)
 
 
 def test_expiring_a_call_that_already_ended_is_nothing() -> None:
     session = counting_ids()
-    first = session.submit("Reset", {"type": "Soft"}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
     session.receive_answer(CallResult(first, {"status": "Accepted"}))
-    assert session.expire_call(first, T0) is None
+    assert session.expire_call(first) is None
 
 
 def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
     session = counting_ids()
-    first = session.submit("Reset", {"type": "Soft"}, T0)
+    first = session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
-    session.expire(T0 + timedelta(seconds=30))
-    second = session.submit("ClearCache", {}, T0 + timedelta(seconds=31))
+    session.expire_call(first)
+    second = session.submit("ClearCache", {})
     session.next_to_send()
     assert session.receive_answer(CallResult(first, {"status": "Accepted"})) is None
     assert session.late_answers == 1
@@ -127,11 +114,11 @@ def test_late_answer_to_a_timed_out_call_is_dropped_and_counted() -> None:
 
 def test_call_listened_for_after_its_timeout_frees_the_slot_and_still_gets_its_answer() -> None:
     session = counting_ids()
-    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    first = session.submit("StartTransaction", {}, late_within=timedelta(minutes=5))
     session.next_to_send()
-    [timed_out] = session.expire(T0 + timedelta(seconds=30))
-    assert isinstance(timed_out.error, CallTimedOut) and timed_out.listening
-    second = session.submit("Heartbeat", {}, T0 + timedelta(seconds=31))
+    timed_out = session.expire_call(first)
+    assert timed_out is not None and isinstance(timed_out.error, CallTimedOut) and timed_out.listening
+    second = session.submit("Heartbeat", {})
     assert session.next_to_send() == Call(second, "Heartbeat", {})
     late = session.receive_answer(CallResult(first, {"transactionId": 7}))
     assert late is not None and (late.unique_id, late.result) == (first, {"transactionId": 7})
@@ -140,24 +127,23 @@ def test_call_listened_for_after_its_timeout_frees_the_slot_and_still_gets_its_a
 
 def test_late_answer_after_listening_ended_is_dropped() -> None:
     session = counting_ids()
-    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    first = session.submit("StartTransaction", {}, late_within=timedelta(minutes=5))
     session.next_to_send()
-    session.expire(T0 + timedelta(seconds=30))
-    assert session.next_deadline() == T0 + timedelta(minutes=5, seconds=30)
-    [ended] = session.expire(T0 + timedelta(minutes=5, seconds=30))
-    assert isinstance(ended.error, CallTimedOut) and not ended.listening
+    session.expire_call(first)
+    ended = session.expire_call(first)  # the listening timer fired
+    assert ended is not None and isinstance(ended.error, CallTimedOut) and not ended.listening
     assert session.receive_answer(CallResult(first, {})) is None
     assert session.late_answers == 1
 
 
 def test_call_never_sent_is_not_listened_for() -> None:
     session = counting_ids()
-    session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
-    session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
-    outcomes = session.expire(T0 + timedelta(seconds=30))
-    assert [(o.action, o.listening) for o in outcomes] == [("Reset", False), ("StartTransaction", False)]
-    assert session.next_deadline() is None
+    waiting = session.submit("StartTransaction", {}, late_within=timedelta(minutes=5))
+    outcome = session.expire_call(waiting)
+    assert outcome is not None and (outcome.action, outcome.listening) == ("StartTransaction", False)
+    assert session.expire_call(waiting) is None
 
 
 def test_answer_nobody_asked_for_is_dropped_and_counted() -> None:
@@ -166,47 +152,37 @@ def test_answer_nobody_asked_for_is_dropped_and_counted() -> None:
     assert session.unexpected_answers == 1
 
 
-def test_next_deadline_is_the_earliest() -> None:
-    session = counting_ids()
-    assert session.next_deadline() is None
-    session.submit("Reset", {"type": "Soft"}, T0)
-    session.next_to_send()
-    session.submit("ClearCache", {}, T0 + timedelta(seconds=5))
-    assert session.next_deadline() == T0 + timedelta(seconds=30)
-
-
 def test_waiting_queue_is_bounded() -> None:
     counter = itertools.count()
     session = RpcSession(lambda: str(next(counter)), SessionLimits(max_waiting_calls=2))
-    session.submit("ClearCache", {}, T0)
-    session.submit("ClearCache", {}, T0)
+    session.submit("ClearCache", {})
+    session.submit("ClearCache", {})
     with pytest.raises(CallQueueFull):
-        session.submit("ClearCache", {}, T0)
+        session.submit("ClearCache", {})
 
 
 def test_reused_own_id_is_a_local_error() -> None:
     session = RpcSession(lambda: "same")
-    session.submit("ClearCache", {}, T0)
+    session.submit("ClearCache", {})
     with pytest.raises(LocalProtocolError):
-        session.submit("ClearCache", {}, T0)
+        session.submit("ClearCache", {})
 
 
 def test_cancel_all_returns_every_unfinished_call() -> None:
     session = counting_ids()
-    session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
-    session.submit("ClearCache", {}, T0)
+    session.submit("ClearCache", {})
     assert [c.action for c in session.cancel_all()] == ["Reset", "ClearCache"]
-    assert session.next_deadline() is None
+    assert session.next_to_send() is None
 
 
 def test_cancel_all_returns_calls_still_listened_for() -> None:
     session = counting_ids()
-    session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=5))
+    listened = session.submit("StartTransaction", {}, late_within=timedelta(minutes=5))
     session.next_to_send()
-    session.expire(T0 + timedelta(seconds=30))
+    session.expire_call(listened)
     assert [c.action for c in session.cancel_all()] == ["StartTransaction"]
-    assert session.next_deadline() is None
 
 
 def test_peer_call_with_a_reused_id_is_a_duplicate() -> None:
@@ -227,7 +203,7 @@ def test_peer_ids_are_forgotten_beyond_the_limit() -> None:
 
 def test_peer_calls_do_not_wait_for_ours() -> None:
     session = counting_ids()
-    session.submit("Reset", {"type": "Soft"}, T0)
+    session.submit("Reset", {"type": "Soft"})
     session.next_to_send()
     session.receive_call(Call("p1", "Heartbeat", {}))
     assert session.peer_calls_in_progress == 1
@@ -242,12 +218,11 @@ def test_answering_a_peer_call_twice_is_a_local_error() -> None:
         session.answered("p1")
 
 
-def test_expiring_a_sent_call_listened_for_keeps_listening_from_then_on() -> None:
+def test_expiring_a_sent_call_listened_for_keeps_listening_until_expired_again() -> None:
     session = counting_ids()
-    first = session.submit("StartTransaction", {}, T0, late_within=timedelta(minutes=2))
+    first = session.submit("StartTransaction", {}, late_within=timedelta(minutes=2))
     session.next_to_send()
-    outcome = session.expire_call(first, T0 + timedelta(seconds=5))
+    outcome = session.expire_call(first)
     assert outcome is not None and outcome.listening and session.outstanding is None
-    assert session.next_deadline() == T0 + timedelta(seconds=5, minutes=2)
-    late = session.expire_call(first, T0 + timedelta(minutes=3))
-    assert late is not None and not late.listening and session.next_deadline() is None
+    late = session.expire_call(first)
+    assert late is not None and not late.listening and session.expire_call(first) is None
