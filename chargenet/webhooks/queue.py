@@ -24,13 +24,11 @@ from sqlalchemy.orm import Session
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
     Acknowledge,
-    Admission,
     DeadLetter,
     Effect,
     Head,
     LaneView,
     ScheduleRetry,
-    admit,
     refused_at_full_lane,
     room,
 )
@@ -66,18 +64,18 @@ class QueuedEntry:
     body: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Event:
+    event_id: str
+    body: str
+
+
 async def enqueue(
     session: AsyncSession, lane: WebhookLane, *, event_id: str, body: str, now: datetime
 ) -> DeadLetter | None:
     """Put an event at the tail of `lane`, or into the dead letters when the lane is full (Rule 2)."""
-    if admit(lane.size) is Admission.QUEUE_FULL:
-        letter = refused_at_full_lane(event_id)
-        await store_dead_letter(session, lane.webhook_id, lane.event_type, letter, body, now)
-        return letter
-    session.add(WebhookLaneEntry(lane_id=lane.id, event_id=event_id, body=body, enqueued_at=now))
-    lane.size += 1
-    await session.flush()
-    return None
+    letters = await enqueue_many(session, lane, [_Event(event_id, body)], now=now)
+    return letters[0] if letters else None
 
 
 async def enqueue_many(
