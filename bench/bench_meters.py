@@ -3,8 +3,9 @@
 - TCP: simulated meters are served by pymodbus's real server in a separate process, one endpoint per meter.
   The baseline is a bare loop of `read_input_registers` over the same read plan on one client per endpoint;
   ours is the `BusPoller` (scheduler, decoding, detector). Both are counted per second of this process's CPU.
-- RTU: 32 meters on one bus over a socat pseudo-terminal; the simulator holds each reply back by the wire time
-  of its transaction at 9600 8N1 with 5 ms turnaround. The ratio is that wire time over the poller's cycle time.
+- RTU: 32 meters on one bus over a pseudo-terminal pair (simulators/serial_bus.py); the simulator holds each
+  reply back by the wire time of its transaction at 9600 8N1 with 5 ms turnaround. The ratio is that wire time
+  over the poller's cycle time.
 - Dead meter: the bus time one silent meter takes in a cycle (from the previous meter's result to its failure),
   against its timeout.
 - Detection latency: from the first reading over the threshold to the committed StartTransaction, against
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, PollTarget
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.readings import Reading
+from chargenet.simulators import serial_bus
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 
 ENDPOINTS = 48
@@ -198,23 +198,11 @@ async def _rtu(server_tty: str, client_tty: str) -> list[Result]:
 
 
 def _rtu_bench() -> list[Result]:
-    socat = shutil.which("socat")
-    if socat is None:
-        raise RuntimeError("the RTU benchmark needs socat (apt install socat)")
-    with tempfile.TemporaryDirectory() as scratch:
-        server_tty, client_tty = Path(scratch) / "meters", Path(scratch) / "poller"
-        process = subprocess.Popen(
-            [socat, f"pty,raw,echo=0,link={server_tty}", f"pty,raw,echo=0,link={client_tty}"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            while not (server_tty.exists() and client_tty.exists()):
-                time.sleep(0.01)
-            return asyncio.run(_rtu(str(server_tty), str(client_tty)))
-        finally:
-            process.terminate()
-            process.wait(timeout=5)
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        serial_bus.running(Path(scratch) / "meters", Path(scratch) / "poller") as (server_tty, client_tty),
+    ):
+        return asyncio.run(_rtu(server_tty, client_tty))
 
 
 async def _latency() -> list[Result]:

@@ -1,7 +1,9 @@
-"""Shared fixtures: scratch stores on a real SQLite file and on the real PostgreSQL server.
+"""Shared fixtures: scratch stores on a real SQLite file and on a real PostgreSQL server.
 
-Store tests take the `database_url` or `store` fixture and run once per backend. PostgreSQL is required:
-when it does not answer, the run stops with a message saying how to start it, instead of skipping.
+Store tests take the `database_url` or `store` fixture and run once per backend. The PostgreSQL server is the one
+`CHARGENET_TEST_DATABASE_URL` names, or else a throwaway one this run starts in a temporary folder and stops at
+its end (tests/support/postgres.py). PostgreSQL is required: when it cannot be had, the run stops with a message
+saying why, instead of skipping.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,13 +23,47 @@ from sqlalchemy.engine import make_url
 from chargenet.clock import ManualClock
 from chargenet.store import schema
 from chargenet.store.db import Store
+from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
 
-DEFAULT_PG = "postgresql+asyncpg://chargenet:chargenet@127.0.0.1:5432/chargenet_test"
 BACKENDS = ["sqlite", "postgresql"]
+DATABASE_URL_VARIABLE = "CHARGENET_TEST_DATABASE_URL"
+_throwaway: ThrowawayPostgres | None = None
+_STARTED_IN = pytest.StashKey[float]()
 
 
 def postgres_url() -> str:
-    return os.environ.get("CHARGENET_TEST_DATABASE_URL", DEFAULT_PG)
+    # `postgresql://...` as an operator writes it names the asyncpg driver here, as in chargenet's own settings.
+    return make_url(os.environ[DATABASE_URL_VARIABLE]).set(drivername="postgresql+asyncpg").render_as_string(False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start the run's throwaway PostgreSQL once, in the controlling process; xdist workers inherit its URL."""
+    global _throwaway
+    if hasattr(config, "workerinput") or os.environ.get(DATABASE_URL_VARIABLE):
+        return
+    started = time.monotonic()
+    server = ThrowawayPostgres()
+    try:
+        os.environ[DATABASE_URL_VARIABLE] = server.start()
+    except PostgresUnavailable as exc:
+        pytest.exit(f"PostgreSQL is required for the store tests: {exc}", returncode=3)
+    _throwaway = server
+    config.stash[_STARTED_IN] = time.monotonic() - started
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    where = make_url(postgres_url()).render_as_string(hide_password=True)
+    if _throwaway is None:
+        return f"postgresql: {where} (from {DATABASE_URL_VARIABLE})"
+    return f"postgresql: a throwaway server at {where}, started in {config.stash[_STARTED_IN]:.1f} s"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _throwaway
+    if _throwaway is not None:
+        _throwaway.stop()
+        _throwaway = None
+        os.environ.pop(DATABASE_URL_VARIABLE, None)
 
 
 def _plain_dsn(url: str, database: str | None = None) -> str:
@@ -47,7 +84,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         where = make_url(postgres_url()).render_as_string(hide_password=True)
         pytest.exit(
             f"PostgreSQL is required for the store tests and did not answer at {where} ({exc}). "
-            "Start it as .ci/run does, or point CHARGENET_TEST_DATABASE_URL at a server "
+            f"Unset {DATABASE_URL_VARIABLE} to have the run start a throwaway server, or point it at a server "
             "whose role may CREATE DATABASE.",
             returncode=3,
         )

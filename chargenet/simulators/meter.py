@@ -200,7 +200,7 @@ class MeterServer:
         emulate_wire_time: bool = False,
         turnaround_s: float = 0.0,
     ) -> MeterServer:
-        """An RTU bus on the serial `device` (one end of a socat pseudo-terminal pair in tests and the demo)."""
+        """An RTU bus on the serial `device` (one end of a `serial_bus` pseudo-terminal pair in tests and the demo)."""
         server = cls(meters, clock, rtu=True, wire=line if emulate_wire_time else None, turnaround_s=turnaround_s)
         server._server = ModbusSerialServer(
             server._devices(),

@@ -1,16 +1,15 @@
 """`make demo`: two simulated meters, one on Modbus TCP and one on an RTU bus, charging in a loop.
 
-The TCP meter is served on a free local port; the RTU meter sits on one end of a socat pseudo-terminal pair
-in the data folder, and chargenet polls the other end as a real serial device. Both are configured as meters
-of the demo station `DEMO-METERS` (recreated on each start, since the ports change), so their sessions show
-up as StartTransaction and StopTransaction events beside the OCPP ones.
+The TCP meter is served on a free local port; the RTU meter sits on one end of a pseudo-terminal pair
+joined by `serial_bus` in the data folder, and chargenet polls the other end as a real serial device. Both are
+configured as meters of the demo station `DEMO-METERS` (recreated on each start, since the ports change), so
+their sessions show up as StartTransaction and StopTransaction events beside the OCPP ones.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 from pathlib import Path
 
 from chargenet.app import AppContext
@@ -19,6 +18,7 @@ from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile
 from chargenet.services import meters, stations
 from chargenet.simulators.meter import MeterServer, ScriptStep, SimulatedMeter, play
+from chargenet.simulators.serial_bus import AsyncSerialBus
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class DemoMeters:
         self._context = context
         self._site_id = site_id
         self._servers: list[MeterServer] = []
-        self._socat: asyncio.subprocess.Process | None = None
+        self._bus: AsyncSerialBus | None = None
         self._meters: list[SimulatedMeter] = []
 
     async def setup(self) -> None:
@@ -81,37 +81,23 @@ class DemoMeters:
                 id_tag="DEMO-TCP",
                 now=clock.now(),
             )
-            if rtu_device is not None:
-                await meters.create_meter(
-                    session,
-                    site_id=self._site_id,
-                    station_id=DEMO_STATION,
-                    connector_id=2,
-                    profile="em24",
-                    unit_id=7,
-                    rtu=rtu_device,
-                    baud=9600,
-                    id_tag="DEMO-RTU",
-                    now=clock.now(),
-                )
+            await meters.create_meter(
+                session,
+                site_id=self._site_id,
+                station_id=DEMO_STATION,
+                connector_id=2,
+                profile="em24",
+                unit_id=7,
+                rtu=rtu_device,
+                baud=9600,
+                id_tag="DEMO-RTU",
+                now=clock.now(),
+            )
 
-    async def _start_rtu(self, data_dir: Path) -> str | None:
-        socat = shutil.which("socat")
-        if socat is None:
-            log.warning("socat is not installed: the demo runs without its RTU meter")
-            return None
+    async def _start_rtu(self, data_dir: Path) -> str:
         meters_end, poller_end = data_dir / "demo-rtu-meters", data_dir / "demo-rtu-poller"
-        self._socat = await asyncio.create_subprocess_exec(
-            socat,
-            f"pty,raw,echo=0,link={meters_end}",
-            f"pty,raw,echo=0,link={poller_end}",
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        for _ in range(200):
-            if meters_end.exists() and poller_end.exists():
-                break
-            await asyncio.sleep(0.01)
+        self._bus = AsyncSerialBus(meters_end, poller_end)
+        await self._bus.start()
         rtu_meter = SimulatedMeter(get_profile("em24"), unit_id=7, energy_wh=830_000)
         self._servers.append(
             await MeterServer.serial([rtu_meter], self._context.clock, str(meters_end), SerialLine(9600))
@@ -132,9 +118,8 @@ class DemoMeters:
             await asyncio.gather(*players, return_exceptions=True)
             for server in self._servers:
                 await server.stop()
-            if self._socat is not None:
-                self._socat.terminate()
-                await self._socat.wait()
+            if self._bus is not None:
+                await self._bus.stop()
 
 
 async def install(context: AppContext, site_id: str) -> DemoMeters:

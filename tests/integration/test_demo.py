@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import select
+import signal
 import time
 from pathlib import Path
 
@@ -36,3 +37,21 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
     assert set(seen) == {"Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"}
     for event in seen.values():
         assert event["verified"] == {"keyId": "sign", "alg": "ed25519", "legacy": False}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_demo_stops_on_ctrl_c_or_sigterm_without_a_traceback(tmp_path: Path, signum: signal.Signals) -> None:
+    port = free_port()
+    process = chargenet("demo", "--port", str(port), "--data-dir", str(tmp_path / "demo"))
+    try:
+        wait_for_health(port, process)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0
+    assert "Traceback" not in err
+    assert "chargenet stopped" in err

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,6 +10,7 @@ import pytest
 
 from chargenet.meters.errors import MeterUnreachable
 from chargenet.meters.readings import Reading
+from chargenet.simulators import serial_bus
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,25 +21,9 @@ class PtyPair:
 
 @pytest.fixture
 def pty_pair(tmp_path: Path) -> Iterator[PtyPair]:
-    """A real pseudo-terminal pair from socat: the meters' end and the poller's end of one RS-485 "bus"."""
-    socat = shutil.which("socat")
-    assert socat is not None, "socat is required for the RTU tests"
-    server, client = tmp_path / "ttyS_meters", tmp_path / "ttyS_poller"
-    process = subprocess.Popen(
-        [socat, f"pty,raw,echo=0,link={server}", f"pty,raw,echo=0,link={client}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            if server.exists() and client.exists():
-                break
-            subprocess.run(["sleep", "0.01"], check=True)
-        assert server.exists() and client.exists(), "socat did not create the pty pair"
-        yield PtyPair(str(server), str(client))
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
+    """A real pseudo-terminal pair joined back to back: the meters' end and the poller's end of one RS-485 "bus"."""
+    with serial_bus.running(tmp_path / "ttyS_meters", tmp_path / "ttyS_poller") as (server, client):
+        yield PtyPair(server, client)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The poller's Modbus shell over RTU: pymodbus's real serial server on a socat pseudo-terminal pair."""
+"""The poller's Modbus shell over RTU: pymodbus's real serial server on a pseudo-terminal pair (serial_bus)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A session detected from a meter on an RS-485 bus: pymodbus's serial server on a socat pseudo-terminal."""
+"""A session detected from a meter on an RS-485 bus: pymodbus's serial server on a pseudo-terminal pair (serial_bus)."""
 
 from __future__ import annotations
 

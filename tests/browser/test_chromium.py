@@ -1,0 +1,24 @@
+"""The browser the console tests drive is the real one: Debian's Chromium, reading pages a real server serves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+from playwright.async_api import Page
+
+from tests.integration.test_serve import served, wait_for_health  # noqa: F401 - served is a fixture
+
+
+async def test_chromium_reads_the_health_of_a_running_server(
+    page: Page,
+    served: tuple[int, subprocess.Popen[str]],  # noqa: F811
+) -> None:
+    port, process = served
+    await asyncio.to_thread(wait_for_health, port, process)
+    response = await page.goto(f"http://127.0.0.1:{port}/health")
+    assert response is not None and response.status == 200
+    body = json.loads(await page.locator("body").inner_text())
+    assert body["status"] in {"ok", "warning", "critical"}
+    assert "HeadlessChrome" in await page.evaluate("navigator.userAgent")

@@ -1,0 +1,93 @@
+"""`make test`'s set-up (scripts/setup.py): what it cannot install itself, it names in one command and stops."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "setup.py"
+
+
+@pytest.fixture
+def setup_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("chargenet_setup_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _machine_without_anything(setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch, *, uid: int) -> None:
+    monkeypatch.setattr(setup_script, "postgres_server_present", lambda: False)
+    monkeypatch.setattr(setup_script, "chromium_present", lambda: False)
+    monkeypatch.setattr(setup_script.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None)
+    monkeypatch.setattr(setup_script.os, "geteuid", lambda: uid)
+
+
+def test_test_set_up_needs_postgresql_chromium_and_curl_from_debian(
+    setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _machine_without_anything(setup_script, monkeypatch, uid=1000)
+    assert setup_script.missing_packages("test") == ["postgresql", "chromium", "fonts-liberation", "curl"]
+
+
+def test_demo_set_up_needs_no_system_package(setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    _machine_without_anything(setup_script, monkeypatch, uid=1000)
+    assert setup_script.missing_packages("demo") == []
+
+
+def test_without_root_it_stops_at_once_printing_the_one_command_to_run(
+    setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _machine_without_anything(setup_script, monkeypatch, uid=1000)
+    ran: list[list[str]] = []
+    monkeypatch.setattr(setup_script, "_run", lambda command, **_: ran.append(command))
+    with pytest.raises(SystemExit) as stopped:
+        setup_script.install_system_packages("test")
+    message = str(stopped.value.code)
+    assert "sudo apt-get install -y --no-install-recommends postgresql chromium fonts-liberation curl" in message
+    assert ran == []
+
+
+def test_as_root_it_installs_what_is_missing_with_apt_get(
+    setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _machine_without_anything(setup_script, monkeypatch, uid=0)
+    ran: list[list[str]] = []
+
+    def run(command: list[str], **_: object) -> None:
+        ran.append(command)
+        if command[:2] == ["apt-get", "install"]:
+            monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
+            monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
+            monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+    monkeypatch.setattr(setup_script, "_run", run)
+    assert setup_script.install_system_packages("test") is True
+    assert ran[0] == ["apt-get", "update", "-qq"]
+    assert ran[1][:2] == ["apt-get", "install"]
+    assert ran[1][-4:] == ["postgresql", "chromium", "fonts-liberation", "curl"]
+
+
+def test_a_machine_that_has_everything_installs_nothing(
+    setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
+    monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
+    monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(setup_script, "_run", lambda command, **_: pytest.fail(f"ran {command}"))
+    assert setup_script.install_system_packages("test") is False
+
+
+def test_it_runs_under_the_systems_python_alone() -> None:
+    # It runs before .venv exists, so it may import nothing but the standard library.
+    imported = {
+        line.split()[1].split(".")[0]
+        for line in SCRIPT.read_text().splitlines()
+        if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
+    }
+    assert imported <= set(sys.stdlib_module_names)
