@@ -13,6 +13,7 @@ Each step is skipped when a stamp says its inputs have not changed. The time tak
 
 from __future__ import annotations
 
+import ctypes.util
 import glob
 import hashlib
 import os
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 BIN = VENV / "bin"
 INTEROP = ROOT / "tests" / "interop"
+SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def _say(message: str) -> None:
@@ -55,6 +57,11 @@ def chromium_present() -> bool:
     return shutil.which("chromium") is not None
 
 
+def libatomic_present() -> bool:
+    # Playwright's own Node.js (which drives Chromium) links against libatomic, which minimal Debian lacks.
+    return ctypes.util.find_library("atomic") is not None
+
+
 def _python_can_make_venvs() -> bool:
     try:
         import ensurepip  # noqa: F401
@@ -74,6 +81,8 @@ def missing_packages(purpose: str) -> list[str]:
         if not chromium_present():
             # Fonts, so that pages and screenshots render text; Chromium only recommends them.
             needed += ["chromium", "fonts-liberation"]
+        if not libatomic_present():
+            needed.append("libatomic1")
         if shutil.which("curl") is None:
             needed.append("curl")
     return needed
@@ -138,7 +147,11 @@ def node_packages() -> bool:
     _say(f"installing the interop test's npm packages with Node {version.strip()}")
     # npm runs its scripts with the node it finds first on PATH: make it this one.
     environment = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    _run([str(npm), "ci", "--no-audit", "--no-fund", "--silent"], cwd=INTEROP, env=environment)
+    if SYSTEM_CA_BUNDLE.exists():
+        # Node trusts only its own roots unless told otherwise; a machine behind a TLS-inspecting proxy (or with a
+        # private registry) has that CA in the system's store, as pip and apt already use.
+        environment.setdefault("NODE_EXTRA_CA_CERTS", str(SYSTEM_CA_BUNDLE))
+    _run([str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=INTEROP, env=environment)
     stamp.write_text(digest + "\n")
     return True
 
@@ -149,9 +162,13 @@ def main(argv: list[str]) -> int:
         return 2
     purpose = argv[0]
     started = time.monotonic()
-    did = [install_system_packages(purpose), python_environment(purpose)]
-    if purpose == "test":
-        did.append(node_packages())
+    try:
+        did = [install_system_packages(purpose), python_environment(purpose)]
+        if purpose == "test":
+            did.append(node_packages())
+    except subprocess.CalledProcessError as failed:
+        print(f"setup: `{' '.join(map(str, failed.cmd))}` failed with exit code {failed.returncode}", file=sys.stderr)
+        return 1
     elapsed = time.monotonic() - started
     _say(f"{'done' if any(did) else 'nothing to do'} in {elapsed:.1f} s")
     return 0

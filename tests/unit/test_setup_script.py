@@ -24,15 +24,16 @@ def setup_script() -> ModuleType:
 def _machine_without_anything(setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch, *, uid: int) -> None:
     monkeypatch.setattr(setup_script, "postgres_server_present", lambda: False)
     monkeypatch.setattr(setup_script, "chromium_present", lambda: False)
+    monkeypatch.setattr(setup_script, "libatomic_present", lambda: False)
     monkeypatch.setattr(setup_script.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None)
     monkeypatch.setattr(setup_script.os, "geteuid", lambda: uid)
 
 
-def test_test_set_up_needs_postgresql_chromium_and_curl_from_debian(
+def test_test_set_up_needs_postgresql_chromium_libatomic_and_curl_from_debian(
     setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _machine_without_anything(setup_script, monkeypatch, uid=1000)
-    assert setup_script.missing_packages("test") == ["postgresql", "chromium", "fonts-liberation", "curl"]
+    assert setup_script.missing_packages("test") == ["postgresql", "chromium", "fonts-liberation", "libatomic1", "curl"]
 
 
 def test_demo_set_up_needs_no_system_package(setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +50,8 @@ def test_without_root_it_stops_at_once_printing_the_one_command_to_run(
     with pytest.raises(SystemExit) as stopped:
         setup_script.install_system_packages("test")
     message = str(stopped.value.code)
-    assert "sudo apt-get install -y --no-install-recommends postgresql chromium fonts-liberation curl" in message
+    command = "sudo apt-get install -y --no-install-recommends postgresql chromium fonts-liberation libatomic1 curl"
+    assert command in message
     assert ran == []
 
 
@@ -64,13 +66,14 @@ def test_as_root_it_installs_what_is_missing_with_apt_get(
         if command[:2] == ["apt-get", "install"]:
             monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
             monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
+            monkeypatch.setattr(setup_script, "libatomic_present", lambda: True)
             monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
 
     monkeypatch.setattr(setup_script, "_run", run)
     assert setup_script.install_system_packages("test") is True
     assert ran[0] == ["apt-get", "update", "-qq"]
     assert ran[1][:2] == ["apt-get", "install"]
-    assert ran[1][-4:] == ["postgresql", "chromium", "fonts-liberation", "curl"]
+    assert ran[1][-5:] == ["postgresql", "chromium", "fonts-liberation", "libatomic1", "curl"]
 
 
 def test_a_machine_that_has_everything_installs_nothing(
@@ -78,6 +81,7 @@ def test_a_machine_that_has_everything_installs_nothing(
 ) -> None:
     monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
     monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
+    monkeypatch.setattr(setup_script, "libatomic_present", lambda: True)
     monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(setup_script, "_run", lambda command, **_: pytest.fail(f"ran {command}"))
     assert setup_script.install_system_packages("test") is False
