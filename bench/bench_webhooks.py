@@ -26,7 +26,7 @@ from chargenet.edge.committer import GroupCommitter
 from chargenet.services import companies, sites
 from chargenet.services import webhooks as webhook_service
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
 
 SINGLE_LANE_EVENTS = 900

@@ -20,7 +20,7 @@ from chargenet.api.routes import (
 from chargenet.domain.scopes import Scope
 
 if TYPE_CHECKING:
-    from chargenet.app import AppContext
+    from chargenet.context import AppContext
 
 
 def create_api(context: AppContext) -> FastAPI:

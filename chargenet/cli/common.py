@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.app import AppContext, open_context
 from chargenet.config import load_settings
+from chargenet.context import AppContext, open_store
 from chargenet.errors import (
     ChargenetError,
     ConfigurationError,
@@ -76,7 +76,8 @@ def run_with_context(
     args: argparse.Namespace, action: Callable[[AppContext], Awaitable[T]], *, migrate: bool = False
 ) -> T:
     async def runner() -> T:
-        context = await open_context(load_settings(settings_flags(args)), migrate=migrate)
+        # Only the store, keys and clock: an admin command needs no auth server, edge or meter poller.
+        context = await open_store(load_settings(settings_flags(args)), migrate=migrate)
         try:
             return await action(context)
         finally:

@@ -21,7 +21,7 @@ from chargenet.services import applications, companies, demo_access, sites
 from chargenet.simulators.demo import add_demo_partner
 from chargenet.store import schema
 from chargenet.store.db import Store
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 async def serve(settings: Settings, *, migrate: bool = False, context: AppContext | None = None) -> None:
     context = context or await open_context(settings, migrate=migrate)
-    context.webhooks = install_webhooks(context)
+    install_webhooks(context)
     try:
         config = uvicorn.Config(
             create_app(context),

@@ -14,11 +14,12 @@ from chargenet.domain.events import StopReason
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
-from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
+from chargenet.meters import records as meter_records
+from chargenet.meters.bus import RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
+from chargenet.meters.records import spec_of, transport_of
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
-from chargenet.services import meter_sessions
 from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
 
 
@@ -191,7 +192,7 @@ async def _check_free(session: AsyncSession, spec: MeterSpec) -> None:
             raise Conflict(
                 f"connector {spec.connector_id} of {spec.charge_point_id!r} is already measured by meter {other.id!r}"
             )
-        if _transport_of(other).key == spec.bus_key and other.unit_id == spec.unit_id:
+        if transport_of(other).key == spec.bus_key and other.unit_id == spec.unit_id:
             raise Conflict(f"unit {spec.unit_id} on {spec.bus_key} is already meter {other.id!r}")
 
 
@@ -219,40 +220,6 @@ def _store_spec(row: Meter, spec: MeterSpec) -> None:
         row.transport, row.rtu_device = "rtu", spec.transport.device
         row.baudrate, row.parity, row.stopbits = line.baudrate, line.parity.value, line.stopbits
         row.tcp_host, row.tcp_port = None, None
-
-
-def _transport_of(row: Meter) -> Transport:
-    if row.transport == "tcp":
-        return parse_transport(tcp=f"[{row.tcp_host}]:{row.tcp_port}", rtu=None)
-    if row.transport == "rtu":
-        return parse_transport(
-            tcp=None, rtu=row.rtu_device or "", baud=row.baudrate, parity=row.parity, stopbits=row.stopbits
-        )
-    raise InvalidInput(f"unknown transport {row.transport!r}", field="transport")
-
-
-def spec_of(row: Meter) -> MeterSpec:
-    """The validated configuration of a stored meter; InvalidInput naming the setting when a row is malformed."""
-    return build_spec(
-        meter_id=row.id,
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        profile=row.profile,
-        unit_id=row.unit_id,
-        transport=_transport_of(row),
-        thresholds=build_thresholds(
-            start_current=row.start_current_a,
-            stop_current=row.stop_current_a,
-            start_power=row.start_power_w,
-            stop_power=row.stop_power_w,
-            stop_grace=row.stop_grace_s,
-            outage_close=row.outage_close_s,
-        ),
-        poll_interval_s=row.poll_interval_s,
-    )
 
 
 async def _get(session: AsyncSession, meter_id: str) -> Meter:
@@ -348,9 +315,9 @@ async def delete_meter(session: AsyncSession, outbox: Outbox, meter_id: str, *, 
     """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
     StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
     row = await _get(session, meter_id)
-    open_session = await meter_sessions.open_session_of(session, meter_id)
+    open_session = await meter_records.open_session_of(session, meter_id)
     if open_session is not None:
-        await meter_sessions.stop_session(
+        await meter_records.stop_session(
             session,
             outbox,
             open_session.transaction_id,

@@ -25,11 +25,10 @@ from chargenet.domain.tenants import (
     charge_point_connector_ids,
     ocpp_connector_id,
 )
-from chargenet.edge.hub import Edge
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
+from chargenet.ports import StationCommands
 from chargenet.services.localauth import validate_id_tag
-from chargenet.services.stations import layout_of
 from chargenet.store.db import Store
 from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Site, Station
 
@@ -56,7 +55,7 @@ async def _target(session: AsyncSession, charge_point_id: str, connector_id: int
         raise NotFound("charge point", charge_point_id)
     station = await session.get(Station, point.station_id)
     assert station is not None
-    layout = layout_of(station)
+    layout = station.layout()
     per = layout.connectors_per_charge_point
     if connector_id < 0 or (per is not None and connector_id > per):
         raise InvalidInput(f"{charge_point_id} has no connector {connector_id}", field="connectorId")
@@ -64,7 +63,7 @@ async def _target(session: AsyncSession, charge_point_id: str, connector_id: int
     return Target(station.id, ocpp_connector_id(layout, address), layout, address)
 
 
-async def _command(edge: Edge, target: Target, action: str, payload: Payload) -> Payload:
+async def _command(edge: StationCommands, target: Target, action: str, payload: Payload) -> Payload:
     return await edge.command(target.station_id, action, payload)
 
 
@@ -76,7 +75,7 @@ def _accepted(station_id: str, action: str, answer: Payload) -> dict[str, str]:
 
 
 async def start_session(
-    store: Store, edge: Edge, allowed: Allowed, *, charge_point_id: str, connector_id: int, id_tag: str
+    store: Store, edge: StationCommands, allowed: Allowed, *, charge_point_id: str, connector_id: int, id_tag: str
 ) -> dict[str, str]:
     """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
     validate_id_tag(id_tag)
@@ -89,7 +88,7 @@ async def start_session(
     return _accepted(target.station_id, "RemoteStartTransaction", answer)
 
 
-async def stop_session(store: Store, edge: Edge, allowed: Allowed, *, transaction_id: int) -> dict[str, str]:
+async def stop_session(store: Store, edge: StationCommands, allowed: Allowed, *, transaction_id: int) -> dict[str, str]:
     """RemoteStopTransaction, sent to the transaction's own station only."""
     async with store.transaction() as session:
         row = await session.get(EdgeTransaction, transaction_id)
@@ -112,7 +111,7 @@ async def stop_session(store: Store, edge: Edge, allowed: Allowed, *, transactio
 
 async def charge_point_command(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
     allowed: Allowed,
     *,
     charge_point_id: str,
@@ -135,7 +134,7 @@ _AVAILABILITY_ANSWERS = ("Rejected", "Scheduled", "Accepted")
 
 
 async def change_availability(
-    store: Store, edge: Edge, allowed: Allowed, *, charge_point_id: str, connector_id: int, availability: str
+    store: Store, edge: StationCommands, allowed: Allowed, *, charge_point_id: str, connector_id: int, availability: str
 ) -> dict[str, Any]:
     """ChangeAvailability of one connector of a charge point, or with connector 0 of the whole charge point.
 
@@ -253,7 +252,7 @@ async def list_transactions(
     return page, (page[-1].transaction_id if len(page) == limit else None)
 
 
-async def station_presence_json(session: AsyncSession, edge: Edge, station_id: str) -> dict[str, Any]:
+async def station_presence_json(session: AsyncSession, edge: StationCommands, station_id: str) -> dict[str, Any]:
     """Connection state and last heartbeat, for the charge point's status in the API."""
     from chargenet.edge import records
 

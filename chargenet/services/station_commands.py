@@ -17,15 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from chargenet.edge.hub import Edge
 from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.errors import LocalProtocolError, PayloadViolation
-from chargenet.edge.protocol.frames import Call, Payload
+from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.ports import StationCommands
 from chargenet.services import sessions
 from chargenet.services.localauth import list_entries, validate_id_tag
-from chargenet.services.stations import layout_of
 from chargenet.store.db import Store
 from chargenet.store.models import Site, Station
 
@@ -63,7 +62,7 @@ async def _station(store: Store, station_id: str, *, central_only: bool = False)
             raise NotFound("station", station_id)
         site = await session.get(Site, row.site_id)
         assert site is not None
-        target = StationTarget(row.id, row.site_id, layout_of(row).charge_point_ids, site.upstream_url is not None)
+        target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
     if central_only and target.has_upstream:
         raise Conflict(
             f"station {station_id}'s site has an upstream central system, which owns its configuration, local "
@@ -84,17 +83,17 @@ def _checked(action: str, payload: Payload) -> Payload:
     return payload
 
 
-async def _to_station(edge: Edge, station_id: str, action: str, payload: Payload) -> Payload:
+async def _to_station(edge: StationCommands, station_id: str, action: str, payload: Payload) -> Payload:
     return await edge.command(station_id, action, _checked(action, payload))
 
 
-async def reset(store: Store, edge: Edge, *, station_id: str, kind: str) -> Payload:
+async def reset(store: Store, edge: StationCommands, *, station_id: str, kind: str) -> Payload:
     await _station(store, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
 
 
 async def unlock(
-    store: Store, edge: Edge, *, station_id: str, charge_point_id: str | None, connector_id: int
+    store: Store, edge: StationCommands, *, station_id: str, charge_point_id: str | None, connector_id: int
 ) -> dict[str, str]:
     target = await _station(store, station_id)
     return await sessions.charge_point_command(
@@ -110,7 +109,7 @@ async def unlock(
 
 async def change_availability(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
     *,
     station_id: str,
     charge_point_id: str | None,
@@ -134,7 +133,7 @@ async def change_availability(
 
 async def trigger(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
     *,
     station_id: str,
     requested_message: str,
@@ -156,14 +155,18 @@ async def trigger(
     )
 
 
-async def central_command(store: Store, edge: Edge, *, station_id: str, action: str, payload: Payload) -> Payload:
+async def central_command(
+    store: Store, edge: StationCommands, *, station_id: str, action: str, payload: Payload
+) -> Payload:
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
     to a station without an upstream; the station's answer as it came."""
     await _station(store, station_id, central_only=True)
     return await _to_station(edge, station_id, action, payload)
 
 
-async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_version: int) -> Payload:
+async def send_local_list(
+    store: Store, edge: StationCommands, *, station_id: str, list_version: int, limits: FrameLimits
+) -> Payload:
     """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
     those tags itself while it cannot reach the edge."""
     target = await _station(store, station_id, central_only=True)
@@ -179,11 +182,10 @@ async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_ver
         authorization.append({"idTag": entry.id_tag, "idTagInfo": info})
     payload: Payload = {"listVersion": list_version, "updateType": "Full", "localAuthorizationList": authorization}
     try:
-        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), edge.limits)
+        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), limits)
     except LocalProtocolError:
         raise InvalidInput(
-            f"the site's list of {len(entries)} tags does not fit in one OCPP frame "
-            f"({edge.limits.max_frame_bytes} bytes)",
+            f"the site's list of {len(entries)} tags does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)",
             field="localAuthorizationList",
         ) from None
     return await edge.command(station_id, "SendLocalList", payload)
@@ -191,7 +193,7 @@ async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_ver
 
 async def reserve_now(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
     *,
     station_id: str,
     charge_point_id: str | None,

@@ -37,10 +37,6 @@ class StationView:
         }
 
 
-def layout_of(row: Station) -> StationLayout:
-    return StationLayout(row.id, row.charge_points, row.connectors_per_charge_point)
-
-
 def validate_authorization_key(password: str) -> str:
     low, high = AUTHORIZATION_KEY_LENGTH
     if not low <= len(password) <= high:
@@ -129,7 +125,7 @@ def _view(row: Station) -> StationView:
     return StationView(
         id=row.id,
         site_id=row.site_id,
-        charge_point_ids=layout_of(row).charge_point_ids,
+        charge_point_ids=row.layout().charge_point_ids,
         connectors_per_charge_point=row.connectors_per_charge_point,
         has_password=row.password_hash is not None,
         has_upstream_password=row.upstream_password is not None,

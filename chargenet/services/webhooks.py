@@ -419,9 +419,3 @@ async def replay_dead_letters(
         letter.replayed_at = now
     await session.flush()
     return [_dead_view(letter) for letter in letters]
-
-
-async def purge_dead_letters_before(session: AsyncSession, cutoff: datetime) -> int:
-    """Retention (decisions.md §4: dead letters are kept 30 days)."""
-    result = await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff))
-    return int(getattr(result, "rowcount", 0) or 0)

@@ -17,7 +17,7 @@ from chargenet.webhooks.outbound_auth import NoAuth
 if TYPE_CHECKING:
     from chargenet_partner.webhooks import VerifiedWebhook
 
-    from chargenet.app import AppContext
+    from chargenet.context import AppContext
 
 log = logging.getLogger(__name__)
 

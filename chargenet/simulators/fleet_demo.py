@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 
-from chargenet.app import AppContext
+from chargenet.context import AppContext
 from chargenet.errors import NotFound
 from chargenet.services import localauth, sites, stations
 from chargenet.simulators.cpo import SimulatedCentralSystem

@@ -13,7 +13,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from chargenet.app import AppContext
+from chargenet.context import AppContext
 from chargenet.errors import NotFound
 from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from chargenet.api.pagination import Page, page_params
 from chargenet.api.security import require
-from chargenet.app import AppContext
 from chargenet.auth.errors import InsufficientScope
 from chargenet.auth.server import Caller
+from chargenet.context import AppContext
 from chargenet.domain.scopes import Scope
 from chargenet.services import applications
 

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.api.security import require
-from chargenet.app import AppContext
 from chargenet.auth.server import Caller
+from chargenet.context import AppContext
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import meters

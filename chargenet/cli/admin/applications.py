@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.services import applications
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("app", help="client applications that get tokens and call the API")
+    noun = nouns.add_parser("app", help=NOUNS["app"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = add_verb(verbs, "create", "create an application; its secret is shown once", _create)
     create.add_argument("--company", required=True, dest="company_id", metavar="ID")

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.services import companies
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("company", help="companies, the top of the tenant tree")
+    noun = nouns.add_parser("company", help=NOUNS["company"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     add_verb(verbs, "create", "create a company", _create).add_argument("name")
     add_verb(verbs, "list", "list companies", _list)

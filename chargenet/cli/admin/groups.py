@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.domain.scopes import Scope
 from chargenet.services import groups
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("group", help="groups: scopes over a company or a site, for the applications in them")
+    noun = nouns.add_parser("group", help=NOUNS["group"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = add_verb(verbs, "create", "create a group", _create)
     create.add_argument("--company", required=True, dest="company_id", metavar="ID")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, instant
 from chargenet.services import localauth
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("localauth", help="a site's local authorization list")
+    noun = nouns.add_parser("localauth", help=NOUNS["localauth"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     add = add_verb(verbs, "add", "add or change a tag", _add)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.app import AppContext
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_store_flags, emit, run_with_context, table
+from chargenet.context import AppContext
 from chargenet.services import meters
 from chargenet.services.meters import MeterView
 
@@ -39,7 +40,7 @@ def _add_thresholds(parser: argparse.ArgumentParser) -> None:
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("meter", help="Modbus meters whose readings become sessions")
+    noun = nouns.add_parser("meter", help=NOUNS["meter"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = verbs.add_parser("create", help="add a meter in front of a charge point's connector")

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import argparse
 
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.services import sites
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("site", help="sites of a company")
+    noun = nouns.add_parser("site", help=NOUNS["site"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "create a site", _create)

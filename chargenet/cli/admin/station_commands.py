@@ -14,11 +14,13 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from chargenet.app import AppContext
-from chargenet.cli.common import add_verb, emit, instant, run_with_context, table
-from chargenet.edge.hub import Edge
+from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
+from chargenet.config import load_settings
+from chargenet.context import AppContext
 from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.protocol.frames import FrameLimits, Payload
+from chargenet.edge.relay import RelayedCommands
+from chargenet.ports import StationCommands
 from chargenet.services import station_commands
 from chargenet.store.db import Store
 
@@ -114,13 +116,12 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Store, Edge], Awaitable[Payload]]
+Command = Callable[[Store, StationCommands], Awaitable[Payload]]
 
 
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
     async def run(context: AppContext) -> Payload:
-        assert context.edge is not None
-        return await command(context.store, context.edge)
+        return await command(context.store, RelayedCommands(context.store, context.clock))
 
     answer: dict[str, Any] = json.loads(frames.dump_payload(run_with_context(args, run)))  # numbers as JSON has them
     emit(args, answer, _human(args.station_id, action, answer))
@@ -147,7 +148,7 @@ def _reset(args: argparse.Namespace) -> None:
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.unlock(
             store, edge, station_id=args.station_id, charge_point_id=args.charge_point_id, connector_id=args.connector
         )
@@ -156,7 +157,7 @@ def _unlock(args: argparse.Namespace) -> None:
 
 
 def _availability(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.change_availability(
             store,
             edge,
@@ -170,7 +171,7 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.trigger(
             store,
             edge,
@@ -184,7 +185,7 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.central_command(
             store, edge, station_id=args.station_id, action=action, payload=payload
         )
@@ -222,16 +223,18 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.send_local_list(
-            store, edge, station_id=args.station_id, list_version=args.list_version
+            store, edge, station_id=args.station_id, list_version=args.list_version, limits=limits
         )
+
+    limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
 
     _run(args, "SendLocalList", command)
 
 
 def _reserve(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload:
         return await station_commands.reserve_now(
             store,
             edge,

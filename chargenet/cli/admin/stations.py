@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.admin import station_commands
+from chargenet.cli.admin import NOUNS, station_commands
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
 from chargenet.services import stations
 
@@ -18,7 +18,7 @@ def _positive(text: str) -> int:
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("station", help="OCPP stations of a site")
+    noun = nouns.add_parser("station", help=NOUNS["station"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "register a station", _create)

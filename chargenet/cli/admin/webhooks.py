@@ -7,8 +7,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.app import AppContext
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.context import AppContext
 from chargenet.errors import InvalidInput
 from chargenet.services import webhooks
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
@@ -18,7 +19,7 @@ _AUTH_FIELDS = ("username", "password", "token", "token_url", "client_id", "clie
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("webhook", help="webhooks of a site")
+    noun = nouns.add_parser("webhook", help=NOUNS["webhook"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "create a webhook", _create)
@@ -49,7 +50,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_verb(verbs, "list", "list webhooks", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show a webhook and its lanes", _show).add_argument("webhook_id", metavar="WEBHOOK_ID")
 
-    dead = nouns.add_parser("deadletter", help="events a webhook could not deliver")
+    dead = nouns.add_parser("deadletter", help=NOUNS["deadletter"][1])
     dead_verbs = dead.add_subparsers(dest="verb", metavar="VERB", required=True)
     listing = add_verb(dead_verbs, "list", "list dead letters waiting for replay", _dead_list)
     listing.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")

@@ -346,7 +346,8 @@ async def test_without_a_token_the_api_answers_401_with_a_bare_bearer_challenge(
 
 async def open_meter_session(served: Served) -> int:
     """A meter on the tenant's station with one open detected session; returns its transaction id."""
-    from chargenet.services import meter_sessions, meters
+    from chargenet.meters import records as meter_sessions
+    from chargenet.services import meters
 
     now = served.context.clock.now()
     async with served.context.store.transaction() as session:

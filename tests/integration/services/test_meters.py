@@ -8,9 +8,10 @@ from chargenet.clock import ManualClock
 from chargenet.domain.events import StopReason
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import KeyStore
+from chargenet.meters import records as meter_sessions
 from chargenet.meters.spec import MeterSpec
 from chargenet.outbox import Outbox
-from chargenet.services import meter_sessions, meters
+from chargenet.services import meters
 from chargenet.store.db import Store
 from chargenet.store.models import MeterSession
 from tests.factories import Tenant, make_tenant

@@ -16,7 +16,7 @@ from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.services import webhooks as webhook_service
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import make_tenant
 from tests.integration.webhooks.harness import authorize, tags
