@@ -24,14 +24,12 @@ from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import sessions
+from chargenet.services.callers import OPERATOR
 from chargenet.services.localauth import list_entries, validate_id_tag
+from chargenet.services.pages import every_page
+from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 from chargenet.store.db import Store
 from chargenet.store.models import Site, Station
-
-
-def everywhere(company_id: str, site_id: str) -> bool:
-    """The operator's reach: every company and site (`sessions.Allowed`)."""
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +92,12 @@ async def reset(store: Store, edge: StationCommands, *, station_id: str, kind: s
 
 async def unlock(
     store: Store, edge: StationCommands, *, station_id: str, charge_point_id: str | None, connector_id: int
-) -> dict[str, str]:
+) -> CommandAnswer:
     target = await _station(store, station_id)
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        OPERATOR,
         charge_point_id=target.charge_point(charge_point_id),
         action="UnlockConnector",
         payload=_checked("UnlockConnector", {"connectorId": connector_id}),
@@ -115,7 +113,7 @@ async def change_availability(
     charge_point_id: str | None,
     connector_id: int | None,
     availability: str,
-) -> Payload:
+) -> Payload | AvailabilityAnswer:
     """Without a charge point or connector, the station itself (OCPP connector 0); otherwise as the API does it."""
     target = await _station(store, station_id)
     if charge_point_id is None and connector_id is None:
@@ -124,7 +122,7 @@ async def change_availability(
     return await sessions.change_availability(
         store,
         edge,
-        everywhere,
+        OPERATOR,
         charge_point_id=target.charge_point(charge_point_id),
         connector_id=connector_id or 0,
         availability=availability,
@@ -139,7 +137,7 @@ async def trigger(
     requested_message: str,
     charge_point_id: str | None,
     connector_id: int | None,
-) -> Payload:
+) -> Payload | CommandAnswer:
     target = await _station(store, station_id)
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
@@ -147,7 +145,7 @@ async def trigger(
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        OPERATOR,
         charge_point_id=target.charge_point(charge_point_id),
         action="TriggerMessage",
         payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
@@ -171,7 +169,7 @@ async def send_local_list(
     those tags itself while it cannot reach the edge."""
     target = await _station(store, station_id, central_only=True)
     async with store.transaction() as session:
-        entries = await list_entries(session, site_id=target.site_id)
+        entries = await every_page(lambda page: list_entries(session, OPERATOR, page, site_id=target.site_id))
     authorization = []
     for entry in entries:
         info: Payload = {"status": entry.status}
@@ -202,7 +200,7 @@ async def reserve_now(
     expires_at: datetime,
     reservation_id: int,
     parent_id_tag: str | None = None,
-) -> dict[str, str]:
+) -> CommandAnswer:
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
     station with several charge points it would reserve the whole station."""
     target = await _station(store, station_id, central_only=True)
@@ -220,7 +218,7 @@ async def reserve_now(
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        OPERATOR,
         charge_point_id=target.charge_point(charge_point_id),
         action="ReserveNow",
         payload=_checked("ReserveNow", payload),

@@ -14,6 +14,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
 from chargenet.config import load_settings
 from chargenet.context import AppContext
@@ -22,6 +24,7 @@ from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.edge.relay import RelayedCommands
 from chargenet.ports import StationCommands
 from chargenet.services import station_commands
+from chargenet.services.views import rendered
 from chargenet.store.db import Store
 
 TRIGGER_MESSAGES = [
@@ -116,14 +119,18 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Store, StationCommands], Awaitable[Payload]]
+Command = Callable[[Store, StationCommands], Awaitable[Payload | BaseModel]]
 
 
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
-    async def run(context: AppContext) -> Payload:
+    async def run(context: AppContext) -> Payload | BaseModel:
         return await command(context.store, RelayedCommands(context.store, context.clock))
 
-    answer: dict[str, Any] = json.loads(frames.dump_payload(run_with_context(args, run)))  # numbers as JSON has them
+    result = run_with_context(args, run)
+    # The station's answer as it came, or the use case's view of it; numbers as JSON has them.
+    answer: dict[str, Any] = (
+        rendered(result) if isinstance(result, BaseModel) else json.loads(frames.dump_payload(result))
+    )
     emit(args, answer, _human(args.station_id, action, answer))
 
 
@@ -148,7 +155,7 @@ def _reset(args: argparse.Namespace) -> None:
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
             store, edge, station_id=args.station_id, charge_point_id=args.charge_point_id, connector_id=args.connector
         )
@@ -157,7 +164,7 @@ def _unlock(args: argparse.Namespace) -> None:
 
 
 def _availability(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.change_availability(
             store,
             edge,
@@ -171,7 +178,7 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.trigger(
             store,
             edge,
@@ -185,7 +192,7 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
             store, edge, station_id=args.station_id, action=action, payload=payload
         )
@@ -223,7 +230,7 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
             store, edge, station_id=args.station_id, list_version=args.list_version, limits=limits
         )
@@ -234,7 +241,7 @@ def _send_local_list(args: argparse.Namespace) -> None:
 
 
 def _reserve(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.reserve_now(
             store,
             edge,
