@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from chargenet.domain.scopes import Scope
 from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.errors import LocalProtocolError, PayloadViolation
 from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
@@ -24,7 +25,7 @@ from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import sessions
-from chargenet.services.callers import OPERATOR
+from chargenet.services.callers import Caller
 from chargenet.services.localauth import list_entries, validate_id_tag
 from chargenet.services.pages import every_page
 from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
@@ -53,13 +54,13 @@ class StationTarget:
         return charge_point_id
 
 
-async def _station(store: Store, station_id: str, *, central_only: bool = False) -> StationTarget:
+async def _station(store: Store, caller: Caller, station_id: str, *, central_only: bool = False) -> StationTarget:
+    """The station, if the caller's `charge-points:write` reaches its site; `NotFound` otherwise."""
     async with store.transaction() as session:
         row = await session.get(Station, station_id)
-        if row is None:
+        site = await session.get(Site, row.site_id) if row is not None else None
+        if row is None or site is None or not caller.allows(Scope.CHARGE_POINTS_WRITE, site.company_id, site.id):
             raise NotFound("station", station_id)
-        site = await session.get(Site, row.site_id)
-        assert site is not None
         target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
     if central_only and target.has_upstream:
         raise Conflict(
@@ -85,19 +86,25 @@ async def _to_station(edge: StationCommands, station_id: str, action: str, paylo
     return await edge.command(station_id, action, _checked(action, payload))
 
 
-async def reset(store: Store, edge: StationCommands, *, station_id: str, kind: str) -> Payload:
-    await _station(store, station_id)
+async def reset(store: Store, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
+    await _station(store, caller, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
 
 
 async def unlock(
-    store: Store, edge: StationCommands, *, station_id: str, charge_point_id: str | None, connector_id: int
+    store: Store,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    charge_point_id: str | None,
+    connector_id: int,
 ) -> CommandAnswer:
-    target = await _station(store, station_id)
+    target = await _station(store, caller, station_id)
     return await sessions.charge_point_command(
         store,
         edge,
-        OPERATOR,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="UnlockConnector",
         payload=_checked("UnlockConnector", {"connectorId": connector_id}),
@@ -108,6 +115,7 @@ async def unlock(
 async def change_availability(
     store: Store,
     edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     charge_point_id: str | None,
@@ -115,14 +123,14 @@ async def change_availability(
     availability: str,
 ) -> Payload | AvailabilityAnswer:
     """Without a charge point or connector, the station itself (OCPP connector 0); otherwise as the API does it."""
-    target = await _station(store, station_id)
+    target = await _station(store, caller, station_id)
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
         return await _to_station(edge, station_id, "ChangeAvailability", payload)
     return await sessions.change_availability(
         store,
         edge,
-        OPERATOR,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         connector_id=connector_id or 0,
         availability=availability,
@@ -132,20 +140,21 @@ async def change_availability(
 async def trigger(
     store: Store,
     edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     requested_message: str,
     charge_point_id: str | None,
     connector_id: int | None,
 ) -> Payload | CommandAnswer:
-    target = await _station(store, station_id)
+    target = await _station(store, caller, station_id)
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
     return await sessions.charge_point_command(
         store,
         edge,
-        OPERATOR,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="TriggerMessage",
         payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
@@ -154,22 +163,22 @@ async def trigger(
 
 
 async def central_command(
-    store: Store, edge: StationCommands, *, station_id: str, action: str, payload: Payload
+    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, action: str, payload: Payload
 ) -> Payload:
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
     to a station without an upstream; the station's answer as it came."""
-    await _station(store, station_id, central_only=True)
+    await _station(store, caller, station_id, central_only=True)
     return await _to_station(edge, station_id, action, payload)
 
 
 async def send_local_list(
-    store: Store, edge: StationCommands, *, station_id: str, list_version: int, limits: FrameLimits
+    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, list_version: int, limits: FrameLimits
 ) -> Payload:
     """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
     those tags itself while it cannot reach the edge."""
-    target = await _station(store, station_id, central_only=True)
+    target = await _station(store, caller, station_id, central_only=True)
     async with store.transaction() as session:
-        entries = await every_page(lambda page: list_entries(session, OPERATOR, page, site_id=target.site_id))
+        entries = await every_page(lambda page: list_entries(session, caller, page, site_id=target.site_id))
     authorization = []
     for entry in entries:
         info: Payload = {"status": entry.status}
@@ -192,6 +201,7 @@ async def send_local_list(
 async def reserve_now(
     store: Store,
     edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     charge_point_id: str | None,
@@ -203,7 +213,7 @@ async def reserve_now(
 ) -> CommandAnswer:
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
     station with several charge points it would reserve the whole station."""
-    target = await _station(store, station_id, central_only=True)
+    target = await _station(store, caller, station_id, central_only=True)
     if connector_id < 1:
         raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
     validate_id_tag(id_tag, "id-tag")
@@ -218,7 +228,7 @@ async def reserve_now(
     return await sessions.charge_point_command(
         store,
         edge,
-        OPERATOR,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="ReserveNow",
         payload=_checked("ReserveNow", payload),

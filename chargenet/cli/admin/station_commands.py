@@ -24,6 +24,7 @@ from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.edge.relay import RelayedCommands
 from chargenet.ports import StationCommands
 from chargenet.services import station_commands
+from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
 from chargenet.store.db import Store
 
@@ -150,14 +151,19 @@ def _reset(args: argparse.Namespace) -> None:
     _run(
         args,
         "Reset",
-        lambda store, edge: station_commands.reset(store, edge, station_id=args.station_id, kind=args.kind),
+        lambda store, edge: station_commands.reset(store, edge, OPERATOR, station_id=args.station_id, kind=args.kind),
     )
 
 
 def _unlock(args: argparse.Namespace) -> None:
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
-            store, edge, station_id=args.station_id, charge_point_id=args.charge_point_id, connector_id=args.connector
+            store,
+            edge,
+            OPERATOR,
+            station_id=args.station_id,
+            charge_point_id=args.charge_point_id,
+            connector_id=args.connector,
         )
 
     _run(args, "UnlockConnector", command)
@@ -168,6 +174,7 @@ def _availability(args: argparse.Namespace) -> None:
         return await station_commands.change_availability(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             charge_point_id=args.charge_point_id,
             connector_id=args.connector,
@@ -182,6 +189,7 @@ def _trigger(args: argparse.Namespace) -> None:
         return await station_commands.trigger(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             requested_message=args.requested_message,
             charge_point_id=args.charge_point_id,
@@ -194,7 +202,7 @@ def _trigger(args: argparse.Namespace) -> None:
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
-            store, edge, station_id=args.station_id, action=action, payload=payload
+            store, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
         )
 
     _run(args, action, command)
@@ -232,7 +240,7 @@ def _data_transfer(args: argparse.Namespace) -> None:
 def _send_local_list(args: argparse.Namespace) -> None:
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
-            store, edge, station_id=args.station_id, list_version=args.list_version, limits=limits
+            store, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
         )
 
     limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
@@ -245,6 +253,7 @@ def _reserve(args: argparse.Namespace) -> None:
         return await station_commands.reserve_now(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             charge_point_id=args.charge_point_id,
             connector_id=args.connector,
