@@ -11,19 +11,24 @@ import asyncio
 import secrets
 import sys
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import uvicorn
-from fastapi import Depends, FastAPI, Query
+from fastapi import FastAPI, Query
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from chargenet.api.pagination import Page, page_params
-from chargenet.api.routes.charge_points import charge_point_page
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
 from chargenet.app import create_app, open_context
-from chargenet.auth.permissions import Reach
+from chargenet.auth.permissions import Grant, Permissions
 from chargenet.config import load_settings
+from chargenet.domain.scopes import Scope
+from chargenet.services import charge_points
+from chargenet.services.callers import ApiApplication
+from chargenet.services.charge_points import ChargePointView
+from chargenet.services.pages import Page
 
 
 async def main(data_dir: str, port: int, company_id: str) -> None:
@@ -34,7 +39,9 @@ async def main(data_dir: str, port: int, company_id: str) -> None:
     from chargenet.auth.tokens import TokenIssuer
 
     issuer = TokenIssuer(issuer=settings.auth_url, audience=settings.base_url, key=key, kid=kid)
-    reach = Reach(frozenset({company_id}), frozenset())
+    caller = ApiApplication(
+        "app_baseline", Permissions.of(company_id, [Grant(company_id, None, frozenset({Scope.CHARGE_POINTS_READ}))])
+    )
 
     async def baseline_token(_: Request) -> JSONResponse:
         issued = issuer.issue(
@@ -53,13 +60,16 @@ async def main(data_dir: str, port: int, company_id: str) -> None:
     assert isinstance(api, FastAPI)
 
     async def unprotected_charge_points(
-        request: Request,
-        page: Annotated[Page, Depends(page_params)],
+        context: Context,
+        page: PageParams,
         site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
-    ) -> dict[str, Any]:
-        return await charge_point_page(request, reach, page, site_id)
+    ) -> Page[ChargePointView]:
+        async with context.store.transaction() as session:
+            return await charge_points.list_charge_points(session, caller, context.edge, page, site_id=site_id)
 
-    api.add_api_route("/bench/charge-points", unprotected_charge_points, methods=["GET"])
+    api.add_api_route(
+        "/bench/charge-points", unprotected_charge_points, methods=["GET"], response_model=Page[ChargePointView]
+    )
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
     try:
         await uvicorn.Server(config).serve()

@@ -27,6 +27,7 @@ from bench.common import Result
 from chargenet.app import open_context
 from chargenet.config import load_settings
 from chargenet.services import applications, companies, groups, sites, stations
+from chargenet.services.callers import OPERATOR
 
 CONNECTIONS = 16
 DURATION = 1.5
@@ -46,13 +47,14 @@ async def _setup(data_dir: str) -> tuple[str, str, str]:
     context = await open_context(settings)
     now = context.clock.now()
     async with context.store.transaction() as session:
-        company = await companies.create_company(session, name="Bench", now=now)
+        company = await companies.create_company(session, OPERATOR, name="Bench", now=now)
         site = await sites.create_site(
-            session, context.keys.credential_cipher(), company_id=company.id, name="S", now=now
+            session, OPERATOR, context.keys.credential_cipher(), company_id=company.id, name="S", now=now
         )
         for i in range(20):
             await stations.create_station(
                 session,
+                OPERATOR,
                 context.keys.secret_hasher(),
                 context.keys.credential_cipher(),
                 site_id=site.id,
@@ -61,12 +63,12 @@ async def _setup(data_dir: str) -> tuple[str, str, str]:
                 connectors=2,
             )
         app = await applications.create_application(
-            session, context.keys.secret_hasher(), company_id=company.id, name="bench", now=now
+            session, OPERATOR, context.keys.secret_hasher(), company_id=company.id, name="bench", now=now
         )
         group = await groups.create_group(
-            session, company_id=company.id, name="g", scopes=["charge-points:read"], now=now
+            session, OPERATOR, company_id=company.id, name="g", scopes=["charge-points:read"], now=now
         )
-        await groups.add_app(session, group.id, app.client_id)
+        await groups.add_app(session, OPERATOR, group.id, app.client_id)
     await context.close()
     return company.id, app.client_id, app.client_secret
 

@@ -41,6 +41,7 @@ from bench.common import Result
 from chargenet.app import open_context
 from chargenet.config import load_settings
 from chargenet.services import companies, sites, stations
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import OutboxEvent
 
@@ -110,13 +111,14 @@ async def _prepare_store(data_dir: Path, database_url: str | None, upstream_url:
     try:
         hasher, cipher = context.keys.secret_hasher(), context.keys.credential_cipher()
         async with context.store.transaction() as session:
-            company = await companies.create_company(session, name="Bench", now=context.clock.now())
+            company = await companies.create_company(session, OPERATOR, name="Bench", now=context.clock.now())
             site = await sites.create_site(
-                session, cipher, company_id=company.id, name="Bench", now=context.clock.now()
+                session, OPERATOR, cipher, company_id=company.id, name="Bench", now=context.clock.now()
             )
             for n in range(STATIONS):
                 await stations.create_station(
                     session,
+                    OPERATOR,
                     hasher,
                     cipher,
                     site_id=site.id,
@@ -126,6 +128,7 @@ async def _prepare_store(data_dir: Path, database_url: str | None, upstream_url:
                 )
             proxied = await sites.create_site(
                 session,
+                OPERATOR,
                 cipher,
                 company_id=company.id,
                 name="Proxied",
@@ -134,7 +137,13 @@ async def _prepare_store(data_dir: Path, database_url: str | None, upstream_url:
             )
             for n in range(PROXIED):
                 await stations.create_station(
-                    session, hasher, cipher, site_id=proxied.id, station_id=f"P{n:05d}", now=context.clock.now()
+                    session,
+                    OPERATOR,
+                    hasher,
+                    cipher,
+                    site_id=proxied.id,
+                    station_id=f"P{n:05d}",
+                    now=context.clock.now(),
                 )
     finally:
         await context.close()

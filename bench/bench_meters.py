@@ -35,6 +35,7 @@ from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, PollTarget
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.readings import Reading
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators import serial_bus
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 
@@ -224,12 +225,13 @@ async def _latency() -> list[Result]:
         meter = SimulatedMeter(PROFILE, unit_id=1, energy_wh=1000)
         server = await MeterServer.tcp([meter], clock)
         async with store.transaction() as session:
-            company = await companies.create_company(session, name="Bench", now=clock.now())
+            company = await companies.create_company(session, OPERATOR, name="Bench", now=clock.now())
             site = await sites.create_site(
-                session, keys.credential_cipher(), company_id=company.id, name="B", now=clock.now()
+                session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="B", now=clock.now()
             )
             await stations.create_station(
                 session,
+                OPERATOR,
                 keys.secret_hasher(),
                 keys.credential_cipher(),
                 site_id=site.id,
@@ -238,6 +240,7 @@ async def _latency() -> list[Result]:
             )
             await meters.create_meter(
                 session,
+                OPERATOR,
                 site_id=site.id,
                 station_id="B-1",
                 profile=PROFILE.name,

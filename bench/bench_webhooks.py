@@ -25,8 +25,9 @@ from chargenet.domain.events import AuthorizePayload
 from chargenet.edge.committer import GroupCommitter
 from chargenet.services import companies, sites
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
 
 SINGLE_LANE_EVENTS = 900
@@ -80,9 +81,14 @@ async def _context(scratch: Path) -> tuple[AppContext, str]:
     )
     context = await open_context(settings)
     async with context.store.transaction() as session:
-        company = await companies.create_company(session, name="Bench", now=context.clock.now())
+        company = await companies.create_company(session, OPERATOR, name="Bench", now=context.clock.now())
         site = await sites.create_site(
-            session, context.keys.credential_cipher(), company_id=company.id, name="Bench", now=context.clock.now()
+            session,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            company_id=company.id,
+            name="Bench",
+            now=context.clock.now(),
         )
     return context, site.id
 
@@ -92,6 +98,7 @@ async def _webhooks(context: AppContext, site_id: str, url: str, count: int) -> 
         for _ in range(count):
             await webhook_service.create_webhook(
                 session,
+                OPERATOR,
                 context.keys.credential_cipher(),
                 site_id=site_id,
                 url=url,

@@ -9,6 +9,7 @@ from datetime import datetime
 from chargenet.app import AppContext
 from chargenet.keys import KeyStore
 from chargenet.services import companies, sites, stations
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 
 
@@ -30,10 +31,13 @@ async def make_tenant(
     password: str | None = None,
 ) -> Tenant:
     async with store.transaction() as session:
-        company = await companies.create_company(session, name="Acme Charging", now=now)
-        site = await sites.create_site(session, keys.credential_cipher(), company_id=company.id, name="Depot", now=now)
+        company = await companies.create_company(session, OPERATOR, name="Acme Charging", now=now)
+        site = await sites.create_site(
+            session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Depot", now=now
+        )
         await stations.create_station(
             session,
+            OPERATOR,
             keys.secret_hasher(),
             keys.credential_cipher(),
             site_id=site.id,
@@ -60,12 +64,12 @@ async def partner_token(
     now = context.clock.now()
     async with context.store.transaction() as session:
         credentials = await applications.create_application(
-            session, context.keys.secret_hasher(), company_id=company_id, name="Partner", now=now
+            session, OPERATOR, context.keys.secret_hasher(), company_id=company_id, name="Partner", now=now
         )
         group = await groups.create_group(
-            session, company_id=company_id, site_id=site_id, name="Partner access", scopes=scopes, now=now
+            session, OPERATOR, company_id=company_id, site_id=site_id, name="Partner access", scopes=scopes, now=now
         )
-        await groups.add_app(session, group.id, credentials.client_id)
+        await groups.add_app(session, OPERATOR, group.id, credentials.client_id)
     assert context.auth is not None
     issued = await context.auth.grant(
         ClientCredentials(credentials.client_id, credentials.client_secret, AuthMethod.BASIC), None

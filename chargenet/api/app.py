@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from chargenet import __version__
-from chargenet.api import security
 from chargenet.api.problems import install_problem_handlers
 from chargenet.api.routes import (
     applications,
@@ -15,12 +14,12 @@ from chargenet.api.routes import (
     meters,
     sessions,
     sites,
+    stations,
     webhooks,
 )
-from chargenet.domain.scopes import Scope
 
 if TYPE_CHECKING:
-    from chargenet.app import AppContext
+    from chargenet.context import AppContext
 
 
 def create_api(context: AppContext) -> FastAPI:
@@ -37,18 +36,14 @@ def create_api(context: AppContext) -> FastAPI:
     install_problem_handlers(api)
     for router in (
         sites.router,
+        stations.router,
         charge_points.router,
         applications.router,
         groups.router,
         sessions.router,
         charge_point_commands.router,
         meters.router,
+        webhooks.router,
     ):
         api.include_router(router)
-
-    def webhooks_changed() -> None:
-        if context.webhooks is not None:
-            context.webhooks.poke()
-
-    api.include_router(webhooks.create_router(lambda scope: security.require(Scope(scope)), webhooks_changed))
     return api

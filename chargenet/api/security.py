@@ -1,8 +1,10 @@
-"""The bearer check every API endpoint shares (RFC 6750), as FastAPI dependencies.
+"""The bearer check every API endpoint shares (RFC 6750), as one FastAPI dependency.
 
-`require(scope)` authenticates the caller and checks that some group grants `scope` somewhere; routes
-then narrow with `Caller.permissions` (allows / reach) for the objects they touch. Errors are raised as
-`MissingToken`, `InvalidToken` and `InsufficientScope`; `chargenet.api.problems` renders them.
+`require(scope)` authenticates the caller, checks that some group grants `scope` somewhere (403 otherwise, as
+decisions.md §4 says for lists), and hands the route the caller as the use cases know it
+(`services.callers.ApiApplication`); each use case then checks the objects it touches against the caller's
+reach. Errors are raised as `MissingToken`, `InvalidToken` and `InsufficientScope`; `chargenet.api.problems`
+renders them.
 """
 
 from __future__ import annotations
@@ -13,15 +15,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from chargenet.api.dependencies import Context
 from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
-from chargenet.auth.server import AuthServer, Caller
 from chargenet.domain.scopes import Scope
-
-
-def _server(request: Request) -> AuthServer:
-    server = request.app.state.context.auth
-    assert isinstance(server, AuthServer), "the auth server is not installed"
-    return server
+from chargenet.services.callers import ApiApplication
 
 
 def bearer_token(request: Request) -> str:
@@ -46,11 +43,14 @@ _openapi_scheme = HTTPBearer(
 _Declared = Annotated[HTTPAuthorizationCredentials | None, Depends(_openapi_scheme)]
 
 
-def require(scope: Scope) -> Callable[[Request, HTTPAuthorizationCredentials | None], Awaitable[Caller]]:
-    async def dependency(request: Request, _: _Declared) -> Caller:
-        caller = await _server(request).authenticate(bearer_token(request))
+def require(
+    scope: Scope,
+) -> Callable[[Request, Context, HTTPAuthorizationCredentials | None], Awaitable[ApiApplication]]:
+    async def dependency(request: Request, context: Context, _: _Declared) -> ApiApplication:
+        assert context.auth is not None, "the auth server is installed"
+        caller = await context.auth.authenticate(bearer_token(request))
         if not caller.permissions.anywhere(scope):
             raise InsufficientScope(scope.value)
-        return caller
+        return ApiApplication(caller.claims.client_id, caller.permissions)
 
     return dependency

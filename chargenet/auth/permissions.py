@@ -29,17 +29,23 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """Where one scope applies, as a filter for list queries: every site of `companies`, plus `sites`."""
+    """Where one scope applies, as a filter for list queries: every site of `companies`, plus `sites`; or, for
+    the operator of the whole store, `everything`."""
 
     companies: frozenset[str]
     sites: frozenset[str]
+    everything: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.companies and not self.sites
+        return not self.everything and not self.companies and not self.sites
 
     def covers_site(self, company_id: str, site_id: str) -> bool:
-        return company_id in self.companies or site_id in self.sites
+        return self.everything or company_id in self.companies or site_id in self.sites
+
+    def covers_company(self, company_id: str) -> bool:
+        """Every site of `company_id`, and the company itself."""
+        return self.everything or company_id in self.companies
 
 
 @dataclass(frozen=True, slots=True)

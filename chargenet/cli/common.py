@@ -7,14 +7,15 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.app import AppContext, open_context
 from chargenet.config import load_settings
+from chargenet.context import AppContext, open_store
 from chargenet.errors import (
     ChargenetError,
     ConfigurationError,
@@ -24,8 +25,12 @@ from chargenet.errors import (
     NotFound,
     StoreError,
 )
+from chargenet.services.pages import every_page
+from chargenet.services.views import rendered
 
 T = TypeVar("T")
+
+__all__ = ["every_page"]  # the command line prints whole lists
 
 EXIT_USAGE = 2
 EXIT_STORE = 3
@@ -76,7 +81,8 @@ def run_with_context(
     args: argparse.Namespace, action: Callable[[AppContext], Awaitable[T]], *, migrate: bool = False
 ) -> T:
     async def runner() -> T:
-        context = await open_context(load_settings(settings_flags(args)), migrate=migrate)
+        # Only the store, keys and clock: an admin command needs no auth server, edge or meter poller.
+        context = await open_store(load_settings(settings_flags(args)), migrate=migrate)
         try:
             return await action(context)
         finally:
@@ -107,6 +113,15 @@ def in_transaction(args: argparse.Namespace, action: Callable[[AppContext, Async
             return await action(context, session)
 
     return run_with_context(args, run)
+
+
+def emit_view(args: argparse.Namespace, view: BaseModel) -> None:
+    """A view of the use cases, as the API renders it."""
+    emit_object(args, rendered(view))
+
+
+def emit_views(args: argparse.Namespace, views: Sequence[BaseModel], columns: list[str]) -> None:
+    emit_list(args, [rendered(view) for view in views], columns)
 
 
 def emit_object(args: argparse.Namespace, data: dict[str, Any]) -> None:

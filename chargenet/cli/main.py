@@ -1,30 +1,43 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from chargenet import __version__
-from chargenet.cli import admin, partner, serve
 from chargenet.cli.common import fail
 from chargenet.errors import ChargenetError
 
+# command -> the module that registers it. Only the module of the command a command line names is imported
+# (all of them for the help): `chargenet admin ...` never loads the server, the API or the edge.
+COMMANDS = {
+    "serve": "chargenet.cli.serve",
+    "migrate": "chargenet.cli.serve",
+    "demo": "chargenet.cli.serve",
+    "admin": "chargenet.cli.admin",
+    "partner": "chargenet.cli.partner",
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chargenet", description="EV charging network service: OCPP edge, meters, API and webhooks."
     )
     parser.add_argument("--version", action="version", version=f"chargenet {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    serve.register(commands)
-    admin.register(commands)
-    partner.register(commands)
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    for module in [COMMANDS[named]] if named else list(dict.fromkeys(COMMANDS.values())):
+        if module == "chargenet.cli.admin":
+            importlib.import_module(module).register(commands, argv[1:] if named else ())
+        else:
+            importlib.import_module(module).register(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         args._run(args)
     except ChargenetError as error:

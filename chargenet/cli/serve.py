@@ -18,10 +18,12 @@ from chargenet.config import Settings, load_settings
 from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.observability.logging import configure_logging
 from chargenet.services import applications, companies, demo_access, sites
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
 from chargenet.simulators.demo import add_demo_partner
 from chargenet.store import schema
 from chargenet.store.db import Store
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +100,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 async def serve(settings: Settings, *, migrate: bool = False, context: AppContext | None = None) -> None:
     context = context or await open_context(settings, migrate=migrate)
-    context.webhooks = install_webhooks(context)
+    install_webhooks(context)
     try:
         config = uvicorn.Config(
             create_app(context),
@@ -152,15 +154,20 @@ def _demo(args: argparse.Namespace) -> None:
 
     async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials]:
         async with ctx.store.transaction() as session:
-            company = next((c for c in await companies.list_companies(session) if c.name == DEMO_COMPANY), None)
+            known = await every_page(lambda page: companies.list_companies(session, OPERATOR, page))
+            company = next((c for c in known if c.name == DEMO_COMPANY), None)
             if company is None:
-                company = await companies.create_company(session, name=DEMO_COMPANY, now=ctx.clock.now())
-            site = next(
-                (s for s in await sites.list_sites(session, company_id=company.id) if s.name == DEMO_SITE), None
-            )
+                company = await companies.create_company(session, OPERATOR, name=DEMO_COMPANY, now=ctx.clock.now())
+            listed = await every_page(lambda page: sites.list_sites(session, OPERATOR, page, company_id=company.id))
+            site = next((s for s in listed if s.name == DEMO_SITE), None)
             if site is None:
                 site = await sites.create_site(
-                    session, ctx.keys.credential_cipher(), company_id=company.id, name=DEMO_SITE, now=ctx.clock.now()
+                    session,
+                    OPERATOR,
+                    ctx.keys.credential_cipher(),
+                    company_id=company.id,
+                    name=DEMO_SITE,
+                    now=ctx.clock.now(),
                 )
             partner = await demo_access.ensure_demo_application(
                 session, ctx.keys.secret_hasher(), company_id=company.id, now=ctx.clock.now()

@@ -24,6 +24,7 @@ class Scope(StrEnum):
     GROUPS_WRITE = "groups:write"
     METERS_READ = "meters:read"
     METERS_WRITE = "meters:write"
+    SITES_WRITE = "sites:write"
 
 
 def parse_scope(value: str) -> Scope:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.domain.connectors import KnownStatus
-from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus
+from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.domain.tenants import locate_connector
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
@@ -32,8 +32,8 @@ from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, Payl
 from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.protocol.session import SessionLimits
-from chargenet.edge.protocol.status import TransitionCounts, assess
-from chargenet.edge.upstream import UpstreamLink, UpstreamUnavailable
+from chargenet.edge.protocol.status import TransitionCounts
+from chargenet.edge.upstream import UpstreamLink, UpstreamSettings, UpstreamUnavailable
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
@@ -193,9 +193,11 @@ class StationLink:
         password = None
         if self.station.upstream_password is not None:
             password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
-        self.upstream = UpstreamLink(
-            self.edge, self.station, self.station.upstream_url, password, self.relay_to_station
+        edge = self.edge
+        settings = UpstreamSettings(
+            edge.store, edge.clock, edge.limits, edge.upstream_timeout, edge.upstream_late_wait, edge.message_log
         )
+        self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
         await self.upstream.start()
 
     async def shut(self, code: int | None, reason: str) -> None:
@@ -321,27 +323,8 @@ class StationLink:
             p.get("info"),
             datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now,
         )
-        assessment = assess(address.connector_id, loaded.last, reported)
-        event = None
-        if assessment.decision.raises_event:
-            event = ChargePointStatusPayload(
-                stationId=self.station.station_id,
-                chargePointId=address.charge_point_id,
-                connectorId=address.connector_id,
-                status=reported.status,
-                errorCode=reported.error_code,
-                **({"info": reported.info} if reported.info else {}),
-            )
-        write = statuses.StatusWrite(
-            site_id=self.station.site_id,
-            address=address,
-            reported=reported,
-            received_at=now,
-            transition=assessment.transition,
-            expected=assessment.expected,
-            becomes_current=assessment.decision.becomes_current,
-            create_connector=not loaded.exists,
-            event=event,
+        write, assessment = statuses.decide(
+            self.station.station_id, self.station.site_id, address, loaded, reported, now
         )
         # The pre-status-notification hook: recorded and published before anything goes upstream.
         try:

@@ -24,7 +24,6 @@ from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.frames import Payload
 from chargenet.outbox import Outbox
-from chargenet.services.stations import layout_of
 from chargenet.store.models import (
     AuthCacheEntry,
     EdgeTransaction,
@@ -58,7 +57,7 @@ async def load_station(session: AsyncSession, station_id: str) -> StationInfo | 
         station_id=row.id,
         site_id=row.site_id,
         password_hash=row.password_hash,
-        layout=layout_of(row),
+        layout=row.layout(),
         upstream_url=site.upstream_url,
         upstream_password=row.upstream_password or site.upstream_password,
     )

@@ -47,6 +47,23 @@ NOT_CONNECTED, NO_ANSWER, ANSWER_FAILED = "not_connected", "no_answer", "answer_
 SendCommand = Callable[[str, str, Payload], Awaitable[Payload]]
 
 
+class RelayedCommands:
+    """`ports.StationCommands` for a process that holds no station connection (`chargenet admin`): every command
+    goes to the serving process holding the station, through the store."""
+
+    def __init__(self, store: Store, clock: Clock, command_timeout: timedelta = timedelta(seconds=30)) -> None:
+        self.store = store
+        self.clock = clock
+        # A margin over the serving process's own call timeout, as `Edge.command` allows: that one decides first.
+        self.answer_timeout = command_timeout + timedelta(seconds=5)
+
+    async def command(self, station_id: str, action: str, payload: Payload) -> Payload:
+        return await forward(self.store, self.clock, station_id, action, payload, answer_timeout=self.answer_timeout)
+
+    def is_connected(self, station_id: str) -> bool:
+        return False
+
+
 async def forward(
     store: Store, clock: Clock, station_id: str, action: str, payload: Payload, *, answer_timeout: timedelta
 ) -> Payload:

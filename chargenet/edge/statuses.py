@@ -16,12 +16,13 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.connectors import KnownStatus
-from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus
-from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT, ConnectorAddress
+from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus, Event
+from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT, ConnectorAddress, locate_connector
 from chargenet.edge.committer import BulkHandler
-from chargenet.errors import InvalidInput
+from chargenet.edge.protocol.status import StatusAssessment, assess
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
-from chargenet.store.models import Connector, ConnectorStatusHistory
+from chargenet.store.models import Connector, ConnectorStatusHistory, Station
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,52 +62,126 @@ class StatusWrite:
     event: ChargePointStatusPayload | None
 
 
-def bulk_writer(outbox: Outbox) -> BulkHandler:
-    async def write(session: AsyncSession, items: list[StatusWrite]) -> None:
-        await session.execute(
-            insert(ConnectorStatusHistory),
-            [
-                {
-                    "charge_point_id": w.address.charge_point_id,
-                    "connector_id": w.address.connector_id,
-                    "status": w.reported.status.value,
-                    "error_code": w.reported.error_code.value,
-                    "info": w.reported.info,
-                    "reported_at": w.reported.timestamp,
-                    "received_at": w.received_at,
-                    "transition": w.transition,
-                    "expected": w.expected,
-                    "became_current": w.becomes_current,
-                }
-                for w in items
-            ],
+@dataclass(frozen=True, slots=True)
+class StatusOutcome:
+    write: StatusWrite
+    assessment: StatusAssessment
+    event: Event | None
+
+
+def decide(
+    station_id: str,
+    site_id: str,
+    address: ConnectorAddress,
+    loaded: LoadedConnector,
+    reported: KnownStatus,
+    now: datetime,
+) -> tuple[StatusWrite, StatusAssessment]:
+    """What to write for a reported status, against the connector's last known one (no I/O)."""
+    assessment = assess(address.connector_id, loaded.last, reported)
+    event = None
+    if assessment.decision.raises_event:
+        event = ChargePointStatusPayload(
+            stationId=station_id,
+            chargePointId=address.charge_point_id,
+            connectorId=address.connector_id,
+            status=reported.status,
+            errorCode=reported.error_code,
+            **({"info": reported.info} if reported.info else {}),
         )
-        created = {(w.address.charge_point_id, w.address.connector_id) for w in items if w.create_connector}
-        if created:
-            await session.execute(
-                insert(Connector), [{"charge_point_id": cp, "connector_id": c} for cp, c in sorted(created)]
-            )
-        # The last report of a connector in the batch that became current wins: the link decided them in order.
-        current: dict[tuple[str, int], StatusWrite] = {}
-        for w in items:
-            if w.becomes_current:
-                current[(w.address.charge_point_id, w.address.connector_id)] = w
-        rows = [
+    write = StatusWrite(
+        site_id=site_id,
+        address=address,
+        reported=reported,
+        received_at=now,
+        transition=assessment.transition,
+        expected=assessment.expected,
+        becomes_current=assessment.decision.becomes_current,
+        create_connector=not loaded.exists,
+        event=event,
+    )
+    return write, assessment
+
+
+async def record_status(
+    session: AsyncSession,
+    outbox: Outbox,
+    *,
+    station_id: str,
+    ocpp_connector_id: int,
+    status: ConnectorStatus,
+    error_code: ChargePointErrorCode,
+    timestamp: datetime,
+    now: datetime,
+    info: str | None = None,
+) -> StatusOutcome:
+    """One status report, decided and written in the caller's transaction by the same code as the edge's batches
+    (for a process that holds no station link, and for tests); the write says whether it raised an event."""
+    station = await session.get(Station, station_id)
+    if station is None:
+        raise NotFound("station", station_id)
+    address = locate_connector(station.layout(), ocpp_connector_id)
+    loaded = await load_connector(session, address, ocpp_connector_id)
+    reported = KnownStatus(status, error_code, info, timestamp)
+    write, assessment = decide(station_id, station.site_id, address, loaded, reported, now)
+    published = await write_statuses(session, outbox, [write])
+    return StatusOutcome(write, assessment, published[0] if published else None)
+
+
+def bulk_writer(outbox: Outbox) -> BulkHandler:
+    """The group committer's handler: `write_statuses` for a batch."""
+
+    async def write(session: AsyncSession, items: list[StatusWrite]) -> None:
+        await write_statuses(session, outbox, items)
+
+    return write
+
+
+async def write_statuses(session: AsyncSession, outbox: Outbox, items: list[StatusWrite]) -> list[Event]:
+    """The one status writer: history, new connectors, current statuses and events of a batch, in multi-row
+    statements in the caller's transaction; returns the events published."""
+
+    await session.execute(
+        insert(ConnectorStatusHistory),
+        [
             {
-                "charge_point_id": cp,
-                "connector_id": c,
+                "charge_point_id": w.address.charge_point_id,
+                "connector_id": w.address.connector_id,
                 "status": w.reported.status.value,
                 "error_code": w.reported.error_code.value,
                 "info": w.reported.info,
-                "status_at": w.reported.timestamp,
-                "updated_at": w.received_at,
+                "reported_at": w.reported.timestamp,
+                "received_at": w.received_at,
+                "transition": w.transition,
+                "expected": w.expected,
+                "became_current": w.becomes_current,
             }
-            for (cp, c), w in current.items()
-        ]
-        if rows:
-            await session.execute(update(Connector), rows)
-        events = [(w.site_id, w.event) for w in items if w.event is not None]
-        if events:
-            await outbox.publish_many(session, events)
-
-    return write
+            for w in items
+        ],
+    )
+    created = {(w.address.charge_point_id, w.address.connector_id) for w in items if w.create_connector}
+    if created:
+        await session.execute(
+            insert(Connector), [{"charge_point_id": cp, "connector_id": c} for cp, c in sorted(created)]
+        )
+    # The last report of a connector in the batch that became current wins: the link decided them in order.
+    current: dict[tuple[str, int], StatusWrite] = {}
+    for w in items:
+        if w.becomes_current:
+            current[(w.address.charge_point_id, w.address.connector_id)] = w
+    rows = [
+        {
+            "charge_point_id": cp,
+            "connector_id": c,
+            "status": w.reported.status.value,
+            "error_code": w.reported.error_code.value,
+            "info": w.reported.info,
+            "status_at": w.reported.timestamp,
+            "updated_at": w.received_at,
+        }
+        for (cp, c), w in current.items()
+    ]
+    if rows:
+        await session.execute(update(Connector), rows)
+    events = [(w.site_id, w.event) for w in items if w.event is not None]
+    return await outbox.publish_many(session, events) if events else []

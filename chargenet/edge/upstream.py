@@ -12,27 +12,40 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import timedelta
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
+from chargenet.clock import Clock
 from chargenet.edge import records
 from chargenet.edge.connection import AnswerLate, CallHandler, ConnectionLost, RpcConnection
+from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import proxy
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.edge.protocol.session import SessionLimits
 from chargenet.errors import ChargenetError
-
-if TYPE_CHECKING:
-    from chargenet.edge.hub import Edge
+from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
 
 SUBPROTOCOL = "ocpp1.6"
 OPEN_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSettings:
+    """What an upstream link needs from the edge that opens it; a snapshot taken when the link opens."""
+
+    store: Store
+    clock: Clock
+    limits: FrameLimits
+    call_timeout: timedelta
+    late_wait: timedelta
+    message_log: MessageLog
 
 
 class UpstreamUnavailable(ChargenetError):
@@ -46,7 +59,7 @@ def basic_auth(user: str, password: str) -> str:
 class UpstreamLink:
     def __init__(
         self,
-        edge: Edge,
+        settings: UpstreamSettings,
         station: records.StationInfo,
         url: str,
         password: str | None,
@@ -54,7 +67,7 @@ class UpstreamLink:
         *,
         rng: Callable[[], float] = random.random,
     ) -> None:
-        self._edge = edge
+        self._settings = settings
         self._station = station
         self._uri = url.rstrip("/") + "/" + station.station_id
         self._password = password
@@ -81,7 +94,7 @@ class UpstreamLink:
     async def start(self) -> None:
         """Begin connecting, and return once the first attempt has succeeded or failed (decisions.md §4: the
         upstream connection opens before the station's BootNotification is forwarded)."""
-        async with self._edge.store.transaction() as session:
+        async with self._settings.store.transaction() as session:
             self.queued = await records.queue_length(session, self._station.station_id)
         self._task = asyncio.create_task(self._run(), name=f"upstream-{self._station.station_id}")
         await self._first_attempt.wait()
@@ -111,7 +124,7 @@ class UpstreamLink:
         rpc = self._rpc
         if rpc is None:
             raise UpstreamUnavailable(f"upstream of {self._station.station_id} is not connected")
-        return await rpc.call(action, payload, late_within=self._edge.upstream_late_wait if listen_late else None)
+        return await rpc.call(action, payload, late_within=self._settings.late_wait if listen_late else None)
 
     # The connection loop ---------------------------------------------------------------------------------
 
@@ -124,7 +137,7 @@ class UpstreamLink:
                     subprotocols=[websockets.Subprotocol(SUBPROTOCOL)],
                     additional_headers=self._headers(),
                     open_timeout=OPEN_TIMEOUT,
-                    max_size=self._edge.limits.max_frame_bytes,
+                    max_size=self._settings.limits.max_frame_bytes,
                     ping_interval=20,
                 ) as socket:
                     if socket.subprotocol != SUBPROTOCOL:
@@ -142,7 +155,7 @@ class UpstreamLink:
                 self._first_attempt.set()
             if self._closing.is_set():
                 return
-            await self._edge.clock.sleep(proxy.reconnect_delay(attempt, self._rng()))
+            await self._settings.clock.sleep(proxy.reconnect_delay(attempt, self._rng()))
             attempt += 1
 
     def _headers(self) -> dict[str, str]:
@@ -154,11 +167,11 @@ class UpstreamLink:
         rpc = RpcConnection(
             f"upstream:{self._station.station_id}",
             socket.send,
-            self._edge.clock,
+            self._settings.clock,
             self._relay,
-            limits=self._edge.limits,
-            session_limits=SessionLimits(call_timeout=self._edge.upstream_timeout),
-            log_frame=self._edge.message_log.logger(self._station.station_id, "upstream"),
+            limits=self._settings.limits,
+            session_limits=SessionLimits(call_timeout=self._settings.call_timeout),
+            log_frame=self._settings.message_log.logger(self._station.station_id, "upstream"),
         )
         self._rpc = rpc
         self.connects += 1
@@ -185,7 +198,7 @@ class UpstreamLink:
             await self._kick.wait()
             self._kick.clear()
             while True:
-                async with self._edge.store.transaction() as session:
+                async with self._settings.store.transaction() as session:
                     head = await records.queue_head(session, self._station.station_id)
                     if head is None:
                         break
@@ -196,21 +209,21 @@ class UpstreamLink:
                     del self._late_answers[head.sequence]
                     if await self._settle_with(head, late):
                         continue
-                step = tx.next_replay(head, ids, last_sent, self._edge.clock.now(), policy)
+                step = tx.next_replay(head, ids, last_sent, self._settings.clock.now(), policy)
                 if step.step is tx.ReplayStep.WAIT_THROTTLE:
                     assert step.not_before is not None
-                    await self._edge.clock.sleep((step.not_before - self._edge.clock.now()).total_seconds())
+                    await self._settings.clock.sleep((step.not_before - self._settings.clock.now()).total_seconds())
                     continue
                 if step.step is tx.ReplayStep.DROP:
                     log.warning("queued message dropped", extra={"fields": {"action": head.action, "why": step.reason}})
-                    async with self._edge.store.transaction() as session:
+                    async with self._settings.store.transaction() as session:
                         await records.dequeue(session, head.sequence)
                     self.queued -= 1
                     continue
                 assert step.payload is not None
-                last_sent = self._edge.clock.now()
+                last_sent = self._settings.clock.now()
                 try:
-                    answer = await rpc.call(head.action, step.payload, late_within=self._edge.upstream_late_wait)
+                    answer = await rpc.call(head.action, step.payload, late_within=self._settings.late_wait)
                 except AnswerLate as late:
                     self._late_answers[head.sequence] = late.answer
                     continue  # stays at the head, whose answer the next round waits for
@@ -244,7 +257,7 @@ class UpstreamLink:
         await self._settle(head, None)
 
     async def _settle(self, head: tx.QueuedMessage, answer: Payload | None) -> None:
-        async with self._edge.store.transaction() as session:
+        async with self._settings.store.transaction() as session:
             if head.action == "StartTransaction" and head.transaction_id is not None:
                 if answer is None:
                     await records.refuse_upstream(session, head.transaction_id)

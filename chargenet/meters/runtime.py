@@ -32,11 +32,11 @@ from chargenet.meters.lease import RENEW_INTERVAL_S, LeaseDecision
 from chargenet.meters.leases import BusLeases
 from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
+from chargenet.meters.records import spec_of
 from chargenet.meters.sessions import MeterSessions
 from chargenet.meters.spec import MeterSpec
 from chargenet.observability.health import ComponentHealth, Level
 from chargenet.outbox import Outbox
-from chargenet.services.meters import spec_of
 from chargenet.store.db import Store
 from chargenet.store.models import Meter
 

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.meters import detect
+from chargenet.meters import records as meter_sessions
 from chargenet.meters.detect import (
     DetectorState,
     Mark,
@@ -40,7 +41,6 @@ from chargenet.meters.errors import BusLeaseLost, MeterUnreachable
 from chargenet.meters.readings import Reading
 from chargenet.meters.spec import MeterSpec
 from chargenet.outbox import Outbox
-from chargenet.services import meter_sessions
 from chargenet.store.db import Store
 from chargenet.store.models import MeterState
 

@@ -7,5 +7,6 @@ the events feed) read each (site, event type) stream in commit order through `Ou
 
 from chargenet.outbox.consumer import OutboxConsumer, PendingStream, StoredEvent
 from chargenet.outbox.publisher import Outbox
+from chargenet.outbox.signal import outbox_committed
 
-__all__ = ["Outbox", "OutboxConsumer", "PendingStream", "StoredEvent"]
+__all__ = ["Outbox", "OutboxConsumer", "PendingStream", "StoredEvent", "outbox_committed"]

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.clock import Clock
 from chargenet.domain.events import Event, Payload, build_event
 from chargenet.ids import new_event_id
+from chargenet.outbox.signal import note_published
 from chargenet.store.models import EventStream, OutboxEvent
 
 
@@ -39,6 +40,7 @@ class Outbox:
                 raised_at=now,
             )
         )
+        note_published(session)
         return event
 
     async def publish_many(self, session: AsyncSession, items: Sequence[tuple[str, Payload]]) -> list[Event]:
@@ -72,6 +74,7 @@ class Outbox:
             next_seq[key] += 1
         if rows:
             await session.execute(insert(OutboxEvent), rows)
+            note_published(session)
         return events
 
 

@@ -4,56 +4,62 @@ The secret is returned once, by `create_application` and `rotate_secret`, and on
 stored. Every change here reaches tokens already issued through the bearer check, which reloads an
 application's state at least every PRINCIPAL_TTL seconds (chargenet.auth.principals).
 
-`company_id`, where given, scopes the lookup to one tenant: an application of another company is then
-reported as not found, exactly like one that does not exist.
+Applications belong to a company, so only a company-level `applications:write` grant manages them (403
+otherwise); an application of another company is reported as not found, exactly like one that does not exist.
+The local operator names the company it creates in, and reaches every application.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
+from pydantic import Field
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.auth.errors import InsufficientScope
 from chargenet.auth.secrets import new_client_id, new_client_secret
+from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import NotFound
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.keys import SecretHasher
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, GroupMember
 
 
-@dataclass(frozen=True, slots=True)
-class ApplicationView:
-    client_id: str
+class ApplicationView(View):
+    client_id: str = Field(alias="client_id")
     company_id: str
     name: str
     enabled: bool
-    group_ids: tuple[str, ...]
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "client_id": self.client_id,
-            "companyId": self.company_id,
-            "name": self.name,
-            "enabled": self.enabled,
-            "groupIds": list(self.group_ids),
-            "createdAt": self.created_at.isoformat(),
-        }
+    group_ids: list[str]
+    created_at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    client_id: str
-    client_secret: str
+class Credentials(View):
+    """An application's id and secret: the secret is shown in this answer only."""
 
-    def to_json(self) -> dict[str, str]:
-        return {"client_id": self.client_id, "client_secret": self.client_secret}
+    client_id: str = Field(alias="client_id")
+    client_secret: str = Field(alias="client_secret")
 
 
-async def _get(session: AsyncSession, client_id: str, company_id: str | None) -> Application:
+def _company(caller: Caller, company_id: str | None = None) -> str:
+    """The company whose applications the caller manages: its own, with a company-level grant; the local
+    operator names one."""
+    if caller.company_id is None:
+        if company_id is None:
+            raise InvalidInput("name the company", field="company")
+        return company_id
+    if not caller.allows(Scope.APPLICATIONS_WRITE, caller.company_id):
+        raise InsufficientScope(Scope.APPLICATIONS_WRITE.value)
+    return caller.company_id
+
+
+async def _get(session: AsyncSession, caller: Caller, client_id: str) -> Application:
+    company_id = _company(caller) if caller.company_id is not None else None
     app = await session.get(Application, client_id)
     if app is None or (company_id is not None and app.company_id != company_id):
         raise NotFound("application", client_id)
@@ -61,8 +67,15 @@ async def _get(session: AsyncSession, client_id: str, company_id: str | None) ->
 
 
 async def create_application(
-    session: AsyncSession, hasher: SecretHasher, *, company_id: str, name: str, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    hasher: SecretHasher,
+    *,
+    name: str,
+    now: datetime,
+    company_id: str | None = None,
 ) -> Credentials:
+    company_id = _company(caller, company_id)
     name = validate_name(name)
     if await session.get(Company, company_id) is None:
         raise NotFound("company", company_id)
@@ -80,61 +93,72 @@ async def create_application(
         )
     )
     await session.flush()
-    return Credentials(client_id, secret)
+    return Credentials(client_id=client_id, client_secret=secret)
 
 
 async def set_enabled(
-    session: AsyncSession, client_id: str, *, enabled: bool, now: datetime, company_id: str | None = None
+    session: AsyncSession, caller: Caller, client_id: str, *, enabled: bool, now: datetime
 ) -> ApplicationView:
-    app = await _get(session, client_id, company_id)
+    app = await _get(session, caller, client_id)
     app.enabled = enabled
     app.updated_at = now
     await session.flush()
     return await _view(session, app)
 
 
-async def delete_application(session: AsyncSession, client_id: str, *, company_id: str | None = None) -> None:
-    app = await _get(session, client_id, company_id)
+async def delete_application(session: AsyncSession, caller: Caller, client_id: str) -> None:
+    app = await _get(session, caller, client_id)
     await session.execute(delete(GroupMember).where(GroupMember.client_id == client_id))
     await session.delete(app)
     await session.flush()
 
 
 async def rotate_secret(
-    session: AsyncSession, hasher: SecretHasher, client_id: str, *, now: datetime, company_id: str | None = None
+    session: AsyncSession, caller: Caller, hasher: SecretHasher, client_id: str, *, now: datetime
 ) -> Credentials:
     """A new secret; the old one stops working at once, and tokens it obtained are revoked with it."""
-    app = await _get(session, client_id, company_id)
+    app = await _get(session, caller, client_id)
     secret = new_client_secret()
     app.secret_hash = hasher.hash(secret)
     app.secret_generation += 1
     app.updated_at = now
     await session.flush()
-    return Credentials(client_id, secret)
+    return Credentials(client_id=client_id, client_secret=secret)
 
 
 async def _view(session: AsyncSession, app: Application) -> ApplicationView:
     groups = await session.scalars(
         select(GroupMember.group_id).where(GroupMember.client_id == app.client_id).order_by(GroupMember.group_id)
     )
-    return ApplicationView(app.client_id, app.company_id, app.name, app.enabled, tuple(groups), app.created_at)
+    return _make_view(app, groups)
 
 
-async def get_application(session: AsyncSession, client_id: str, *, company_id: str | None = None) -> ApplicationView:
-    return await _view(session, await _get(session, client_id, company_id))
+def _make_view(app: Application, group_ids: Iterable[str]) -> ApplicationView:
+    return ApplicationView(
+        client_id=app.client_id,
+        company_id=app.company_id,
+        name=app.name,
+        enabled=app.enabled,
+        group_ids=list(group_ids),
+        created_at=app.created_at,
+    )
+
+
+async def get_application(session: AsyncSession, caller: Caller, client_id: str) -> ApplicationView:
+    return await _view(session, await _get(session, caller, client_id))
 
 
 async def list_applications(
-    session: AsyncSession, *, company_id: str | None = None, limit: int | None = None, after: str | None = None
-) -> list[ApplicationView]:
-    """Applications ordered by `client_id`, from just after `after`, at most `limit` of them."""
-    query = select(Application).order_by(Application.client_id)
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+) -> Page[ApplicationView]:
+    """The applications of the caller's company (the local operator: of `company_id`, or all), by `client_id`."""
+    if caller.company_id is not None:
+        company_id = _company(caller)
+    query = select(Application).order_by(Application.client_id).limit(page.fetch)
     if company_id is not None:
         query = query.where(Application.company_id == company_id)
-    if after is not None:
-        query = query.where(Application.client_id > after)
-    if limit is not None:
-        query = query.limit(limit)
+    if page.after is not None:
+        query = query.where(Application.client_id > page.after)
     apps = list(await session.scalars(query))
     groups: dict[str, list[str]] = {}
     if apps:
@@ -146,7 +170,5 @@ async def list_applications(
         )
         for client_id, group_id in members:
             groups.setdefault(client_id, []).append(group_id)
-    return [
-        ApplicationView(a.client_id, a.company_id, a.name, a.enabled, tuple(groups.get(a.client_id, ())), a.created_at)
-        for a in apps
-    ]
+    views = [_make_view(a, groups.get(a.client_id, ())) for a in apps]
+    return page.page(views, lambda view: view.client_id)

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.scopes import Scope
 from chargenet.keys import SecretHasher
 from chargenet.services import applications, groups
+from chargenet.services.callers import OPERATOR
 from chargenet.store.models import Application, Group
 
 DEMO_APP = "demo partner"
@@ -27,19 +28,19 @@ async def ensure_demo_application(
     )
     if client_id is None:
         credentials = await applications.create_application(
-            session, hasher, company_id=company_id, name=DEMO_APP, now=now
+            session, OPERATOR, hasher, company_id=company_id, name=DEMO_APP, now=now
         )
     else:
-        credentials = await applications.rotate_secret(session, hasher, client_id, now=now)
+        credentials = await applications.rotate_secret(session, OPERATOR, hasher, client_id, now=now)
     group_id = await session.scalar(
         select(Group.id).where(Group.company_id == company_id, Group.name == DEMO_GROUP, Group.site_id.is_(None))
     )
     if group_id is None:
         group = await groups.create_group(
-            session, company_id=company_id, name=DEMO_GROUP, scopes=[s.value for s in DEMO_SCOPES], now=now
+            session, OPERATOR, company_id=company_id, name=DEMO_GROUP, scopes=[s.value for s in DEMO_SCOPES], now=now
         )
         group_id = group.id
-    await groups.add_app(session, group_id, credentials.client_id)
+    await groups.add_app(session, OPERATOR, group_id, credentials.client_id)
     return credentials
 
 

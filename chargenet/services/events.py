@@ -12,22 +12,28 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import EventType
+from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput
+from chargenet.services.callers import Caller
+from chargenet.services.reach import reachable_site
+from chargenet.services.views import View
 from chargenet.store.models import OutboxEvent
 
 MAX_PAGE = 500
 
 
-@dataclass(frozen=True, slots=True)
-class EventPage:
-    items: list[dict[str, Any]]
+class EventPage(View):
+    """A page of the feed. Its items are the envelopes exactly as published and signed for webhooks, described by
+    the event schemas (docs/schemas/); `next` is always set."""
+
+    items: list[dict[str, Any]] = Field(description="event envelopes, one schema per event type in docs/schemas/")
     next: str
 
 
@@ -52,14 +58,17 @@ def decode_cursor(cursor: str | None) -> dict[str, int]:
 
 async def list_events(
     session: AsyncSession,
+    caller: Caller,
     *,
     site_id: str,
     event_types: Sequence[EventType] | None = None,
     cursor: str | None = None,
     limit: int = 50,
 ) -> EventPage:
+    """The site's events after `cursor`; a site the caller's `events:read` does not reach is `NotFound`."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"must be 1 to {MAX_PAGE}", field="limit")
+    await reachable_site(session, caller, Scope.EVENTS_READ, site_id)
     after = decode_cursor(cursor)
     types = list(event_types) if event_types else list(EventType)
     streams = [and_(OutboxEvent.event_type == t.value, OutboxEvent.seq > after.get(t.value, 0)) for t in types]
@@ -74,4 +83,4 @@ async def list_events(
     positions = dict(after)
     for row in rows:
         positions[row.event_type] = max(positions.get(row.event_type, 0), row.seq)
-    return EventPage([json.loads(row.body) for row in rows], encode_cursor(positions))
+    return EventPage(items=[json.loads(row.body) for row in rows], next=encode_cursor(positions))

@@ -1,46 +1,38 @@
 """Groups: anchored at a company or one of its sites, granting scopes over that node and below.
 
 An application joins only groups of its own company; that is checked here, and the permission core
-ignores foreign grants as well (chargenet.auth.permissions, Rule 3).
+ignores foreign grants as well (chargenet.auth.permissions, Rule 3). A caller manages the groups its
+`groups:write` reaches: all of its company's with a company-level grant, otherwise those anchored at the sites
+it holds the scope on, so it cannot hand out more than it reaches; any other group is `NotFound`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.auth.errors import InsufficientScope
 from chargenet.domain.scopes import Scope, format_scopes, parse_scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.ids import new_id
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, Group, GroupMember, Site
 
 
-@dataclass(frozen=True, slots=True)
-class GroupView:
+class GroupView(View):
     id: str
     company_id: str
     site_id: str | None
     name: str
-    scopes: tuple[Scope, ...]
-    client_ids: tuple[str, ...]
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "companyId": self.company_id,
-            "siteId": self.site_id,
-            "name": self.name,
-            "scopes": [s.value for s in self.scopes],
-            "clientIds": list(self.client_ids),
-            "createdAt": self.created_at.isoformat(),
-        }
+    scopes: list[Scope]
+    client_ids: list[str]
+    created_at: Instant
 
 
 def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
@@ -52,13 +44,23 @@ def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
 
 async def create_group(
     session: AsyncSession,
+    caller: Caller,
     *,
-    company_id: str,
     name: str,
     scopes: Iterable[str],
     now: datetime,
     site_id: str | None = None,
+    company_id: str | None = None,
 ) -> GroupView:
+    """A group of the caller's company (the local operator names one), anchored at the company or `site_id`."""
+    if caller.company_id is not None:
+        company_id = caller.company_id
+        if not caller.allows(Scope.GROUPS_WRITE, company_id, site_id):
+            if site_id is not None and not caller.reach(Scope.GROUPS_WRITE).covers_site(company_id, site_id):
+                raise NotFound("site", site_id)
+            raise InsufficientScope(Scope.GROUPS_WRITE.value)
+    if company_id is None:
+        raise InvalidInput("name the company", field="company")
     name = validate_name(name)
     granted = parse_scopes(scopes)
     if await session.get(Company, company_id) is None:
@@ -80,15 +82,15 @@ async def create_group(
     return await _view(session, group)
 
 
-async def _get(session: AsyncSession, group_id: str, company_id: str | None) -> Group:
+async def _get(session: AsyncSession, caller: Caller, group_id: str) -> Group:
     group = await session.get(Group, group_id)
-    if group is None or (company_id is not None and group.company_id != company_id):
+    if group is None or not caller.allows(Scope.GROUPS_WRITE, group.company_id, group.site_id):
         raise NotFound("group", group_id)
     return group
 
 
-async def add_app(session: AsyncSession, group_id: str, client_id: str, *, company_id: str | None = None) -> None:
-    group = await _get(session, group_id, company_id)
+async def add_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str) -> None:
+    group = await _get(session, caller, group_id)
     app = await session.get(Application, client_id)
     if app is None or app.company_id != group.company_id:
         # An application of another company is reported as missing, not as foreign: nothing leaks.
@@ -98,8 +100,8 @@ async def add_app(session: AsyncSession, group_id: str, client_id: str, *, compa
         await session.flush()
 
 
-async def remove_app(session: AsyncSession, group_id: str, client_id: str, *, company_id: str | None = None) -> None:
-    await _get(session, group_id, company_id)
+async def remove_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str) -> None:
+    await _get(session, caller, group_id)
     member = await session.get(GroupMember, (group_id, client_id))
     if member is None:
         raise NotFound("group member", client_id)
@@ -107,8 +109,9 @@ async def remove_app(session: AsyncSession, group_id: str, client_id: str, *, co
     await session.flush()
 
 
-async def delete_group(session: AsyncSession, group_id: str, *, company_id: str | None = None) -> None:
-    group = await _get(session, group_id, company_id)
+async def delete_group(session: AsyncSession, caller: Caller, group_id: str) -> None:
+    """Deleted in the transaction that checked the caller's reach over it."""
+    group = await _get(session, caller, group_id)
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)
     await session.flush()
@@ -116,13 +119,13 @@ async def delete_group(session: AsyncSession, group_id: str, *, company_id: str 
 
 def _make_view(group: Group, members: Iterable[str]) -> GroupView:
     return GroupView(
-        group.id,
-        group.company_id,
-        group.site_id,
-        group.name,
-        tuple(Scope(s) for s in group.scopes.split()),
-        tuple(members),
-        group.created_at,
+        id=group.id,
+        company_id=group.company_id,
+        site_id=group.site_id,
+        name=group.name,
+        scopes=[Scope(s) for s in group.scopes.split()],
+        client_ids=list(members),
+        created_at=group.created_at,
     )
 
 
@@ -133,29 +136,25 @@ async def _view(session: AsyncSession, group: Group) -> GroupView:
     return _make_view(group, members)
 
 
-async def get_group(session: AsyncSession, group_id: str, *, company_id: str | None = None) -> GroupView:
-    return await _view(session, await _get(session, group_id, company_id))
+async def get_group(session: AsyncSession, caller: Caller, group_id: str) -> GroupView:
+    return await _view(session, await _get(session, caller, group_id))
 
 
 async def list_groups(
-    session: AsyncSession,
-    *,
-    company_id: str | None = None,
-    site_ids: Collection[str] | None = None,
-    limit: int | None = None,
-    after: str | None = None,
-) -> list[GroupView]:
-    """Groups ordered by id, from just after `after`, at most `limit` of them. With `site_ids`, only
-    groups anchored at one of those sites (what a caller holding site-level grants may see)."""
-    query = select(Group).order_by(Group.id)
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+) -> Page[GroupView]:
+    """The groups the caller may manage, ordered by id. The filter is in the query, so every page is full until
+    the last."""
+    query = select(Group).order_by(Group.id).limit(page.fetch)
+    if caller.company_id is not None:
+        company_id = caller.company_id
+        reach = caller.reach(Scope.GROUPS_WRITE)
+        if not reach.covers_company(company_id):
+            query = query.where(Group.site_id.in_(sorted(reach.sites)) if reach.sites else false())
     if company_id is not None:
         query = query.where(Group.company_id == company_id)
-    if site_ids is not None:
-        query = query.where(Group.site_id.in_(sorted(site_ids)) if site_ids else false())
-    if after is not None:
-        query = query.where(Group.id > after)
-    if limit is not None:
-        query = query.limit(limit)
+    if page.after is not None:
+        query = query.where(Group.id > page.after)
     rows = list(await session.scalars(query))
     members: dict[str, list[str]] = {}
     if rows:
@@ -167,4 +166,4 @@ async def list_groups(
         )
         for group_id, client_id in pairs:
             members.setdefault(group_id, []).append(client_id)
-    return [_make_view(g, members.get(g.id, ())) for g in rows]
+    return page.page([_make_view(g, members.get(g.id, ())) for g in rows], lambda view: view.id)

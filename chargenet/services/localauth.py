@@ -1,17 +1,22 @@
-"""A site's local authorization list: tags decided at the edge, never forwarded to an upstream."""
+"""A site's local authorization list: tags decided at the edge, never forwarded to an upstream.
+
+Reading it needs `sites:read` on the site, changing it `sites:write` (decisions.md §3)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import AuthorizationStatus
+from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
-from chargenet.store.models import LocalAuthEntry, Site
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_site
+from chargenet.services.views import Instant, View, optional
+from chargenet.store.models import LocalAuthEntry
 
 LISTABLE_STATUSES = (
     AuthorizationStatus.ACCEPTED,
@@ -22,25 +27,22 @@ LISTABLE_STATUSES = (
 MAX_ID_TAG = 20  # OCPP 1.6 IdToken is CiString20Type
 
 
-@dataclass(frozen=True, slots=True)
-class LocalAuthView:
+class LocalAuthView(View):
     site_id: str
     id_tag: str
     status: str
-    expires_at: datetime | None
-    parent_id_tag: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"siteId": self.site_id, "idTag": self.id_tag, "status": self.status}
-        if self.expires_at is not None:
-            data["expiresAt"] = self.expires_at.isoformat()
-        if self.parent_id_tag is not None:
-            data["parentIdTag"] = self.parent_id_tag
-        return data
+    expires_at: Instant | None = optional()
+    parent_id_tag: str | None = optional()
 
 
 def _view(row: LocalAuthEntry) -> LocalAuthView:
-    return LocalAuthView(row.site_id, row.id_tag, row.status, row.expires_at, row.parent_id_tag)
+    return LocalAuthView(
+        site_id=row.site_id,
+        id_tag=row.id_tag,
+        status=row.status,
+        expires_at=row.expires_at,
+        parent_id_tag=row.parent_id_tag,
+    )
 
 
 def validate_id_tag(id_tag: str, field: str = "idTag") -> str:
@@ -51,6 +53,7 @@ def validate_id_tag(id_tag: str, field: str = "idTag") -> str:
 
 async def add_entry(
     session: AsyncSession,
+    caller: Caller,
     *,
     site_id: str,
     id_tag: str,
@@ -60,8 +63,7 @@ async def add_entry(
     parent_id_tag: str | None = None,
 ) -> LocalAuthView:
     """Add a tag to the site's list, or change the entry it already has."""
-    if await session.get(Site, site_id) is None:
-        raise NotFound("site", site_id)
+    await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     validate_id_tag(id_tag)
     if parent_id_tag is not None:
         validate_id_tag(parent_id_tag, "parentIdTag")
@@ -78,16 +80,24 @@ async def add_entry(
     return _view(row)
 
 
-async def list_entries(session: AsyncSession, *, site_id: str) -> list[LocalAuthView]:
-    if await session.get(Site, site_id) is None:
-        raise NotFound("site", site_id)
-    rows = await session.scalars(
-        select(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id).order_by(LocalAuthEntry.id_tag)
+async def list_entries(
+    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str
+) -> Page[LocalAuthView]:
+    """The site's entries, ordered by idTag."""
+    await reachable_site(session, caller, Scope.SITES_READ, site_id)
+    query = (
+        select(LocalAuthEntry)
+        .where(LocalAuthEntry.site_id == site_id)
+        .order_by(LocalAuthEntry.id_tag)
+        .limit(page.fetch)
     )
-    return [_view(row) for row in rows]
+    if page.after is not None:
+        query = query.where(LocalAuthEntry.id_tag > page.after)
+    return page.page([_view(row) for row in await session.scalars(query)], lambda entry: entry.id_tag)
 
 
-async def remove_entry(session: AsyncSession, *, site_id: str, id_tag: str) -> None:
+async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str) -> None:
+    await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     row = await session.get(LocalAuthEntry, (site_id, id_tag))
     if row is None:
         raise NotFound("local list entry", f"{site_id}/{id_tag}")

@@ -2,105 +2,162 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Literal
 
+from pydantic import ConfigDict, Field, computed_field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.events import StopReason
+from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
-from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
+from chargenet.meters import records as meter_records
+from chargenet.meters.bus import RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
+from chargenet.meters.records import spec_of, transport_of
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
-from chargenet.services import meter_sessions
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.views import Instant, View
 from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
 
 
-@dataclass(frozen=True, slots=True)
-class MeterStatus:
+class MeterReading(View):
+    energy_kwh: float
+    max_current: float | None
+    power: float | None
+    read_at: Instant
+
+
+class MeterStatus(View):
     """What a meter-measured charge point shows: charging or not, and the last reading."""
 
+    charging: bool
     transaction_id: int | None
-    energy_wh: int | None
-    max_current_a: float | None
-    power_w: float | None
-    read_at: datetime | None
-    phase: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        reading = None
-        if self.read_at is not None and self.energy_wh is not None:
-            reading = {
-                "energyKwh": wh_to_kwh(self.energy_wh),
-                "maxCurrent": self.max_current_a,
-                "power": self.power_w,
-                "readAt": self.read_at.isoformat(),
-            }
-        return {
-            "charging": self.transaction_id is not None,
-            "transactionId": self.transaction_id,
-            "lastReading": reading,
-        }
+    last_reading: MeterReading | None
 
 
-@dataclass(frozen=True, slots=True)
-class MeterView:
-    spec: MeterSpec
+class TcpTransportView(View):
+    type: Literal["tcp"] = "tcp"
+    host: str
+    port: int
+
+
+class RtuTransportView(View):
+    type: Literal["rtu"] = "rtu"
+    device: str
+    baud: int
+    parity: str
+    stopbits: int
+
+
+class MeterView(View):
+    """A meter's configuration as the faces show it; `spec` is the validated configuration the poller runs."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: SkipJsonSchema[MeterSpec] = Field(exclude=True)
     enabled: bool
-    created_at: datetime
+    created_at: Instant
     status: MeterStatus | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         return self.spec.meter_id
 
-    def to_json(self) -> dict[str, Any]:
-        spec, thresholds = self.spec, self.spec.thresholds
-        transport: dict[str, Any]
-        if isinstance(spec.transport, TcpEndpoint):
-            transport = {"type": "tcp", "host": spec.transport.host, "port": spec.transport.port}
-        else:
-            line = spec.transport.line
-            transport = {
-                "type": "rtu",
-                "device": spec.transport.device,
-                "baud": line.baudrate,
-                "parity": line.parity.value,
-                "stopbits": line.stopbits,
-            }
-        document: dict[str, Any] = {
-            "id": spec.meter_id,
-            "siteId": spec.site_id,
-            "stationId": spec.station_id,
-            "chargePointId": spec.charge_point_id,
-            "connectorId": spec.connector_id,
-            "profile": spec.profile.name,
-            "unitId": spec.unit_id,
-            "transport": transport,
-            "idTag": spec.id_tag,
-            "pollInterval": spec.poll_interval_s,
-            "startCurrent": thresholds.start_current_a,
-            "stopCurrent": thresholds.stop_current_a,
-            "startPower": thresholds.start_power_w,
-            "stopPower": thresholds.stop_power_w,
-            "stopGrace": thresholds.stop_grace_s,
-            "outageClose": thresholds.outage_close_s,
-            "enabled": self.enabled,
-            "createdAt": self.created_at.isoformat(),
-        }
-        if self.status is not None:
-            document["status"] = self.status.to_json()
-        return document
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def site_id(self) -> str:
+        return self.spec.site_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def station_id(self) -> str:
+        return self.spec.station_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def charge_point_id(self) -> str:
+        return self.spec.charge_point_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def connector_id(self) -> int:
+        return self.spec.connector_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def profile(self) -> str:
+        return self.spec.profile.name
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unit_id(self) -> int:
+        return self.spec.unit_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def transport(self) -> TcpTransportView | RtuTransportView:
+        transport = self.spec.transport
+        if isinstance(transport, TcpEndpoint):
+            return TcpTransportView(host=transport.host, port=transport.port)
+        line = transport.line
+        return RtuTransportView(
+            device=transport.device, baud=line.baudrate, parity=line.parity.value, stopbits=line.stopbits
+        )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id_tag(self) -> str:
+        return self.spec.id_tag
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def poll_interval(self) -> float:
+        return self.spec.poll_interval_s
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def start_current(self) -> float:
+        return self.spec.thresholds.start_current_a
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def stop_current(self) -> float:
+        return self.spec.thresholds.stop_current_a
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def start_power(self) -> float:
+        return self.spec.thresholds.start_power_w
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def stop_power(self) -> float:
+        return self.spec.thresholds.stop_power_w
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def stop_grace(self) -> float:
+        return self.spec.thresholds.stop_grace_s
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def outage_close(self) -> float:
+        return self.spec.thresholds.outage_close_s
 
 
 async def create_meter(
     session: AsyncSession,
+    caller: Caller,
     *,
     site_id: str,
     station_id: str,
@@ -126,8 +183,7 @@ async def create_meter(
 ) -> MeterView:
     """Register a meter. NotFound for an unknown site or station; InvalidInput naming the bad setting;
     Conflict when the connector already has a meter or the bus address is taken."""
-    if await session.get(Site, site_id) is None:
-        raise NotFound("site", site_id)
+    await reachable_site(session, caller, Scope.METERS_WRITE, site_id)
     station = await session.get(Station, station_id)
     if station is None:
         raise NotFound("station", station_id)
@@ -168,7 +224,7 @@ async def create_meter(
     _store_spec(row, spec)
     session.add(row)
     await session.flush()
-    return MeterView(spec, row.enabled, row.created_at)
+    return MeterView(spec=spec, enabled=row.enabled, created_at=row.created_at)
 
 
 async def _charge_point(session: AsyncSession, station: Station, charge_point_id: str | None) -> ChargePoint:
@@ -191,7 +247,7 @@ async def _check_free(session: AsyncSession, spec: MeterSpec) -> None:
             raise Conflict(
                 f"connector {spec.connector_id} of {spec.charge_point_id!r} is already measured by meter {other.id!r}"
             )
-        if _transport_of(other).key == spec.bus_key and other.unit_id == spec.unit_id:
+        if transport_of(other).key == spec.bus_key and other.unit_id == spec.unit_id:
             raise Conflict(f"unit {spec.unit_id} on {spec.bus_key} is already meter {other.id!r}")
 
 
@@ -221,79 +277,67 @@ def _store_spec(row: Meter, spec: MeterSpec) -> None:
         row.tcp_host, row.tcp_port = None, None
 
 
-def _transport_of(row: Meter) -> Transport:
-    if row.transport == "tcp":
-        return parse_transport(tcp=f"[{row.tcp_host}]:{row.tcp_port}", rtu=None)
-    if row.transport == "rtu":
-        return parse_transport(
-            tcp=None, rtu=row.rtu_device or "", baud=row.baudrate, parity=row.parity, stopbits=row.stopbits
-        )
-    raise InvalidInput(f"unknown transport {row.transport!r}", field="transport")
-
-
-def spec_of(row: Meter) -> MeterSpec:
-    """The validated configuration of a stored meter; InvalidInput naming the setting when a row is malformed."""
-    return build_spec(
-        meter_id=row.id,
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        profile=row.profile,
-        unit_id=row.unit_id,
-        transport=_transport_of(row),
-        thresholds=build_thresholds(
-            start_current=row.start_current_a,
-            stop_current=row.stop_current_a,
-            start_power=row.start_power_w,
-            stop_power=row.stop_power_w,
-            stop_grace=row.stop_grace_s,
-            outage_close=row.outage_close_s,
-        ),
-        poll_interval_s=row.poll_interval_s,
-    )
-
-
-async def _get(session: AsyncSession, meter_id: str) -> Meter:
+async def _get(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> Meter:
+    """The meter, if `scope` holds on its site for the caller; `NotFound` otherwise."""
     row = await session.get(Meter, meter_id)
-    if row is None:
-        raise NotFound("meter", meter_id)
-    return row
+    if row is not None:
+        site = await session.get(Site, row.site_id)
+        if site is not None and caller.allows(scope, site.company_id, site.id):
+            return row
+    raise NotFound("meter", meter_id)
 
 
-async def _status(session: AsyncSession, meter_id: str) -> MeterStatus:
-    state = await session.get(MeterState, meter_id)
+async def _view(session: AsyncSession, row: Meter) -> MeterView:
+    state = await session.get(MeterState, row.id)
     transaction_id = await session.scalar(
-        select(MeterSession.transaction_id).where(MeterSession.meter_id == meter_id, MeterSession.stopped_at.is_(None))
+        select(MeterSession.transaction_id).where(MeterSession.meter_id == row.id, MeterSession.stopped_at.is_(None))
     )
-    return MeterStatus(
-        transaction_id=transaction_id,
-        energy_wh=state.energy_wh if state else None,
-        max_current_a=state.max_current_a if state else None,
-        power_w=state.power_w if state else None,
-        read_at=state.read_at if state else None,
-        phase=state.phase if state else None,
+    reading = None
+    if state is not None and state.read_at is not None and state.energy_wh is not None:
+        reading = MeterReading(
+            energy_kwh=wh_to_kwh(state.energy_wh),
+            max_current=state.max_current_a,
+            power=state.power_w,
+            read_at=state.read_at,
+        )
+    status = MeterStatus(charging=transaction_id is not None, transaction_id=transaction_id, last_reading=reading)
+    return MeterView(spec=spec_of(row), enabled=row.enabled, created_at=row.created_at, status=status)
+
+
+async def get_meter(session: AsyncSession, caller: Caller, meter_id: str) -> MeterView:
+    return await _view(session, await _get(session, caller, Scope.METERS_READ, meter_id))
+
+
+async def list_meters(
+    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
+) -> Page[MeterView]:
+    """The meters on sites the caller reaches with `meters:read`, ordered by id."""
+    query = (
+        select(Meter)
+        .join(Site, Site.id == Meter.site_id)
+        .where(site_filter(caller.reach(Scope.METERS_READ)))
+        .order_by(Meter.id)
+        .limit(page.fetch)
     )
-
-
-async def get_meter(session: AsyncSession, meter_id: str) -> MeterView:
-    row = await _get(session, meter_id)
-    return MeterView(spec_of(row), row.enabled, row.created_at, await _status(session, meter_id))
-
-
-async def list_meters(session: AsyncSession, *, site_id: str | None = None) -> list[MeterView]:
-    query = select(Meter).order_by(Meter.created_at, Meter.id)
     if site_id is not None:
         query = query.where(Meter.site_id == site_id)
-    return [
-        MeterView(spec_of(row), row.enabled, row.created_at, await _status(session, row.id))
-        for row in await session.scalars(query)
-    ]
+    if page.after is not None:
+        query = query.where(Meter.id > page.after)
+    views = [await _view(session, row) for row in await session.scalars(query)]
+    return page.page(views, lambda meter: meter.id)
+
+
+async def meters_of_charge_points(session: AsyncSession, charge_point_ids: list[str]) -> list[MeterView]:
+    """The meters measuring these charge points, for the charge points' own views (whose reach was checked)."""
+    rows = await session.scalars(
+        select(Meter).where(Meter.charge_point_id.in_(charge_point_ids)).order_by(Meter.created_at, Meter.id)
+    )
+    return [await _view(session, row) for row in rows]
 
 
 async def update_meter(
     session: AsyncSession,
+    caller: Caller,
     meter_id: str,
     *,
     now: datetime,
@@ -308,7 +352,7 @@ async def update_meter(
     enabled: bool | None = None,
 ) -> MeterView:
     """Change a meter's idTag, poll interval, thresholds or enabled flag; the poller picks it up within 2 s."""
-    row = await _get(session, meter_id)
+    row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
     current = spec_of(row)
     given = current.thresholds
 
@@ -341,16 +385,16 @@ async def update_meter(
         row.enabled = enabled
     row.updated_at = now
     await session.flush()
-    return MeterView(spec, row.enabled, row.created_at, await _status(session, meter_id))
+    return await _view(session, row)
 
 
-async def delete_meter(session: AsyncSession, outbox: Outbox, meter_id: str, *, now: datetime) -> None:
+async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, meter_id: str, *, now: datetime) -> None:
     """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
     StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
-    row = await _get(session, meter_id)
-    open_session = await meter_sessions.open_session_of(session, meter_id)
+    row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
+    open_session = await meter_records.open_session_of(session, meter_id)
     if open_session is not None:
-        await meter_sessions.stop_session(
+        await meter_records.stop_session(
             session,
             outbox,
             open_session.transaction_id,
@@ -362,11 +406,11 @@ async def delete_meter(session: AsyncSession, outbox: Outbox, meter_id: str, *, 
     await session.flush()
 
 
-def bus_label(document: dict[str, Any]) -> str:
-    transport = document["transport"]
-    if transport["type"] == "tcp":
-        return f"tcp {transport['host']}:{transport['port']}"
-    return f"rtu {transport['device']} {transport['baud']} {transport['parity']}{transport['stopbits']}"
+def bus_label(view: MeterView) -> str:
+    transport = view.transport
+    if isinstance(transport, TcpTransportView):
+        return f"tcp {transport.host}:{transport.port}"
+    return f"rtu {transport.device} {transport.baud} {transport.parity}{transport.stopbits}"
 
 
 __all__ = [

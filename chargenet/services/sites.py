@@ -1,43 +1,42 @@
+"""Sites of a company: create and change them (`sites:write`), read them (`sites:read`)."""
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.store.models import Company, Site
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_company, reachable_site, site_filter
+from chargenet.services.views import Instant, View
+from chargenet.store.models import Site
 
 
-@dataclass(frozen=True, slots=True)
-class SiteView:
+class SiteView(View):
     id: str
     company_id: str
     name: str
     upstream_url: str | None
-    has_upstream_password: bool
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "companyId": self.company_id,
-            "name": self.name,
-            "upstreamUrl": self.upstream_url,
-            "upstreamPasswordSet": self.has_upstream_password,
-            "createdAt": self.created_at.isoformat(),
-        }
+    upstream_password_set: bool
+    created_at: Instant
 
 
 def _view(row: Site) -> SiteView:
     return SiteView(
-        row.id, row.company_id, row.name, row.upstream_url, row.upstream_password is not None, row.created_at
+        id=row.id,
+        company_id=row.company_id,
+        name=row.name,
+        upstream_url=row.upstream_url,
+        upstream_password_set=row.upstream_password is not None,
+        created_at=row.created_at,
     )
 
 
@@ -50,6 +49,7 @@ def validate_upstream_url(url: str) -> str:
 
 async def create_site(
     session: AsyncSession,
+    caller: Caller,
     cipher: CredentialCipher,
     *,
     company_id: str,
@@ -58,8 +58,8 @@ async def create_site(
     upstream_url: str | None = None,
     upstream_password: str | None = None,
 ) -> SiteView:
-    if await session.get(Company, company_id) is None:
-        raise NotFound("company", company_id)
+    """A new site of `company_id`; needs `sites:write` on the company itself."""
+    await reachable_company(session, caller, Scope.SITES_WRITE, company_id)
     row = Site(
         id=new_id("site"),
         company_id=company_id,
@@ -75,6 +75,7 @@ async def create_site(
 
 async def update_site(
     session: AsyncSession,
+    caller: Caller,
     cipher: CredentialCipher,
     site_id: str,
     *,
@@ -83,7 +84,7 @@ async def update_site(
     remove_upstream: bool = False,
     upstream_password: str | None = None,
 ) -> SiteView:
-    row = await _get(session, site_id)
+    row = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     if name is not None:
         row.name = validate_name(name)
     if remove_upstream:
@@ -97,19 +98,25 @@ async def update_site(
     return _view(row)
 
 
-async def get_site(session: AsyncSession, site_id: str) -> SiteView:
-    return _view(await _get(session, site_id))
+async def get_site(session: AsyncSession, caller: Caller, site_id: str) -> SiteView:
+    return _view(await reachable_site(session, caller, Scope.SITES_READ, site_id))
 
 
-async def list_sites(session: AsyncSession, *, company_id: str | None = None) -> list[SiteView]:
-    query = select(Site).order_by(Site.created_at, Site.id)
+async def list_sites(
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+) -> Page[SiteView]:
+    """The sites the caller reaches with `sites:read`, ordered by id."""
+    query = select(Site).where(site_filter(caller.reach(Scope.SITES_READ))).order_by(Site.id).limit(page.fetch)
     if company_id is not None:
         query = query.where(Site.company_id == company_id)
-    return [_view(row) for row in await session.scalars(query)]
+    if page.after is not None:
+        query = query.where(Site.id > page.after)
+    rows = [_view(row) for row in await session.scalars(query)]
+    return page.page(rows, lambda site: site.id)
 
 
-async def _get(session: AsyncSession, site_id: str) -> Site:
-    row = await session.get(Site, site_id)
-    if row is None:
+async def site_company(session: AsyncSession, site_id: str) -> str:
+    site = await session.get(Site, site_id)
+    if site is None:
         raise NotFound("site", site_id)
-    return row
+    return site.company_id

@@ -17,22 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from chargenet.edge.hub import Edge
+from chargenet.domain.scopes import Scope
 from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.errors import LocalProtocolError, PayloadViolation
-from chargenet.edge.protocol.frames import Call, Payload
+from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.ports import StationCommands
 from chargenet.services import sessions
+from chargenet.services.callers import Caller
 from chargenet.services.localauth import list_entries, validate_id_tag
-from chargenet.services.stations import layout_of
+from chargenet.services.pages import every_page
+from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 from chargenet.store.db import Store
 from chargenet.store.models import Site, Station
-
-
-def everywhere(company_id: str, site_id: str) -> bool:
-    """The operator's reach: every company and site (`sessions.Allowed`)."""
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +54,14 @@ class StationTarget:
         return charge_point_id
 
 
-async def _station(store: Store, station_id: str, *, central_only: bool = False) -> StationTarget:
+async def _station(store: Store, caller: Caller, station_id: str, *, central_only: bool = False) -> StationTarget:
+    """The station, if the caller's `charge-points:write` reaches its site; `NotFound` otherwise."""
     async with store.transaction() as session:
         row = await session.get(Station, station_id)
-        if row is None:
+        site = await session.get(Site, row.site_id) if row is not None else None
+        if row is None or site is None or not caller.allows(Scope.CHARGE_POINTS_WRITE, site.company_id, site.id):
             raise NotFound("station", station_id)
-        site = await session.get(Site, row.site_id)
-        assert site is not None
-        target = StationTarget(row.id, row.site_id, layout_of(row).charge_point_ids, site.upstream_url is not None)
+        target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
     if central_only and target.has_upstream:
         raise Conflict(
             f"station {station_id}'s site has an upstream central system, which owns its configuration, local "
@@ -84,23 +82,29 @@ def _checked(action: str, payload: Payload) -> Payload:
     return payload
 
 
-async def _to_station(edge: Edge, station_id: str, action: str, payload: Payload) -> Payload:
+async def _to_station(edge: StationCommands, station_id: str, action: str, payload: Payload) -> Payload:
     return await edge.command(station_id, action, _checked(action, payload))
 
 
-async def reset(store: Store, edge: Edge, *, station_id: str, kind: str) -> Payload:
-    await _station(store, station_id)
+async def reset(store: Store, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
+    await _station(store, caller, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
 
 
 async def unlock(
-    store: Store, edge: Edge, *, station_id: str, charge_point_id: str | None, connector_id: int
-) -> dict[str, str]:
-    target = await _station(store, station_id)
+    store: Store,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    charge_point_id: str | None,
+    connector_id: int,
+) -> CommandAnswer:
+    target = await _station(store, caller, station_id)
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="UnlockConnector",
         payload=_checked("UnlockConnector", {"connectorId": connector_id}),
@@ -110,22 +114,23 @@ async def unlock(
 
 async def change_availability(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     charge_point_id: str | None,
     connector_id: int | None,
     availability: str,
-) -> Payload:
+) -> Payload | AvailabilityAnswer:
     """Without a charge point or connector, the station itself (OCPP connector 0); otherwise as the API does it."""
-    target = await _station(store, station_id)
+    target = await _station(store, caller, station_id)
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
         return await _to_station(edge, station_id, "ChangeAvailability", payload)
     return await sessions.change_availability(
         store,
         edge,
-        everywhere,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         connector_id=connector_id or 0,
         availability=availability,
@@ -134,21 +139,22 @@ async def change_availability(
 
 async def trigger(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     requested_message: str,
     charge_point_id: str | None,
     connector_id: int | None,
-) -> Payload:
-    target = await _station(store, station_id)
+) -> Payload | CommandAnswer:
+    target = await _station(store, caller, station_id)
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="TriggerMessage",
         payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
@@ -156,19 +162,23 @@ async def trigger(
     )
 
 
-async def central_command(store: Store, edge: Edge, *, station_id: str, action: str, payload: Payload) -> Payload:
+async def central_command(
+    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, action: str, payload: Payload
+) -> Payload:
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
     to a station without an upstream; the station's answer as it came."""
-    await _station(store, station_id, central_only=True)
+    await _station(store, caller, station_id, central_only=True)
     return await _to_station(edge, station_id, action, payload)
 
 
-async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_version: int) -> Payload:
+async def send_local_list(
+    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, list_version: int, limits: FrameLimits
+) -> Payload:
     """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
     those tags itself while it cannot reach the edge."""
-    target = await _station(store, station_id, central_only=True)
+    target = await _station(store, caller, station_id, central_only=True)
     async with store.transaction() as session:
-        entries = await list_entries(session, site_id=target.site_id)
+        entries = await every_page(lambda page: list_entries(session, caller, page, site_id=target.site_id))
     authorization = []
     for entry in entries:
         info: Payload = {"status": entry.status}
@@ -179,11 +189,10 @@ async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_ver
         authorization.append({"idTag": entry.id_tag, "idTagInfo": info})
     payload: Payload = {"listVersion": list_version, "updateType": "Full", "localAuthorizationList": authorization}
     try:
-        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), edge.limits)
+        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), limits)
     except LocalProtocolError:
         raise InvalidInput(
-            f"the site's list of {len(entries)} tags does not fit in one OCPP frame "
-            f"({edge.limits.max_frame_bytes} bytes)",
+            f"the site's list of {len(entries)} tags does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)",
             field="localAuthorizationList",
         ) from None
     return await edge.command(station_id, "SendLocalList", payload)
@@ -191,7 +200,8 @@ async def send_local_list(store: Store, edge: Edge, *, station_id: str, list_ver
 
 async def reserve_now(
     store: Store,
-    edge: Edge,
+    edge: StationCommands,
+    caller: Caller,
     *,
     station_id: str,
     charge_point_id: str | None,
@@ -200,10 +210,10 @@ async def reserve_now(
     expires_at: datetime,
     reservation_id: int,
     parent_id_tag: str | None = None,
-) -> dict[str, str]:
+) -> CommandAnswer:
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
     station with several charge points it would reserve the whole station."""
-    target = await _station(store, station_id, central_only=True)
+    target = await _station(store, caller, station_id, central_only=True)
     if connector_id < 1:
         raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
     validate_id_tag(id_tag, "id-tag")
@@ -218,7 +228,7 @@ async def reserve_now(
     return await sessions.charge_point_command(
         store,
         edge,
-        everywhere,
+        caller,
         charge_point_id=target.charge_point(charge_point_id),
         action="ReserveNow",
         payload=_checked("ReserveNow", payload),

@@ -1,44 +1,33 @@
+"""Stations of a site and their charge points: create and change (`sites:write`), read (`sites:read`)."""
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import StationLayout
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.views import Instant, View
 from chargenet.store.models import ChargePoint, Connector, Site, Station
 
 AUTHORIZATION_KEY_LENGTH = (16, 40)
 
 
-@dataclass(frozen=True, slots=True)
-class StationView:
+class StationView(View):
     id: str
     site_id: str
     charge_point_ids: list[str]
     connectors_per_charge_point: int | None
-    has_password: bool
-    has_upstream_password: bool
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "siteId": self.site_id,
-            "chargePointIds": self.charge_point_ids,
-            "connectorsPerChargePoint": self.connectors_per_charge_point,
-            "securityProfile": 1 if self.has_password else 0,
-            "upstreamPasswordSet": self.has_upstream_password,
-            "createdAt": self.created_at.isoformat(),
-        }
-
-
-def layout_of(row: Station) -> StationLayout:
-    return StationLayout(row.id, row.charge_points, row.connectors_per_charge_point)
+    security_profile: int
+    upstream_password_set: bool
+    created_at: Instant
 
 
 def validate_authorization_key(password: str) -> str:
@@ -50,6 +39,7 @@ def validate_authorization_key(password: str) -> str:
 
 async def create_station(
     session: AsyncSession,
+    caller: Caller,
     hasher: SecretHasher,
     cipher: CredentialCipher,
     *,
@@ -62,9 +52,7 @@ async def create_station(
     connectors: int | None = None,
 ) -> StationView:
     layout = StationLayout(station_id, charge_points, connectors)
-    site = await session.get(Site, site_id)
-    if site is None:
-        raise NotFound("site", site_id)
+    await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     if await session.get(Station, station_id) is not None:
         raise Conflict(f"station {station_id!r} already exists")
     clashing = await session.scalar(select(ChargePoint.id).where(ChargePoint.id.in_(layout.charge_point_ids)))
@@ -91,6 +79,7 @@ async def create_station(
 
 async def update_station(
     session: AsyncSession,
+    caller: Caller,
     hasher: SecretHasher,
     cipher: CredentialCipher,
     station_id: str,
@@ -98,7 +87,7 @@ async def update_station(
     password: str | None = None,
     upstream_password: str | None = None,
 ) -> StationView:
-    row = await _get(session, station_id)
+    row = await _reachable(session, caller, Scope.SITES_WRITE, station_id)
     if password is not None:
         row.password_hash = hasher.hash(validate_authorization_key(password))
     if upstream_password is not None:
@@ -107,31 +96,44 @@ async def update_station(
     return _view(row)
 
 
-async def get_station(session: AsyncSession, station_id: str) -> StationView:
-    return _view(await _get(session, station_id))
+async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:
+    return _view(await _reachable(session, caller, Scope.SITES_READ, station_id))
 
 
-async def list_stations(session: AsyncSession, *, site_id: str | None = None) -> list[StationView]:
-    query = select(Station).order_by(Station.created_at, Station.id)
+async def list_stations(
+    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
+) -> Page[StationView]:
+    """The stations on sites the caller reaches with `sites:read`, ordered by id."""
+    query = (
+        select(Station)
+        .join(Site, Site.id == Station.site_id)
+        .where(site_filter(caller.reach(Scope.SITES_READ)))
+        .order_by(Station.id)
+        .limit(page.fetch)
+    )
     if site_id is not None:
         query = query.where(Station.site_id == site_id)
-    return [_view(row) for row in await session.scalars(query)]
+    if page.after is not None:
+        query = query.where(Station.id > page.after)
+    return page.page([_view(row) for row in await session.scalars(query)], lambda station: station.id)
 
 
-async def _get(session: AsyncSession, station_id: str) -> Station:
+async def _reachable(session: AsyncSession, caller: Caller, scope: Scope, station_id: str) -> Station:
     row = await session.get(Station, station_id)
-    if row is None:
-        raise NotFound("station", station_id)
-    return row
+    if row is not None:
+        site = await session.get(Site, row.site_id)
+        if site is not None and caller.allows(scope, site.company_id, site.id):
+            return row
+    raise NotFound("station", station_id)
 
 
 def _view(row: Station) -> StationView:
     return StationView(
         id=row.id,
         site_id=row.site_id,
-        charge_point_ids=layout_of(row).charge_point_ids,
+        charge_point_ids=row.layout().charge_point_ids,
         connectors_per_charge_point=row.connectors_per_charge_point,
-        has_password=row.password_hash is not None,
-        has_upstream_password=row.upstream_password is not None,
+        security_profile=1 if row.password_hash is not None else 0,
+        upstream_password_set=row.upstream_password is not None,
         created_at=row.created_at,
     )

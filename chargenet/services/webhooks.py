@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+from pydantic import Field, PlainSerializer
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import EventType
+from chargenet.domain.scopes import Scope
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.views import Instant, View
 from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
 from chargenet.webhooks.outbound_auth import NoAuth, OAuth2ClientCredentials, OutboundAuth, check_url, to_document
@@ -31,71 +36,51 @@ from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefuse
 MAX_PAGE = 500
 
 
-@dataclass(frozen=True, slots=True)
-class WebhookView:
+class WebhookView(View):
+    """A webhook's settings; its credentials are stored encrypted and never shown."""
+
     id: str
     site_id: str
     company_id: str
     url: str
-    event_types: list[str]
-    auth_type: str
-    signature_algorithm: str
+    event_types: list[str] = Field(alias="events")
+    auth_type: str = Field(alias="auth")
+    signature_algorithm: str = Field(alias="alg")
     signature_format: str
     enabled: bool
-    created_at: datetime
-    updated_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "siteId": self.site_id,
-            "companyId": self.company_id,
-            "url": self.url,
-            "events": self.event_types,
-            "auth": self.auth_type,
-            "alg": self.signature_algorithm,
-            "signatureFormat": self.signature_format,
-            "enabled": self.enabled,
-            "createdAt": self.created_at.isoformat(),
-            "updatedAt": self.updated_at.isoformat(),
-        }
+    created_at: Instant
+    updated_at: Instant
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetterView:
-    id: int
+class LaneView(View):
+    event_type: str
+    size: int
+    head_attempts: int
+    next_attempt_at: Instant | None
+    last_error: str | None
+
+
+class WebhookDetail(WebhookView):
+    """A webhook with the state of its lanes (one per subscribed event type)."""
+
+    lanes: list[LaneView]
+
+
+class DeadLetterView(View):
+    id: Annotated[int, PlainSerializer(str, return_type=str)]
     webhook_id: str
     event_type: str
     event_id: str
     reason: str
     error: str
     attempts: int
-    dead_at: datetime
-    replayed_at: datetime | None
-    event: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": str(self.id),
-            "webhookId": self.webhook_id,
-            "eventType": self.event_type,
-            "eventId": self.event_id,
-            "reason": self.reason,
-            "error": self.error,
-            "attempts": self.attempts,
-            "deadAt": self.dead_at.isoformat(),
-            "replayedAt": self.replayed_at.isoformat() if self.replayed_at else None,
-            "event": self.event,
-        }
+    dead_at: Instant
+    replayed_at: Instant | None
+    event: dict[str, Any] = Field(description="the envelope as it was published (docs/schemas/)")
 
 
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    items: list[T]
-    next: str | None
+class Replayed(View):
+    replayed: list[str] = Field(description="the event ids sent again")
 
 
 def _view(row: Webhook, company_id: str) -> WebhookView:
@@ -163,6 +148,7 @@ def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
 
 async def create_webhook(
     session: AsyncSession,
+    caller: Caller,
     cipher: CredentialCipher,
     *,
     site_id: str,
@@ -175,10 +161,9 @@ async def create_webhook(
     allow_private: bool,
     resolver: Resolver = resolve,
 ) -> WebhookView:
-    """Raises NotFound for an unknown site, InvalidInput for a bad URL, event type, algorithm or auth."""
-    site = await session.get(Site, site_id)
-    if site is None:
-        raise NotFound("site", site_id)
+    """Raises NotFound for an unknown site (or one the caller's `webhooks:write` does not reach), InvalidInput for
+    a bad URL, event type, algorithm or auth."""
+    site = await reachable_site(session, caller, Scope.WEBHOOKS_WRITE, site_id)
     check_url(url)
     check_format(algorithm, signature_format)
     types = parse_event_types(event_types)
@@ -207,6 +192,7 @@ async def create_webhook(
 
 async def update_webhook(
     session: AsyncSession,
+    caller: Caller,
     cipher: CredentialCipher,
     webhook_id: str,
     *,
@@ -221,7 +207,7 @@ async def update_webhook(
 ) -> WebhookView:
     """Change settings. Dropping an event type deletes its lane; events still waiting in it go to the dead
     letters with reason `unsubscribed` (replayable once the type is subscribed again)."""
-    row = await _get(session, webhook_id)
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
     if url is not None:
         check_url(url)
         await check_target(url, allow_private=allow_private, resolver=resolver)
@@ -259,18 +245,20 @@ async def update_webhook(
     return await _view_of(session, row)
 
 
-async def set_enabled(session: AsyncSession, webhook_id: str, enabled: bool, *, now: datetime) -> WebhookView:
+async def set_enabled(
+    session: AsyncSession, caller: Caller, webhook_id: str, enabled: bool, *, now: datetime
+) -> WebhookView:
     """Disabling stops the lanes' workers (an in-flight request is cancelled) and keeps their events;
     enabling resumes them where they were."""
-    row = await _get(session, webhook_id)
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
     row.enabled = enabled
     row.updated_at = now
     await session.flush()
     return await _view_of(session, row)
 
 
-async def delete_webhook(session: AsyncSession, webhook_id: str) -> None:
-    row = await _get(session, webhook_id)
+async def delete_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> None:
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
     await session.execute(
         delete(WebhookLaneEntry).where(
             WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id))
@@ -282,46 +270,45 @@ async def delete_webhook(session: AsyncSession, webhook_id: str) -> None:
     await session.flush()
 
 
-async def get_webhook(session: AsyncSession, webhook_id: str) -> WebhookView:
-    return await _view_of(session, await _get(session, webhook_id))
+async def get_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> WebhookDetail:
+    row = await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    view = await _view_of(session, row)
+    return WebhookDetail(**dict(view), lanes=await _lanes(session, webhook_id))
 
 
 async def list_webhooks(
-    session: AsyncSession, *, site_ids: Sequence[str] | None = None, site_id: str | None = None
-) -> list[WebhookView]:
-    """All webhooks, or those of `site_id`, limited to `site_ids` when given (the caller's reach)."""
+    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
+) -> Page[WebhookView]:
+    """The webhooks the caller reaches with `webhooks:read` (of `site_id` only, when given), ordered by id."""
     query = (
-        select(Webhook, Site.company_id).join(Site, Site.id == Webhook.site_id).order_by(Webhook.created_at, Webhook.id)
+        select(Webhook, Site.company_id)
+        .join(Site, Site.id == Webhook.site_id)
+        .where(site_filter(caller.reach(Scope.WEBHOOKS_READ)))
+        .order_by(Webhook.id)
+        .limit(page.fetch)
     )
     if site_id is not None:
         query = query.where(Webhook.site_id == site_id)
-    if site_ids is not None:
-        query = query.where(Webhook.site_id.in_(list(site_ids)))
-    return [_view(row, company_id) for row, company_id in await session.execute(query)]
+    if page.after is not None:
+        query = query.where(Webhook.id > page.after)
+    views = [_view(row, company_id) for row, company_id in await session.execute(query)]
+    return page.page(views, lambda view: view.id)
 
 
-@dataclass(frozen=True, slots=True)
-class LaneView:
-    event_type: str
-    size: int
-    head_attempts: int
-    next_attempt_at: datetime | None
-    last_error: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "eventType": self.event_type,
-            "size": self.size,
-            "headAttempts": self.head_attempts,
-            "nextAttemptAt": self.next_attempt_at.isoformat() if self.next_attempt_at else None,
-            "lastError": self.last_error,
-        }
+async def get_lanes(session: AsyncSession, caller: Caller, webhook_id: str) -> list[LaneView]:
+    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    return await _lanes(session, webhook_id)
 
 
-async def get_lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
-    await _get(session, webhook_id)
+async def _lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
     return [
-        LaneView(lane.event_type, lane.size, lane.head_attempts, lane.next_attempt_at, lane.last_error)
+        LaneView(
+            event_type=lane.event_type,
+            size=lane.size,
+            head_attempts=lane.head_attempts,
+            next_attempt_at=lane.next_attempt_at,
+            last_error=lane.last_error,
+        )
         for lane in await session.scalars(_lanes_of(webhook_id))
     ]
 
@@ -330,11 +317,14 @@ def _lanes_of(webhook_id: str) -> Any:
     return select(WebhookLane).where(WebhookLane.webhook_id == webhook_id).order_by(WebhookLane.id)
 
 
-async def _get(session: AsyncSession, webhook_id: str) -> Webhook:
+async def _get(session: AsyncSession, caller: Caller, scope: Scope, webhook_id: str) -> Webhook:
+    """The webhook, if `scope` holds on its site for the caller; `NotFound` otherwise."""
     row = await session.get(Webhook, webhook_id)
-    if row is None:
-        raise NotFound("webhook", webhook_id)
-    return row
+    if row is not None:
+        site = await session.get(Site, row.site_id)
+        if site is not None and caller.allows(scope, site.company_id, site.id):
+            return row
+    raise NotFound("webhook", webhook_id)
 
 
 def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
@@ -352,45 +342,32 @@ def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
     )
 
 
-def _page_limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidInput(f"must be 1 to {MAX_PAGE}", field="limit")
-    return limit
-
-
-def _cursor_id(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    if not cursor.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
-    return int(cursor)
-
-
 async def list_dead_letters(
     session: AsyncSession,
+    caller: Caller,
     webhook_id: str,
+    page: PageRequest | None = None,
     *,
-    limit: int = 50,
-    cursor: str | None = None,
     include_replayed: bool = False,
 ) -> Page[DeadLetterView]:
-    await _get(session, webhook_id)
-    limit = _page_limit(limit)
+    """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
+    page = page or PageRequest()
+    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    if page.after is not None and not page.after.isdigit():
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
     query = (
         select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > _cursor_id(cursor))
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > int(page.after or 0))
         .order_by(WebhookDeadLetter.id)
-        .limit(limit + 1)
+        .limit(page.fetch)
     )
     if not include_replayed:
         query = query.where(WebhookDeadLetter.replayed_at.is_(None))
-    rows = list(await session.scalars(query))
-    items = [_dead_view(row) for row in rows[:limit]]
-    return Page(items, str(items[-1].id) if len(rows) > limit else None)
+    return page.page([_dead_view(row) for row in await session.scalars(query)], lambda view: str(view.id))
 
 
 async def replay_dead_letters(
-    session: AsyncSession, webhook_id: str, *, now: datetime, event_id: str | None = None
+    session: AsyncSession, caller: Caller, webhook_id: str, *, now: datetime, event_id: str | None = None
 ) -> list[DeadLetterView]:
     """Put the webhook's dead letters (or those of one event) back at the tail of their lanes, oldest first,
     and mark them replayed.
@@ -398,7 +375,7 @@ async def replay_dead_letters(
     Raises NotFound for an unknown webhook, or an event with no dead letter waiting; Conflict when the event
     type is no longer subscribed or the lane is full (then nothing of this call is replayed).
     """
-    webhook = await _get(session, webhook_id)
+    webhook = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
     query = select(WebhookDeadLetter).where(
         WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None)
     )
@@ -419,9 +396,3 @@ async def replay_dead_letters(
         letter.replayed_at = now
     await session.flush()
     return [_dead_view(letter) for letter in letters]
-
-
-async def purge_dead_letters_before(session: AsyncSession, cutoff: datetime) -> int:
-    """Retention (decisions.md §4: dead letters are kept 30 days)."""
-    result = await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff))
-    return int(getattr(result, "rowcount", 0) or 0)

@@ -12,12 +12,14 @@ from starlette.routing import Mount
 
 from chargenet.domain.events import EventType
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
 from chargenet.webhooks.outbound_auth import NoAuth
 
 if TYPE_CHECKING:
     from chargenet_partner.webhooks import VerifiedWebhook
 
-    from chargenet.app import AppContext
+    from chargenet.context import AppContext
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +44,13 @@ async def add_demo_partner(context: AppContext, site_id: str) -> str:
     context.routes.append(Mount(MOUNT, app=create_receiver(verifier, show, "/hook")))
     context.on_shutdown.append(verifier.aclose)
     async with context.store.transaction() as session:
-        existing = await webhook_service.list_webhooks(session, site_id=site_id)
+        existing = await every_page(
+            lambda page: webhook_service.list_webhooks(session, OPERATOR, page, site_id=site_id)
+        )
         if not any(w.url == url for w in existing):
             await webhook_service.create_webhook(
                 session,
+                OPERATOR,
                 context.keys.credential_cipher(),
                 site_id=site_id,
                 url=url,

@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import logging
 
-from chargenet.app import AppContext
+from chargenet.context import AppContext
 from chargenet.errors import NotFound
 from chargenet.services import localauth, sites, stations
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.scenario import drive_station
 from chargenet.simulators.station import SimulatedStation
@@ -41,14 +42,15 @@ class DemoFleet:
         await self.central.start()
         async with context.store.transaction() as session:
             await sites.update_site(
-                session, context.keys.credential_cipher(), self._site_id, upstream_url=self.central.url
+                session, OPERATOR, context.keys.credential_cipher(), self._site_id, upstream_url=self.central.url
             )
             for station_id, _ in DEMO_STATIONS:
                 try:
-                    await stations.get_station(session, station_id)
+                    await stations.get_station(session, OPERATOR, station_id)
                 except NotFound:
                     await stations.create_station(
                         session,
+                        OPERATOR,
                         context.keys.secret_hasher(),
                         context.keys.credential_cipher(),
                         site_id=self._site_id,
@@ -57,7 +59,7 @@ class DemoFleet:
                         connectors=2,
                         now=now,
                     )
-            await localauth.add_entry(session, site_id=self._site_id, id_tag=DEMO_STATIONS[0][1], now=now)
+            await localauth.add_entry(session, OPERATOR, site_id=self._site_id, id_tag=DEMO_STATIONS[0][1], now=now)
         context.on_shutdown.append(self.central.stop)
 
     async def run(self, stopping: asyncio.Event) -> None:

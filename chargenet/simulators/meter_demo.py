@@ -12,11 +12,13 @@ import asyncio
 import logging
 from pathlib import Path
 
-from chargenet.app import AppContext
+from chargenet.context import AppContext
 from chargenet.errors import NotFound
 from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile
 from chargenet.services import meters, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
 from chargenet.simulators.meter import MeterServer, ScriptStep, SimulatedMeter, play
 from chargenet.simulators.serial_bus import AsyncSerialBus
 
@@ -56,10 +58,11 @@ class DemoMeters:
         rtu_device = await self._start_rtu(context.settings.data_dir)
         async with context.store.transaction() as session:
             try:
-                await stations.get_station(session, DEMO_STATION)
+                await stations.get_station(session, OPERATOR, DEMO_STATION)
             except NotFound:
                 await stations.create_station(
                     session,
+                    OPERATOR,
                     context.keys.secret_hasher(),
                     context.keys.credential_cipher(),
                     site_id=self._site_id,
@@ -67,11 +70,13 @@ class DemoMeters:
                     now=clock.now(),
                     connectors=2,
                 )
-            for existing in await meters.list_meters(session, site_id=self._site_id):
+            listed = await every_page(lambda page: meters.list_meters(session, OPERATOR, page, site_id=self._site_id))
+            for existing in listed:
                 if existing.spec.station_id == DEMO_STATION:
-                    await meters.delete_meter(session, context.outbox, existing.id, now=clock.now())
+                    await meters.delete_meter(session, OPERATOR, context.outbox, existing.id, now=clock.now())
             await meters.create_meter(
                 session,
+                OPERATOR,
                 site_id=self._site_id,
                 station_id=DEMO_STATION,
                 connector_id=1,
@@ -83,6 +88,7 @@ class DemoMeters:
             )
             await meters.create_meter(
                 session,
+                OPERATOR,
                 site_id=self._site_id,
                 station_id=DEMO_STATION,
                 connector_id=2,

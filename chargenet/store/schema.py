@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
@@ -21,6 +18,11 @@ from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, Operationa
 from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
 from chargenet.store.db import Store
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported only where a schema changes or its history is walked: every command of `chargenet admin`
+# opens the store, and for a store already at the code's schema the version row and the file names suffice.
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -31,6 +33,8 @@ class SchemaAction(enum.Enum):
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     if connection is not None:
@@ -39,12 +43,22 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
+    """The newest revision, read from the file names: each revision's id is its file's number (`0009_...py`),
+    and the numbers follow the history (tests/integration/store/test_schema.py checks both against Alembic)."""
+    return max(path.name.partition("_")[0] for path in (MIGRATIONS / "versions").glob("[0-9]*_*.py"))
+
+
+def alembic_head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
 
 
 def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
     return {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
 
 
@@ -89,9 +103,13 @@ async def upgrade(store: Store, target: str = "head") -> None:
 
 
 async def downgrade(store: Store, target: str) -> None:
+    from alembic import command
+
     async with store.engine.begin() as connection:
         await connection.run_sync(lambda conn: command.downgrade(alembic_config(conn), target))
 
+
+VERSION_TABLE = "alembic_version"
 
 # Names the schema lock in PostgreSQL's shared advisory lock space.
 SCHEMA_LOCK_KEY = 0x63_68_67_73_63_68
@@ -109,6 +127,8 @@ def _upgrade_locked(connection: Connection, target: str) -> None:
     """Upgrade within the caller's transaction, one process at a time: processes starting together on one
     PostgreSQL database queue on a transaction-scoped advisory lock, and those that find the work done by the
     one before them have nothing left to do (SQLite's `BEGIN IMMEDIATE` already serializes them)."""
+    from alembic import command
+
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
         head = head_revision() if target == "head" else target
@@ -118,7 +138,12 @@ def _upgrade_locked(connection: Connection, target: str) -> None:
 
 
 def _read_revision(connection: Connection) -> str | None:
-    revision = MigrationContext.configure(connection).get_current_revision()
+    revision = None
+    if inspect(connection).has_table(VERSION_TABLE):
+        versions = list(connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())  # noqa: S608
+        if len(versions) > 1:
+            raise StoreCorrupt(f"the store records several schema versions ({', '.join(sorted(versions))})")
+        revision = versions[0] if versions else None
     if revision is None:
         tables = set(inspect(connection).get_table_names())
         if tables - {"alembic_version"}:

@@ -38,11 +38,12 @@ from chargenet.clock import Clock
 from chargenet.errors import NotFound
 from chargenet.ids import process_owner
 from chargenet.keys import CredentialCipher
+from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
-from chargenet.webhooks.filler import FillReport, fill_once, outbox_committed
+from chargenet.webhooks.filler import FillReport, fill_once
 from chargenet.webhooks.lane import (
     Acknowledge,
     Action,

@@ -9,19 +9,16 @@ on SQLite the `BEGIN IMMEDIATE` every transaction starts with.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import weakref
 from dataclasses import dataclass, field
 
-from sqlalchemy import event, select, text, tuple_
+from sqlalchemy import select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import ORMExecuteState, Session
 
 from chargenet.clock import Clock
 from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
-from chargenet.store.models import OutboxEvent, Webhook, WebhookLane
+from chargenet.store.models import Webhook, WebhookLane
 from chargenet.webhooks.queue import enqueue_many
 
 log = logging.getLogger(__name__)
@@ -37,39 +34,6 @@ class FillReport:
     enqueued: int = 0
     refused: int = 0
     filled_lanes: set[int] = field(default_factory=set)
-
-
-# In-process wake-up: a transaction of this process that inserted into the outbox wakes the filler as soon as
-# it has committed, so events raised here reach the lanes without waiting for the next poll. Events committed by
-# other processes are found by the poll.
-_waiters: weakref.WeakSet[asyncio.Event] = weakref.WeakSet()
-
-
-def outbox_committed() -> asyncio.Event:
-    """An event set after every commit in this process that published into the outbox."""
-    waiter = asyncio.Event()
-    _waiters.add(waiter)
-    return waiter
-
-
-@event.listens_for(Session, "do_orm_execute")
-def _note_outbox_insert(state: ORMExecuteState) -> None:
-    # ORM statements carry an annotated copy of the table, so compare by name.
-    table = getattr(state.statement, "table", None)
-    if state.is_insert and getattr(table, "name", None) == OutboxEvent.__tablename__:
-        state.session.info["chargenet.outbox_insert"] = True
-
-
-@event.listens_for(Session, "after_commit")
-def _wake_fillers(session: Session) -> None:
-    if session.info.pop("chargenet.outbox_insert", False):
-        for waiter in list(_waiters):
-            waiter.set()
-
-
-@event.listens_for(Session, "after_rollback")
-def _forget_outbox_insert(session: Session) -> None:
-    session.info.pop("chargenet.outbox_insert", None)
 
 
 async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillReport:

@@ -1,4 +1,4 @@
-"""Wiring the webhook engine into a process (called from the composition root)."""
+"""The webhooks' install hook: the delivery engine, dead-letter retention and lane health."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from chargenet.app import AppContext
+from sqlalchemy import delete
+
 from chargenet.clock import Clock
-from chargenet.services.webhooks import purge_dead_letters_before
+from chargenet.context import AppContext
 from chargenet.store.db import Store
+from chargenet.store.models import WebhookDeadLetter
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.metrics import WebhookMetrics, health_check
 from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
@@ -32,12 +34,13 @@ class DeadLetterRetention(LoopWorker):
     async def run_once(self) -> None:
         cutoff = self.clock.now() - DEAD_LETTER_RETENTION
         async with self.store.transaction() as session:
-            purged = await purge_dead_letters_before(session, cutoff)
+            result = await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff))
+        purged = int(getattr(result, "rowcount", 0) or 0)
         if purged:
             log.info("purged old dead letters", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})
 
 
-def install_webhooks(
+def install(
     context: AppContext,
     keys: Callable[[], WebhookSigningKeys] | None = None,
     *,
@@ -66,6 +69,7 @@ def install_webhooks(
         poll_interval=poll_interval,
         lease_interval=lease_interval,
     )
+    context.webhooks = engine
     context.workers.append(engine)
     context.workers.append(DeadLetterRetention(context.store, context.clock))
     context.health_checks.append(health_check(context.store))

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from chargenet.clock import SystemClock
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.edge.statuses import record_status
 from chargenet.outbox import Outbox
-from chargenet.services.connectors import record_status
 from chargenet.store.db import Store
 
 

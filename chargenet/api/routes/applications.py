@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, Field
 
-from chargenet.api.pagination import Page, page_params
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
-from chargenet.app import AppContext
-from chargenet.auth.errors import InsufficientScope
-from chargenet.auth.server import Caller
 from chargenet.domain.scopes import Scope
 from chargenet.services import applications
+from chargenet.services.applications import ApplicationView, Credentials
+from chargenet.services.callers import ApiApplication
+from chargenet.services.pages import Page
 
-Admin = Annotated[Caller, Depends(require(Scope.APPLICATIONS_WRITE))]
-PageParams = Annotated[Page, Depends(page_params)]
+Admin = Annotated[ApiApplication, Depends(require(Scope.APPLICATIONS_WRITE))]
 
 router = APIRouter(tags=["applications"])
 
@@ -25,82 +25,50 @@ class NewApplication(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
 
-def _company(caller: Caller) -> str:
-    """Applications belong to a company, so only a company-level grant manages them."""
-    company_id = caller.principal.company_id
-    if not caller.permissions.allows(Scope.APPLICATIONS_WRITE, company_id):
-        raise InsufficientScope(Scope.APPLICATIONS_WRITE.value)
-    return company_id
-
-
-def _context(request: Request) -> AppContext:
-    context: AppContext = request.app.state.context
-    return context
-
-
-@router.get("/applications")
-async def list_applications(request: Request, caller: Admin, page: PageParams) -> dict[str, Any]:
+@router.get("/applications", response_model=Page[ApplicationView])
+async def list_applications(context: Context, caller: Admin, page: PageParams) -> Page[ApplicationView]:
     """The company's applications, ordered by `client_id`."""
-    company_id = _company(caller)
-    async with _context(request).store.transaction() as session:
-        rows = await applications.list_applications(session, company_id=company_id, limit=page.fetch, after=page.after)
-    return page.answer(rows, lambda a: a.client_id, applications.ApplicationView.to_json)
+    async with context.store.transaction() as session:
+        return await applications.list_applications(session, caller, page)
 
 
-@router.post("/applications", status_code=201)
-async def create_application(body: NewApplication, request: Request, caller: Admin) -> dict[str, Any]:
+@router.post("/applications", status_code=201, response_model=Credentials)
+async def create_application(body: NewApplication, context: Context, caller: Admin) -> Credentials:
     """The new application's `client_id` and `client_secret`; the secret is shown only in this answer."""
-    company_id = _company(caller)
-    ctx = _context(request)
-    async with ctx.store.transaction() as session:
-        created = await applications.create_application(
-            session, ctx.keys.secret_hasher(), company_id=company_id, name=body.name, now=ctx.clock.now()
+    async with context.store.transaction() as session:
+        return await applications.create_application(
+            session, caller, context.keys.secret_hasher(), name=body.name, now=context.clock.now()
         )
-    return created.to_json()
 
 
-@router.get("/applications/{client_id}")
-async def get_application(client_id: str, request: Request, caller: Admin) -> dict[str, Any]:
-    company_id = _company(caller)
-    async with _context(request).store.transaction() as session:
-        view = await applications.get_application(session, client_id, company_id=company_id)
-    return view.to_json()
+@router.get("/applications/{client_id}", response_model=ApplicationView)
+async def get_application(client_id: str, context: Context, caller: Admin) -> ApplicationView:
+    async with context.store.transaction() as session:
+        return await applications.get_application(session, caller, client_id)
 
 
-async def _set_enabled(request: Request, caller: Caller, client_id: str, enabled: bool) -> dict[str, Any]:
-    company_id = _company(caller)
-    ctx = _context(request)
-    async with ctx.store.transaction() as session:
-        view = await applications.set_enabled(
-            session, client_id, enabled=enabled, now=ctx.clock.now(), company_id=company_id
+@router.post("/applications/{client_id}/disable", response_model=ApplicationView)
+async def disable_application(client_id: str, context: Context, caller: Admin) -> ApplicationView:
+    async with context.store.transaction() as session:
+        return await applications.set_enabled(session, caller, client_id, enabled=False, now=context.clock.now())
+
+
+@router.post("/applications/{client_id}/enable", response_model=ApplicationView)
+async def enable_application(client_id: str, context: Context, caller: Admin) -> ApplicationView:
+    async with context.store.transaction() as session:
+        return await applications.set_enabled(session, caller, client_id, enabled=True, now=context.clock.now())
+
+
+@router.post("/applications/{client_id}/rotate-secret", response_model=Credentials)
+async def rotate_secret(client_id: str, context: Context, caller: Admin) -> Credentials:
+    async with context.store.transaction() as session:
+        return await applications.rotate_secret(
+            session, caller, context.keys.secret_hasher(), client_id, now=context.clock.now()
         )
-    return view.to_json()
 
 
-@router.post("/applications/{client_id}/disable")
-async def disable_application(client_id: str, request: Request, caller: Admin) -> dict[str, Any]:
-    return await _set_enabled(request, caller, client_id, False)
-
-
-@router.post("/applications/{client_id}/enable")
-async def enable_application(client_id: str, request: Request, caller: Admin) -> dict[str, Any]:
-    return await _set_enabled(request, caller, client_id, True)
-
-
-@router.post("/applications/{client_id}/rotate-secret")
-async def rotate_secret(client_id: str, request: Request, caller: Admin) -> dict[str, Any]:
-    company_id = _company(caller)
-    ctx = _context(request)
-    async with ctx.store.transaction() as session:
-        rotated = await applications.rotate_secret(
-            session, ctx.keys.secret_hasher(), client_id, now=ctx.clock.now(), company_id=company_id
-        )
-    return rotated.to_json()
-
-
-@router.delete("/applications/{client_id}", status_code=204)
-async def delete_application(client_id: str, request: Request, caller: Admin) -> Response:
-    company_id = _company(caller)
-    async with _context(request).store.transaction() as session:
-        await applications.delete_application(session, client_id, company_id=company_id)
+@router.delete("/applications/{client_id}", status_code=204, response_class=Response)
+async def delete_application(client_id: str, context: Context, caller: Admin) -> Response:
+    async with context.store.transaction() as session:
+        await applications.delete_application(session, caller, client_id)
     return Response(status_code=204)

@@ -6,18 +6,21 @@ not answer, 502 when it answered with a CALLERROR (its code and description are 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from chargenet.api.edge_access import ScopedCaller, require
-from chargenet.edge.hub import Edge
+from chargenet.api.dependencies import Context
+from chargenet.api.security import require
+from chargenet.domain.scopes import Scope
 from chargenet.services import sessions
+from chargenet.services.callers import ApiApplication
+from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 
 router = APIRouter(tags=["charge point commands"])
 
-Commander = Annotated[ScopedCaller, Depends(require("charge-points:write"))]
+Commander = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_WRITE))]
 
 
 class _Body(BaseModel):
@@ -49,24 +52,18 @@ class TriggerBody(_Body):
     connectorId: StrictInt | None = Field(default=None, ge=0)
 
 
-def _edge(request: Request) -> Edge:
-    edge = request.app.state.context.edge
-    assert isinstance(edge, Edge)
-    return edge
-
-
 async def _send(
-    request: Request,
-    caller: ScopedCaller,
+    context: Context,
+    caller: ApiApplication,
     charge_point_id: str,
     action: str,
     payload: dict[str, object],
     connector_id: int = 0,
-) -> dict[str, str]:
+) -> CommandAnswer:
     return await sessions.charge_point_command(
-        request.app.state.context.store,
-        _edge(request),
-        caller.allowed,
+        context.store,
+        context.stations,
+        caller,
         charge_point_id=charge_point_id,
         action=action,
         payload=payload,
@@ -74,36 +71,36 @@ async def _send(
     )
 
 
-@router.post("/charge-points/{charge_point_id}/reset")
-async def reset(charge_point_id: str, body: ResetBody, request: Request, caller: Commander) -> dict[str, str]:
-    return await _send(request, caller, charge_point_id, "Reset", {"type": body.type})
+@router.post("/charge-points/{charge_point_id}/reset", response_model=CommandAnswer)
+async def reset(charge_point_id: str, body: ResetBody, context: Context, caller: Commander) -> CommandAnswer:
+    return await _send(context, caller, charge_point_id, "Reset", {"type": body.type})
 
 
-@router.post("/charge-points/{charge_point_id}/unlock")
-async def unlock(charge_point_id: str, body: UnlockBody, request: Request, caller: Commander) -> dict[str, str]:
+@router.post("/charge-points/{charge_point_id}/unlock", response_model=CommandAnswer)
+async def unlock(charge_point_id: str, body: UnlockBody, context: Context, caller: Commander) -> CommandAnswer:
     payload: dict[str, object] = {"connectorId": body.connectorId}
-    return await _send(request, caller, charge_point_id, "UnlockConnector", payload, body.connectorId)
+    return await _send(context, caller, charge_point_id, "UnlockConnector", payload, body.connectorId)
 
 
-@router.post("/charge-points/{charge_point_id}/availability")
+@router.post("/charge-points/{charge_point_id}/availability", response_model=AvailabilityAnswer)
 async def availability(
-    charge_point_id: str, body: AvailabilityBody, request: Request, caller: Commander
-) -> dict[str, Any]:
+    charge_point_id: str, body: AvailabilityBody, context: Context, caller: Commander
+) -> AvailabilityAnswer:
     """`connectorId` 0 is the whole charge point: on a station with several, each of its connectors is sent its own
     ChangeAvailability, and the answer adds each one's status under `connectors`."""
     return await sessions.change_availability(
-        request.app.state.context.store,
-        _edge(request),
-        caller.allowed,
+        context.store,
+        context.stations,
+        caller,
         charge_point_id=charge_point_id,
         connector_id=body.connectorId,
         availability=body.type,
     )
 
 
-@router.post("/charge-points/{charge_point_id}/trigger")
-async def trigger(charge_point_id: str, body: TriggerBody, request: Request, caller: Commander) -> dict[str, str]:
+@router.post("/charge-points/{charge_point_id}/trigger", response_model=CommandAnswer)
+async def trigger(charge_point_id: str, body: TriggerBody, context: Context, caller: Commander) -> CommandAnswer:
     payload: dict[str, object] = {"requestedMessage": body.requestedMessage}
     if body.connectorId is not None:
         payload["connectorId"] = body.connectorId
-    return await _send(request, caller, charge_point_id, "TriggerMessage", payload, body.connectorId or 0)
+    return await _send(context, caller, charge_point_id, "TriggerMessage", payload, body.connectorId or 0)

@@ -1,43 +1,30 @@
 """`/api/v1/meters`: meter configuration and each meter's charging state and last reading.
 
-Reading needs scope `meters:read`, changing needs `meters:write`, on the meter's site (or its company). A meter
-the caller's groups do not reach is answered 404, like one that does not exist. Routes only parse, check the
-permission, call `chargenet.services.meters` and render; errors become RFC 9457 problems in `api/problems.py`.
+Reading needs scope `meters:read`, changing needs `meters:write`, on the meter's site (or its company); the use
+cases in `chargenet.services.meters` check it (a meter the caller's groups do not reach is 404, like one that does
+not exist). Routes only parse, call and render; errors become RFC 9457 problems in `api/problems.py`.
 """
 
 from __future__ import annotations
 
-import base64
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
-from chargenet.app import AppContext
-from chargenet.auth.server import Caller
 from chargenet.domain.scopes import Scope
-from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import meters
-from chargenet.store.models import Site
+from chargenet.services.callers import ApiApplication
+from chargenet.services.meters import MeterView
+from chargenet.services.pages import Page
 
-MeterReader = Annotated[Caller, Depends(require(Scope.METERS_READ))]
-MeterWriter = Annotated[Caller, Depends(require(Scope.METERS_WRITE))]
+MeterReader = Annotated[ApiApplication, Depends(require(Scope.METERS_READ))]
+MeterWriter = Annotated[ApiApplication, Depends(require(Scope.METERS_WRITE))]
 
 router = APIRouter(prefix="/meters", tags=["meters"])
-
-
-async def _check_site(session: AsyncSession, caller: Caller, scope: Scope, site_id: str, missing: NotFound) -> None:
-    company_id = await session.scalar(select(Site.company_id).where(Site.id == site_id))
-    if company_id is None or not caller.permissions.allows(scope, company_id, site_id):
-        raise missing
-
-
-async def _check_meter(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> None:
-    view = await meters.get_meter(session, meter_id)
-    await _check_site(session, caller, scope, view.spec.site_id, NotFound("meter", meter_id))
 
 
 class _Body(BaseModel):
@@ -95,15 +82,8 @@ class MeterUpdate(Thresholds):
     enabled: bool | None = None
 
 
-def _context(request: Request) -> AppContext:
-    context = request.app.state.context
-    assert isinstance(context, AppContext)
-    return context
-
-
-@router.post("", status_code=201)
-async def create_meter(body: MeterCreate, request: Request, caller: MeterWriter) -> dict[str, Any]:
-    context = _context(request)
+@router.post("", status_code=201, response_model=MeterView)
+async def create_meter(body: MeterCreate, context: Context, caller: MeterWriter) -> MeterView:
     transport: dict[str, Any]
     if isinstance(body.transport, TcpTransport):
         transport = {"tcp": f"[{body.transport.host}]:{body.transport.port}"}
@@ -111,9 +91,9 @@ async def create_meter(body: MeterCreate, request: Request, caller: MeterWriter)
         rtu = body.transport
         transport = {"rtu": rtu.device, "baud": rtu.baud, "parity": rtu.parity, "stopbits": rtu.stopbits}
     async with context.store.transaction() as session:
-        await _check_site(session, caller, Scope.METERS_WRITE, body.siteId, NotFound("site", body.siteId))
-        view = await meters.create_meter(
+        return await meters.create_meter(
             session,
+            caller,
             site_id=body.siteId,
             station_id=body.stationId,
             charge_point_id=body.chargePointId,
@@ -124,69 +104,32 @@ async def create_meter(body: MeterCreate, request: Request, caller: MeterWriter)
             **transport,
             **body.options(),
         )
-    return view.to_json()
 
 
-@router.get("")
+@router.get("", response_model=Page[MeterView])
 async def list_meters(
-    request: Request,
-    caller: MeterReader,
-    siteId: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: str | None = None,
-) -> dict[str, Any]:
-    reach = caller.permissions.reach(Scope.METERS_READ)
-    async with _context(request).store.transaction() as session:
-        companies = {site: company for site, company in await session.execute(select(Site.id, Site.company_id))}
-        views = [
-            view
-            for view in await meters.list_meters(session, site_id=siteId)
-            if reach.covers_site(companies.get(view.spec.site_id, ""), view.spec.site_id)
-        ]
-    start = _decode_cursor(cursor)
-    page = views[start : start + limit]
-    following = start + limit if start + limit < len(views) else None
-    return {"items": [view.to_json() for view in page], "next": _encode_cursor(following)}
-
-
-@router.get("/{meter_id}")
-async def get_meter(meter_id: str, request: Request, caller: MeterReader) -> dict[str, Any]:
-    async with _context(request).store.transaction() as session:
-        await _check_meter(session, caller, Scope.METERS_READ, meter_id)
-        return (await meters.get_meter(session, meter_id)).to_json()
-
-
-@router.patch("/{meter_id}")
-async def update_meter(meter_id: str, body: MeterUpdate, request: Request, caller: MeterWriter) -> dict[str, Any]:
-    context = _context(request)
+    context: Context, caller: MeterReader, page: PageParams, siteId: str | None = None
+) -> Page[MeterView]:
     async with context.store.transaction() as session:
-        await _check_meter(session, caller, Scope.METERS_WRITE, meter_id)
-        view = await meters.update_meter(
-            session, meter_id, now=context.clock.now(), enabled=body.enabled, **body.options()
+        return await meters.list_meters(session, caller, page, site_id=siteId)
+
+
+@router.get("/{meter_id}", response_model=MeterView)
+async def get_meter(meter_id: str, context: Context, caller: MeterReader) -> MeterView:
+    async with context.store.transaction() as session:
+        return await meters.get_meter(session, caller, meter_id)
+
+
+@router.patch("/{meter_id}", response_model=MeterView)
+async def update_meter(meter_id: str, body: MeterUpdate, context: Context, caller: MeterWriter) -> MeterView:
+    async with context.store.transaction() as session:
+        return await meters.update_meter(
+            session, caller, meter_id, now=context.clock.now(), enabled=body.enabled, **body.options()
         )
-    return view.to_json()
 
 
-@router.delete("/{meter_id}", status_code=204)
-async def delete_meter(meter_id: str, request: Request, caller: MeterWriter) -> Response:
-    context = _context(request)
+@router.delete("/{meter_id}", status_code=204, response_class=Response)
+async def delete_meter(meter_id: str, context: Context, caller: MeterWriter) -> Response:
     async with context.store.transaction() as session:
-        await _check_meter(session, caller, Scope.METERS_WRITE, meter_id)
-        await meters.delete_meter(session, context.outbox, meter_id, now=context.clock.now())
+        await meters.delete_meter(session, caller, context.outbox, meter_id, now=context.clock.now())
     return Response(status_code=204)
-
-
-def _encode_cursor(offset: int | None) -> str | None:
-    return None if offset is None else base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str | None) -> int:
-    if not cursor:
-        return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("o:"):
-            raise ValueError(text)
-        return max(int(text[2:]), 0)
-    except ValueError:
-        raise InvalidInput("not a cursor this API gave out", field="cursor") from None

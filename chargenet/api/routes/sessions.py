@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from chargenet.api.edge_access import ScopedCaller, require
-from chargenet.edge.hub import Edge
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
+from chargenet.api.security import require
+from chargenet.domain.scopes import Scope
 from chargenet.services import sessions
+from chargenet.services.callers import ApiApplication
+from chargenet.services.pages import Page
+from chargenet.services.sessions import CommandAnswer, TransactionView
 
 router = APIRouter(tags=["sessions"])
 
-SessionWriter = Annotated[ScopedCaller, Depends(require("sessions:write"))]
-TransactionReader = Annotated[ScopedCaller, Depends(require("transactions:read"))]
+SessionWriter = Annotated[ApiApplication, Depends(require(Scope.SESSIONS_WRITE))]
+TransactionReader = Annotated[ApiApplication, Depends(require(Scope.TRANSACTIONS_READ))]
 
 
 class StartSession(BaseModel):
@@ -26,51 +30,33 @@ class StartSession(BaseModel):
     idTag: StrictStr = Field(min_length=1, max_length=20)
 
 
-def _edge(request: Request) -> Edge:
-    edge = request.app.state.context.edge
-    assert isinstance(edge, Edge)
-    return edge
-
-
-@router.post("/sessions", status_code=202)
-async def start_session(body: StartSession, request: Request, caller: SessionWriter) -> JSONResponse:
-    result = await sessions.start_session(
-        request.app.state.context.store,
-        _edge(request),
-        caller.allowed,
+@router.post("/sessions", status_code=202, response_model=CommandAnswer)
+async def start_session(body: StartSession, context: Context, caller: SessionWriter) -> CommandAnswer:
+    return await sessions.start_session(
+        context.store,
+        context.stations,
+        caller,
         charge_point_id=body.chargePointId,
         connector_id=body.connectorId,
         id_tag=body.idTag,
     )
-    return JSONResponse(result, status_code=202)
 
 
-@router.post("/sessions/{transaction_id}/stop", status_code=202)
-async def stop_session(transaction_id: int, request: Request, caller: SessionWriter) -> JSONResponse:
-    result = await sessions.stop_session(
-        request.app.state.context.store, _edge(request), caller.allowed, transaction_id=transaction_id
-    )
-    return JSONResponse(result, status_code=202)
+@router.post("/sessions/{transaction_id}/stop", status_code=202, response_model=CommandAnswer)
+async def stop_session(transaction_id: int, context: Context, caller: SessionWriter) -> CommandAnswer:
+    return await sessions.stop_session(context.store, context.stations, caller, transaction_id=transaction_id)
 
 
-@router.get("/transactions")
+@router.get("/transactions", response_model=Page[TransactionView])
 async def list_transactions(
-    request: Request,
+    context: Context,
     caller: TransactionReader,
+    page: PageParams,
     site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
     charge_point_id: Annotated[str | None, Query(alias="chargePointId", max_length=64)] = None,
     active: bool | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
-) -> dict[str, Any]:
-    async with request.app.state.context.store.transaction() as session:
-        items, last = await sessions.list_transactions(
-            session,
-            caller.allowed,
-            limit=limit,
-            after=sessions.decode_cursor(cursor) if cursor else None,
-            site_id=site_id,
-            charge_point_id=charge_point_id,
-            active=active,
+) -> Page[TransactionView]:
+    async with context.store.transaction() as session:
+        return await sessions.list_transactions(
+            session, caller, page, site_id=site_id, charge_point_id=charge_point_id, active=active
         )
-    return {"items": [i.to_json() for i in items], "next": sessions.encode_cursor(last) if last else None}

@@ -1,38 +1,89 @@
+"""`/sites`: read with `sites:read`, create and change with `sites:write` (decisions.md §3)."""
+
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
 
-from chargenet.api.pagination import Page, encode_cursor, page_params
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
-from chargenet.auth.server import Caller
 from chargenet.domain.scopes import Scope
-from chargenet.errors import NotFound
-from chargenet.services import catalog
+from chargenet.services import sites
+from chargenet.services.callers import ApiApplication
+from chargenet.services.pages import Page
+from chargenet.services.sites import SiteView
 
-SiteReader = Annotated[Caller, Depends(require(Scope.SITES_READ))]
-PageParams = Annotated[Page, Depends(page_params)]
+SiteReader = Annotated[ApiApplication, Depends(require(Scope.SITES_READ))]
+SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
 
 router = APIRouter(tags=["sites"])
 
 
-@router.get("/sites")
-async def list_sites(request: Request, caller: SiteReader, page: PageParams) -> dict[str, Any]:
+class NewSite(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    companyId: str | None = Field(default=None, description="the caller's own company when absent")
+    name: str
+    upstreamUrl: str | None = None
+    upstreamPassword: str | None = None
+
+
+class SiteChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    upstreamUrl: str | None = Field(default=None, description="`null` with `removeUpstream` drops the upstream")
+    removeUpstream: bool = False
+    upstreamPassword: str | None = None
+
+
+@router.get("/sites", response_model=Page[SiteView])
+async def list_sites(
+    context: Context,
+    caller: SiteReader,
+    page: PageParams,
+    company_id: Annotated[str | None, Query(alias="companyId")] = None,
+) -> Page[SiteView]:
     """The sites the caller's groups reach with `sites:read`."""
-    async with request.app.state.context.store.transaction() as session:
-        rows = await catalog.list_sites(
-            session, caller.permissions.reach(Scope.SITES_READ), limit=page.limit, after=page.after
+    async with context.store.transaction() as session:
+        return await sites.list_sites(session, caller, page, company_id=company_id)
+
+
+@router.get("/sites/{site_id}", response_model=SiteView)
+async def get_site(site_id: str, context: Context, caller: SiteReader) -> SiteView:
+    async with context.store.transaction() as session:
+        return await sites.get_site(session, caller, site_id)
+
+
+@router.post("/sites", status_code=201, response_model=SiteView)
+async def create_site(body: NewSite, context: Context, caller: SiteWriter) -> SiteView:
+    """A new site; a company-level `sites:write` grant is needed. The upstream password is never shown again."""
+    async with context.store.transaction() as session:
+        return await sites.create_site(
+            session,
+            caller,
+            context.keys.credential_cipher(),
+            company_id=body.companyId or caller.permissions.company_id,
+            name=body.name,
+            now=context.clock.now(),
+            upstream_url=body.upstreamUrl,
+            upstream_password=body.upstreamPassword,
         )
-    more = len(rows) == page.limit
-    return {"items": [r.to_json() for r in rows], "next": encode_cursor(rows[-1].id) if more and rows else None}
 
 
-@router.get("/sites/{site_id}")
-async def get_site(site_id: str, request: Request, caller: SiteReader) -> dict[str, Any]:
-    async with request.app.state.context.store.transaction() as session:
-        site = await catalog.get_site(session, caller.permissions.reach(Scope.SITES_READ), site_id)
-    if site is None:
-        # Also for a site of another company: its existence is not revealed.
-        raise NotFound("site", site_id)
-    return site.to_json()
+@router.patch("/sites/{site_id}", response_model=SiteView)
+async def update_site(site_id: str, body: SiteChange, context: Context, caller: SiteWriter) -> SiteView:
+    async with context.store.transaction() as session:
+        return await sites.update_site(
+            session,
+            caller,
+            context.keys.credential_cipher(),
+            site_id,
+            name=body.name,
+            upstream_url=body.upstreamUrl,
+            remove_upstream=body.removeUpstream,
+            upstream_password=body.upstreamPassword,
+        )

@@ -1,28 +1,35 @@
-"""`chargenet admin NOUN VERB ...`: one module per noun, each adding its subparsers."""
+"""`chargenet admin NOUN VERB ...`: one module per noun, each adding its subparsers.
+
+A command line imports only the module of the noun it names (every noun's when it names none, for the help),
+so `chargenet admin company list` loads what listing companies needs and nothing of the other nouns.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
+from collections.abc import Sequence
 
-from chargenet.cli.admin import applications, companies, groups, keys, localauth, meters, sites, stations, webhooks
+# noun -> (module that registers it, help); later parts add theirs here.
+NOUNS: dict[str, tuple[str, str]] = {
+    "company": ("companies", "companies, the top of the tenant tree"),
+    "site": ("sites", "sites of a company"),
+    "station": ("stations", "OCPP stations of a site"),
+    "app": ("applications", "client applications that get tokens and call the API"),
+    "group": ("groups", "groups: scopes over a company or a site, for the applications in them"),
+    "keys": ("keys", "token and webhook signing keys"),
+    "webhook": ("webhooks", "webhooks of a site"),
+    "deadletter": ("webhooks", "events a webhook could not deliver"),
+    "localauth": ("localauth", "a site's local authorization list"),
+    "meter": ("meters", "Modbus meters whose readings become sessions"),
+}
 
-# Each entry adds `admin <noun> ...` to the parser; later parts append theirs here.
-NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-    companies.register,
-    sites.register,
-    stations.register,
-    applications.register,
-    groups.register,
-    keys.register,
-    webhooks.register,
-    localauth.register,
-    meters.register,
-]
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], argv: Sequence[str] = ()) -> None:
+    """Add `admin` to the parser; `argv` is the command line after `admin`."""
     admin = subparsers.add_parser("admin", help="administer the store (works while the server runs)")
     nouns = admin.add_subparsers(dest="noun", metavar="NOUN", required=True)
-    for add in NOUNS:
-        add(nouns)
+    named = next((arg for arg in argv if not arg.startswith("-")), None)
+    modules = [NOUNS[named][0]] if named in NOUNS else list(dict.fromkeys(module for module, _ in NOUNS.values()))
+    for module in modules:
+        importlib.import_module(f"chargenet.cli.admin.{module}").register(nouns)

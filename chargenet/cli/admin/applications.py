@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
 from chargenet.services import applications
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
+from chargenet.services.views import rendered
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("app", help="client applications that get tokens and call the API")
+    noun = nouns.add_parser("app", help=NOUNS["app"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = add_verb(verbs, "create", "create an application; its secret is shown once", _create)
     create.add_argument("--company", required=True, dest="company_id", metavar="ID")
@@ -30,12 +34,12 @@ def _create(args: argparse.Namespace) -> None:
     created = in_transaction(
         args,
         lambda ctx, s: applications.create_application(
-            s, ctx.keys.secret_hasher(), company_id=args.company_id, name=args.name, now=ctx.clock.now()
+            s, OPERATOR, ctx.keys.secret_hasher(), company_id=args.company_id, name=args.name, now=ctx.clock.now()
         ),
     )
     emit(
         args,
-        created.to_json(),
+        rendered(created),
         f"created application {created.client_id}\nclient_secret: {created.client_secret}\n"
         "(the secret is shown only now; store it safely)",
     )
@@ -43,9 +47,9 @@ def _create(args: argparse.Namespace) -> None:
 
 def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
     view = in_transaction(
-        args, lambda ctx, s: applications.set_enabled(s, args.client_id, enabled=enabled, now=ctx.clock.now())
+        args, lambda ctx, s: applications.set_enabled(s, OPERATOR, args.client_id, enabled=enabled, now=ctx.clock.now())
     )
-    emit(args, view.to_json(), f"application {view.client_id} {'enabled' if enabled else 'disabled'}")
+    emit(args, rendered(view), f"application {view.client_id} {'enabled' if enabled else 'disabled'}")
 
 
 def _disable(args: argparse.Namespace) -> None:
@@ -57,22 +61,29 @@ def _enable(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: applications.delete_application(s, args.client_id))
+    in_transaction(args, lambda ctx, s: applications.delete_application(s, OPERATOR, args.client_id))
     emit(args, {"client_id": args.client_id, "deleted": True}, f"application {args.client_id} deleted")
 
 
 def _rotate(args: argparse.Namespace) -> None:
     rotated = in_transaction(
         args,
-        lambda ctx, s: applications.rotate_secret(s, ctx.keys.secret_hasher(), args.client_id, now=ctx.clock.now()),
+        lambda ctx, s: applications.rotate_secret(
+            s, OPERATOR, ctx.keys.secret_hasher(), args.client_id, now=ctx.clock.now()
+        ),
     )
-    emit(args, rotated.to_json(), f"new client_secret for {rotated.client_id}: {rotated.client_secret}")
+    emit(args, rendered(rotated), f"new client_secret for {rotated.client_id}: {rotated.client_secret}")
 
 
 def _show(args: argparse.Namespace) -> None:
-    emit_object(args, in_transaction(args, lambda ctx, s: applications.get_application(s, args.client_id)).to_json())
+    emit_view(args, in_transaction(args, lambda ctx, s: applications.get_application(s, OPERATOR, args.client_id)))
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, s: applications.list_applications(s, company_id=args.company_id))
-    emit_list(args, [a.to_json() for a in items], ["client_id", "companyId", "name", "enabled"])
+    items = in_transaction(
+        args,
+        lambda ctx, s: every_page(
+            lambda page: applications.list_applications(s, OPERATOR, page, company_id=args.company_id)
+        ),
+    )
+    emit_views(args, items, ["client_id", "companyId", "name", "enabled"])

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
 from chargenet.services import companies
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("company", help="companies, the top of the tenant tree")
+    noun = nouns.add_parser("company", help=NOUNS["company"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     add_verb(verbs, "create", "create a company", _create).add_argument("name")
     add_verb(verbs, "list", "list companies", _list)
@@ -15,14 +18,16 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
-    company = in_transaction(args, lambda ctx, s: companies.create_company(s, name=args.name, now=ctx.clock.now()))
+    company = in_transaction(
+        args, lambda ctx, s: companies.create_company(s, OPERATOR, name=args.name, now=ctx.clock.now())
+    )
     emit(args, {"id": company.id}, f"created company {company.id} ({company.name})")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, s: companies.list_companies(s))
-    emit_list(args, [c.to_json() for c in items], ["id", "name", "createdAt"])
+    items = in_transaction(args, lambda ctx, s: every_page(lambda page: companies.list_companies(s, OPERATOR, page)))
+    emit_views(args, items, ["id", "name", "createdAt"])
 
 
 def _show(args: argparse.Namespace) -> None:
-    emit_object(args, in_transaction(args, lambda ctx, s: companies.get_company(s, args.company_id)).to_json())
+    emit_view(args, in_transaction(args, lambda ctx, s: companies.get_company(s, OPERATOR, args.company_id)))

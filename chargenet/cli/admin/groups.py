@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
 from chargenet.domain.scopes import Scope
 from chargenet.services import groups
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import every_page
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("group", help="groups: scopes over a company or a site, for the applications in them")
+    noun = nouns.add_parser("group", help=NOUNS["group"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = add_verb(verbs, "create", "create a group", _create)
     create.add_argument("--company", required=True, dest="company_id", metavar="ID")
@@ -36,33 +39,41 @@ def _create(args: argparse.Namespace) -> None:
     group = in_transaction(
         args,
         lambda ctx, s: groups.create_group(
-            s, company_id=args.company_id, site_id=args.site_id, name=args.name, scopes=args.scopes, now=ctx.clock.now()
+            s,
+            OPERATOR,
+            company_id=args.company_id,
+            site_id=args.site_id,
+            name=args.name,
+            scopes=args.scopes,
+            now=ctx.clock.now(),
         ),
     )
     emit(args, {"id": group.id}, f"created group {group.id} ({group.name})")
 
 
 def _add_app(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.add_app(s, args.group_id, args.client_id))
+    in_transaction(args, lambda ctx, s: groups.add_app(s, OPERATOR, args.group_id, args.client_id))
     emit(args, {"groupId": args.group_id, "client_id": args.client_id}, f"{args.client_id} added to {args.group_id}")
 
 
 def _remove_app(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.remove_app(s, args.group_id, args.client_id))
+    in_transaction(args, lambda ctx, s: groups.remove_app(s, OPERATOR, args.group_id, args.client_id))
     emit(
         args, {"groupId": args.group_id, "client_id": args.client_id}, f"{args.client_id} removed from {args.group_id}"
     )
 
 
 def _show(args: argparse.Namespace) -> None:
-    emit_object(args, in_transaction(args, lambda ctx, s: groups.get_group(s, args.group_id)).to_json())
+    emit_view(args, in_transaction(args, lambda ctx, s: groups.get_group(s, OPERATOR, args.group_id)))
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.delete_group(s, args.group_id))
+    in_transaction(args, lambda ctx, s: groups.delete_group(s, OPERATOR, args.group_id))
     emit(args, {"id": args.group_id, "deleted": True}, f"group {args.group_id} deleted")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, s: groups.list_groups(s, company_id=args.company_id))
-    emit_list(args, [g.to_json() for g in items], ["id", "companyId", "siteId", "name", "scopes"])
+    items = in_transaction(
+        args, lambda ctx, s: every_page(lambda page: groups.list_groups(s, OPERATOR, page, company_id=args.company_id))
+    )
+    emit_views(args, items, ["id", "companyId", "siteId", "name", "scopes"])

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from chargenet.app import AppContext
 from chargenet.auth.keyring import PUBLISH_AHEAD, TokenKeyRing, WebhookRotationTooEarly
 from chargenet.auth.keys import SigningKeys
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_list, run_with_context
+from chargenet.context import AppContext
 from chargenet.errors import Conflict
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("keys", help="token and webhook signing keys")
+    noun = nouns.add_parser("keys", help=NOUNS["keys"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
     ahead = int(PUBLISH_AHEAD.total_seconds())
     add_verb(verbs, "rotate-token-key", f"publish a new token signing key now; it signs after {ahead} s", _rotate_token)

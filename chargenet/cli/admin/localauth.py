@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, instant
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_transaction, instant
 from chargenet.services import localauth
+from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("localauth", help="a site's local authorization list")
+    noun = nouns.add_parser("localauth", help=NOUNS["localauth"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     add = add_verb(verbs, "add", "add or change a tag", _add)
@@ -33,6 +36,7 @@ def _add(args: argparse.Namespace) -> None:
         args,
         lambda ctx, session: localauth.add_entry(
             session,
+            OPERATOR,
             site_id=args.site_id,
             id_tag=args.id_tag,
             now=ctx.clock.now(),
@@ -41,14 +45,21 @@ def _add(args: argparse.Namespace) -> None:
             parent_id_tag=args.parent_id_tag,
         ),
     )
-    emit(args, entry.to_json(), f"{entry.id_tag} is {entry.status} at site {entry.site_id}")
+    emit(args, rendered(entry), f"{entry.id_tag} is {entry.status} at site {entry.site_id}")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, session: localauth.list_entries(session, site_id=args.site_id))
-    emit_list(args, [e.to_json() for e in items], ["idTag", "status", "expiresAt"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: localauth.list_entries(session, OPERATOR, page, site_id=args.site_id)
+        ),
+    )
+    emit_views(args, items, ["idTag", "status", "expiresAt"])
 
 
 def _remove(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, session: localauth.remove_entry(session, site_id=args.site_id, id_tag=args.id_tag))
+    in_transaction(
+        args, lambda ctx, session: localauth.remove_entry(session, OPERATOR, site_id=args.site_id, id_tag=args.id_tag)
+    )
     emit(args, {"siteId": args.site_id, "idTag": args.id_tag, "removed": True}, f"removed {args.id_tag}")

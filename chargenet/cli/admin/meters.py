@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.app import AppContext
+from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_store_flags, emit, run_with_context, table
+from chargenet.context import AppContext
 from chargenet.services import meters
+from chargenet.services.callers import OPERATOR
 from chargenet.services.meters import MeterView
+from chargenet.services.pages import every_page
+from chargenet.services.views import rendered
 
 PROFILE_NAMES = ["sdm630", "sdm72v2", "sdm72v1", "sdm120", "abb-b23", "abb-b24", "em24", "em340"]
 
@@ -39,7 +43,7 @@ def _add_thresholds(parser: argparse.ArgumentParser) -> None:
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("meter", help="Modbus meters whose readings become sessions")
+    noun = nouns.add_parser("meter", help=NOUNS["meter"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = verbs.add_parser("create", help="add a meter in front of a charge point's connector")
@@ -109,6 +113,7 @@ def _create(args: argparse.Namespace) -> None:
         async with ctx.store.transaction() as session:
             return await meters.create_meter(
                 session,
+                OPERATOR,
                 site_id=args.site_id,
                 station_id=args.station_id,
                 charge_point_id=args.charge_point_id,
@@ -133,6 +138,7 @@ def _update(args: argparse.Namespace) -> None:
         async with ctx.store.transaction() as session:
             return await meters.update_meter(
                 session,
+                OPERATOR,
                 args.meter_id,
                 now=ctx.clock.now(),
                 enabled=getattr(args, "enabled", None),
@@ -140,13 +146,13 @@ def _update(args: argparse.Namespace) -> None:
             )
 
     meter = run_with_context(args, action)
-    emit(args, meter.to_json(), f"updated meter {meter.id} ({'enabled' if meter.enabled else 'disabled'})")
+    emit(args, rendered(meter), f"updated meter {meter.id} ({'enabled' if meter.enabled else 'disabled'})")
 
 
 def _delete(args: argparse.Namespace) -> None:
     async def action(ctx: AppContext) -> None:
         async with ctx.store.transaction() as session:
-            await meters.delete_meter(session, ctx.outbox, args.meter_id, now=ctx.clock.now())
+            await meters.delete_meter(session, OPERATOR, ctx.outbox, args.meter_id, now=ctx.clock.now())
 
     run_with_context(args, action)
     emit(args, {"id": args.meter_id, "deleted": True}, f"deleted meter {args.meter_id}")
@@ -155,10 +161,14 @@ def _delete(args: argparse.Namespace) -> None:
 def _list(args: argparse.Namespace) -> None:
     async def action(ctx: AppContext) -> list[MeterView]:
         async with ctx.store.transaction() as session:
-            return await meters.list_meters(session, site_id=args.site_id)
+            return await every_page(lambda page: meters.list_meters(session, OPERATOR, page, site_id=args.site_id))
 
-    items = [m.to_json() for m in run_with_context(args, action)]
-    rows = [{**item, "bus": meters.bus_label(item), "charging": item["status"]["charging"]} for item in items]
+    views = run_with_context(args, action)
+    items = [rendered(view) for view in views]
+    rows = [
+        {**item, "bus": meters.bus_label(view), "charging": item["status"]["charging"]}
+        for view, item in zip(views, items, strict=True)
+    ]
     emit(
         args, {"items": items}, table(rows, ["id", "stationId", "connectorId", "profile", "bus", "unitId", "charging"])
     )
@@ -167,7 +177,7 @@ def _list(args: argparse.Namespace) -> None:
 def _show(args: argparse.Namespace) -> None:
     async def action(ctx: AppContext) -> MeterView:
         async with ctx.store.transaction() as session:
-            return await meters.get_meter(session, args.meter_id)
+            return await meters.get_meter(session, OPERATOR, args.meter_id)
 
-    meter = run_with_context(args, action).to_json()
+    meter = rendered(run_with_context(args, action))
     emit(args, meter, "\n".join(f"{k}: {v}" for k, v in meter.items()))

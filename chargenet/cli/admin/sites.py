@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 from chargenet.services import sites
+from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("site", help="sites of a company")
+    noun = nouns.add_parser("site", help=NOUNS["site"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "create a site", _create)
@@ -33,6 +36,7 @@ def _create(args: argparse.Namespace) -> None:
         args,
         lambda ctx, session: sites.create_site(
             session,
+            OPERATOR,
             ctx.keys.credential_cipher(),
             company_id=args.company_id,
             name=args.name,
@@ -49,6 +53,7 @@ def _update(args: argparse.Namespace) -> None:
         args,
         lambda ctx, session: sites.update_site(
             session,
+            OPERATOR,
             ctx.keys.credential_cipher(),
             args.site_id,
             name=args.name,
@@ -57,13 +62,18 @@ def _update(args: argparse.Namespace) -> None:
             upstream_password=args.upstream_password,
         ),
     )
-    emit(args, site.to_json(), f"updated site {site.id}")
+    emit(args, rendered(site), f"updated site {site.id}")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, session: sites.list_sites(session, company_id=args.company_id))
-    emit_list(args, [s.to_json() for s in items], ["id", "companyId", "name", "upstreamUrl"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: sites.list_sites(session, OPERATOR, page, company_id=args.company_id)
+        ),
+    )
+    emit_views(args, items, ["id", "companyId", "name", "upstreamUrl"])
 
 
 def _show(args: argparse.Namespace) -> None:
-    emit_object(args, in_transaction(args, lambda ctx, session: sites.get_site(session, args.site_id)).to_json())
+    emit_view(args, in_transaction(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))

@@ -14,12 +14,18 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from chargenet.app import AppContext
-from chargenet.cli.common import add_verb, emit, instant, run_with_context, table
-from chargenet.edge.hub import Edge
+from pydantic import BaseModel
+
+from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
+from chargenet.config import load_settings
+from chargenet.context import AppContext
 from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.protocol.frames import FrameLimits, Payload
+from chargenet.edge.relay import RelayedCommands
+from chargenet.ports import StationCommands
 from chargenet.services import station_commands
+from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 from chargenet.store.db import Store
 
 TRIGGER_MESSAGES = [
@@ -114,15 +120,18 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Store, Edge], Awaitable[Payload]]
+Command = Callable[[Store, StationCommands], Awaitable[Payload | BaseModel]]
 
 
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
-    async def run(context: AppContext) -> Payload:
-        assert context.edge is not None
-        return await command(context.store, context.edge)
+    async def run(context: AppContext) -> Payload | BaseModel:
+        return await command(context.store, RelayedCommands(context.store, context.clock))
 
-    answer: dict[str, Any] = json.loads(frames.dump_payload(run_with_context(args, run)))  # numbers as JSON has them
+    result = run_with_context(args, run)
+    # The station's answer as it came, or the use case's view of it; numbers as JSON has them.
+    answer: dict[str, Any] = (
+        rendered(result) if isinstance(result, BaseModel) else json.loads(frames.dump_payload(result))
+    )
     emit(args, answer, _human(args.station_id, action, answer))
 
 
@@ -142,24 +151,30 @@ def _reset(args: argparse.Namespace) -> None:
     _run(
         args,
         "Reset",
-        lambda store, edge: station_commands.reset(store, edge, station_id=args.station_id, kind=args.kind),
+        lambda store, edge: station_commands.reset(store, edge, OPERATOR, station_id=args.station_id, kind=args.kind),
     )
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
-            store, edge, station_id=args.station_id, charge_point_id=args.charge_point_id, connector_id=args.connector
+            store,
+            edge,
+            OPERATOR,
+            station_id=args.station_id,
+            charge_point_id=args.charge_point_id,
+            connector_id=args.connector,
         )
 
     _run(args, "UnlockConnector", command)
 
 
 def _availability(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.change_availability(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             charge_point_id=args.charge_point_id,
             connector_id=args.connector,
@@ -170,10 +185,11 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.trigger(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             requested_message=args.requested_message,
             charge_point_id=args.charge_point_id,
@@ -184,9 +200,9 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
-            store, edge, station_id=args.station_id, action=action, payload=payload
+            store, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
         )
 
     _run(args, action, command)
@@ -222,19 +238,22 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
-            store, edge, station_id=args.station_id, list_version=args.list_version
+            store, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
         )
+
+    limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
 
     _run(args, "SendLocalList", command)
 
 
 def _reserve(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: Edge) -> Payload:
+    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.reserve_now(
             store,
             edge,
+            OPERATOR,
             station_id=args.station_id,
             charge_point_id=args.charge_point_id,
             connector_id=args.connector,

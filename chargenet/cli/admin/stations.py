@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.admin import station_commands
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS, station_commands
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 from chargenet.services import stations
+from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 
 
 def _positive(text: str) -> int:
@@ -18,7 +20,7 @@ def _positive(text: str) -> int:
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("station", help="OCPP stations of a site")
+    noun = nouns.add_parser("station", help=NOUNS["station"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "register a station", _create)
@@ -44,6 +46,7 @@ def _create(args: argparse.Namespace) -> None:
         args,
         lambda ctx, session: stations.create_station(
             session,
+            OPERATOR,
             ctx.keys.secret_hasher(),
             ctx.keys.credential_cipher(),
             site_id=args.site_id,
@@ -63,6 +66,7 @@ def _update(args: argparse.Namespace) -> None:
         args,
         lambda ctx, session: stations.update_station(
             session,
+            OPERATOR,
             ctx.keys.secret_hasher(),
             ctx.keys.credential_cipher(),
             args.station_id,
@@ -70,14 +74,18 @@ def _update(args: argparse.Namespace) -> None:
             upstream_password=args.upstream_password,
         ),
     )
-    emit(args, station.to_json(), f"updated station {station.id}")
+    emit(args, rendered(station), f"updated station {station.id}")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, session: stations.list_stations(session, site_id=args.site_id))
-    emit_list(args, [s.to_json() for s in items], ["id", "siteId", "chargePointIds", "securityProfile"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: stations.list_stations(session, OPERATOR, page, site_id=args.site_id)
+        ),
+    )
+    emit_views(args, items, ["id", "siteId", "chargePointIds", "securityProfile"])
 
 
 def _show(args: argparse.Namespace) -> None:
-    station = in_transaction(args, lambda ctx, session: stations.get_station(session, args.station_id))
-    emit_object(args, station.to_json())
+    emit_view(args, in_transaction(args, lambda ctx, session: stations.get_station(session, OPERATOR, args.station_id)))

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.app import AppContext
-from chargenet.cli.common import add_verb, emit, emit_list, emit_object, in_transaction
+from chargenet.cli.admin import NOUNS
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
+from chargenet.context import AppContext
 from chargenet.errors import InvalidInput
 from chargenet.services import webhooks
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest, every_page
+from chargenet.services.views import rendered
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
@@ -18,7 +21,7 @@ _AUTH_FIELDS = ("username", "password", "token", "token_url", "client_id", "clie
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    noun = nouns.add_parser("webhook", help="webhooks of a site")
+    noun = nouns.add_parser("webhook", help=NOUNS["webhook"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     create = add_verb(verbs, "create", "create a webhook", _create)
@@ -49,7 +52,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_verb(verbs, "list", "list webhooks", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show a webhook and its lanes", _show).add_argument("webhook_id", metavar="WEBHOOK_ID")
 
-    dead = nouns.add_parser("deadletter", help="events a webhook could not deliver")
+    dead = nouns.add_parser("deadletter", help=NOUNS["deadletter"][1])
     dead_verbs = dead.add_subparsers(dest="verb", metavar="VERB", required=True)
     listing = add_verb(dead_verbs, "list", "list dead letters waiting for replay", _dead_list)
     listing.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")
@@ -99,6 +102,7 @@ def _create(args: argparse.Namespace) -> None:
         assert auth is not None
         return await webhooks.create_webhook(
             session,
+            OPERATOR,
             ctx.keys.credential_cipher(),
             site_id=args.site_id,
             url=args.url,
@@ -118,6 +122,7 @@ def _update(args: argparse.Namespace) -> None:
     async def action(ctx: AppContext, session: AsyncSession) -> webhooks.WebhookView:
         return await webhooks.update_webhook(
             session,
+            OPERATOR,
             ctx.keys.credential_cipher(),
             args.webhook_id,
             now=ctx.clock.now(),
@@ -130,51 +135,53 @@ def _update(args: argparse.Namespace) -> None:
         )
 
     view = in_transaction(args, action)
-    emit(args, view.to_json(), f"updated webhook {view.id}")
+    emit(args, rendered(view), f"updated webhook {view.id}")
 
 
 def _set_enabled(args: argparse.Namespace) -> None:
     view = in_transaction(
-        args, lambda ctx, session: webhooks.set_enabled(session, args.webhook_id, args.enabled, now=ctx.clock.now())
+        args,
+        lambda ctx, session: webhooks.set_enabled(
+            session, OPERATOR, args.webhook_id, args.enabled, now=ctx.clock.now()
+        ),
     )
-    emit(args, view.to_json(), f"{'enabled' if view.enabled else 'disabled'} webhook {view.id}")
+    emit(args, rendered(view), f"{'enabled' if view.enabled else 'disabled'} webhook {view.id}")
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, session: webhooks.delete_webhook(session, args.webhook_id))
+    in_transaction(args, lambda ctx, session: webhooks.delete_webhook(session, OPERATOR, args.webhook_id))
     emit(args, {"id": args.webhook_id, "deleted": True}, f"deleted webhook {args.webhook_id}")
 
 
 def _list(args: argparse.Namespace) -> None:
-    items = in_transaction(args, lambda ctx, session: webhooks.list_webhooks(session, site_id=args.site_id))
-    emit_list(args, [w.to_json() for w in items], ["id", "siteId", "url", "events", "auth", "enabled"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: webhooks.list_webhooks(session, OPERATOR, page, site_id=args.site_id)
+        ),
+    )
+    emit_views(args, items, ["id", "siteId", "url", "events", "auth", "enabled"])
 
 
 def _show(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext, session: AsyncSession) -> dict[str, Any]:
-        view = await webhooks.get_webhook(session, args.webhook_id)
-        lanes = await webhooks.get_lanes(session, args.webhook_id)
-        return {**view.to_json(), "lanes": [lane.to_json() for lane in lanes]}
-
-    emit_object(args, in_transaction(args, action))
+    emit_view(args, in_transaction(args, lambda ctx, session: webhooks.get_webhook(session, OPERATOR, args.webhook_id)))
 
 
 def _dead_list(args: argparse.Namespace) -> None:
     page = in_transaction(
         args,
         lambda ctx, session: webhooks.list_dead_letters(
-            session, args.webhook_id, limit=args.limit, include_replayed=args.include_replayed
+            session, OPERATOR, args.webhook_id, PageRequest.of(args.limit), include_replayed=args.include_replayed
         ),
     )
-    items = [d.to_json() for d in page.items]
-    emit_list(args, items, ["id", "eventType", "eventId", "reason", "attempts", "deadAt", "error"])
+    emit_views(args, page.items, ["id", "eventType", "eventId", "reason", "attempts", "deadAt", "error"])
 
 
 def _dead_replay(args: argparse.Namespace) -> None:
     replayed = in_transaction(
         args,
         lambda ctx, session: webhooks.replay_dead_letters(
-            session, args.webhook_id, now=ctx.clock.now(), event_id=args.event_id
+            session, OPERATOR, args.webhook_id, now=ctx.clock.now(), event_id=args.event_id
         ),
     )
     ids = [d.event_id for d in replayed]

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from chargenet.domain.tenants import StationLayout
 from chargenet.store.models.base import Base, UtcDateTime
 
 
@@ -41,6 +42,9 @@ class Station(Base):
     charge_points: Mapped[int] = mapped_column(Integer, default=1)
     connectors_per_charge_point: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+    def layout(self) -> StationLayout:
+        return StationLayout(self.id, self.charge_points, self.connectors_per_charge_point)
 
 
 class ChargePoint(Base):

@@ -15,7 +15,7 @@ from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLaneEntry
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.lane import DeadLetter, DeadLetterReason
 from chargenet.webhooks.queue import store_dead_letter
 from tests.factories import make_tenant, partner_token

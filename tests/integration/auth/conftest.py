@@ -20,6 +20,7 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.services import applications, groups
+from chargenet.services.callers import OPERATOR
 from tests.factories import Tenant, make_tenant
 
 
@@ -44,13 +45,24 @@ class Served:
         """A new application of `company_id`, in a new group granting `scopes` (none: in no group)."""
         async with self.context.store.transaction() as session:
             created = await applications.create_application(
-                session, self.context.keys.secret_hasher(), company_id=company_id, name="partner", now=self.clock.now()
+                session,
+                OPERATOR,
+                self.context.keys.secret_hasher(),
+                company_id=company_id,
+                name="partner",
+                now=self.clock.now(),
             )
             if scopes:
                 group = await groups.create_group(
-                    session, company_id=company_id, site_id=site_id, name="g", scopes=scopes, now=self.clock.now()
+                    session,
+                    OPERATOR,
+                    company_id=company_id,
+                    site_id=site_id,
+                    name="g",
+                    scopes=scopes,
+                    now=self.clock.now(),
                 )
-                await groups.add_app(session, group.id, created.client_id)
+                await groups.add_app(session, OPERATOR, group.id, created.client_id)
         return created
 
     async def token(self, credentials: applications.Credentials) -> str:

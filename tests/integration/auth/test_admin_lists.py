@@ -9,6 +9,7 @@ import pytest
 
 from chargenet.api.pagination import encode_cursor
 from chargenet.services import groups
+from chargenet.services.callers import OPERATOR
 from tests.integration.auth.conftest import Served
 from tests.integration.auth.test_protected_api import assert_problem
 
@@ -20,6 +21,7 @@ async def add_groups(served: Served, company_id: str, count: int, site_id: str |
         created = [
             await groups.create_group(
                 session,
+                OPERATOR,
                 company_id=company_id,
                 site_id=site_id,
                 name=f"g{i}",

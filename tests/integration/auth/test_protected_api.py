@@ -12,6 +12,7 @@ from joserfc.jwk import RSAKey
 from chargenet.auth.keyring import PUBLISH_AHEAD
 from chargenet.auth.keys import SigningKeys
 from chargenet.services import applications, groups
+from chargenet.services.callers import OPERATOR
 from tests.integration.auth.conftest import Served
 
 REVOCATION_WINDOW = 5
@@ -125,6 +126,7 @@ async def test_site_group_reaches_its_site_only(served: Served) -> None:
 
         other = await sites.create_site(
             session,
+            OPERATOR,
             served.context.keys.credential_cipher(),
             company_id=mine.company_id,
             name="B",
@@ -132,6 +134,7 @@ async def test_site_group_reaches_its_site_only(served: Served) -> None:
         )
         await stations.create_station(
             session,
+            OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=other.id,
@@ -151,6 +154,7 @@ async def test_pagination_follows_next(served: Served) -> None:
         for station in ("ST-C", "ST-B"):
             await stations.create_station(
                 session,
+                OPERATOR,
                 served.context.keys.secret_hasher(),
                 served.context.keys.credential_cipher(),
                 site_id=mine.site_id,
@@ -181,7 +185,7 @@ async def test_disabling_an_application_revokes_its_tokens_within_5_seconds(serv
     token = await served.token(app)
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
-        await applications.set_enabled(session, app.client_id, enabled=False, now=served.clock.now())
+        await applications.set_enabled(session, OPERATOR, app.client_id, enabled=False, now=served.clock.now())
     served.clock.advance(REVOCATION_WINDOW)
     response = await served.get("/charge-points", token)
     assert_problem(401, response)
@@ -194,7 +198,7 @@ async def test_deleting_an_application_revokes_its_tokens_within_5_seconds(serve
     token = await served.token(app)
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
-        await applications.delete_application(session, app.client_id)
+        await applications.delete_application(session, OPERATOR, app.client_id)
     served.clock.advance(REVOCATION_WINDOW)
     assert_problem(401, await served.get("/charge-points", token))
 
@@ -206,7 +210,7 @@ async def test_rotating_the_secret_revokes_its_tokens_within_5_seconds(served: S
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
         new = await applications.rotate_secret(
-            session, served.context.keys.secret_hasher(), app.client_id, now=served.clock.now()
+            session, OPERATOR, served.context.keys.secret_hasher(), app.client_id, now=served.clock.now()
         )
     served.clock.advance(REVOCATION_WINDOW)
     assert_problem(401, await served.get("/charge-points", token))
@@ -219,8 +223,8 @@ async def test_leaving_the_group_revokes_the_permission_within_5_seconds(served:
     token = await served.token(app)
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
-        (group_id,) = (await applications.get_application(session, app.client_id)).group_ids
-        await groups.remove_app(session, group_id, app.client_id)
+        (group_id,) = (await applications.get_application(session, OPERATOR, app.client_id)).group_ids
+        await groups.remove_app(session, OPERATOR, group_id, app.client_id)
     served.clock.advance(REVOCATION_WINDOW)
     assert_problem(403, await served.get("/charge-points", token))
 
@@ -232,9 +236,9 @@ async def test_joining_a_group_grants_at_once_to_issued_tokens(served: Served) -
     assert_problem(403, await served.get("/sites", token))
     async with served.context.store.transaction() as session:
         group = await groups.create_group(
-            session, company_id=mine.company_id, name="late", scopes=["sites:read"], now=served.clock.now()
+            session, OPERATOR, company_id=mine.company_id, name="late", scopes=["sites:read"], now=served.clock.now()
         )
-        await groups.add_app(session, group.id, app.client_id)
+        await groups.add_app(session, OPERATOR, group.id, app.client_id)
     served.clock.advance(REVOCATION_WINDOW)
     assert (await served.get("/sites", token)).status_code == 200
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from chargenet_partner import AsyncTokenClient, TokenClient, TokenRequestError
 
+from chargenet.services.callers import OPERATOR
 from tests.integration.auth.conftest import Served
 
 GRANT = {"grant_type": "client_credentials"}
@@ -77,7 +78,7 @@ async def test_disabled_application_cannot_get_a_token(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)
     async with served.context.store.transaction() as session:
-        await applications.set_enabled(session, app.client_id, enabled=False, now=served.clock.now())
+        await applications.set_enabled(session, OPERATOR, app.client_id, enabled=False, now=served.clock.now())
     response = await served.http.post(served.token_url, data=GRANT, auth=(app.client_id, app.client_secret))
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
 
@@ -89,7 +90,7 @@ async def test_rotated_secret_stops_working_at_once(served: Served) -> None:
     app = await served.app(tenant.company_id)
     async with served.context.store.transaction() as session:
         new = await applications.rotate_secret(
-            session, served.context.keys.secret_hasher(), app.client_id, now=served.clock.now()
+            session, OPERATOR, served.context.keys.secret_hasher(), app.client_id, now=served.clock.now()
         )
     old = await served.http.post(served.token_url, data=GRANT, auth=(app.client_id, app.client_secret))
     assert old.status_code == 401

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from chargenet.services import localauth, sites, stations
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
 from tests.integration.edge.conftest import PASSWORD, Served, served  # noqa: F401  (the fixture)
@@ -38,6 +39,7 @@ async def duo(served: Served) -> AsyncIterator[SimulatedStation]:  # noqa: F811
     async with served.context.store.transaction() as session:
         await stations.create_station(
             session,
+            OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=served.tenant.site_id,
@@ -163,8 +165,10 @@ async def test_central_system_command_reaches_the_station_as_given(  # type: ign
 async def test_send_local_list_sends_the_sites_whole_list(cli, served, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     now = served.context.clock.now()
     async with served.context.store.transaction() as session:
-        await localauth.add_entry(session, site_id=served.tenant.site_id, id_tag="A", now=now)
-        await localauth.add_entry(session, site_id=served.tenant.site_id, id_tag="B", now=now, status="Blocked")
+        await localauth.add_entry(session, OPERATOR, site_id=served.tenant.site_id, id_tag="A", now=now)
+        await localauth.add_entry(
+            session, OPERATOR, site_id=served.tenant.site_id, id_tag="B", now=now, status="Blocked"
+        )
     result = await cli("admin", "station", "send-local-list", "CS-1", "--list-version", "3", "--json")
     assert result.json() == {"status": "Accepted"}
     assert station.received_calls == [
@@ -201,6 +205,7 @@ async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_e
     async with served.context.store.transaction() as session:
         await sites.update_site(
             session,
+            OPERATOR,
             served.context.keys.credential_cipher(),
             served.tenant.site_id,
             upstream_url="ws://127.0.0.1:9/ocpp",

@@ -21,6 +21,7 @@ from chargenet.config import load_settings
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.services import sites
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import OutboxEvent
@@ -69,6 +70,7 @@ class Served:
         async with self.context.store.transaction() as session:
             await sites.update_site(
                 session,
+                OPERATOR,
                 self.context.keys.credential_cipher(),
                 self.tenant.site_id,
                 upstream_url=cpo.url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from chargenet.services import meters, stations
+from chargenet.services.callers import OPERATOR
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 
@@ -56,6 +57,7 @@ async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_st
     async with context.store.transaction() as session:
         await stations.create_station(
             session,
+            OPERATOR,
             context.keys.secret_hasher(),
             context.keys.credential_cipher(),
             site_id=served.tenant.site_id,
@@ -64,6 +66,7 @@ async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_st
         )
         meter = await meters.create_meter(
             session,
+            OPERATOR,
             site_id=served.tenant.site_id,
             station_id="METERED-1",
             profile="sdm630",

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation, StationCallError
 from chargenet.store.models import (
     ConnectorStatusHistory,
@@ -211,6 +212,7 @@ async def test_stop_of_another_stations_transaction_raises_no_event(served: Serv
     async with served.context.store.transaction() as session:
         await stations.create_station(
             session,
+            OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=served.tenant.site_id,
@@ -264,9 +266,11 @@ async def test_tag_charging_at_another_site_is_not_concurrent_tx(served: Served,
     now = datetime.now(UTC)
     async with served.context.store.transaction() as session:
         cipher = served.context.keys.credential_cipher()
-        other = await sites.create_site(session, cipher, company_id=served.tenant.company_id, name="Other", now=now)
+        other = await sites.create_site(
+            session, OPERATOR, cipher, company_id=served.tenant.company_id, name="Other", now=now
+        )
         await stations.create_station(
-            session, served.context.keys.secret_hasher(), cipher, site_id=other.id, station_id="CS-2", now=now
+            session, OPERATOR, served.context.keys.secret_hasher(), cipher, site_id=other.id, station_id="CS-2", now=now
         )
     await add_tag(served, "TAG1")
     await add_tag(served, "TAG1", site_id=other.id)
@@ -326,6 +330,7 @@ async def test_reconnect_storm_with_resent_messages_loses_and_duplicates_no_even
         for station_id in ids:
             await stations.create_station(
                 session,
+                OPERATOR,
                 served.context.keys.secret_hasher(),
                 served.context.keys.credential_cipher(),
                 site_id=served.tenant.site_id,

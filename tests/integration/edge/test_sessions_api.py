@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from chargenet.services import sites
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import Meter
 from tests.factories import partner_token
@@ -185,6 +186,7 @@ async def duo(served: Served) -> AsyncIterator[SimulatedStation]:
     async with served.context.store.transaction() as session:
         await stations.create_station(
             session,
+            OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=served.tenant.site_id,
@@ -230,6 +232,7 @@ async def test_caller_outside_the_site_sees_404(
     async with served.context.store.transaction() as session:
         other = await sites.create_site(
             session,
+            OPERATOR,
             served.context.keys.credential_cipher(),
             company_id=served.tenant.company_id,
             name="Elsewhere",
@@ -251,7 +254,9 @@ async def rival(served: Served) -> AsyncIterator[httpx.AsyncClient]:
     from chargenet.services import companies
 
     async with served.context.store.transaction() as session:
-        company = await companies.create_company(session, name="Rival Charging", now=served.context.clock.now())
+        company = await companies.create_company(
+            session, OPERATOR, name="Rival Charging", now=served.context.clock.now()
+        )
     token = await partner_token(
         served.context, company.id, ["sessions:write", "transactions:read", "charge-points:write"]
     )
@@ -346,12 +351,14 @@ async def test_without_a_token_the_api_answers_401_with_a_bare_bearer_challenge(
 
 async def open_meter_session(served: Served) -> int:
     """A meter on the tenant's station with one open detected session; returns its transaction id."""
-    from chargenet.services import meter_sessions, meters
+    from chargenet.meters import records as meter_sessions
+    from chargenet.services import meters
 
     now = served.context.clock.now()
     async with served.context.store.transaction() as session:
         meter = await meters.create_meter(
             session,
+            OPERATOR,
             site_id=served.tenant.site_id,
             station_id=served.tenant.station_id,
             profile="sdm630",
@@ -383,10 +390,11 @@ async def test_stopping_a_meter_session_is_a_409_conflict(served: Served, api: h
 
 
 async def test_station_presence_for_the_charge_point_status(served: Served, station: SimulatedStation) -> None:
-    from chargenet.services import sessions
+    from chargenet.services import charge_points
+    from chargenet.services.views import rendered
 
     await station.heartbeat()
     await served.edge.message_log.run_once()
     async with served.context.store.transaction() as session:
-        presence = await sessions.station_presence_json(session, served.edge, "CS-1")
+        presence = rendered(await charge_points.station_presence(session, served.edge, "CS-1"))
     assert presence["connection"] == "connected" and presence["lastHeartbeat"] is not None

@@ -10,6 +10,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from chargenet.clock import ManualClock
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation, StationCallError
 from tests.integration.edge.conftest import PASSWORD, Served
@@ -55,6 +56,7 @@ async def test_key_sent_as_raw_bytes_whose_hex_is_registered_is_accepted(served:
     async with served.context.store.transaction() as session:
         await stations.create_station(
             session,
+            OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=served.tenant.site_id,

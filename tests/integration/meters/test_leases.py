@@ -19,6 +19,7 @@ from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store import schema
 from chargenet.store.db import Store
@@ -64,7 +65,8 @@ async def configure(store: Store, clock: ManualClock, tmp_path: Path, server: Me
     tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
     async with store.transaction() as session:
         await meter_service.create_meter(
-            session, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
+            session,
+            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
             tcp=f"127.0.0.1:{server.port}", now=clock.now(),
         )  # fmt: skip
     return tenant

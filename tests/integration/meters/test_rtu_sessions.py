@@ -11,6 +11,7 @@ from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
 from tests.factories import make_tenant
@@ -32,6 +33,7 @@ async def test_two_meters_on_one_rtu_bus_each_get_their_session(
             for connector, simulated in ((1, em24), (2, sdm72)):
                 await meter_service.create_meter(
                     session,
+                    OPERATOR,
                     site_id=tenant.site_id,
                     station_id=tenant.station_id,
                     connector_id=connector,

@@ -10,6 +10,7 @@ from chargenet.keys import KeyStore
 from chargenet.meters.runtime import MeterPolling
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from tests.factories import make_tenant
 
@@ -20,7 +21,8 @@ async def test_reload_follows_changes_and_disabling_stops_the_bus(
     tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
     async with store.transaction() as session:
         view = await meter_service.create_meter(
-            session, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
+            session,
+            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
             tcp="127.0.0.1:1", now=clock.now(),
         )  # fmt: skip
     polling = MeterPolling(store, Outbox(clock), clock)
@@ -29,13 +31,13 @@ async def test_reload_follows_changes_and_disabling_stops_the_bus(
     assert poller.targets[view.id].poll_interval_s == 5
     clock.advance(1)
     async with store.transaction() as session:
-        await meter_service.update_meter(session, view.id, now=clock.now(), poll_interval=10, stop_grace=300)
+        await meter_service.update_meter(session, OPERATOR, view.id, now=clock.now(), poll_interval=10, stop_grace=300)
     await polling.reload()
     assert poller.targets[view.id].poll_interval_s == 10
     assert polling.sessions.meters[view.id].spec.thresholds.stop_grace_s == 300
     clock.advance(1)
     async with store.transaction() as session:
-        await meter_service.update_meter(session, view.id, now=clock.now(), enabled=False)
+        await meter_service.update_meter(session, OPERATOR, view.id, now=clock.now(), enabled=False)
     await polling.reload()
     assert polling.pollers == {} and polling.sessions.meters == {}
 
@@ -44,7 +46,8 @@ async def test_worker_runs_pollers_until_asked_to_stop(store: Store, clock: Manu
     tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
     async with store.transaction() as session:
         await meter_service.create_meter(
-            session, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
+            session,
+            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
             tcp="127.0.0.1:1", now=clock.now(),
         )  # fmt: skip
     polling = MeterPolling(store, Outbox(clock), clock)

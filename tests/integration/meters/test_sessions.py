@@ -14,6 +14,7 @@ from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
 from chargenet.store.models import Meter
@@ -39,6 +40,7 @@ async def configure(store: Store, clock: ManualClock, tenant: Tenant, server: Me
     async with store.transaction() as session:
         view = await meter_service.create_meter(
             session,
+            OPERATOR,
             site_id=tenant.site_id,
             station_id=tenant.station_id,
             profile="sdm630",

@@ -8,10 +8,10 @@ from sqlalchemy import func, select
 
 from chargenet.clock import ManualClock
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.edge.statuses import record_status
 from chargenet.errors import InvalidInput
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services.connectors import record_status
 from chargenet.store.db import Store
 from chargenet.store.models import Connector, OutboxEvent
 from tests.factories import make_tenant

@@ -8,9 +8,12 @@ from chargenet.clock import ManualClock
 from chargenet.domain.events import StopReason
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import KeyStore
+from chargenet.meters import records as meter_sessions
 from chargenet.meters.spec import MeterSpec
 from chargenet.outbox import Outbox
-from chargenet.services import meter_sessions, meters
+from chargenet.services import meters
+from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 from chargenet.store.db import Store
 from chargenet.store.models import MeterSession
 from tests.factories import Tenant, make_tenant
@@ -28,6 +31,7 @@ async def create(store: Store, clock: ManualClock, tenant: Tenant, **options: ob
     async with store.transaction() as session:
         return await meters.create_meter(
             session,
+            OPERATOR,
             site_id=tenant.site_id,
             station_id=tenant.station_id,
             now=clock.now(),
@@ -39,7 +43,7 @@ async def test_meter_defaults_to_the_first_charge_point_connector_one(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
-    document = view.to_json()
+    document = rendered(view)
     assert (document["chargePointId"], document["connectorId"]) == (f"{tenant.station_id}-1", 1)
     assert document["transport"] == {"type": "tcp", "host": "10.0.0.5", "port": 502}
     assert document["idTag"] == f"METER-{view.id}"
@@ -51,7 +55,7 @@ async def test_meter_shows_idle_with_no_reading_before_its_first_poll(
 ) -> None:
     view = await create(store, clock, tenant)
     async with store.transaction() as session:
-        shown = (await meters.get_meter(session, view.id)).to_json()
+        shown = rendered(await meters.get_meter(session, OPERATOR, view.id))
     assert shown["status"] == {"charging": False, "transactionId": None, "lastReading": None}
 
 
@@ -60,6 +64,7 @@ async def test_unknown_station_is_not_found(store: Store, clock: ManualClock, te
         async with store.transaction() as session:
             await meters.create_meter(
                 session,
+                OPERATOR,
                 site_id=tenant.site_id,
                 station_id="NOPE",
                 profile="sdm630",
@@ -99,8 +104,8 @@ async def test_same_unit_on_the_same_bus_is_a_conflict(store: Store, clock: Manu
 async def test_update_changes_thresholds_and_keeps_the_rest(store: Store, clock: ManualClock, tenant: Tenant) -> None:
     view = await create(store, clock, tenant, id_tag="FLEET-7")
     async with store.transaction() as session:
-        updated = await meters.update_meter(session, view.id, now=clock.now(), stop_grace=360, enabled=False)
-    document = updated.to_json()
+        updated = await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_grace=360, enabled=False)
+    document = rendered(updated)
     assert (document["stopGrace"], document["idTag"], document["enabled"]) == (360, "FLEET-7", False)
 
 
@@ -108,7 +113,7 @@ async def test_update_refuses_inconsistent_thresholds(store: Store, clock: Manua
     view = await create(store, clock, tenant)
     with pytest.raises(InvalidInput) as raised:
         async with store.transaction() as session:
-            await meters.update_meter(session, view.id, now=clock.now(), stop_current=5)
+            await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_current=5)
     assert raised.value.field == "stop-current"
 
 
@@ -122,7 +127,7 @@ async def test_delete_closes_an_open_session_and_keeps_it_as_a_transaction(
             session, Outbox(clock), spec, meter_start_wh=1000, started_at=clock.now(), at=clock.now()
         )
     async with store.transaction() as session:
-        await meters.delete_meter(session, Outbox(clock), view.id, now=clock.now())
+        await meters.delete_meter(session, OPERATOR, Outbox(clock), view.id, now=clock.now())
     async with store.transaction() as session:
         row = await session.get(MeterSession, transaction_id)
         assert row is not None and row.meter_id is None and row.reason == "Other"

@@ -199,3 +199,11 @@ async def test_processes_starting_together_on_an_empty_store_all_come_up(databas
     finally:
         for context in contexts:
             await context.close()
+
+
+def test_the_head_read_from_file_names_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert schema.head_revision() == schema.alembic_head_revision()
+    for script in ScriptDirectory.from_config(schema.alembic_config()).walk_revisions():
+        assert script.path is not None and Path(script.path).name.startswith(f"{script.revision}_")

@@ -14,6 +14,7 @@ from chargenet.domain.events import AuthorizePayload, EventType
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import DeliveryEngine, LeaseLost, StepResult
@@ -40,6 +41,7 @@ class Harness:
         async with self.store.transaction() as session:
             view = await webhook_service.create_webhook(
                 session,
+                OPERATOR,
                 self.keys.credential_cipher(),
                 site_id=self.tenant.site_id,
                 url=url,
@@ -57,7 +59,7 @@ class Harness:
 
     async def set_enabled(self, webhook_id: str, enabled: bool) -> None:
         async with self.store.transaction() as session:
-            await webhook_service.set_enabled(session, webhook_id, enabled, now=self.clock.now())
+            await webhook_service.set_enabled(session, OPERATOR, webhook_id, enabled, now=self.clock.now())
 
     async def lane_id(self, webhook_id: str, event_type: EventType = EventType.AUTHORIZE) -> int:
         async with self.store.transaction() as session:

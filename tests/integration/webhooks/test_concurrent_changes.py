@@ -13,6 +13,7 @@ from sqlalchemy import select, text
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane
@@ -61,6 +62,7 @@ async def test_event_the_filler_commits_while_its_type_is_dropped_is_dead_letter
         async with pg_store.transaction() as session:
             await webhook_service.update_webhook(
                 session,
+                OPERATOR,
                 harness.keys.credential_cipher(),
                 webhook_id,
                 now=clock.now(),
@@ -77,5 +79,5 @@ async def test_event_the_filler_commits_while_its_type_is_dropped_is_dead_letter
         await _until_a_transaction_waits_for_a_lock(pg_store)
     await change
     async with pg_store.transaction() as session:
-        page = await webhook_service.list_dead_letters(session, webhook_id)
+        page = await webhook_service.list_dead_letters(session, OPERATOR, webhook_id)
     assert [(d.event_id, d.reason) for d in page.items] == [("ev-A", "unsubscribed")]

@@ -5,9 +5,8 @@ from pathlib import Path
 import pytest
 
 from chargenet.clock import ManualClock
-from chargenet.outbox import Outbox
+from chargenet.outbox import Outbox, outbox_committed
 from chargenet.store.db import Store
-from chargenet.webhooks.filler import outbox_committed
 from tests.integration.webhooks.harness import authorize, make_harness
 
 

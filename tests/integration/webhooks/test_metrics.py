@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.webhooks.metrics import WebhookMetrics
 from tests.integration.webhooks.harness import Harness, drain, make_harness
@@ -24,6 +25,7 @@ async def _unsubscribe_authorize(harness: Harness, webhook_id: str) -> None:
     async with harness.store.transaction() as session:
         await webhook_service.update_webhook(
             session,
+            OPERATOR,
             harness.keys.credential_cipher(),
             webhook_id,
             now=harness.clock.now(),
@@ -91,6 +93,7 @@ async def test_dead_letter_rolled_back_is_not_counted(store: Store, clock: Manua
         async with store.transaction() as session:
             await webhook_service.update_webhook(
                 session,
+                OPERATOR,
                 harness.keys.credential_cipher(),
                 webhook_id,
                 now=clock.now(),

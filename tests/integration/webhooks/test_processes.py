@@ -24,6 +24,7 @@ from chargenet.config import load_settings
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
@@ -104,6 +105,7 @@ async def test_killed_process_lane_is_taken_over_within_15_s_without_loss(pg_url
         async with store.transaction() as session:
             await webhook_service.create_webhook(
                 session,
+                OPERATOR,
                 context.keys.credential_cipher(),
                 site_id=tenant.site_id,
                 url=receiver.url,

@@ -15,8 +15,9 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.install import install_webhooks
+from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import make_tenant
 from tests.integration.webhooks.harness import authorize, tags
@@ -46,6 +47,7 @@ async def _setup(context: AppContext, url: str) -> tuple[str, str]:
     async with context.store.transaction() as session:
         view = await webhook_service.create_webhook(
             session,
+            OPERATOR,
             context.keys.credential_cipher(),
             site_id=tenant.site_id,
             url=url,
@@ -102,16 +104,16 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
         await _publish(context, site_id, "A")
         await _eventually(lambda: len(receiver.received) == 1)
         async with context.store.transaction() as session:
-            await webhook_service.set_enabled(session, webhook_id, False, now=context.clock.now())
+            await webhook_service.set_enabled(session, OPERATOR, webhook_id, False, now=context.clock.now())
         disabled_at = time.monotonic()
         engine.poke()
         await _eventually(lambda: not engine.active_lanes, timeout=2.0)
         cancelled_after = time.monotonic() - disabled_at
         async with context.store.transaction() as session:
-            lanes = await webhook_service.get_lanes(session, webhook_id)
+            lanes = await webhook_service.get_lanes(session, OPERATOR, webhook_id)
         slow["on"] = False
         async with context.store.transaction() as session:
-            await webhook_service.set_enabled(session, webhook_id, True, now=context.clock.now())
+            await webhook_service.set_enabled(session, OPERATOR, webhook_id, True, now=context.clock.now())
         engine.poke()
         await _eventually(lambda: len(receiver.received) == 2)
         await _eventually(lambda: engine.active_lanes != set())
@@ -161,6 +163,7 @@ async def test_lanes_of_several_webhooks_settle_together_and_each_keeps_its_orde
         async with context.store.transaction() as session:
             await webhook_service.create_webhook(
                 session,
+                OPERATOR,
                 context.keys.credential_cipher(),
                 site_id=site_id,
                 url=second.url,

@@ -12,6 +12,7 @@ from sqlalchemy import func, select, update
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane, WebhookLaneEntry
 from chargenet.webhooks import queue
@@ -191,7 +192,13 @@ async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_
         clock.advance(1)
         async with store.transaction() as session:
             await webhook_service.update_webhook(
-                session, harness.keys.credential_cipher(), webhook_id, url=new.url, now=clock.now(), allow_private=True
+                session,
+                OPERATOR,
+                harness.keys.credential_cipher(),
+                webhook_id,
+                url=new.url,
+                now=clock.now(),
+                allow_private=True,
             )
         engine.poke()  # what the API does after a change
         await drain(engine, lane_id, clock)

@@ -30,15 +30,17 @@ def test_page_fetches_one_row_beyond_the_limit() -> None:
     assert page_params(limit=2, cursor=None).fetch == 3
 
 
-def test_answer_with_an_extra_row_points_next_at_the_last_shown() -> None:
-    body = page_params(limit=2, cursor=None).answer(["a", "b", "c"], str, str.upper)
-    assert body["items"] == ["A", "B"]
-    assert decode_cursor(body["next"]) == "b"
+def test_page_with_an_extra_row_points_next_at_the_last_shown() -> None:
+    page = page_params(limit=2, cursor=None).page(["a", "b", "c"], str)
+    assert page.items == ["a", "b"]
+    assert page.next is not None and decode_cursor(page.next) == "b"
 
 
-def test_answer_without_an_extra_row_is_the_last_page() -> None:
-    assert page_params(limit=2, cursor=None).answer(["a", "b"], str, str) == {"items": ["a", "b"], "next": None}
+def test_page_without_an_extra_row_is_the_last_page() -> None:
+    page = page_params(limit=2, cursor=None).page(["a", "b"], str)
+    assert (page.items, page.next) == (["a", "b"], None)
 
 
-def test_answer_of_no_rows_is_empty_and_last() -> None:
-    assert page_params(limit=2, cursor=None).answer([], str, str) == {"items": [], "next": None}
+def test_page_of_no_rows_is_empty_and_last() -> None:
+    page = page_params(limit=2, cursor=None).page([], str)
+    assert (page.items, page.next) == ([], None)

@@ -1,13 +1,9 @@
-"""Plugging the meters into the composition root: the poller worker, its health and its metrics."""
+"""The meters' install hook: the poller worker, its health and its metrics."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from chargenet.context import AppContext
 from chargenet.meters.runtime import MeterMetrics, MeterPolling
-
-if TYPE_CHECKING:
-    from chargenet.app import AppContext
 
 
 def install(context: AppContext) -> MeterPolling:

@@ -1,4 +1,5 @@
-"""Storing meter sessions and publishing their StartTransaction and StopTransaction in the same transaction.
+"""Meters in the store: a meter's configuration as read back, and its sessions with their StartTransaction and
+StopTransaction, published in the same transaction.
 
 A meter session is stored (and flushed) before its StartTransaction is published, both in the caller's
 transaction: the event exists iff the session does. Payloads are the ones OCPP sessions use (service.md §6
@@ -14,10 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.events import StartTransactionPayload, StopReason, StopTransactionPayload
+from chargenet.errors import InvalidInput
+from chargenet.meters.bus import Transport
 from chargenet.meters.detect import Mark
-from chargenet.meters.spec import MeterSpec
+from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
-from chargenet.store.models import MeterSession, MeterState
+from chargenet.store.models import Meter, MeterSession, MeterState
 from chargenet.store.sequences import next_transaction_id
 
 
@@ -124,3 +127,37 @@ async def save_state(
     row.energy_wh, row.read_at = baseline.energy_wh, baseline.at
     row.max_current_a, row.power_w, row.phase = max_current_a, power_w, phase
     await session.flush()
+
+
+def transport_of(row: Meter) -> Transport:
+    if row.transport == "tcp":
+        return parse_transport(tcp=f"[{row.tcp_host}]:{row.tcp_port}", rtu=None)
+    if row.transport == "rtu":
+        return parse_transport(
+            tcp=None, rtu=row.rtu_device or "", baud=row.baudrate, parity=row.parity, stopbits=row.stopbits
+        )
+    raise InvalidInput(f"unknown transport {row.transport!r}", field="transport")
+
+
+def spec_of(row: Meter) -> MeterSpec:
+    """The validated configuration of a stored meter; InvalidInput naming the setting when a row is malformed."""
+    return build_spec(
+        meter_id=row.id,
+        site_id=row.site_id,
+        station_id=row.station_id,
+        charge_point_id=row.charge_point_id,
+        connector_id=row.connector_id,
+        id_tag=row.id_tag,
+        profile=row.profile,
+        unit_id=row.unit_id,
+        transport=transport_of(row),
+        thresholds=build_thresholds(
+            start_current=row.start_current_a,
+            stop_current=row.stop_current_a,
+            start_power=row.start_power_w,
+            stop_power=row.stop_power_w,
+            stop_grace=row.stop_grace_s,
+            outage_close=row.outage_close_s,
+        ),
+        poll_interval_s=row.poll_interval_s,
+    )

@@ -1,12 +1,11 @@
-"""Wiring the edge into the composition root: the `/ocpp/{stationId}` route, the message-log worker, and a
+"""The edge's install hook: the `/ocpp/{stationId}` route, the message-log, idle and command-relay workers, and a
 clean shutdown that closes every station and upstream link."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import Gauge
 
+from chargenet.context import AppContext
 from chargenet.edge.authorizers import load_authorizers
 from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
@@ -14,11 +13,8 @@ from chargenet.edge.protocol.frames import FrameLimits
 from chargenet.edge.relay import CommandRelay
 from chargenet.edge.server import ocpp_route
 
-if TYPE_CHECKING:
-    from chargenet.app import AppContext
 
-
-def install_edge(context: AppContext) -> Edge:
+def install(context: AppContext) -> Edge:
     message_log = MessageLog(context.store, context.clock)
     edge = Edge(
         context.store,

@@ -1,0 +1,137 @@
+"""`/stations` and a site's local authorization list: read with `sites:read`, create and change with `sites:write`
+(decisions.md §3). A station's charge points are created with it (`chargePoints`, `connectors`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from chargenet.api.dependencies import Context
+from chargenet.api.pagination import PageParams
+from chargenet.api.security import require
+from chargenet.domain.scopes import Scope
+from chargenet.services import localauth, stations
+from chargenet.services.callers import ApiApplication
+from chargenet.services.localauth import LocalAuthView
+from chargenet.services.pages import Page
+from chargenet.services.stations import StationView
+
+SiteReader = Annotated[ApiApplication, Depends(require(Scope.SITES_READ))]
+SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
+
+router = APIRouter(tags=["stations"])
+
+
+class NewStation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    siteId: str
+    id: str = Field(description="the {stationId} of its OCPP URL")
+    password: str | None = Field(default=None, description="AuthorizationKey (16-40 characters); none: profile 0")
+    upstreamPassword: str | None = None
+    chargePoints: int = 1
+    connectors: int | None = Field(default=None, description="connectors per charge point, created ahead")
+
+
+class StationChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    password: str | None = None
+    upstreamPassword: str | None = None
+
+
+class LocalAuthEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["Accepted", "Blocked", "Expired", "Invalid"] = "Accepted"
+    expiresAt: AwareDatetime | None = None
+    parentIdTag: str | None = None
+
+
+@router.get("/stations", response_model=Page[StationView])
+async def list_stations(
+    context: Context,
+    caller: SiteReader,
+    page: PageParams,
+    site_id: Annotated[str | None, Query(alias="siteId")] = None,
+) -> Page[StationView]:
+    async with context.store.transaction() as session:
+        return await stations.list_stations(session, caller, page, site_id=site_id)
+
+
+@router.get("/stations/{station_id}", response_model=StationView)
+async def get_station(station_id: str, context: Context, caller: SiteReader) -> StationView:
+    async with context.store.transaction() as session:
+        return await stations.get_station(session, caller, station_id)
+
+
+@router.post("/stations", status_code=201, response_model=StationView)
+async def create_station(body: NewStation, context: Context, caller: SiteWriter) -> StationView:
+    """Register a station and its charge points; its keys are stored hashed or encrypted and never shown."""
+    async with context.store.transaction() as session:
+        return await stations.create_station(
+            session,
+            caller,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=body.siteId,
+            station_id=body.id,
+            now=context.clock.now(),
+            password=body.password,
+            upstream_password=body.upstreamPassword,
+            charge_points=body.chargePoints,
+            connectors=body.connectors,
+        )
+
+
+@router.patch("/stations/{station_id}", response_model=StationView)
+async def update_station(station_id: str, body: StationChange, context: Context, caller: SiteWriter) -> StationView:
+    """Change a station's AuthorizationKey or its upstream key."""
+    async with context.store.transaction() as session:
+        return await stations.update_station(
+            session,
+            caller,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            station_id,
+            password=body.password,
+            upstream_password=body.upstreamPassword,
+        )
+
+
+@router.get("/sites/{site_id}/local-authorization-list", response_model=Page[LocalAuthView], tags=["sites"])
+async def list_local_authorization(
+    site_id: str, context: Context, caller: SiteReader, page: PageParams
+) -> Page[LocalAuthView]:
+    """The site's local authorization list, ordered by idTag: tags the edge decides itself."""
+    async with context.store.transaction() as session:
+        return await localauth.list_entries(session, caller, page, site_id=site_id)
+
+
+@router.put("/sites/{site_id}/local-authorization-list/{id_tag}", response_model=LocalAuthView, tags=["sites"])
+async def put_local_authorization(
+    site_id: str, id_tag: str, body: LocalAuthEntry, context: Context, caller: SiteWriter
+) -> LocalAuthView:
+    """Add the tag to the site's list, or change its entry."""
+    async with context.store.transaction() as session:
+        return await localauth.add_entry(
+            session,
+            caller,
+            site_id=site_id,
+            id_tag=id_tag,
+            now=context.clock.now(),
+            status=body.status,
+            expires_at=body.expiresAt,
+            parent_id_tag=body.parentIdTag,
+        )
+
+
+@router.delete(
+    "/sites/{site_id}/local-authorization-list/{id_tag}", status_code=204, response_class=Response, tags=["sites"]
+)
+async def delete_local_authorization(site_id: str, id_tag: str, context: Context, caller: SiteWriter) -> Response:
+    async with context.store.transaction() as session:
+        await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag)
+    return Response(status_code=204)

@@ -1,0 +1,14 @@
+"""The authorization server's install hook: the server (token grant, bearer check, key set) and its `/auth` routes."""
+
+from __future__ import annotations
+
+from chargenet.auth.routes import auth_routes
+from chargenet.auth.server import AuthServer
+from chargenet.context import AppContext
+
+
+def install(context: AppContext) -> AuthServer:
+    server = AuthServer(settings=context.settings, store=context.store, keys=context.keys, clock=context.clock)
+    context.auth = server
+    context.routes.extend(auth_routes(server))
+    return server

@@ -1,0 +1,173 @@
+"""Charge points as partners see them (`charge-points:read`): connectors' last known status, how the station is
+reached, and the meters measuring them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.scopes import Scope
+from chargenet.errors import NotFound
+from chargenet.ports import StationCommands
+from chargenet.services import meters
+from chargenet.services.callers import Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import site_filter
+from chargenet.services.views import Instant, View
+from chargenet.store.models import ChargePoint, Connector, Site, StationPresence
+
+Connection = Literal["connected", "meter", "disconnected"]
+
+
+class ConnectorView(View):
+    connector_id: int
+    status: str | None
+    error_code: str | None
+    info: str | None
+    status_at: Instant | None
+
+
+class ChargePointMeterView(View):
+    """A meter measuring one of the charge point's connectors, with its charging state and last reading."""
+
+    id: str
+    connector_id: int
+    enabled: bool
+    charging: bool
+    transaction_id: int | None
+    last_reading: meters.MeterReading | None
+
+
+class ChargePointView(View):
+    """`connection` is `connected` while its station holds an OCPP link to this process, `meter` for a station
+    known only through meters, and `disconnected` otherwise (decisions.md §4)."""
+
+    id: str
+    site_id: str
+    station_id: str
+    connectors: list[ConnectorView]
+    connection: Connection
+    last_heartbeat: Instant | None
+    meters: list[ChargePointMeterView]
+
+
+async def list_charge_points(
+    session: AsyncSession,
+    caller: Caller,
+    stations: StationCommands | None,
+    page: PageRequest,
+    *,
+    site_id: str | None = None,
+) -> Page[ChargePointView]:
+    """The charge points the caller's groups reach, ordered by id; `stations` answers which are connected here."""
+    query = (
+        select(ChargePoint)
+        .join(Site, Site.id == ChargePoint.site_id)
+        .where(site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
+        .order_by(ChargePoint.id)
+        .limit(page.fetch)
+    )
+    if site_id is not None:
+        query = query.where(ChargePoint.site_id == site_id)
+    if page.after is not None:
+        query = query.where(ChargePoint.id > page.after)
+    rows = list(await session.scalars(query))
+    views = await _views(session, stations, rows[: page.limit])
+    return page.complete(views, more=len(rows) > page.limit, key=lambda view: view.id)
+
+
+async def get_charge_point(
+    session: AsyncSession, caller: Caller, stations: StationCommands | None, charge_point_id: str
+) -> ChargePointView:
+    row = await session.scalar(
+        select(ChargePoint)
+        .join(Site, Site.id == ChargePoint.site_id)
+        .where(ChargePoint.id == charge_point_id, site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
+    )
+    if row is None:
+        # Also for a charge point of another company: its existence is not revealed.
+        raise NotFound("charge point", charge_point_id)
+    [view] = await _views(session, stations, [row])
+    return view
+
+
+async def _views(
+    session: AsyncSession, stations: StationCommands | None, rows: list[ChargePoint]
+) -> list[ChargePointView]:
+    if not rows:
+        return []
+    ids = [r.id for r in rows]
+    connectors: dict[str, list[ConnectorView]] = {}
+    for c in await session.scalars(
+        select(Connector)
+        .where(Connector.charge_point_id.in_(ids))
+        .order_by(Connector.charge_point_id, Connector.connector_id)
+    ):
+        connectors.setdefault(c.charge_point_id, []).append(
+            ConnectorView(
+                connector_id=c.connector_id,
+                status=c.status,
+                error_code=c.error_code,
+                info=c.info,
+                status_at=c.status_at,
+            )
+        )
+    station_ids = sorted({r.station_id for r in rows})
+    presence = {
+        p.station_id: p
+        for p in await session.scalars(select(StationPresence).where(StationPresence.station_id.in_(station_ids)))
+    }
+    metered: dict[str, list[ChargePointMeterView]] = {}
+    for meter in await meters.meters_of_charge_points(session, ids):
+        status = meter.status
+        metered.setdefault(meter.charge_point_id, []).append(
+            ChargePointMeterView(
+                id=meter.id,
+                connector_id=meter.connector_id,
+                enabled=meter.enabled,
+                charging=status is not None and status.charging,
+                transaction_id=status.transaction_id if status else None,
+                last_reading=status.last_reading if status else None,
+            )
+        )
+    with_meters = {r.station_id for r in rows if r.id in metered}
+    views = []
+    for row in rows:
+        seen = presence.get(row.station_id)
+        connection: Connection
+        if stations is not None and stations.is_connected(row.station_id):
+            connection = "connected"
+        elif row.station_id in with_meters and seen is None:
+            connection = "meter"
+        else:
+            connection = "disconnected"
+        views.append(
+            ChargePointView(
+                id=row.id,
+                site_id=row.site_id,
+                station_id=row.station_id,
+                connectors=connectors.get(row.id, []),
+                connection=connection,
+                last_heartbeat=seen.last_heartbeat_at if seen else None,
+                meters=metered.get(row.id, []),
+            )
+        )
+    return views
+
+
+class StationPresenceView(View):
+    connection: Literal["connected", "disconnected"]
+    last_heartbeat: Instant | None
+    last_seen: Instant | None
+
+
+async def station_presence(session: AsyncSession, stations: StationCommands, station_id: str) -> StationPresenceView:
+    """Whether this process holds the station's connection, and when it was last heard of by any process."""
+    row = await session.get(StationPresence, station_id)
+    return StationPresenceView(
+        connection="connected" if stations.is_connected(station_id) else "disconnected",
+        last_heartbeat=row.last_heartbeat_at if row else None,
+        last_seen=row.last_seen_at if row else None,
+    )

@@ -1,0 +1,83 @@
+"""The one keyset page every list answers with, whichever face asked for it.
+
+A list is ordered by a key (an id); a page holds at most `limit` items and, when more follow, `next`: the opaque
+(base64url) form of the last key shown, which the next request passes back as its cursor. Lists fetch one row
+beyond the page, so the last page says `next: null` instead of pointing at an empty one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from chargenet.errors import InvalidInput
+
+T = TypeVar("T")
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+def encode_cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(key.encode()).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        key = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        key = ""
+    if not key:
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """Which page: at most `limit` items after the key `after` (None: from the start)."""
+
+    limit: int = DEFAULT_LIMIT
+    after: str | None = None
+
+    @classmethod
+    def of(cls, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> PageRequest:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"must be 1-{MAX_LIMIT}, got {limit}", field="limit")
+        return cls(limit, decode_cursor(cursor) if cursor else None)
+
+    @property
+    def fetch(self) -> int:
+        """Rows to ask the database for: one beyond the page tells whether another page follows."""
+        return self.limit + 1
+
+    def page(self, rows: Sequence[T], key: Callable[[T], str]) -> Page[T]:
+        """The page of `rows`, fetched with `limit=self.fetch` and ordered by `key`."""
+        return self.complete(list(rows[: self.limit]), more=len(rows) > self.limit, key=key)
+
+    def complete(self, shown: list[T], *, more: bool, key: Callable[[T], str]) -> Page[T]:
+        """The page of `shown` (at most `limit` items), when the caller already knows whether `more` follow."""
+        return Page[T](items=shown, next=encode_cursor(key(shown[-1])) if more and shown else None)
+
+
+class Page(BaseModel, Generic[T]):
+    model_config = ConfigDict(frozen=True)
+
+    items: list[T]
+    next: str | None
+
+
+async def every_page(fetch: Callable[[PageRequest], Awaitable[Page[T]]]) -> list[T]:
+    """All items of a list, page after page (the command line prints whole lists)."""
+    items: list[T] = []
+    request = PageRequest(MAX_LIMIT)
+    while True:
+        page = await fetch(request)
+        items.extend(page.items)
+        if page.next is None:
+            return items
+        request = PageRequest(MAX_LIMIT, decode_cursor(page.next))

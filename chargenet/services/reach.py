@@ -1,0 +1,44 @@
+"""A caller's reach, as use cases check it: in the WHERE clause for lists, and as `NotFound` for one object.
+
+An object of another company, or outside the caller's groups, is reported exactly like one that does not exist
+(decisions.md §4), so no face can tell them apart, and none has to remember to.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, false, or_, true
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.auth.permissions import Reach
+from chargenet.domain.scopes import Scope
+from chargenet.errors import NotFound
+from chargenet.services.callers import Caller
+from chargenet.store.models import Company, Site
+
+
+def site_filter(reach: Reach) -> ColumnElement[bool]:
+    """Rows of `Site` the reach covers (join `Site` to filter other tables)."""
+    if reach.everything:
+        return true()
+    clauses = []
+    if reach.companies:
+        clauses.append(Site.company_id.in_(sorted(reach.companies)))
+    if reach.sites:
+        clauses.append(Site.id.in_(sorted(reach.sites)))
+    return or_(*clauses) if clauses else false()
+
+
+async def reachable_site(session: AsyncSession, caller: Caller, scope: Scope, site_id: str) -> Site:
+    """The site, if `scope` holds there for the caller; `NotFound` otherwise, whether or not it exists."""
+    site = await session.get(Site, site_id)
+    if site is None or not caller.allows(scope, site.company_id, site.id):
+        raise NotFound("site", site_id)
+    return site
+
+
+async def reachable_company(session: AsyncSession, caller: Caller, scope: Scope, company_id: str) -> Company:
+    """The company, if `scope` holds on the company itself (a company-level grant); `NotFound` otherwise."""
+    company = await session.get(Company, company_id)
+    if company is None or not caller.allows(scope, company.id):
+        raise NotFound("company", company_id)
+    return company
