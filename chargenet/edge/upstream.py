@@ -159,6 +159,7 @@ class UpstreamLink:
             limits=self._edge.limits,
             session_limits=SessionLimits(call_timeout=self._edge.upstream_timeout),
             log_frame=self._edge.message_log.logger(self._station.station_id, "upstream"),
+            on_own_fault=self._edge.own_faults,
         )
         self._rpc = rpc
         self.connects += 1
