@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from chargenet import __version__
 from chargenet.api import security
+from chargenet.api.input import InputCheck
 from chargenet.api.problems import install_problem_handlers
 from chargenet.api.routes import (
     applications,
@@ -35,6 +36,7 @@ def create_api(context: AppContext) -> FastAPI:
     )
     api.state.context = context
     install_problem_handlers(api)
+    api.add_middleware(InputCheck)
     for router in (
         sites.router,
         charge_points.router,

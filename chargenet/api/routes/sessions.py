@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from chargenet.api.bounds import Int32Path
 from chargenet.api.edge_access import ScopedCaller, require
 from chargenet.edge.hub import Edge
 from chargenet.services import sessions
@@ -46,7 +47,7 @@ async def start_session(body: StartSession, request: Request, caller: SessionWri
 
 
 @router.post("/sessions/{transaction_id}/stop", status_code=202)
-async def stop_session(transaction_id: int, request: Request, caller: SessionWriter) -> JSONResponse:
+async def stop_session(transaction_id: Int32Path, request: Request, caller: SessionWriter) -> JSONResponse:
     result = await sessions.stop_session(
         request.app.state.context.store, _edge(request), caller.allowed, transaction_id=transaction_id
     )
