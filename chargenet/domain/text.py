@@ -59,8 +59,13 @@ def is_storable(text: str) -> bool:
     return _UNSTORABLE.search(text) is None
 
 
+def replace_unstorable(text: str) -> str:
+    """`text` with U+FFFD for each character Rule 2 refuses, for showing what a peer said."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _printable(text: str) -> str:
-    return _UNSTORABLE.sub("\ufffd", text)[:100]
+    return replace_unstorable(text)[:100]
 
 
 def _walk(value: Any) -> tuple[str, Any] | None:

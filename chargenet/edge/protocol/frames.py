@@ -22,8 +22,8 @@ Rules (OCPP-J 1.6 §4 unless noted):
   same codes (`_POSITIVE_CONNECTOR`): a transaction runs on one connector, so StartTransaction and
   RemoteStartTransaction name a connector numbered from 1 ("connectorId > 0"); connector 0, the whole charge
   point, is `PropertyConstraintViolation`. ReserveNow keeps connector 0: there it reserves the charge point.
-- Rule 8: every string is Unicode text. JSON lets a `\\u` escape name half a surrogate pair, which no UTF-8 store,
-  log or answer can hold: in a CALL's payload that is `TypeConstraintViolation` naming the field, in its id the
+- Rule 8: every string is text the store can keep (`domain.text` Rule 2). JSON lets a `\\u` escape name half a
+  surrogate pair, which no UTF-8 store, log or answer can hold, or U+0000, which PostgreSQL cannot: in a CALL's payload that is `TypeConstraintViolation` naming the field, in its id the
   frame is unreadable, in its action `FormationViolation`; an answer holding one fails the call it answers; a
   CALLERROR's text keeps U+FFFD in its place.
 - Rule 9: integers are 32-bit signed, as OCPP 1.6 defines its `integer` type; a larger one is
@@ -65,6 +65,7 @@ from chargenet.edge.protocol.errors import (
     UnreadableFrame,
     error_code_from_wire,
 )
+from chargenet.domain.text import is_storable, replace_unstorable
 from chargenet.errors import ChargenetError, InvalidInput
 
 Payload: TypeAlias = dict[str, Any]
@@ -350,34 +351,27 @@ def _answer_id_of_text(text: str) -> str | None:
     return None if _ANSWER_PREFIX.match(text) else "-1"
 
 
-# In a Python string a pair of surrogates read from JSON is already one character: any surrogate left is lone.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+def _unstorable(text: str) -> bool:
+    """Rule 8: a lone surrogate or U+0000, no text the store can keep."""
+    return not is_storable(text)
 
 
 def _printable(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return replace_unstorable(text)
 
 
-def _lone_surrogate_at(value: object) -> list[str] | None:
+def _unstorable_at(value: object) -> list[str] | None:
     """The path of the first key or string holding a lone surrogate (Rule 8), or None. Iterative: a payload nests
     as deep as the JSON reader allowed."""
     stack: list[tuple[object, list[str]]] = [(value, [])]
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
-            if _has_lone_surrogate(item):
+            if _unstorable(item):
                 return path
         elif isinstance(item, dict):
             for key, child in reversed(list(item.items())):
-                if _has_lone_surrogate(key):
+                if _unstorable(key):
                     return [*path, _printable(key)]
                 stack.append((child, [*path, key]))
         elif isinstance(item, list):
@@ -387,7 +381,7 @@ def _lone_surrogate_at(value: object) -> list[str] | None:
 
 def _replace_lone_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return replace_unstorable(value)
     if isinstance(value, dict):
         return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -397,7 +391,7 @@ def _replace_lone_surrogates(value: Any) -> Any:
 
 def _not_unicode(path: list[str], unique_id: str | None) -> TypeConstraintViolation:
     return TypeConstraintViolation(
-        "a string holds a lone surrogate: it is no Unicode text", field="/".join(path), unique_id=unique_id
+        "a string holds a lone surrogate or U+0000: it is no text the service keeps", field="/".join(path), unique_id=unique_id
     )
 
 
@@ -425,16 +419,16 @@ def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Fram
         raise UnreadableFrame("a frame is a JSON array of at least 3 elements", answer_id="-1" if answer else None)
     type_id, unique_id = message[0], message[1]
     is_call = type(type_id) is int and type_id == MessageTypeId.CALL
-    if not isinstance(unique_id, str) or not unique_id or (escaped and _has_lone_surrogate(unique_id)):
+    if not isinstance(unique_id, str) or not unique_id or (escaped and _unstorable(unique_id)):
         raise UnreadableFrame("the message id is not a non-empty string", answer_id="-1" if is_call else None)
     if type(type_id) is not int or type_id not in MessageTypeId._value2member_map_:
         raise UnreadableFrame(f"unknown MessageTypeId {type_id!r}"[:100], unique_id=unique_id, answer_id=None)
     if is_call:
         call = _parse_call(message, unique_id, limits)
         if escaped:
-            if _has_lone_surrogate(call.action):
+            if _unstorable(call.action):
                 raise MalformedFrame("the action is no Unicode text", unique_id=unique_id)
-            found = _lone_surrogate_at(call.payload)
+            found = _unstorable_at(call.payload)
             if found is not None:
                 raise _not_unicode(found, unique_id)
         return call
@@ -442,7 +436,7 @@ def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Fram
         if len(message) != 3 or not isinstance(message[2], dict):
             # An answer is never answered, so a broken one is as good as unreadable (Rule 1).
             raise UnreadableFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id, answer_id=None)
-        found = _lone_surrogate_at(message[2]) if escaped else None
+        found = _unstorable_at(message[2]) if escaped else None
         return CallResult(unique_id, message[2], None if found is None else _not_unicode(found, unique_id))
     error = _parse_call_error(message, unique_id)
     if escaped:

@@ -584,3 +584,9 @@ def test_only_causes_answered_with_internal_error_are_our_own_faults() -> None:
     assert not frames.is_own_fault(UnknownAction("X"))
     assert not frames.is_own_fault(InvalidInput("no such connector", field="connectorId"))
     assert not frames.is_own_fault(CallErrorReceived("Authorize", ErrorCode.INTERNAL_ERROR, "far end", {}))
+
+
+def test_nul_in_a_payload_string_is_type_constraint_violation() -> None:
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.parse_frame('[2,"a","Authorize",{"idTag":"A\\u0000"}]')
+    assert caught.value.field == "idTag"
