@@ -23,9 +23,10 @@ Rules (OCPP-J 1.6 §4 unless noted):
   RemoteStartTransaction name a connector numbered from 1 ("connectorId > 0"); connector 0, the whole charge
   point, is `PropertyConstraintViolation`. ReserveNow keeps connector 0: there it reserves the charge point.
 - Rule 8: every string is text the store can keep (`domain.text` Rule 2). JSON lets a `\\u` escape name half a
-  surrogate pair, which no UTF-8 store, log or answer can hold, or U+0000, which PostgreSQL cannot: in a CALL's payload that is `TypeConstraintViolation` naming the field, in its id the
-  frame is unreadable, in its action `FormationViolation`; an answer holding one fails the call it answers; a
-  CALLERROR's text keeps U+FFFD in its place.
+  surrogate pair, which no UTF-8 store, log or answer can hold, or U+0000, which PostgreSQL cannot: in a CALL's
+  payload that is `TypeConstraintViolation` naming the field, in its id the frame is unreadable, in its action
+  `FormationViolation`; an answer holding one fails the call it answers; a CALLERROR's text keeps U+FFFD in its
+  place.
 - Rule 9: integers are 32-bit signed, as OCPP 1.6 defines its `integer` type; a larger one is
   `TypeConstraintViolation` before it reaches a store or a service.
 """
@@ -48,6 +49,7 @@ import fastjsonschema
 from jsonschema import Draft4Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 
+from chargenet.domain.text import is_storable, replace_unstorable
 from chargenet.edge.protocol.errors import (
     CallErrorReceived,
     ErrorCode,
@@ -65,7 +67,6 @@ from chargenet.edge.protocol.errors import (
     UnreadableFrame,
     error_code_from_wire,
 )
-from chargenet.domain.text import is_storable, replace_unstorable
 from chargenet.errors import ChargenetError, InvalidInput
 
 Payload: TypeAlias = dict[str, Any]
@@ -391,7 +392,9 @@ def _replace_lone_surrogates(value: Any) -> Any:
 
 def _not_unicode(path: list[str], unique_id: str | None) -> TypeConstraintViolation:
     return TypeConstraintViolation(
-        "a string holds a lone surrogate or U+0000: it is no text the service keeps", field="/".join(path), unique_id=unique_id
+        "a string holds a lone surrogate or U+0000: it is no text the service keeps",
+        field="/".join(path),
+        unique_id=unique_id,
     )
 
 
