@@ -21,6 +21,7 @@ from chargenet.clock import ManualClock
 from chargenet.store import schema
 from chargenet.store.db import Store
 
+pytest_plugins = ["tests.support.tracebacks", "pytester"]  # a test fails on a traceback it did not expect
 DEFAULT_PG = "postgresql+asyncpg://chargenet:chargenet@127.0.0.1:5432/chargenet_test"
 BACKENDS = ["sqlite", "postgresql"]
 
