@@ -22,6 +22,7 @@ Rules (OCPP-J 1.6 §4 unless noted):
   same codes (`_POSITIVE_CONNECTOR`): a transaction runs on one connector, so StartTransaction and
   RemoteStartTransaction name a connector numbered from 1 ("connectorId > 0"); connector 0, the whole charge
   point, is `PropertyConstraintViolation`. ReserveNow keeps connector 0: there it reserves the charge point.
+  An `idTag` is never empty (it identifies a driver's card), also `PropertyConstraintViolation`.
 - Rule 8: every string is text the store can keep (`domain.text` Rule 2). JSON lets a `\\u` escape name half a
   surrogate pair, which no UTF-8 store, log or answer can hold, or U+0000, which PostgreSQL cannot: in a CALL's
   payload that is `TypeConstraintViolation` naming the field, in its id the frame is unreadable, in its action
@@ -314,6 +315,9 @@ def _check_field_rules(action: str, payload: Payload) -> None:
         raise PropertyConstraintViolation(
             f"{action} needs a connector numbered from 1; 0 is the whole charge point", field="connectorId"
         )
+    if payload.get("idTag") == "":
+        # An IdToken identifies a driver's card: an empty one identifies nobody (events carry 1-255 characters).
+        raise PropertyConstraintViolation("idTag must not be empty", field="idTag")
 
 
 def check_call(call: Call) -> None:

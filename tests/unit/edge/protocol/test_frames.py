@@ -590,3 +590,13 @@ def test_nul_in_a_payload_string_is_type_constraint_violation() -> None:
     with pytest.raises(TypeConstraintViolation) as caught:
         frames.parse_frame('[2,"a","Authorize",{"idTag":"A\\u0000"}]')
     assert caught.value.field == "idTag"
+
+
+@pytest.mark.parametrize("action", ["Authorize", "StartTransaction"])
+def test_empty_id_tag_is_property_constraint_violation(action: str) -> None:
+    payload: dict[str, Any] = {"idTag": ""}
+    if action == "StartTransaction":
+        payload.update(connectorId=1, meterStart=0, timestamp=NOW)
+    with pytest.raises(PropertyConstraintViolation) as caught:
+        frames.check_call(Call("a", action, payload))
+    assert caught.value.field == "idTag"
