@@ -25,6 +25,7 @@ from chargenet.domain.tenants import (
     charge_point_connector_ids,
     ocpp_connector_id,
 )
+from chargenet.domain.text import INT32_MAX, INT32_MIN
 from chargenet.edge.hub import Edge
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
@@ -213,9 +214,12 @@ def encode_cursor(transaction_id: int) -> str:
 
 def decode_cursor(cursor: str) -> int:
     try:
-        return int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+        after = int(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
     except ValueError:
-        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+        after = None
+    if after is None or not INT32_MIN <= after <= INT32_MAX:  # transaction ids are 32-bit (decisions)
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    return after
 
 
 async def list_transactions(

@@ -187,6 +187,6 @@ def _decode_cursor(cursor: str | None) -> int:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         if not text.startswith("o:"):
             raise ValueError(text)
-        return max(int(text[2:]), 0)
+        return min(max(int(text[2:]), 0), 2**31 - 1)
     except ValueError:
         raise InvalidInput("not a cursor this API gave out", field="cursor") from None
