@@ -302,6 +302,7 @@ async def test_metrics_count_connected_stations(served: Served) -> None:
     await station.close()
 
 
+@pytest.mark.expected_traceback("RuntimeError: a bug of ours")
 async def test_own_fault_is_internal_error_counted_in_metrics(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 

@@ -181,11 +181,13 @@ async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: R
     ours.cancel()
 
 
+@pytest.mark.expected_traceback("RuntimeError: handler broke")
 async def test_handler_failure_is_answered_with_internal_error(connection: RpcConnection, wire: Wire) -> None:
     await connection.feed(json.dumps([2, "p1", "DataTransfer", {"vendorId": "x"}]))
     assert await wire.next() == [4, "p1", "InternalError", "An internal error occurred.", {}]
 
 
+@pytest.mark.expected_traceback("'Nonsense' is not one of")
 async def test_invalid_answer_built_by_a_handler_is_internal_error(connection: RpcConnection, wire: Wire) -> None:
     await connection.feed(json.dumps([2, "p1", "Authorize", {"idTag": "T"}]))
     assert (await wire.next())[2] == "InternalError"
@@ -256,6 +258,7 @@ async def test_calls_beyond_the_waiting_limit_get_protocol_error(wire: Wire, clo
     await rpc.close()
 
 
+@pytest.mark.expected_traceback("ZeroDivisionError: our bug")
 async def test_own_fault_is_logged_once_with_its_cause_and_counted(
     wire: Wire, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -276,6 +279,7 @@ async def test_own_fault_is_logged_once_with_its_cause_and_counted(
     await rpc.close()
 
 
+@pytest.mark.expected_traceback("StoreUnreachable: database down")
 async def test_unmapped_chargenet_error_is_an_own_fault_logged_and_counted(
     wire: Wire, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
