@@ -57,6 +57,19 @@ class InvalidInput(ChargenetError):
         self.detail = message
 
 
+class UnreadableInput(InvalidInput):
+    """Input that cannot be read as text: a charset other than UTF-8, bytes that are not UTF-8, a string holding a
+    lone surrogate or U+0000 (decisions.md "Input the service refuses"). A 400, not a 422: nothing was read."""
+
+
+class InputTooLarge(InvalidInput):
+    """A request body over the size a surface accepts."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body is over {limit} bytes")
+        self.limit = limit
+
+
 class NotFound(ChargenetError):
     def __init__(self, kind: str, identifier: str) -> None:
         super().__init__(f"{kind} {identifier!r} not found")

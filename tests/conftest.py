@@ -25,6 +25,7 @@ from chargenet.store import schema
 from chargenet.store.db import Store
 from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
 
+pytest_plugins = ["tests.support.tracebacks", "pytester"]  # a test fails on a traceback it did not expect
 BACKENDS = ["sqlite", "postgresql"]
 DATABASE_URL_VARIABLE = "CHARGENET_TEST_DATABASE_URL"
 _throwaway: ThrowawayPostgres | None = None

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from chargenet import __version__
+from chargenet.api.input import InputCheck
 from chargenet.api.problems import install_problem_handlers
 from chargenet.api.routes import (
     applications,
@@ -34,6 +35,7 @@ def create_api(context: AppContext) -> FastAPI:
     )
     api.state.context = context
     install_problem_handlers(api)
+    api.add_middleware(InputCheck)
     for router in (
         sites.router,
         stations.router,

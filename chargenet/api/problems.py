@@ -15,11 +15,13 @@ from chargenet.errors import (
     ChargenetError,
     Conflict,
     Forbidden,
+    InputTooLarge,
     InvalidInput,
     NotFound,
     StationAnswerFailed,
     StationDidNotAnswer,
     StationNotConnected,
+    UnreadableInput,
 )
 
 log = logging.getLogger(__name__)
@@ -28,6 +30,8 @@ PROBLEM_JSON = "application/problem+json"
 
 # Most specific first: the first class in the error's MRO found here decides the status.
 _STATUS: dict[type[ChargenetError], tuple[int, str]] = {
+    UnreadableInput: (400, "Unreadable input"),
+    InputTooLarge: (413, "Content too large"),
     InvalidInput: (422, "Invalid input"),
     NotFound: (404, "Not found"),
     Conflict: (409, "Conflict"),
@@ -70,7 +74,8 @@ def _for_auth_error(exc: ChargenetError) -> JSONResponse | None:
     return None
 
 
-def _for_error(exc: ChargenetError) -> JSONResponse:
+def for_error(exc: ChargenetError) -> JSONResponse:
+    """The problem answering `exc` (also for the input check, which runs before the routes)."""
     auth = _for_auth_error(exc)
     if auth is not None:
         return auth
@@ -95,7 +100,7 @@ def _members(exc: ChargenetError) -> dict[str, Any]:
 def install_problem_handlers(app: FastAPI) -> None:
     async def on_chargenet_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ChargenetError)
-        return _for_error(exc)
+        return for_error(exc)
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

@@ -10,6 +10,8 @@ Rule 1: only POST (405 otherwise).
 Rule 2: token request parameters never travel in the query (§3.2, §2.3.1: credentials MUST NOT be in the URI).
 Rule 3: the body is application/x-www-form-urlencoded, UTF-8, each parameter at most once (§3.2); a JSON body
         is refused; a parameter with an empty value counts as omitted (§3.1) but still as sent for Rule 3.
+        A leading UTF-8 byte-order mark is skipped; a parameter or Basic credential holding U+0000 (which no
+        store can hold) is `invalid_request` (decisions.md "Input the service refuses").
 Rule 4: the client authenticates with exactly one method (§2.3): HTTP Basic, whose user name and password
         are form-urlencoded before base64 (§2.3.1), or client_id + client_secret in the body.
 Rule 5: grant_type is required and must be client_credentials (§4.4.2).
@@ -25,6 +27,7 @@ from enum import StrEnum
 from urllib.parse import parse_qsl, unquote_plus
 
 from chargenet.auth.errors import ClientAuthenticationFailed, TooManyFailedAttempts
+from chargenet.domain.text import UTF8_BOM, is_storable
 
 FORM_TYPE = "application/x-www-form-urlencoded"
 TOKEN_PARAMETERS = frozenset({"grant_type", "client_id", "client_secret", "scope"})
@@ -144,6 +147,8 @@ def _is_form(content_type: str | None) -> bool:
 
 
 def _form(body: bytes) -> dict[str, str] | TokenError:
+    if body.startswith(UTF8_BOM):
+        body = body[len(UTF8_BOM) :]  # decisions.md: a leading byte-order mark is skipped
     try:
         text = body.decode("utf-8")
         pairs = parse_qsl(
@@ -154,6 +159,8 @@ def _form(body: bytes) -> dict[str, str] | TokenError:
     params: dict[str, str] = {}
     seen: set[str] = set()
     for name, value in pairs:
+        if not is_storable(name) or not is_storable(value):
+            return _invalid_request("the request body holds U+0000, which no parameter may hold")
         if name in seen:
             return _invalid_request(f"{name} is repeated")
         seen.add(name)
@@ -199,6 +206,8 @@ def _basic(header: str) -> ClientCredentials | TokenError:
         return _invalid_client("the Basic credentials are not form-urlencoded UTF-8")
     if not client_id or not client_secret:
         return _invalid_client("the Basic credentials need a client id and a secret")
+    if not is_storable(client_id) or not is_storable(client_secret):
+        return _invalid_request("the Basic credentials hold U+0000")
     return ClientCredentials(client_id, client_secret, AuthMethod.BASIC)
 
 

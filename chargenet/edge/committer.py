@@ -4,9 +4,11 @@ serves a whole batch, and each station is answered only after its own work is du
 A unit is the body of an `async with committer.unit() as session:` block, run in the caller's task while the
 committer holds the batch's transaction open. Each unit runs inside its own savepoint, so one that fails (a
 duplicate start losing a unique constraint, a bad connector id) is rolled back alone and its caller gets its
-exception, while the rest of the batch commits. A batch takes units until none is waiting (or it is full), so a
-lone unit waits for nobody and a busy edge commits many at once. Units are short: database work only,
-never a network call.
+exception, while the rest of the batch commits. A unit that stops in the middle of a statement (its caller was
+cancelled: a station went away) may leave the session unusable; the batch then ends at that unit, is rolled back
+and discarded, and the units still waiting get a new transaction: nothing inherits a broken session. A batch takes
+units until none is waiting (or it is full), so a lone unit waits for nobody and a busy edge commits many at once.
+Units are short: database work only, never a network call.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError, PendingRollbackError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.store.db import Store
@@ -29,7 +32,29 @@ MAX_BATCH = 256
 
 
 class _BodyFailed(Exception):
-    """The body of a `unit()` raised; its savepoint is rolled back and the caller re-raises the original."""
+    """The body of a `unit()` raised; its savepoint is rolled back and the caller re-raises the original.
+
+    `reusable` is False when the body may have stopped in the middle of a statement (it was cancelled) or the
+    connection under it is gone: the batch's session is then suspect, and no later unit gets it."""
+
+    def __init__(self, reusable: bool) -> None:
+        super().__init__()
+        self.reusable = reusable
+
+
+def _leaves_session_reusable(exc: BaseException) -> bool:
+    if not isinstance(exc, Exception):
+        return False  # cancelled: a statement may be half-way, the driver's connection in an unknown state
+    if isinstance(exc, PendingRollbackError):
+        return False
+    return not (isinstance(exc, DBAPIError) and exc.connection_invalidated)
+
+
+class _SessionDiscarded(Exception):
+    """The batch's transaction was rolled back without a commit because a unit left its session suspect."""
+
+    def __init__(self) -> None:
+        super().__init__("the unit of work was rolled back with its batch: another unit broke the batch's session")
 
 
 @dataclass(slots=True)
@@ -76,8 +101,8 @@ class GroupCommitter:
         session = await lease.handoff
         try:
             yield session
-        except BaseException:
-            lease.finished.set_exception(_BodyFailed())
+        except BaseException as exc:
+            lease.finished.set_exception(_BodyFailed(_leaves_session_reusable(exc)))
             raise
         lease.finished.set_result(None)
         await lease.committed
@@ -111,6 +136,7 @@ class GroupCommitter:
         done: list[_Lease] = []
         written: list[asyncio.Future[None]] = []
         taken = 0
+        suspect = False
         try:
             async with self._store.transaction() as session:
                 while self._queue and taken < self._max_batch:
@@ -122,9 +148,15 @@ class GroupCommitter:
                         async with session.begin_nested():
                             lease.handoff.set_result(session)
                             await lease.finished
-                    except _BodyFailed:
-                        continue
+                    except _BodyFailed as failed:
+                        if failed.reusable:
+                            continue
+                        # Discarded where it failed: the units still queued get a new transaction.
+                        suspect = True
+                        break
                     done.append(lease)
+                if suspect:
+                    raise _SessionDiscarded()
                 bulk, self._bulk = self._bulk, {}
                 for handler, entries in bulk.items():
                     try:
@@ -135,6 +167,16 @@ class GroupCommitter:
                         _settle([f for _, f in entries], exc)
                     else:
                         written.extend(f for _, f in entries)
+        except _SessionDiscarded as exc:
+            if done:
+                # Their bodies ran in the discarded transaction: they fail, and their callers answer for it.
+                log.error(
+                    "edge batch discarded after a unit stopped mid-statement", extra={"fields": {"units": len(done)}}
+                )
+            for lease in done:
+                if not lease.committed.done():
+                    lease.committed.set_exception(exc)
+            return
         except Exception as exc:
             log.exception("edge batch failed to commit")
             for lease in done:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,7 +24,6 @@ from chargenet.edge.protocol.errors import (
     CallErrorReceived,
     CallTimedOut,
     ErrorCode,
-    LocalProtocolError,
     PayloadViolation,
     RemoteProtocolError,
     UnreadableFrame,
@@ -57,6 +56,7 @@ class AnswerLate(ChargenetError):
 # A peer-call handler returns the answer payload, or None to leave the call unanswered (see proxy Rule 5).
 CallHandler = Callable[[Call], Awaitable[Payload | None]]
 FrameLogger = Callable[[str, str], None]  # (direction "in" | "out", frame text)
+OwnFaultCounter = Callable[[str, str], None]  # (CALLERROR code, action) of a call that failed through our fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,17 @@ class Closing:
 
     code: int
     reason: str
+
+
+class OwnFaults:
+    """How many peer CALLs were answered `InternalError` or `GenericError` through chargenet's own fault, by
+    (code, action): the `OwnFaultCounter` every connection of an edge shares, read by `/metrics`."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def __call__(self, code: str, action: str) -> None:
+        self.counts[(code, action)] += 1
 
 
 def new_message_id() -> str:
@@ -82,6 +93,7 @@ class RpcConnection:
         limits: FrameLimits = frames.DEFAULT_LIMITS,
         session_limits: SessionLimits | None = None,
         log_frame: FrameLogger | None = None,
+        on_own_fault: OwnFaultCounter | None = None,
     ) -> None:
         self.name = name
         self._send_text = send
@@ -99,6 +111,7 @@ class RpcConnection:
         self._incoming: deque[Call] = deque()
         self._worker: asyncio.Task[None] | None = None
         self._log_frame = log_frame
+        self._on_own_fault = on_own_fault
         self._closed = False
         self._send_lock = asyncio.Lock()
 
@@ -120,6 +133,8 @@ class RpcConnection:
             frame = frames.parse_frame(data, self._limits)
         except UnreadableFrame as exc:
             log.warning("unreadable frame", extra={"fields": {"peer": self.name, "reason": exc.message}})
+            if exc.answer_id is not None and not self._closed:
+                await self._send(frames.serialize_frame(frames.call_error_for(exc, exc.answer_id), self._limits))
             if self._unreadable.unreadable():
                 return Closing(self._limits.close_code, f"{self._limits.max_unreadable_in_row} unreadable frames")
             return None
@@ -150,7 +165,7 @@ class RpcConnection:
         if len(self._incoming) >= MAX_WAITING_PEER_CALLS:
             # OCPP-J §4.1.1: a peer sends one CALL at a time. One that floods gets refused, not queued forever.
             self.session.answered(call.unique_id)
-            error = CallError(call.unique_id, ErrorCode.GENERIC_ERROR, "too many calls waiting; send one at a time")
+            error = CallError(call.unique_id, ErrorCode.PROTOCOL_ERROR, "too many calls waiting; send one at a time")
             await self._send(frames.serialize_frame(error))
             return
         self._incoming.append(call)
@@ -162,9 +177,8 @@ class RpcConnection:
             call = self._incoming.popleft()
             try:
                 answer: CallResult | CallError | None = await self._answer(call)
-            except Exception:  # the worker must outlive any one call
-                log.exception("answering a call failed", extra={"fields": {"peer": self.name, "action": call.action}})
-                answer = frames.call_error_for(RuntimeError(), call.unique_id)
+            except Exception as exc:  # the worker must outlive any one call
+                answer = self._failed(call, exc)
             self.session.answered(call.unique_id)
             if answer is not None and not self._closed:
                 try:
@@ -173,20 +187,24 @@ class RpcConnection:
                     log.info("answer not sent: connection gone", extra={"fields": {"peer": self.name}})
 
     async def _answer(self, call: Call) -> CallResult | CallError | None:
-        try:
-            payload = await self._handler(call)
-        except LocalProtocolError as exc:
-            log.error("chargenet bug answering a call", exc_info=exc, extra={"fields": {"peer": self.name}})
-            return frames.call_error_for(exc, call.unique_id)
-        except (ChargenetError, RemoteProtocolError) as exc:
-            return frames.call_error_for(exc, call.unique_id)
+        payload = await self._handler(call)
         if payload is None:
             return None
-        try:
-            return frames.build_result(call.action, call.unique_id, payload)
-        except LocalProtocolError as exc:
-            log.error("chargenet built an invalid answer", exc_info=exc, extra={"fields": {"action": call.action}})
-            return frames.call_error_for(exc, call.unique_id)
+        return frames.build_result(call.action, call.unique_id, payload)
+
+    def _failed(self, call: Call, exc: Exception) -> CallError:
+        """The answer to a CALL that failed with `exc`. The peer's faults get their Table 7 code; ours (a bug, the
+        store gone) get `InternalError`, and each of those is logged here, once, with its cause, and counted."""
+        error = frames.call_error_for(exc, call.unique_id)
+        if frames.is_own_fault(exc):
+            log.error(
+                "answering a call failed",
+                exc_info=exc,
+                extra={"fields": {"peer": self.name, "action": call.action, "code": error.code.value}},
+            )
+            if self._on_own_fault is not None:
+                self._on_own_fault(error.code.value, call.action)
+        return error
 
     def _receive_answer(self, frame: CallResult | CallError) -> None:
         outcome = self.session.receive_answer(frame)
@@ -304,5 +322,6 @@ __all__ = [
     "CallTimedOut",
     "Closing",
     "ConnectionLost",
+    "OwnFaults",
     "RpcConnection",
 ]

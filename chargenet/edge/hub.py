@@ -23,7 +23,7 @@ from chargenet.domain.tenants import locate_connector
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
-from chargenet.edge.connection import AnswerLate, ConnectionLost, RpcConnection
+from chargenet.edge.connection import AnswerLate, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import frames, proxy
@@ -74,6 +74,7 @@ class Edge:
         self.authorizers = list(authorizers)
         self.message_log = message_log or MessageLog(store, clock)
         self.transitions = TransitionCounts()
+        self.own_faults = OwnFaults()
         self._links: dict[str, StationLink] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.
@@ -181,6 +182,7 @@ class StationLink:
             limits=edge.limits,
             session_limits=SessionLimits(call_timeout=edge.command_timeout),
             log_frame=edge.message_log.logger(station.station_id, "station"),
+            on_own_fault=edge.own_faults,
         )
         self.upstream: UpstreamLink | None = None
         self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
@@ -195,7 +197,13 @@ class StationLink:
             password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
         edge = self.edge
         settings = UpstreamSettings(
-            edge.store, edge.clock, edge.limits, edge.upstream_timeout, edge.upstream_late_wait, edge.message_log
+            edge.store,
+            edge.clock,
+            edge.limits,
+            edge.upstream_timeout,
+            edge.upstream_late_wait,
+            edge.message_log,
+            edge.own_faults,
         )
         self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
         await self.upstream.start()

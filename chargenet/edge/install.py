@@ -3,10 +3,15 @@ clean shutdown that closes every station and upstream link."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import Gauge
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from chargenet.context import AppContext
 from chargenet.edge.authorizers import load_authorizers
+from chargenet.edge.connection import OwnFaults
 from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol.frames import FrameLimits
@@ -49,3 +54,19 @@ def _register_metrics(context: AppContext, edge: Edge) -> None:
     Gauge(
         "chargenet_ocpp_message_log_dropped", "Frames dropped from a full message-log buffer", registry=context.metrics
     ).set_function(lambda: edge.message_log.dropped)
+    context.metrics.register(_OwnFaultsCollector(edge.own_faults))
+
+
+class _OwnFaultsCollector(Collector):
+    def __init__(self, faults: OwnFaults) -> None:
+        self._faults = faults
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "chargenet_ocpp_own_faults",
+            "OCPP calls answered InternalError or GenericError through chargenet's own fault (each one is logged)",
+            labels=["code", "action"],
+        )
+        for (code, action), count in sorted(self._faults.counts.items()):
+            family.add_metric([code, action], count)
+        yield family

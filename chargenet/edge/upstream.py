@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.clock import Clock
 from chargenet.edge import records
-from chargenet.edge.connection import AnswerLate, CallHandler, ConnectionLost, RpcConnection
+from chargenet.edge.connection import AnswerLate, CallHandler, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import proxy
 from chargenet.edge.protocol import transactions as tx
@@ -46,6 +46,7 @@ class UpstreamSettings:
     call_timeout: timedelta
     late_wait: timedelta
     message_log: MessageLog
+    own_faults: OwnFaults
 
 
 class UpstreamUnavailable(ChargenetError):
@@ -172,6 +173,7 @@ class UpstreamLink:
             limits=self._settings.limits,
             session_limits=SessionLimits(call_timeout=self._settings.call_timeout),
             log_frame=self._settings.message_log.logger(self._station.station_id, "upstream"),
+            on_own_fault=self._settings.own_faults,
         )
         self._rpc = rpc
         self.connects += 1

@@ -50,7 +50,7 @@ def decode_cursor(cursor: str | None) -> dict[str, int]:
     except (binascii.Error, ValueError):
         raise InvalidInput("not a cursor from a previous page", field="cursor") from None
     if not isinstance(data, dict) or not all(
-        k in set(EventType) and type(v) is int and v >= 0 for k, v in data.items()
+        k in set(EventType) and type(v) is int and 0 <= v < 2**63 for k, v in data.items()
     ):
         raise InvalidInput("not a cursor from a previous page", field="cursor")
     return {str(k): int(v) for k, v in data.items()}

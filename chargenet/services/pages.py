@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from chargenet.domain.text import is_storable
 from chargenet.errors import InvalidInput
 
 T = TypeVar("T")
@@ -32,7 +33,7 @@ def decode_cursor(cursor: str) -> str:
         key = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         key = ""
-    if not key:
+    if not key or not is_storable(key):
         raise InvalidInput("not a cursor from a previous page", field="cursor")
     return key
 

@@ -23,6 +23,7 @@ from chargenet.domain.tenants import (
     charge_point_connector_ids,
     ocpp_connector_id,
 )
+from chargenet.domain.text import INT32_MAX, INT32_MIN
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
 from chargenet.ports import StationCommands
@@ -244,6 +245,8 @@ async def list_transactions(
         after = int(page.after) if page.after is not None else None
     except ValueError:
         raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+    if after is not None and not INT32_MIN <= after <= INT32_MAX:  # transaction ids are 32-bit (decisions)
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
     limit = page.fetch
     sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
     edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)

@@ -10,6 +10,7 @@ transaction handling is switched off so that DDL is transactional too (a migrati
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -73,3 +74,17 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    @event.listens_for(engine.sync_engine.pool, "invalidate")
+    def _on_invalidate(dbapi_connection: Any, _record: Any, _exception: BaseException | None) -> None:
+        # A transaction cancelled in the middle of a statement (its caller went away) gets its connection
+        # invalidated and closed by SQLAlchemy; but sqlite3 keeps a connection whose statement was never reset
+        # open, write lock included, until the garbage collector finds it: every writer of the process then waits
+        # out the busy timeout. The statement is interrupted and the transaction rolled back first, on the
+        # connection's own thread, ahead of the close.
+        driver = getattr(dbapi_connection, "driver_connection", None)
+        connection = getattr(driver, "_connection", None)
+        queue = getattr(driver, "_tx", None)
+        if isinstance(connection, sqlite3.Connection) and queue is not None:
+            connection.interrupt()
+            queue.put_nowait((None, connection.rollback))

@@ -67,7 +67,7 @@ T = TypeVar("T")
 # A running lane reads this many entries at a time and sends on while they are acknowledged, with at most
 # UNSETTLED_LIMIT acknowledgements waiting for their commit: what a crash can make it send a second time.
 WINDOW = 32
-UNSETTLED_LIMIT = 16
+UNSETTLED_LIMIT = 4  # decisions.md "Crash re-sends": at most 4 events a lane
 
 # An idle lane is woken by this process's filler; this bounds the wait for entries another process's filler added.
 IDLE_RECHECK = 1.0

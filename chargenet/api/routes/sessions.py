@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from chargenet.api.bounds import Int32Path
 from chargenet.api.dependencies import Context
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
@@ -43,7 +44,7 @@ async def start_session(body: StartSession, context: Context, caller: SessionWri
 
 
 @router.post("/sessions/{transaction_id}/stop", status_code=202, response_model=CommandAnswer)
-async def stop_session(transaction_id: int, context: Context, caller: SessionWriter) -> CommandAnswer:
+async def stop_session(transaction_id: Int32Path, context: Context, caller: SessionWriter) -> CommandAnswer:
     return await sessions.stop_session(context.store, context.stations, caller, transaction_id=transaction_id)
 
 

@@ -71,9 +71,23 @@ class RemoteProtocolError(OcppProtocolError):
 
 
 class UnreadableFrame(RemoteProtocolError):
-    """Not a frame at all (not JSON, not an array, no readable id, unknown MessageTypeId): dropped and counted."""
+    """Not a frame at all (not JSON, not an array, no readable id, unknown MessageTypeId): counted, and answered
+    with a `FormationViolation` CALLERROR under `answer_id` unless that is None (an answer, or a MessageTypeId
+    OCPP-J §4.1.3 says to ignore). `answer_id` is the id the frame shows when one can be recovered, "-1" otherwise
+    (the convention of the later OCPP-J editions)."""
 
     code = ErrorCode.FORMATION_VIOLATION
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        unique_id: str | None = None,
+        answer_id: str | None = "-1",
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, unique_id=unique_id, details=details)
+        self.answer_id = answer_id
 
 
 class FrameTooLarge(UnreadableFrame):

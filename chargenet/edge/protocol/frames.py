@@ -4,9 +4,12 @@ No networking code here: text in, values out, values in, text out.
 
 Rules (OCPP-J 1.6 §4 unless noted):
 - Rule 1: a frame is UTF-8 JSON, an array whose first element is the MessageTypeId 2 (CALL), 3 (CALLRESULT)
-  or 4 (CALLERROR). Anything whose id cannot be read is unreadable: it is dropped without an answer
-  (1.6 has no frame for it) and counted; `FrameLimits.max_unreadable_in_row` of them in a row close the
-  connection with `FrameLimits.close_code`. An unknown MessageTypeId is ignored (§4.1.3) and counted alike.
+  or 4 (CALLERROR). Anything whose id cannot be read is unreadable: it is counted, and
+  `FrameLimits.max_unreadable_in_row` of them in a row close the connection with `FrameLimits.close_code`.
+  1.6 has no frame for it, so the edge answers as the later OCPP-J editions do: a CALLERROR `FormationViolation`
+  under the id the text shows when it starts like a CALL (Rule 1a), "-1" otherwise, so that a station's
+  developer sees why. An unknown MessageTypeId is ignored (§4.1.3) and an answer is never answered: both are
+  counted without a word.
 - Rule 2: a CALL with a readable id but the wrong shape is `FormationViolation`, answered; a CALLRESULT or
   CALLERROR of the wrong shape cannot be answered and counts as unreadable.
 - Rule 3: a CALL id is a string of at most 36 characters. The edge echoes whatever id it got in its answers.
@@ -19,6 +22,14 @@ Rules (OCPP-J 1.6 §4 unless noted):
   same codes (`_POSITIVE_CONNECTOR`): a transaction runs on one connector, so StartTransaction and
   RemoteStartTransaction name a connector numbered from 1 ("connectorId > 0"); connector 0, the whole charge
   point, is `PropertyConstraintViolation`. ReserveNow keeps connector 0: there it reserves the charge point.
+  An `idTag` is never empty (it identifies a driver's card), also `PropertyConstraintViolation`.
+- Rule 8: every string is text the store can keep (`domain.text` Rule 2). JSON lets a `\\u` escape name half a
+  surrogate pair, which no UTF-8 store, log or answer can hold, or U+0000, which PostgreSQL cannot: in a CALL's
+  payload that is `TypeConstraintViolation` naming the field, in its id the frame is unreadable, in its action
+  `FormationViolation`; an answer holding one fails the call it answers; a CALLERROR's text keeps U+FFFD in its
+  place.
+- Rule 9: integers are 32-bit signed, as OCPP 1.6 defines its `integer` type; a larger one is
+  `TypeConstraintViolation` before it reaches a store or a service.
 """
 
 from __future__ import annotations
@@ -26,9 +37,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import IntEnum
 from functools import cache
@@ -36,9 +47,10 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import fastjsonschema
-from jsonschema import Draft4Validator, FormatChecker
+from jsonschema import Draft4Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 
+from chargenet.domain.text import is_storable, replace_unstorable
 from chargenet.edge.protocol.errors import (
     CallErrorReceived,
     ErrorCode,
@@ -78,6 +90,8 @@ class Call:
 class CallResult:
     unique_id: str
     payload: Payload
+    # Rule 8: an answer holding text that is not Unicode is kept for the call it answers, which fails with this.
+    defect: PayloadViolation | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +164,61 @@ def _is_date_time(value: object) -> bool:
         return True
     if not _DATE_TIME.fullmatch(value):
         return False
-    datetime.fromisoformat(value)
+    try:
+        # An instant that has no UTC form (year 1 east of Greenwich) cannot be stored or compared.
+        datetime.fromisoformat(value).astimezone(UTC)
+    except OverflowError:
+        return False
     return True
+
+
+# Rule 9: OCPP 1.6 integers are 32-bit signed ("integer: 32 bit (31 bit resolution, 1 sign bit)"), which the JSON
+# schemas leave unsaid. Every integer property of every schema gets that range, as the keyword `int32` for jsonschema
+# (a TypeConstraintViolation: the value is no OCPP integer) and as bounds for the compiled check.
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def _int32(validator: Any, wanted: object, instance: object, _schema: object) -> Iterator[ValidationError]:
+    if wanted and validator.is_type(instance, "integer") and not INT32_MIN <= instance <= INT32_MAX:  # type: ignore[operator]
+        yield ValidationError("an integer outside the 32-bit range of OCPP integers")
+
+
+_Validator = validators.extend(Draft4Validator, {"int32": _int32})  # type: ignore[no-untyped-call]
+
+
+def _is_integer_schema(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "integer" or (isinstance(kind, list) and "integer" in kind)
+
+
+def _with_int32(node: Any, *, bounds: bool) -> Any:
+    if isinstance(node, list):
+        return [_with_int32(item, bounds=bounds) for item in node]
+    if not isinstance(node, dict):
+        return node
+    copy = {key: _with_int32(value, bounds=bounds) for key, value in node.items()}
+    if _is_integer_schema(node):
+        if bounds:
+            copy["minimum"] = max(node.get("minimum", INT32_MIN), INT32_MIN)
+            copy["maximum"] = min(node.get("maximum", INT32_MAX), INT32_MAX)
+        else:
+            copy["int32"] = True
+    return copy
+
+
+@cache
+def _schema(schema_name: str) -> dict[str, Any]:
+    text = (_schema_dir() / f"{schema_name}.json").read_text(encoding="utf-8-sig")
+    # Decimal on both sides makes `multipleOf: 0.1` exact (21.4 is a multiple of 0.1; as floats it is not).
+    loaded: dict[str, Any] = json.loads(text, parse_float=Decimal)
+    return loaded
 
 
 @cache
 def _validator(schema_name: str) -> Draft4Validator:
-    text = (_schema_dir() / f"{schema_name}.json").read_text(encoding="utf-8-sig")
-    # Decimal on both sides makes `multipleOf: 0.1` exact (21.4 is a multiple of 0.1; as floats it is not).
-    return Draft4Validator(json.loads(text, parse_float=Decimal), format_checker=_FORMATS)
+    validator: Draft4Validator = _Validator(_with_int32(_schema(schema_name), bounds=False), format_checker=_FORMATS)
+    return validator
 
 
 # Rule 4, the mapping. Table 7: "FormationViolation: payload ... not conforming to the PDU structure",
@@ -172,6 +232,7 @@ _CODE_OF_KEYWORD: Mapping[str, type[PayloadViolation]] = {
     "maxItems": OccurenceConstraintViolation,
     "type": TypeConstraintViolation,
     "maxLength": TypeConstraintViolation,
+    "int32": TypeConstraintViolation,
     "enum": PropertyConstraintViolation,
     "format": PropertyConstraintViolation,
     "minimum": PropertyConstraintViolation,
@@ -212,8 +273,7 @@ _COMPILED_FORMATS: dict[str, Callable[[Any], bool]] = {"date-time": _date_time_o
 def _compiled(schema_name: str) -> Callable[[Any], Any]:
     # Draft 4 for all, as `_validator` reads them (a few security-extension schemas name draft 6, where 1.0 would
     # pass as an integer).
-    base = _validator(schema_name).schema
-    assert isinstance(base, Mapping)
+    base = _with_int32(_schema(schema_name), bounds=True)
     schema: dict[str, Any] = {**base, "$schema": "http://json-schema.org/draft-04/schema#"}
     checker: Callable[[Any], Any] = fastjsonschema.compile(schema, formats=_COMPILED_FORMATS, use_default=False)
     return checker
@@ -255,6 +315,9 @@ def _check_field_rules(action: str, payload: Payload) -> None:
         raise PropertyConstraintViolation(
             f"{action} needs a connector numbered from 1; 0 is the whole charge point", field="connectorId"
         )
+    if payload.get("idTag") == "":
+        # An IdToken identifies a driver's card: an empty one identifies nobody (events carry 1-255 characters).
+        raise PropertyConstraintViolation("idTag must not be empty", field="idTag")
 
 
 def check_call(call: Call) -> None:
@@ -271,6 +334,8 @@ def check_call(call: Call) -> None:
 
 def check_result(action: str, result: CallResult) -> None:
     """Check a CALLRESULT's payload against the response schema of the CALL it answers."""
+    if result.defect is not None:
+        raise result.defect
     validate_payload(f"{action}Response", result.payload)
 
 
@@ -278,32 +343,115 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Rule 1a: the id a frame that is not JSON shows, when it starts like a CALL; a frame that starts like an answer
+# is never answered.
+_CALL_PREFIX = re.compile(r'\s*\[\s*2\s*,\s*"([^"\\\x00-\x1f]{1,36})"')
+_ANSWER_PREFIX = re.compile(r"\s*\[\s*[34]\s*[,\]]")
+
+
+def _answer_id_of_text(text: str) -> str | None:
+    call = _CALL_PREFIX.match(text)
+    if call is not None:
+        return call.group(1)
+    return None if _ANSWER_PREFIX.match(text) else "-1"
+
+
+def _unstorable(text: str) -> bool:
+    """Rule 8: a lone surrogate or U+0000, no text the store can keep."""
+    return not is_storable(text)
+
+
+def _printable(text: str) -> str:
+    return replace_unstorable(text)
+
+
+def _unstorable_at(value: object) -> list[str] | None:
+    """The path of the first key or string holding a lone surrogate (Rule 8), or None. Iterative: a payload nests
+    as deep as the JSON reader allowed."""
+    stack: list[tuple[object, list[str]]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _unstorable(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                if _unstorable(key):
+                    return [*path, _printable(key)]
+                stack.append((child, [*path, key]))
+        elif isinstance(item, list):
+            stack.extend((child, [*path, str(index)]) for index, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return replace_unstorable(value)
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(v) for v in value]
+    return value
+
+
+def _not_unicode(path: list[str], unique_id: str | None) -> TypeConstraintViolation:
+    return TypeConstraintViolation(
+        "a string holds a lone surrogate or U+0000: it is no text the service keeps",
+        field="/".join(path),
+        unique_id=unique_id,
+    )
+
+
 def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Frame:
-    """Read one frame. Raises `UnreadableFrame` (Rule 1) or `MalformedFrame` with the id set (Rule 2)."""
-    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
-    if size > limits.max_frame_bytes:
-        raise FrameTooLarge(size, limits.max_frame_bytes)
+    """Read one frame. Raises `UnreadableFrame` (Rule 1), `MalformedFrame` with the id set (Rule 2), or a
+    `TypeConstraintViolation` with the id set for a CALL whose payload is not Unicode text (Rule 8)."""
     try:
         # Decoding first: json.loads would also guess UTF-16 and UTF-32 from bytes, which OCPP-J does not allow.
         text = data.decode("utf-8") if isinstance(data, bytes) else data
+        size = len(data) if isinstance(data, bytes) else len(text.encode("utf-8"))
+    except UnicodeError as exc:
+        raise UnreadableFrame("not UTF-8 text") from exc
+    if size > limits.max_frame_bytes:
+        too_large = FrameTooLarge(size, limits.max_frame_bytes)
+        too_large.answer_id = _answer_id_of_text(text[:64])
+        raise too_large
+    try:
         message = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UnreadableFrame(f"not UTF-8 JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise UnreadableFrame("not JSON", answer_id=_answer_id_of_text(text)) from exc
+    # Rule 8: a lone surrogate can only come from a \u escape in the text, so most frames skip the search.
+    escaped = "\\u" in text
     if not isinstance(message, list) or len(message) < 3:
-        raise UnreadableFrame("a frame is a JSON array of at least 3 elements")
+        answer = not (isinstance(message, list) and message and message[0] in (3, 4))
+        raise UnreadableFrame("a frame is a JSON array of at least 3 elements", answer_id="-1" if answer else None)
     type_id, unique_id = message[0], message[1]
-    if not isinstance(unique_id, str) or not unique_id:
-        raise UnreadableFrame("the message id is not a non-empty string")
+    is_call = type(type_id) is int and type_id == MessageTypeId.CALL
+    if not isinstance(unique_id, str) or not unique_id or (escaped and _unstorable(unique_id)):
+        raise UnreadableFrame("the message id is not a non-empty string", answer_id="-1" if is_call else None)
     if type(type_id) is not int or type_id not in MessageTypeId._value2member_map_:
-        raise UnreadableFrame(f"unknown MessageTypeId {type_id!r}", unique_id=unique_id)
-    if type_id == MessageTypeId.CALL:
-        return _parse_call(message, unique_id, limits)
+        raise UnreadableFrame(f"unknown MessageTypeId {type_id!r}"[:100], unique_id=unique_id, answer_id=None)
+    if is_call:
+        call = _parse_call(message, unique_id, limits)
+        if escaped:
+            if _unstorable(call.action):
+                raise MalformedFrame("the action is no Unicode text", unique_id=unique_id)
+            found = _unstorable_at(call.payload)
+            if found is not None:
+                raise _not_unicode(found, unique_id)
+        return call
     if type_id == MessageTypeId.CALLRESULT:
         if len(message) != 3 or not isinstance(message[2], dict):
             # An answer is never answered, so a broken one is as good as unreadable (Rule 1).
-            raise UnreadableFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id)
-        return CallResult(unique_id, message[2])
-    return _parse_call_error(message, unique_id)
+            raise UnreadableFrame("a CALLRESULT is [3, id, {payload}]", unique_id=unique_id, answer_id=None)
+        found = _unstorable_at(message[2]) if escaped else None
+        return CallResult(unique_id, message[2], None if found is None else _not_unicode(found, unique_id))
+    error = _parse_call_error(message, unique_id)
+    if escaped:
+        # What the peer said is shown to people (API problems, logs): kept, with U+FFFD for what is not text.
+        error = CallError(
+            unique_id, error.code, _replace_lone_surrogates(error.description), _replace_lone_surrogates(error.details)
+        )
+    return error
 
 
 def _parse_call(message: list[Any], unique_id: str, limits: FrameLimits) -> Call:
@@ -318,7 +466,9 @@ def _parse_call(message: list[Any], unique_id: str, limits: FrameLimits) -> Call
 
 def _parse_call_error(message: list[Any], unique_id: str) -> CallError:
     if len(message) != 5 or not all(isinstance(x, str) for x in message[2:4]) or not isinstance(message[4], dict):
-        raise UnreadableFrame('a CALLERROR is [4, id, "code", "description", {details}]', unique_id=unique_id)
+        raise UnreadableFrame(
+            'a CALLERROR is [4, id, "code", "description", {details}]', unique_id=unique_id, answer_id=None
+        )
     code = error_code_from_wire(message[2])
     description = message[3]
     if code is None:
@@ -391,11 +541,19 @@ _CODE_OF_ERROR: tuple[tuple[type[BaseException], ErrorCode], ...] = (
 )
 
 
+# What a CALLERROR repeats of the offending input stays short: a violation message may quote the whole value.
+MAX_DESCRIPTION = 255
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
+
+
 def call_error_for(exc: BaseException, unique_id: str) -> CallError:
     """The CALLERROR that answers the CALL `unique_id` which failed with `exc`."""
     if isinstance(exc, RemoteProtocolError):
-        details = dict(exc.details)
-        return CallError(unique_id, exc.code, exc.message, details)
+        details = {key: _short(value) if isinstance(value, str) else value for key, value in exc.details.items()}
+        return CallError(unique_id, exc.code, _short(exc.message), details)
     if isinstance(exc, CallErrorReceived):
         # A relayed call failed at the far end: pass its error on as it came (the edge is a proxy there).
         return CallError(unique_id, exc.code, exc.description, dict(exc.details))
@@ -403,9 +561,20 @@ def call_error_for(exc: BaseException, unique_id: str) -> CallError:
         return CallError(unique_id, ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
     for kind, code in _CODE_OF_ERROR:
         if isinstance(exc, kind):
-            details = {"field": exc.field} if isinstance(exc, InvalidInput) and exc.field else {}
-            return CallError(unique_id, code, str(exc), details)
+            details = {"field": _short(exc.field)} if isinstance(exc, InvalidInput) and exc.field else {}
+            return CallError(unique_id, code, _short(str(exc)), details)
     return CallError(unique_id, ErrorCode.INTERNAL_ERROR, "An internal error occurred.")
+
+
+OWN_FAULT_CODES = frozenset({ErrorCode.INTERNAL_ERROR, ErrorCode.GENERIC_ERROR})
+
+
+def is_own_fault(exc: BaseException) -> bool:
+    """Whether a CALL that failed with `exc` failed through chargenet's fault, not the peer's: answered with
+    `InternalError` (or `GenericError`) and not relayed from the far end. The shell logs and counts each one."""
+    if isinstance(exc, RemoteProtocolError | CallErrorReceived):
+        return False
+    return call_error_for(exc, "-").code in OWN_FAULT_CODES
 
 
 @dataclass(slots=True)

@@ -302,3 +302,48 @@ async def test_metrics_count_connected_stations(served: Served) -> None:
         text = (await client.get(f"{served.http_url}/metrics")).text
     assert "chargenet_ocpp_connected_stations 1.0" in text
     await station.close()
+
+
+@pytest.mark.expected_traceback("RuntimeError: a bug of ours")
+async def test_own_fault_is_internal_error_counted_in_metrics(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from chargenet.edge import records
+
+    async def broken(*_: object) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(records, "record_boot", broken)
+    station = served.station()
+    await station.connect()
+    with pytest.raises(StationCallError) as caught:
+        await station.boot()
+    assert caught.value.code == "InternalError"
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"{served.http_url}/metrics")).text
+    assert 'chargenet_ocpp_own_faults_total{action="BootNotification",code="InternalError"} 1.0' in text
+    await station.close()
+
+
+async def test_frame_that_is_not_json_gets_formation_violation_under_id_minus_one(station) -> None:  # type: ignore[no-untyped-def]
+    answer = await raw_answer(station, "this is not json")
+    assert answer[:3] == [4, "-1", "FormationViolation"] and answer[4] == {}
+    answer = await raw_answer(station, '[2,"abc","Heartbeat",{')
+    assert answer[:3] == [4, "abc", "FormationViolation"]
+    assert "currentTime" in await station.heartbeat()
+
+
+async def test_integer_beyond_32_bits_gets_type_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    await station.boot()
+    payload = {"connectorId": 1, "idTag": "T", "meterStart": 2**64, "timestamp": "2026-07-01T12:00:00Z"}
+    with pytest.raises(StationCallError) as caught:
+        await station.call("StartTransaction", payload)
+    assert caught.value.code == "TypeConstraintViolation"
+    assert "currentTime" in await station.heartbeat()
+
+
+async def test_lone_surrogate_gets_type_constraint_violation(station) -> None:  # type: ignore[no-untyped-def]
+    await station.boot()
+    answer = await raw_answer(station, '[2,"s1","Authorize",{"idTag":"A\\ud800"}]')
+    assert answer[:3] == [4, "s1", "TypeConstraintViolation"] and answer[4] == {"field": "idTag"}
+    assert "currentTime" in await station.heartbeat()

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from chargenet.clock import ManualClock
 from chargenet.store.db import Store
 from chargenet.webhooks.sender import WebhookSigningKeys
@@ -39,6 +41,7 @@ async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.expected_traceback("RuntimeError: key files unreadable")
 async def test_lane_whose_step_keeps_failing_tries_again_only_every_retry_interval(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
@@ -63,6 +66,7 @@ async def test_lane_whose_step_keeps_failing_tries_again_only_every_retry_interv
     assert [(at - start).total_seconds() for at in keys.asked_at] == [0, 0.25, 10.25]
 
 
+@pytest.mark.expected_traceback("RuntimeError: key files unreadable")
 async def test_a_successful_step_ends_the_lanes_back_off(store: Store, clock: ManualClock, tmp_path: Path) -> None:
     harness = await make_harness(store, clock, tmp_path)
     keys = FlakyKeys(clock)

@@ -107,6 +107,7 @@ async def test_a_lane_whose_lease_is_taken_mid_window_stops_and_its_new_owner_lo
     assert await _lane_state(store) == (0, 0)
 
 
+@pytest.mark.expected_traceback("ConnectionError: the process died before its acknowledgements were committed")
 async def test_acknowledgements_lost_in_a_crash_are_sent_again_and_nothing_is_lost(
     store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,6 +141,7 @@ async def test_acknowledgements_lost_in_a_crash_are_sent_again_and_nothing_is_lo
     assert await _lane_state(store) == (0, 0)
 
 
+@pytest.mark.expected_traceback("ConnectionError: the database went away for a moment")
 async def test_lanes_recover_after_a_group_commit_of_their_acknowledgements_failed(
     store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

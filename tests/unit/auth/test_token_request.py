@@ -223,3 +223,19 @@ def test_too_many_attempts_maps_to_429_with_retry_after() -> None:
 def test_unexpected_error_maps_to_server_error_without_details() -> None:
     mapped = token_error_for(RuntimeError("db password is hunter2"))
     assert mapped.status == 500 and "hunter2" not in mapped.description
+
+
+def test_leading_byte_order_mark_is_skipped() -> None:
+    result = request(b"\xef\xbb\xbf" + GRANT, auth=(basic("app_1", "s3cret"),))
+    assert result == ClientCredentials("app_1", "s3cret", AuthMethod.BASIC)
+
+
+@pytest.mark.parametrize(
+    "body", [GRANT + b"&client_id=app_%00&client_secret=s", GRANT + b"&client_id=app_1&client_secret=s%00"]
+)
+def test_parameter_holding_nul_is_invalid_request(body: bytes) -> None:
+    assert error(request(body)) == (ErrorCode.INVALID_REQUEST, 400)
+
+
+def test_basic_credentials_holding_nul_are_invalid_request() -> None:
+    assert error(request(auth=(basic("app_\x00", "s"),))) == (ErrorCode.INVALID_REQUEST, 400)

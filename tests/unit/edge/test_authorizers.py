@@ -49,6 +49,7 @@ async def test_plugins_are_asked_in_order_until_one_has_an_opinion() -> None:
     assert opinions == [None, AuthorizationStatus.BLOCKED] and third.asked == 0
 
 
+@pytest.mark.expected_traceback()
 async def test_a_plugin_that_raises_has_no_opinion() -> None:
     assert await ask_plugins([Broken(), Fixed("b", AuthorizationStatus.ACCEPTED)], REQUEST, clock()) == [
         None,
@@ -121,6 +122,7 @@ async def test_a_plugin_is_loaded_from_its_entry_point_and_asked(
     assert await ask_plugins([plugin], request, clock()) == [AuthorizationStatus.ACCEPTED]
 
 
+@pytest.mark.expected_traceback("ModuleNotFoundError: No module named 'chargenet_no_such_module'")
 def test_a_plugin_that_cannot_be_imported_is_skipped_and_named_in_the_log(
     install_plugins: Callable[[dict[str, str]], None], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -129,6 +131,7 @@ def test_a_plugin_that_cannot_be_imported_is_skipped_and_named_in_the_log(
     assert skipped(caplog) == ["absent"]
 
 
+@pytest.mark.expected_traceback()
 def test_a_plugin_whose_factory_raises_is_skipped_and_named_in_the_log(
     install_plugins: Callable[[dict[str, str]], None], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,6 +15,7 @@ from chargenet.clock import ManualClock
 from chargenet.edge.connection import AnswerLate, ConnectionLost, RpcConnection
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
 from chargenet.edge.protocol.frames import Call, Payload
+from chargenet.errors import InvalidInput, StoreUnreachable
 
 HEARTBEAT_ANSWER = {"currentTime": "2026-07-01T12:00:00Z"}
 
@@ -179,11 +181,13 @@ async def test_peer_call_is_answered_while_our_call_is_outstanding(connection: R
     ours.cancel()
 
 
+@pytest.mark.expected_traceback("RuntimeError: handler broke")
 async def test_handler_failure_is_answered_with_internal_error(connection: RpcConnection, wire: Wire) -> None:
     await connection.feed(json.dumps([2, "p1", "DataTransfer", {"vendorId": "x"}]))
     assert await wire.next() == [4, "p1", "InternalError", "An internal error occurred.", {}]
 
 
+@pytest.mark.expected_traceback("'Nonsense' is not one of")
 async def test_invalid_answer_built_by_a_handler_is_internal_error(connection: RpcConnection, wire: Wire) -> None:
     await connection.feed(json.dumps([2, "p1", "Authorize", {"idTag": "T"}]))
     assert (await wire.next())[2] == "InternalError"
@@ -209,3 +213,102 @@ async def test_fifth_unreadable_frame_asks_to_close_with_1002(connection: RpcCon
     results = [await connection.feed("nonsense") for _ in range(5)]
     assert results[:4] == [None] * 4
     assert results[4] is not None and results[4].code == 1002
+
+
+async def test_frame_that_is_not_json_is_answered_with_formation_violation_under_id_minus_one(
+    connection: RpcConnection, wire: Wire
+) -> None:
+    assert await connection.feed("nonsense") is None
+    answer = await wire.next()
+    assert answer[:3] == [4, "-1", "FormationViolation"] and answer[4] == {}
+
+
+async def test_call_that_is_not_json_is_answered_under_the_id_it_shows(connection: RpcConnection, wire: Wire) -> None:
+    await connection.feed('[2,"m7","Heartbeat",{')
+    assert (await wire.next())[:3] == [4, "m7", "FormationViolation"]
+
+
+async def test_answered_unreadable_frames_still_close_after_five_in_a_row(
+    connection: RpcConnection, wire: Wire
+) -> None:
+    results = [await connection.feed("nonsense") for _ in range(5)]
+    assert results[4] is not None and results[4].code == 1002
+    assert [frame[1] for frame in wire.sent] == ["-1"] * 5
+
+
+async def test_unknown_message_type_is_counted_without_an_answer(connection: RpcConnection, wire: Wire) -> None:
+    await connection.feed('[9,"a",{}]')
+    await connection.feed(json.dumps([2, "p1", "Heartbeat", {}]))
+    assert await wire.next() == [3, "p1", HEARTBEAT_ANSWER]
+
+
+async def test_calls_beyond_the_waiting_limit_get_protocol_error(wire: Wire, clock: ManualClock) -> None:
+    release = asyncio.Event()
+
+    async def slow(_: Call) -> Payload | None:
+        await release.wait()
+        return HEARTBEAT_ANSWER
+
+    rpc = RpcConnection("test", wire.send, clock, slow)
+    for n in range(10):
+        await rpc.feed(json.dumps([2, f"f{n}", "Heartbeat", {}]))
+    refused = await wire.next()
+    assert refused[2] == "ProtocolError"
+    release.set()
+    await rpc.close()
+
+
+@pytest.mark.expected_traceback("ZeroDivisionError: our bug")
+async def test_own_fault_is_logged_once_with_its_cause_and_counted(
+    wire: Wire, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    faults: list[tuple[str, str]] = []
+
+    async def broken(call: Call) -> Payload | None:
+        raise ZeroDivisionError("our bug")
+
+    rpc = RpcConnection(
+        "test", wire.send, clock, broken, on_own_fault=lambda code, action: faults.append((code, action))
+    )
+    with caplog.at_level(logging.ERROR):
+        await rpc.feed(json.dumps([2, "p1", "Heartbeat", {}]))
+        assert (await wire.next())[2] == "InternalError"
+    assert faults == [("InternalError", "Heartbeat")]
+    records = [r for r in caplog.records if r.exc_info]
+    assert len(records) == 1 and isinstance(records[0].exc_info[1], ZeroDivisionError)  # type: ignore[index]
+    await rpc.close()
+
+
+@pytest.mark.expected_traceback("StoreUnreachable: database down")
+async def test_unmapped_chargenet_error_is_an_own_fault_logged_and_counted(
+    wire: Wire, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    faults: list[tuple[str, str]] = []
+
+    async def broken(call: Call) -> Payload | None:
+        raise StoreUnreachable("database down")
+
+    rpc = RpcConnection(
+        "test", wire.send, clock, broken, on_own_fault=lambda code, action: faults.append((code, action))
+    )
+    with caplog.at_level(logging.ERROR):
+        await rpc.feed(json.dumps([2, "p1", "Heartbeat", {}]))
+        assert (await wire.next())[2] == "InternalError"
+    assert faults == [("InternalError", "Heartbeat")]
+    assert [r.exc_info[1] for r in caplog.records if r.exc_info]  # type: ignore[index]
+    await rpc.close()
+
+
+async def test_station_fault_is_not_counted_as_ours(wire: Wire, clock: ManualClock) -> None:
+    faults: list[tuple[str, str]] = []
+
+    async def refusing(call: Call) -> Payload | None:
+        raise InvalidInput("no connector 9", field="connectorId")
+
+    rpc = RpcConnection(
+        "test", wire.send, clock, refusing, on_own_fault=lambda code, action: faults.append((code, action))
+    )
+    await rpc.feed(json.dumps([2, "p1", "Heartbeat", {}]))
+    assert (await wire.next())[2] == "PropertyConstraintViolation"
+    assert faults == []
+    await rpc.close()

@@ -223,6 +223,7 @@ async def test_async_oauth_error_is_raised(server: tuple[FakeAuthServer, str]) -
     assert info.value.error == "unsupported_grant_type"
 
 
+@pytest.mark.expected_traceback()
 async def test_async_waiter_retries_after_the_fetcher_is_cancelled(server: tuple[FakeAuthServer, str]) -> None:
     state, url = server
     state.delay = 0.3

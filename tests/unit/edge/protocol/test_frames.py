@@ -25,6 +25,7 @@ from chargenet.edge.protocol.errors import (
 from chargenet.edge.protocol.frames import Call, CallError, CallResult, FrameLimits
 from chargenet.errors import InvalidInput
 
+NOW = "2026-07-01T12:00:00Z"
 BOOT = {"chargePointVendor": "Alfen BV", "chargePointModel": "ICU Eve Mini"}
 
 
@@ -442,3 +443,160 @@ def test_the_fast_path_agrees_with_jsonschema(schema_name: str) -> None:
 def test_valid_payloads_of_the_busiest_messages_are_decided_by_the_fast_path(name: str) -> None:
     for schema_name in (name, f"{name}Response"):
         assert frames._fast_verdict(schema_name, _example(_schema(schema_name), full=True))
+
+
+# Hostile input (issue 13) ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["not json", "", "[2,", "\x00", "[2,'a','Heartbeat',{}]"])
+def test_frame_that_is_not_json_is_answered_with_id_minus_one(text: str) -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame(text)
+    assert caught.value.answer_id == "-1"
+    assert caught.value.code is ErrorCode.FORMATION_VIOLATION
+
+
+@pytest.mark.parametrize(
+    ("text", "unique_id"),
+    [
+        ('[2,"abc","Heartbeat",{', "abc"),
+        ('[2, "m-1" ,"Heartbeat",{}]]', "m-1"),
+        ('[2,"x1","Heartbeat",{"a":NaN}]', "x1"),
+    ],
+)
+def test_call_that_is_not_json_is_answered_with_the_id_it_shows(text: str, unique_id: str) -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame(text)
+    assert caught.value.answer_id == unique_id
+
+
+@pytest.mark.parametrize("text", ['[9,"a",{}]', '[3,"a",[]]', '[4,"a","X",{}]', '[3,"abc",{'])
+def test_unreadable_answer_or_unknown_message_type_gets_no_answer(text: str) -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame(text)
+    assert caught.value.answer_id is None
+
+
+@pytest.mark.parametrize("text", ["{}", "[2]", "[]", '[2,17,"Heartbeat",{}]', "17"])
+def test_json_that_is_no_frame_is_answered_with_id_minus_one(text: str) -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame(text)
+    assert caught.value.answer_id == "-1"
+
+
+def test_recovered_id_longer_than_36_characters_is_not_echoed() -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame('[2,"' + "x" * 37 + '","Heartbeat",{')
+    assert caught.value.answer_id == "-1"
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 2**63, 2**64 + 1, 10**40])
+def test_integer_beyond_32_bits_is_type_constraint_violation(value: int) -> None:
+    call = Call("a", "StartTransaction", {"connectorId": 1, "idTag": "T", "meterStart": value, "timestamp": NOW})
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.check_call(call)
+    assert caught.value.field == "meterStart"
+
+
+@pytest.mark.parametrize("value", [2**31 - 1, -(2**31)])
+def test_integer_at_the_32_bit_bounds_passes_the_range_check(value: int) -> None:
+    frames.check_call(
+        Call("a", "StartTransaction", {"connectorId": 1, "idTag": "T", "meterStart": value, "timestamp": NOW})
+    )
+
+
+def test_nested_integer_beyond_32_bits_names_its_path() -> None:
+    payload = {
+        "connectorId": 1,
+        "meterValue": [{"timestamp": NOW, "sampledValue": [{"value": "1"}]}],
+        "transactionId": 2**40,
+    }
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.check_call(Call("a", "MeterValues", payload))
+    assert caught.value.field == "transactionId"
+
+
+def test_lone_surrogate_in_a_payload_string_is_type_constraint_violation_naming_the_field() -> None:
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.parse_frame('[2,"a","Authorize",{"idTag":"ab\\ud800"}]')
+    assert (caught.value.field, caught.value.unique_id) == ("idTag", "a")
+
+
+def test_lone_surrogate_in_a_payload_key_is_type_constraint_violation() -> None:
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.parse_frame('[2,"a","DataTransfer",{"vendorId":"v","\\udc00":1}]')
+    assert caught.value.unique_id == "a"
+    frames.serialize_frame(frames.call_error_for(caught.value, "a")).encode("utf-8")
+
+
+def test_surrogate_pair_is_a_character_like_any_other() -> None:
+    frame = frames.parse_frame('[2,"a","Authorize",{"idTag":"\\ud83d\\ude00"}]')
+    assert frame == Call("a", "Authorize", {"idTag": "\U0001f600"})
+
+
+def test_lone_surrogate_in_the_id_is_answered_with_id_minus_one() -> None:
+    with pytest.raises(UnreadableFrame) as caught:
+        frames.parse_frame('[2,"a\\ud800","Heartbeat",{}]')
+    assert caught.value.answer_id == "-1"
+
+
+def test_lone_surrogate_in_the_action_is_formation_violation_with_its_id() -> None:
+    with pytest.raises(MalformedFrame) as caught:
+        frames.parse_frame('[2,"a","Heart\\udbffbeat",{}]')
+    assert caught.value.unique_id == "a"
+    frames.serialize_frame(frames.call_error_for(caught.value, "a")).encode("utf-8")
+
+
+def test_lone_surrogate_in_a_result_fails_the_check_of_the_call_it_answers() -> None:
+    frame = frames.parse_frame('[3,"a",{"status":"Accepted","x":"\\ud800"}]')
+    assert isinstance(frame, CallResult)
+    with pytest.raises(TypeConstraintViolation):
+        frames.check_result("ClearCache", frame)
+
+
+def test_lone_surrogate_in_a_call_error_is_replaced_so_it_can_be_shown() -> None:
+    frame = frames.parse_frame('[4,"a","InternalError","bad \\ud800",{"k\\udc00":"v\\ud800"}]')
+    assert isinstance(frame, CallError)
+    json.dumps([frame.description, frame.details], ensure_ascii=False).encode("utf-8")
+    assert frame.description == "bad \ufffd"
+
+
+def test_text_holding_a_raw_lone_surrogate_is_unreadable() -> None:
+    with pytest.raises(UnreadableFrame):
+        frames.parse_frame('[2,"a","Authorize",{"idTag":"\ud800"}]')
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_date_time_that_cannot_be_shown_in_utc_is_property_constraint_violation(stamp: str) -> None:
+    with pytest.raises(PropertyConstraintViolation):
+        frames.check_call(
+            Call(
+                "a",
+                "StatusNotification",
+                {"connectorId": 1, "errorCode": "NoError", "status": "Available", "timestamp": stamp},
+            )
+        )
+
+
+def test_only_causes_answered_with_internal_error_are_our_own_faults() -> None:
+    assert frames.is_own_fault(RuntimeError("x"))
+    assert frames.is_own_fault(LocalProtocolError("x"))
+    assert not frames.is_own_fault(UnknownAction("X"))
+    assert not frames.is_own_fault(InvalidInput("no such connector", field="connectorId"))
+    assert not frames.is_own_fault(CallErrorReceived("Authorize", ErrorCode.INTERNAL_ERROR, "far end", {}))
+
+
+def test_nul_in_a_payload_string_is_type_constraint_violation() -> None:
+    with pytest.raises(TypeConstraintViolation) as caught:
+        frames.parse_frame('[2,"a","Authorize",{"idTag":"A\\u0000"}]')
+    assert caught.value.field == "idTag"
+
+
+@pytest.mark.parametrize("action", ["Authorize", "StartTransaction"])
+def test_empty_id_tag_is_property_constraint_violation(action: str) -> None:
+    payload: dict[str, Any] = {"idTag": ""}
+    if action == "StartTransaction":
+        payload.update(connectorId=1, meterStart=0, timestamp=NOW)
+    with pytest.raises(PropertyConstraintViolation) as caught:
+        frames.check_call(Call("a", action, payload))
+    assert caught.value.field == "idTag"

@@ -1,0 +1,96 @@
+"""Input the API refuses (decisions.md "Input the service refuses"), through a real server on both backends: a 4xx
+problem, never a 5xx, and the store still answers afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.integration.edge.conftest import Served, served  # noqa: F401  (the fixture)
+
+START = "/sessions"
+
+
+@pytest.fixture
+async def api(served: Served) -> AsyncIterator[httpx.AsyncClient]:  # noqa: F811
+    async with httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {served.token}"}, timeout=10
+    ) as client:
+        yield client
+
+
+def is_problem(response: httpx.Response, status: int) -> bool:
+    return response.status_code == status and response.headers["content-type"] == "application/problem+json"
+
+
+async def post_raw(api: httpx.AsyncClient, path: str, body: bytes, content_type: str) -> httpx.Response:
+    return await api.post(path, content=body, headers={"Content-Type": content_type})
+
+
+async def test_body_in_another_charset_is_400(api: httpx.AsyncClient) -> None:
+    body = '{"chargePointId":"CÉ","connectorId":1,"idTag":"T"}'.encode("latin-1")
+    response = await post_raw(api, START, body, "application/json; charset=iso-8859-1")
+    assert is_problem(response, 400), response.text
+
+
+async def test_body_declared_utf8_holding_other_bytes_is_400(api: httpx.AsyncClient) -> None:
+    response = await post_raw(api, START, b'{"chargePointId":"C\xe9","connectorId":1,"idTag":"T"}', "application/json")
+    assert is_problem(response, 400), response.text
+
+
+async def test_body_with_a_byte_order_mark_is_read(api: httpx.AsyncClient) -> None:
+    body = b'\xef\xbb\xbf{"chargePointId":"NOPE","connectorId":1,"idTag":"T"}'
+    response = await post_raw(api, START, body, "application/json")
+    assert is_problem(response, 404), response.text
+
+
+async def test_string_with_a_lone_surrogate_is_400_naming_the_field(api: httpx.AsyncClient) -> None:
+    body = b'{"chargePointId":"CS-1","connectorId":1,"idTag":"T\\ud800"}'
+    response = await post_raw(api, START, body, "application/json")
+    assert is_problem(response, 400), response.text
+    assert response.json()["field"] == "idTag"
+
+
+async def test_string_with_nul_is_400(api: httpx.AsyncClient) -> None:
+    body = b'{"chargePointId":"CS\\u0000","connectorId":1,"idTag":"T"}'
+    response = await post_raw(api, START, body, "application/json")
+    assert is_problem(response, 400), response.text
+
+
+@pytest.mark.parametrize("value", [2**31, 2**64, 10**40, -(2**63) - 1])
+async def test_integer_out_of_range_in_a_command_body_is_422(api: httpx.AsyncClient, value: int) -> None:
+    response = await api.post(START, json={"chargePointId": "CS-1", "connectorId": value, "idTag": "T"})
+    assert is_problem(response, 422), response.text
+    response = await api.post("/charge-points/CS-1/unlock", json={"connectorId": value})
+    assert is_problem(response, 422), response.text
+
+
+@pytest.mark.parametrize("transaction_id", ["99999999999999999999999", "9223372036854775808", "2147483648", "1e3"])
+async def test_malformed_transaction_id_to_stop_is_422(api: httpx.AsyncClient, transaction_id: str) -> None:
+    response = await api.post(f"/sessions/{transaction_id}/stop")
+    assert is_problem(response, 422), response.text
+
+
+async def test_nul_in_a_path_is_400(api: httpx.AsyncClient) -> None:
+    response = await api.post("/charge-points/CS%00/reset", json={"type": "Soft"})
+    assert is_problem(response, 400), response.text
+
+
+async def test_nul_in_a_query_is_400(api: httpx.AsyncClient) -> None:
+    response = await api.get("/transactions", params={"siteId": "s\x00"})
+    assert is_problem(response, 400), response.text
+
+
+async def test_body_over_one_mebibyte_is_413(api: httpx.AsyncClient) -> None:
+    body = b'{"chargePointId":"' + b"x" * (1 << 20) + b'","connectorId":1,"idTag":"T"}'
+    response = await post_raw(api, START, body, "application/json")
+    assert is_problem(response, 413), response.text
+
+
+async def test_the_store_still_answers_after_hostile_input(api: httpx.AsyncClient) -> None:
+    await post_raw(api, START, b'{"chargePointId":"CS-1","connectorId":1,"idTag":"T\\ud800"}', "application/json")
+    await api.post("/sessions/99999999999999999999999/stop")
+    response = await api.get("/transactions")
+    assert response.status_code == 200
