@@ -24,6 +24,7 @@ from chargenet.clock import SystemClock
 from chargenet.config import load_settings
 from chargenet.outbox import Outbox
 from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import UNSETTLED_LIMIT
 from chargenet.webhooks.outbound_auth import NoAuth
@@ -90,6 +91,7 @@ async def test_kill_9_mid_delivery_re_sends_at_most_4_events_per_lane(tmp_path: 
             for n in range(LANES):
                 await webhook_service.create_webhook(
                     session,
+                    OPERATOR,
                     context.keys.credential_cipher(),
                     site_id=tenant.site_id,
                     url=f"{receiver.url}/{n}",
