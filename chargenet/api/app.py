@@ -15,6 +15,7 @@ from chargenet.api.routes import (
     meters,
     sessions,
     sites,
+    station_commands,
     stations,
     webhooks,
 )
@@ -44,6 +45,7 @@ def create_api(context: AppContext) -> FastAPI:
         groups.router,
         sessions.router,
         charge_point_commands.router,
+        station_commands.router,
         meters.router,
         webhooks.router,
     ):

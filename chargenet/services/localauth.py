@@ -96,6 +96,13 @@ async def list_entries(
     return page.page([_view(row) for row in await session.scalars(query)], lambda entry: entry.id_tag)
 
 
+async def entries_of_site(session: AsyncSession, site_id: str) -> list[LocalAuthView]:
+    """Every entry of the site, ordered by idTag, for a use case that has already checked its caller's reach
+    (sending the list to a station needs `charge-points:write` there, not `sites:read`)."""
+    query = select(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id).order_by(LocalAuthEntry.id_tag)
+    return [_view(row) for row in await session.scalars(query)]
+
+
 async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str) -> None:
     await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     row = await session.get(LocalAuthEntry, (site_id, id_tag))

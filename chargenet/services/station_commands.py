@@ -26,8 +26,7 @@ from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import sessions
 from chargenet.services.callers import Caller
-from chargenet.services.localauth import list_entries, validate_id_tag
-from chargenet.services.pages import every_page
+from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 from chargenet.store.db import Store
 from chargenet.store.models import Site, Station
@@ -175,10 +174,10 @@ async def send_local_list(
     store: Store, edge: StationCommands, caller: Caller, *, station_id: str, list_version: int, limits: FrameLimits
 ) -> Payload:
     """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
-    those tags itself while it cannot reach the edge."""
+    those tags itself while it cannot reach the edge. `charge-points:write` on the station is what it takes."""
     target = await _station(store, caller, station_id, central_only=True)
     async with store.transaction() as session:
-        entries = await every_page(lambda page: list_entries(session, caller, page, site_id=target.site_id))
+        entries = await entries_of_site(session, target.site_id)
     authorization = []
     for entry in entries:
         info: Payload = {"status": entry.status}

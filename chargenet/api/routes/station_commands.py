@@ -1,0 +1,250 @@
+"""Commands to a station as a whole (scope charge-points:write), the API's side of `chargenet admin station VERB`.
+
+`reset`, `availability` (the station itself, OCPP connector 0) and `trigger` (without a connector) go to any
+connected station. The central-system commands (configuration, cache, local list, reservations, data transfer)
+are for stations whose site has no upstream: where it has one, that system owns them and the answer is 409.
+Each answers 200 with the station's answer as OCPP 1.6 defines it, 503 when the station is not connected, 504
+when it did not answer, 502 when it answered with a CALLERROR (its code and description are in the problem's
+`stationErrorCode` and `stationErrorDescription`) or with an answer its schema refuses.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+from typing import Annotated, Literal, TypeVar
+
+from fastapi import APIRouter, Depends
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from chargenet.api.bounds import Int32
+from chargenet.api.dependencies import Context
+from chargenet.api.security import require
+from chargenet.domain.scopes import Scope
+from chargenet.edge.protocol.frames import FrameLimits, Payload
+from chargenet.services import station_commands
+from chargenet.services.callers import ApiApplication
+from chargenet.services.sessions import CommandAnswer
+
+router = APIRouter(tags=["station commands"])
+
+Commander = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_WRITE))]
+# A station leaves out what it has nothing to say about (DataTransfer's data, GetConfiguration's unknownKey): so do we.
+command = functools.partial(router.post, response_model_exclude_none=True)
+IdTag = Annotated[StrictStr, Field(min_length=1, max_length=20)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Answer(BaseModel):
+    # The station's answer as it came: fields OCPP adds in a later edition are kept, not refused.
+    model_config = ConfigDict(extra="allow")
+
+
+class StatusAnswer(_Answer):
+    status: str = Field(description="The station's answer, e.g. Accepted, Rejected, NotSupported")
+
+
+class ConfigurationKey(_Answer):
+    key: str
+    readonly: bool
+    value: str | None = None
+
+
+class ConfigurationAnswer(_Answer):
+    configurationKey: list[ConfigurationKey] | None = None
+    unknownKey: list[str] | None = None
+
+
+class LocalListVersionAnswer(_Answer):
+    listVersion: int = Field(description="-1: the station has no local list support; 0: its list is empty")
+
+
+class DataTransferAnswer(_Answer):
+    status: str
+    data: str | None = None
+
+
+class ResetBody(_Body):
+    type: Literal["Soft", "Hard"]
+
+
+class StationAvailabilityBody(_Body):
+    type: Literal["Inoperative", "Operative"]
+
+
+class StationTriggerBody(_Body):
+    requestedMessage: Literal[
+        "BootNotification",
+        "DiagnosticsStatusNotification",
+        "FirmwareStatusNotification",
+        "Heartbeat",
+        "MeterValues",
+        "StatusNotification",
+    ]
+
+
+class GetConfigurationBody(_Body):
+    key: list[Annotated[StrictStr, Field(min_length=1, max_length=50)]] | None = Field(
+        default=None, description="The keys to read; absent: every key the station has"
+    )
+
+
+class ChangeConfigurationBody(_Body):
+    key: Annotated[StrictStr, Field(min_length=1, max_length=50)]
+    value: Annotated[StrictStr, Field(max_length=500)]
+
+
+class SendLocalListBody(_Body):
+    listVersion: Int32 = Field(ge=1, description="The version the station records for the site's whole list")
+
+
+class ReserveBody(_Body):
+    chargePointId: StrictStr | None = Field(default=None, description="Needed on a station with several")
+    connectorId: StrictInt = Field(ge=1, le=2**31 - 1)
+    idTag: IdTag
+    parentIdTag: IdTag | None = None
+    expiryDate: AwareDatetime
+    reservationId: Int32
+
+
+class CancelReservationBody(_Body):
+    reservationId: Int32
+
+
+class DataTransferBody(_Body):
+    vendorId: Annotated[StrictStr, Field(min_length=1, max_length=255)]
+    messageId: Annotated[StrictStr, Field(max_length=50)] | None = None
+    data: StrictStr | None = None
+
+
+AnswerT = TypeVar("AnswerT", bound=_Answer)
+
+
+def _as(model: type[AnswerT], answer: Payload) -> AnswerT:
+    return model.model_validate(answer)
+
+
+@command("/stations/{station_id}/reset", response_model=StatusAnswer)
+async def reset(station_id: str, body: ResetBody, context: Context, caller: Commander) -> StatusAnswer:
+    answer = await station_commands.reset(
+        context.store, context.stations, caller, station_id=station_id, kind=body.type
+    )
+    return _as(StatusAnswer, answer)
+
+
+@command("/stations/{station_id}/availability", response_model=StatusAnswer)
+async def availability(
+    station_id: str, body: StationAvailabilityBody, context: Context, caller: Commander
+) -> StatusAnswer:
+    """The station itself (OCPP connector 0); `POST /charge-points/{id}/availability` changes one charge point."""
+    answer = await station_commands.change_availability(
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        charge_point_id=None,
+        connector_id=None,
+        availability=body.type,
+    )
+    assert not isinstance(answer, BaseModel)  # without a charge point or connector, the station's own answer
+    return _as(StatusAnswer, answer)
+
+
+@command("/stations/{station_id}/trigger", response_model=StatusAnswer)
+async def trigger(station_id: str, body: StationTriggerBody, context: Context, caller: Commander) -> StatusAnswer:
+    """A message about the station as a whole; `POST /charge-points/{id}/trigger` asks about one connector."""
+    answer = await station_commands.trigger(
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        requested_message=body.requestedMessage,
+        charge_point_id=None,
+        connector_id=None,
+    )
+    assert not isinstance(answer, BaseModel)  # without a connector, the station's own answer
+    return _as(StatusAnswer, answer)
+
+
+async def _central(context: Context, caller: ApiApplication, station_id: str, action: str, payload: Payload) -> Payload:
+    return await station_commands.central_command(
+        context.store, context.stations, caller, station_id=station_id, action=action, payload=payload
+    )
+
+
+@command("/stations/{station_id}/get-configuration", response_model=ConfigurationAnswer)
+async def get_configuration(
+    station_id: str, body: GetConfigurationBody, context: Context, caller: Commander
+) -> ConfigurationAnswer:
+    payload: Payload = {} if body.key is None else {"key": body.key}
+    return _as(ConfigurationAnswer, await _central(context, caller, station_id, "GetConfiguration", payload))
+
+
+@command("/stations/{station_id}/change-configuration", response_model=StatusAnswer)
+async def change_configuration(
+    station_id: str, body: ChangeConfigurationBody, context: Context, caller: Commander
+) -> StatusAnswer:
+    payload: Payload = {"key": body.key, "value": body.value}
+    return _as(StatusAnswer, await _central(context, caller, station_id, "ChangeConfiguration", payload))
+
+
+@command("/stations/{station_id}/clear-cache", response_model=StatusAnswer)
+async def clear_cache(station_id: str, context: Context, caller: Commander) -> StatusAnswer:
+    return _as(StatusAnswer, await _central(context, caller, station_id, "ClearCache", {}))
+
+
+@command("/stations/{station_id}/send-local-list", response_model=StatusAnswer)
+async def send_local_list(
+    station_id: str, body: SendLocalListBody, context: Context, caller: Commander
+) -> StatusAnswer:
+    """The site's whole local authorization list (updateType Full)."""
+    answer = await station_commands.send_local_list(
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        list_version=body.listVersion,
+        limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
+    )
+    return _as(StatusAnswer, answer)
+
+
+@command("/stations/{station_id}/local-list-version", response_model=LocalListVersionAnswer)
+async def local_list_version(station_id: str, context: Context, caller: Commander) -> LocalListVersionAnswer:
+    return _as(LocalListVersionAnswer, await _central(context, caller, station_id, "GetLocalListVersion", {}))
+
+
+@command("/stations/{station_id}/reserve", response_model=CommandAnswer)
+async def reserve(station_id: str, body: ReserveBody, context: Context, caller: Commander) -> CommandAnswer:
+    expires: datetime = body.expiryDate
+    return await station_commands.reserve_now(
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        charge_point_id=body.chargePointId,
+        connector_id=body.connectorId,
+        id_tag=body.idTag,
+        expires_at=expires,
+        reservation_id=body.reservationId,
+        parent_id_tag=body.parentIdTag,
+    )
+
+
+@command("/stations/{station_id}/cancel-reservation", response_model=StatusAnswer)
+async def cancel_reservation(
+    station_id: str, body: CancelReservationBody, context: Context, caller: Commander
+) -> StatusAnswer:
+    payload: Payload = {"reservationId": body.reservationId}
+    return _as(StatusAnswer, await _central(context, caller, station_id, "CancelReservation", payload))
+
+
+@command("/stations/{station_id}/data-transfer", response_model=DataTransferAnswer)
+async def data_transfer(
+    station_id: str, body: DataTransferBody, context: Context, caller: Commander
+) -> DataTransferAnswer:
+    payload: Payload = body.model_dump(exclude_none=True)
+    return _as(DataTransferAnswer, await _central(context, caller, station_id, "DataTransfer", payload))

@@ -1,0 +1,172 @@
+"""Commands to a station as a whole over the API, the same use cases as `chargenet admin station VERB`, with a
+simulated station on a real WebSocket."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from chargenet.services import sites
+from chargenet.services.callers import OPERATOR
+from chargenet.simulators.station import AnswerWithError, SimulatedStation
+from tests.factories import partner_token
+from tests.integration.edge.conftest import Served, served  # noqa: F401  (the fixture)
+from tests.integration.edge.test_sessions_api import api, rival, station  # noqa: F401  (fixtures)
+
+
+async def test_reset_of_the_station_is_its_answer(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
+    response = await api.post("/stations/CS-1/reset", json={"type": "Soft"})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    assert station.received_calls == [("Reset", {"type": "Soft"})]
+
+
+async def test_availability_of_the_station_is_sent_to_connector_0(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    response = await api.post("/stations/CS-1/availability", json={"type": "Inoperative"})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    assert station.received_calls == [("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"})]
+
+
+async def test_trigger_without_a_connector_asks_the_station(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
+    response = await api.post("/stations/CS-1/trigger", json={"requestedMessage": "Heartbeat"})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    assert station.received_calls == [("TriggerMessage", {"requestedMessage": "Heartbeat"})]
+
+
+async def test_get_configuration_answers_the_stations_keys(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
+    response = await api.post("/stations/CS-1/get-configuration", json={"key": ["HeartbeatInterval"]})
+    assert response.status_code == 200
+    assert response.json() == {"configurationKey": [{"key": "HeartbeatInterval", "readonly": False, "value": "300"}]}
+    assert station.received_calls == [("GetConfiguration", {"key": ["HeartbeatInterval"]})]
+
+
+async def test_change_configuration_clear_cache_and_local_list_version_reach_the_station(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    change = await api.post("/stations/CS-1/change-configuration", json={"key": "HeartbeatInterval", "value": "60"})
+    clear = await api.post("/stations/CS-1/clear-cache")
+    version = await api.post("/stations/CS-1/local-list-version")
+    assert [change.json(), clear.json(), version.json()] == [
+        {"status": "Accepted"},
+        {"status": "Accepted"},
+        {"listVersion": 0},
+    ]
+    assert [action for action, _ in station.received_calls] == [
+        "ChangeConfiguration",
+        "ClearCache",
+        "GetLocalListVersion",
+    ]
+
+
+async def test_send_local_list_sends_the_sites_whole_list(
+    served: Served,  # noqa: F811
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    response = await api.post("/stations/CS-1/send-local-list", json={"listVersion": 3})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    ((action, payload),) = station.received_calls
+    assert (action, payload["listVersion"], payload["updateType"]) == ("SendLocalList", 3, "Full")
+
+
+async def test_reserve_and_cancel_a_reservation(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
+    reserve = await api.post(
+        "/stations/CS-1/reserve",
+        json={"connectorId": 2, "idTag": "TAG1", "expiryDate": "2027-01-01T18:00:00+01:00", "reservationId": 7},
+    )
+    cancel = await api.post("/stations/CS-1/cancel-reservation", json={"reservationId": 7})
+    assert (reserve.status_code, reserve.json(), cancel.json()) == (200, {"status": "Accepted"}, {"status": "Accepted"})
+    assert station.received_calls[0] == (
+        "ReserveNow",
+        {"connectorId": 2, "expiryDate": "2027-01-01T18:00:00.000+01:00", "idTag": "TAG1", "reservationId": 7},
+    )
+    assert station.received_calls[1] == ("CancelReservation", {"reservationId": 7})
+
+
+async def test_data_transfer_answers_the_stations_status(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
+    response = await api.post("/stations/CS-1/data-transfer", json={"vendorId": "com.example", "messageId": "ping"})
+    assert (response.status_code, response.json()) == (200, {"status": "UnknownVendorId"})
+    assert station.received_calls == [("DataTransfer", {"vendorId": "com.example", "messageId": "ping"})]
+
+
+async def test_central_system_commands_on_a_site_with_an_upstream_are_409(
+    served: Served,  # noqa: F811
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    async with served.context.store.transaction() as session:
+        await sites.update_site(
+            session,
+            OPERATOR,
+            served.context.keys.credential_cipher(),
+            served.tenant.site_id,
+            upstream_url="ws://127.0.0.1:9/ocpp",
+        )
+    response = await api.post("/stations/CS-1/clear-cache")
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    assert station.received_calls == []
+
+
+async def test_a_station_not_connected_is_503(api: httpx.AsyncClient) -> None:  # noqa: F811
+    response = await api.post("/stations/CS-1/reset", json={"type": "Hard"})
+    assert response.status_code == 503
+
+
+async def test_a_callerror_answer_is_502_with_the_stations_code(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    def refuse(_: object) -> dict[str, str]:
+        raise AnswerWithError("NotSupported", "no resets here")
+
+    station.answers["Reset"] = refuse
+    response = await api.post("/stations/CS-1/reset", json={"type": "Hard"})
+    assert response.status_code == 502
+    assert response.json()["stationErrorCode"] == "NotSupported"
+
+
+async def test_a_caller_without_charge_points_write_is_403(served: Served, station: SimulatedStation) -> None:  # noqa: F811
+    token = await partner_token(served.context, served.tenant.company_id, ["charge-points:read"])
+    async with httpx.AsyncClient(base_url=f"{served.http_url}/api/v1", timeout=10) as client:
+        response = await client.post(
+            "/stations/CS-1/reset", json={"type": "Hard"}, headers={"Authorization": f"Bearer {token}"}
+        )
+    assert response.status_code == 403
+    assert station.received_calls == []
+
+
+async def test_another_companys_station_is_404_and_reaches_nothing(
+    rival: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    for verb, body in [("reset", {"type": "Hard"}), ("clear-cache", None), ("get-configuration", {})]:
+        response = await rival.post(f"/stations/CS-1/{verb}", json=body)
+        assert response.status_code == 404, verb
+    assert station.received_calls == []
+
+
+@pytest.mark.parametrize(
+    ("verb", "body"),
+    [
+        ("reset", {"type": "Medium"}),
+        ("availability", {"type": "Off"}),
+        ("change-configuration", {"key": "", "value": "1"}),
+        ("reserve", {"connectorId": 0, "idTag": "T", "expiryDate": "2027-01-01T18:00:00+01:00", "reservationId": 1}),
+        ("reserve", {"connectorId": 1, "idTag": "T", "expiryDate": "2027-01-01T18:00:00", "reservationId": 1}),
+        ("cancel-reservation", {"reservationId": 2**40}),
+        ("send-local-list", {"listVersion": "3"}),
+    ],
+)
+async def test_a_bad_body_is_422_and_reaches_no_station(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+    verb: str,
+    body: dict[str, object],
+) -> None:
+    response = await api.post(f"/stations/CS-1/{verb}", json=body)
+    assert response.status_code == 422
+    assert station.received_calls == []
