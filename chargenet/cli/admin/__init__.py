@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from chargenet.cli.admin import applications, companies, groups, keys, localauth, meters, sites, stations, webhooks
+from chargenet.cli.admin import (
+    applications,
+    companies,
+    groups,
+    keys,
+    localauth,
+    meters,
+    operators,
+    sites,
+    stations,
+    webhooks,
+)
 
 # Each entry adds `admin <noun> ...` to the parser; later parts append theirs here.
 NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
@@ -18,6 +29,7 @@ NOUNS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None
     webhooks.register,
     localauth.register,
     meters.register,
+    operators.register,
 ]
 
 
