@@ -32,6 +32,7 @@ from chargenet.meters.wiring import install as install_meters
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox import Outbox
 from chargenet.outbox.retention import EventRetention
+from chargenet.services.operators import Passwords
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
@@ -129,9 +130,13 @@ def _database_check(store: Store) -> HealthCheck:
     return check
 
 
-def create_app(context: AppContext) -> Starlette:
-    """The one ASGI app: operations endpoints, then every part's routes and mounts."""
+def create_app(context: AppContext, *, console_passwords: Passwords | None = None) -> Starlette:
+    """The one ASGI app: operations endpoints, then every part's routes and mounts.
+
+    `console_passwords` hashes operators' passwords (tests give a cheap argon2 profile; the default is argon2id's)."""
     from chargenet.api.app import create_api
+    from chargenet.console.app import create_console
+    from chargenet.console.pages import Console
 
     async def health(_: Request) -> JSONResponse:
         components: list[ComponentHealth] = []
@@ -148,6 +153,17 @@ def create_app(context: AppContext) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
         *context.routes,
         Mount("/api/v1", app=create_api(context)),
+        Mount(
+            "/console",
+            app=create_console(
+                Console(
+                    context.store.transaction,
+                    context.clock,
+                    context.settings.public_url,
+                    console_passwords or Passwords(),
+                )
+            ),
+        ),
     ]
 
     @contextlib.asynccontextmanager

@@ -48,7 +48,7 @@ class Passwords:
 
     def __init__(self, hasher: PasswordHasher | None = None) -> None:
         self.hasher = hasher or PasswordHasher()
-        self._dummy = self.hasher.hash(secrets.token_urlsafe(24))
+        self._dummy: str | None = None  # made on first use: every process builds one, few sign anyone in
 
     async def hash(self, password: str) -> str:
         return await asyncio.to_thread(self.hasher.hash, password)
@@ -58,8 +58,10 @@ class Passwords:
         return await asyncio.to_thread(self._verify, encoded, password)
 
     def _verify(self, encoded: str | None, password: str) -> bool:
+        if encoded is None and self._dummy is None:
+            self._dummy = self.hasher.hash(secrets.token_urlsafe(24))
         try:
-            return self.hasher.verify(encoded or self._dummy, password) and encoded is not None
+            return self.hasher.verify(encoded or self._dummy or "", password) and encoded is not None
         except (VerificationError, InvalidHashError):
             return False
 
