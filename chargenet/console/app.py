@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import audit, auth, operators, overview
+from chargenet.console.views import applications, audit, auth, operators, overview
 
 
 class SecurityHeaders:
@@ -50,6 +50,7 @@ def create_console(console: Console) -> Starlette:
         *overview.routes(),
         *auth.routes(),
         *operators.routes(),
+        *applications.routes(),
         *audit.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]

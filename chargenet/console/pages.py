@@ -26,6 +26,7 @@ from chargenet.console import protection
 from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
+from chargenet.keys import SecretHasher
 from chargenet.services import audit, console_sessions
 from chargenet.services.operators import OperatorCaller, Passwords, Transactions
 
@@ -63,6 +64,7 @@ class Console:
     clock: Clock
     public_url: str
     passwords: Passwords
+    secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
     limiter: FailureLimiter = field(default_factory=login_limiter)
 
     def __post_init__(self) -> None:
@@ -174,6 +176,14 @@ async def resume(request: Request) -> Signed | None:
 
 def redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
+
+
+def go_to(request: Request, url: str) -> Response:
+    """After a change, show `url`: a 303 for a plain form; for htmx, which would follow a redirect inside the
+    page and swap in the whole next page, `HX-Redirect`, so the browser loads it as a page."""
+    if is_htmx(request):
+        return Response(status_code=200, headers={"HX-Redirect": url})
+    return redirect(url)
 
 
 def safe_next(console: Console, value: str | None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Page, expect
 
@@ -102,6 +103,46 @@ async def test_disabling_an_operator_asks_first_and_updates_in_place_through_htm
     assert not csp_violations
 
 
+async def test_an_admin_creates_an_application_copies_its_secret_gets_a_token_and_rotates_it(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = await browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    page = await context.new_page()
+    try:
+        await sign_in(page, console)
+        await page.get_by_role("link", name="Applications").click()
+        await page.get_by_label("Name").fill("Fleet partner")
+        await page.get_by_role("button", name="Create application").click()
+        await expect(page.get_by_role("alert")).to_contain_text("it will not be shown again")
+        client_id = await page.get_by_label("Client ID").input_value()
+        await page.get_by_role("button", name="Copy secret").click()
+        await expect(page.get_by_role("status")).to_have_text("Copied to the clipboard.")
+        secret = await page.evaluate("navigator.clipboard.readText()")
+        assert secret == await page.get_by_label("Client Secret").input_value()
+        token_url = console.url.removesuffix("/console") + "/auth/oauth2/token"
+        async with httpx.AsyncClient() as http:
+            granted = await http.post(token_url, data={"grant_type": "client_credentials"}, auth=(client_id, secret))
+            assert granted.status_code == 200
+
+            await page.get_by_role("link", name="I have stored it").click()
+            await expect(page.get_by_role("heading", name="Application Fleet partner")).to_be_visible()
+            assert secret not in await page.content()
+            page.once("dialog", lambda dialog: dialog.accept())
+            await page.get_by_role("button", name="Rotate secret").click()
+            await expect(page.get_by_role("alert")).to_contain_text("The previous secret has stopped working")
+            rotated = await page.get_by_label("Client Secret").input_value()
+            assert rotated != secret
+            old = await http.post(token_url, data={"grant_type": "client_credentials"}, auth=(client_id, secret))
+            assert old.status_code == 401
+            new = await http.post(token_url, data={"grant_type": "client_credentials"}, auth=(client_id, rotated))
+            assert new.status_code == 200
+        await page.reload()  # the secret was swapped into the detail page: reloading shows the page, not the secret
+        await expect(page.get_by_role("heading", name="Application Fleet partner")).to_be_visible()
+        assert rotated not in await page.content()
+    finally:
+        await context.close()
+
+
 async def test_every_page_passes_axe_in_its_empty_filled_and_error_states(
     browser: Browser, console: ServedConsole
 ) -> None:
@@ -161,7 +202,23 @@ async def _scan_every_page(page: Page, console: ServedConsole, width: str) -> No
     await expect(page.get_by_role("alert")).to_be_visible()
     await assert_accessible(page, f"{width} password, error")
 
-    for key in ("sites", "applications", "groups", "webhooks", "meters"):
+    await page.goto(f"{url}/applications")
+    await assert_accessible(page, f"{width} applications, empty")
+    await page.get_by_label("Name").fill("   ")
+    await page.locator("form[aria-labelledby=new-application]").evaluate("form => form.noValidate = true")
+    await page.get_by_role("button", name="Create application").click()
+    await expect(page.get_by_role("alert")).to_be_visible()
+    await assert_accessible(page, f"{width} applications, error")
+    await page.get_by_label("Name").fill(f"Partner {width}")
+    await page.get_by_role("button", name="Create application").click()
+    await expect(page.get_by_label("Client Secret")).to_be_visible()
+    await assert_accessible(page, f"{width} application created, secret shown")
+    await page.get_by_role("link", name="I have stored it").click()
+    await assert_accessible(page, f"{width} application detail")
+    await page.goto(f"{url}/applications")
+    await assert_accessible(page, f"{width} applications, filled")
+
+    for key in ("sites", "groups", "webhooks", "meters"):
         await page.goto(f"{url}/{key}")
         await assert_accessible(page, f"{width} {key} (not yet)")
     await page.goto(f"{url}/operators/op_nonexistent")

@@ -17,6 +17,7 @@ from starlette.routing import Mount
 from chargenet.clock import ManualClock
 from chargenet.console.app import create_console
 from chargenet.console.pages import Console
+from chargenet.keys import KeyStore
 from chargenet.services import audit, companies, operators
 from chargenet.store import schema
 from chargenet.store.db import Store
@@ -94,7 +95,9 @@ async def harness(
         other.id,
         await make(other.id, "owner@other.test", "owner"),
     )
-    console = Console(store.transaction, clock, PUBLIC_URL, cheap_passwords)
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    console = Console(store.transaction, clock, PUBLIC_URL, cheap_passwords, secret_hasher=keys.secret_hasher())
     app = Starlette(routes=[Mount("/console", app=create_console(console))])
     clients: list[httpx.AsyncClient] = []
 
