@@ -154,9 +154,10 @@ def page(view: View, *, role: Role = Role.VIEWER) -> Callable[[Request], Awaitab
             if given is None:
                 given = (await submitted(request)).get(protection.CSRF_FIELD)
             protection.check_csrf_token(signed.csrf_token, given)
+        # Known before the role check, so a refusal is shown in the console's frame, with its navigation.
+        request.state.signed = signed
         if not signed.caller.role.includes(role):
             raise Forbidden(f"this needs the {role.value} role; you are {signed.caller.role.value}")
-        request.state.signed = signed
         return await view(request, signed)
 
     return endpoint

@@ -33,7 +33,9 @@ def changes(harness: ConsoleHarness) -> list[tuple[str, dict[str, str]]]:
 async def test_only_an_owner_sees_or_changes_operators(harness: ConsoleHarness, email: str) -> None:
     client = await harness.signed_in(email)
     token = await token_of(client)
-    assert (await client.get("/console/operators")).status_code == 403
+    refused = await client.get("/console/operators")
+    assert refused.status_code == 403 and "this needs the owner role" in refused.text
+    assert 'aria-label="Console"' in refused.text  # shown within the console, navigation and all
     assert (await client.get(f"/console/operators/{harness.team.owner.id}")).status_code == 403
     for path, data in changes(harness):
         response = await client.post(path, data={**data, "csrf_token": token}, headers=ORIGIN)
