@@ -37,4 +37,4 @@ bench: setup-test
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache tests/interop/node_modules
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache tests/interop/node_modules tests/browser/node_modules

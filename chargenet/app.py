@@ -3,7 +3,7 @@
 `open_context` opens the store (`chargenet.context.open_store`) and installs the parts a serving process runs,
 each through its install hook (`chargenet/<part>/install.py`, a function `install(context)`); `chargenet serve`
 adds the webhook engine, which is what delivers. `create_app` mounts the operations endpoints, every part's
-routes and one `Mount` per face (the API today; the console will be one more). Nothing else lives here.
+routes and one `Mount` per face (the API and the console). Nothing else lives here.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from chargenet.edge import install as edge_install
 from chargenet.meters import install as meters_install
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox.retention import EventRetention
+from chargenet.console.app import create_console
+from chargenet.console.pages import Console
+from chargenet.services.operators import Passwords
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
 
@@ -63,8 +66,10 @@ def _database_check(store: Store) -> HealthCheck:
     return check
 
 
-def create_app(context: AppContext) -> Starlette:
-    """The one ASGI app: operations endpoints, then every part's routes, then one mount per face."""
+def create_app(context: AppContext, *, console_passwords: Passwords | None = None) -> Starlette:
+    """The one ASGI app: operations endpoints, then every part's routes, then one mount per face.
+
+    `console_passwords` hashes operators' passwords (tests give a cheap argon2 profile; the default is argon2id's)."""
 
     async def health(_: Request) -> JSONResponse:
         components: list[ComponentHealth] = []
@@ -81,6 +86,18 @@ def create_app(context: AppContext) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
         *context.routes,
         Mount("/api/v1", app=create_api(context)),
+        Mount(
+            "/console",
+            app=create_console(
+                Console(
+                    context.store.transaction,
+                    context.clock,
+                    context.settings.public_url,
+                    console_passwords or Passwords(),
+                    secret_hasher=context.keys.secret_hasher(),
+                )
+            ),
+        ),
     ]
 
     @contextlib.asynccontextmanager

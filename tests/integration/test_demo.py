@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.integration.test_serve import chargenet, free_port, wait_for_health
@@ -19,6 +20,7 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
     port = free_port()
     process = chargenet("demo", "--port", str(port), "--data-dir", str(tmp_path / "demo"))
     seen: dict[str, dict[str, object]] = {}
+    sign_in: list[str] = []
     try:
         wait_for_health(port, process)
         assert process.stdout is not None
@@ -28,9 +30,22 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
             if not ready:
                 continue
             line = process.stdout.readline()
+            if line.startswith("  console sign-in "):
+                sign_in = line.removeprefix("  console sign-in ").split(" (")[0].split(" / ")
             if line.startswith("partner received "):
                 event = json.loads(line.removeprefix("partner received "))
                 seen.setdefault(event["eventType"], event)
+        # The printed console credentials work: the operator signs in and reaches the overview.
+        assert len(sign_in) == 2, "make demo prints the console's sign-in"
+        console = f"http://127.0.0.1:{port}/console"
+        with httpx.Client(base_url=console) as client:
+            response = client.post(
+                "/login",
+                data={"email": sign_in[0], "password": sign_in[1]},
+                headers={"Origin": f"http://127.0.0.1:{port}"},
+            )
+            assert response.status_code == 303
+            assert "Overview" in client.get("/").text
     finally:
         process.kill()
         process.communicate()

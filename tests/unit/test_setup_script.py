@@ -95,3 +95,36 @@ def test_it_runs_under_the_systems_python_alone() -> None:
         if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
     }
     assert imported <= set(sys.stdlib_module_names)
+
+
+def test_every_npm_folder_is_installed_with_its_own_stamp_and_only_when_its_lock_changed(
+    setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = [folder.relative_to(setup_script.ROOT).as_posix() for folder in setup_script.NPM_FOLDERS]
+    assert real == ["tests/interop", "tests/browser"]
+    folders = []
+    for name in ("interop", "browser"):
+        folder = tmp_path / name
+        (folder / "node_modules").mkdir(parents=True)
+        (folder / "package-lock.json").write_text(f'{{"name": "{name}"}}')
+        folders.append(folder)
+    monkeypatch.setattr(setup_script, "NPM_FOLDERS", tuple(folders))
+    monkeypatch.setattr(setup_script, "ROOT", tmp_path)
+    installed: list[Path] = []
+
+    class Finished:
+        stdout = "v22.0.0\n"
+
+    def run(command: list[str], **kwargs: object) -> Finished:
+        if "ci" in command:
+            installed.append(Path(str(kwargs["cwd"])))
+        return Finished()
+
+    monkeypatch.setattr(setup_script.subprocess, "run", run)
+    assert setup_script.node_packages() is True
+    assert installed == folders
+    assert all((folder / "node_modules" / ".installed").exists() for folder in folders)
+    assert setup_script.node_packages() is False  # nothing changed: nothing installed
+    (folders[1] / "package-lock.json").write_text('{"name": "browser", "v": 2}')
+    installed.clear()
+    assert setup_script.node_packages() is True and installed == [folders[1]]

@@ -22,6 +22,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "deadletter": ("webhooks", "events a webhook could not deliver"),
     "localauth": ("localauth", "a site's local authorization list"),
     "meter": ("meters", "Modbus meters whose readings become sessions"),
+    "operator": ("operators", "people who sign in to the console, with a role in one company"),
 }
 
 

@@ -16,12 +16,14 @@ from chargenet.store.models.edge import (
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
 from chargenet.store.models.meters import Meter, MeterBusLease, MeterSession, MeterState
+from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
 from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
 
 __all__ = [
     "Application",
+    "AuditRecord",
     "AuthCacheEntry",
     "Base",
     "ChargePoint",
@@ -39,6 +41,8 @@ __all__ = [
     "MeterSession",
     "MeterState",
     "OcppMessage",
+    "Operator",
+    "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
     "Site",

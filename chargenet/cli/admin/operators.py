@@ -1,0 +1,148 @@
+"""`chargenet admin operator ...`: the console's operators (decisions.md, "Console").
+
+The first operator of a company can only be made here: the console has no default account and no sign-up.
+Passwords come on standard input (`--password-stdin`), never as an argument, which other users of the machine
+could read in the process list; a terminal is asked twice, without echo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from collections.abc import Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_with_context
+from chargenet.domain.operators import Role
+from chargenet.errors import InvalidInput
+from chargenet.services import audit, operators
+
+# How passwords are hashed; tests put a cheap argon2 profile here instead of the deliberately slow default.
+passwords: Callable[[], operators.Passwords] = operators.Passwords
+
+
+def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    noun = nouns.add_parser("operator", help="people who sign in to the console, with a role in one company")
+    verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
+    create = add_verb(verbs, "create", "create an operator (the first owner of a company is made this way)", _create)
+    create.add_argument("--company", required=True, dest="company_id", metavar="ID")
+    create.add_argument("--email", required=True)
+    create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    _password_flag(create)
+    listing = add_verb(verbs, "list", "list a company's operators", _list)
+    listing.add_argument("--company", required=True, dest="company_id", metavar="ID")
+    for name, text, run in (
+        ("disable", "disable an operator; their console sessions end at once", _disable),
+        ("enable", "allow a disabled operator to sign in again", _enable),
+    ):
+        add_verb(verbs, name, text, run).add_argument("operator_id", metavar="ID")
+    set_role = add_verb(verbs, "set-role", "change an operator's role", _set_role)
+    set_role.add_argument("operator_id", metavar="ID")
+    set_role.add_argument("role", choices=[r.value for r in Role])
+    password = add_verb(verbs, "password", "set an operator's password; their sessions end", _password)
+    password.add_argument("operator_id", metavar="ID")
+    _password_flag(password)
+
+
+def _password_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--password-stdin",
+        dest="password_stdin",
+        action="store_true",
+        help="read the password from standard input (without it, a terminal is asked)",
+    )
+
+
+def read_password(args: argparse.Namespace) -> str:
+    if args.password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass("password: ")
+        if getpass.getpass("again: ") != password:
+            raise InvalidInput("the two passwords differ", field="password")
+    if not password:
+        raise InvalidInput("no password on standard input", field="password")
+    return password
+
+
+def _create(args: argparse.Namespace) -> None:
+    password = read_password(args)
+    created = run_with_context(
+        args,
+        lambda ctx: operators.create_operator(
+            ctx.store.transaction,
+            passwords(),
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            company_id=args.company_id,
+            email=args.email,
+            role=args.role,
+            password=password,
+            now=ctx.clock.now(),
+        ),
+    )
+    emit(args, {"id": created.id}, f"created operator {created.id} ({created.email}, {created.role})")
+
+
+def _list(args: argparse.Namespace) -> None:
+    async def everyone(session: AsyncSession) -> list[operators.OperatorView]:
+        items: list[operators.OperatorView] = []
+        after: str | None = None
+        while True:
+            page = await operators.list_operators(
+                session, operators.LOCAL, company_id=args.company_id, limit=500, after=after
+            )
+            items.extend(page.items)
+            if page.next_after is None:
+                return items
+            after = page.next_after
+
+    items = in_transaction(args, lambda ctx, s: everyone(s))
+    emit_list(args, [o.to_json() for o in items], ["id", "email", "role", "enabled"])
+
+
+def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
+    view = in_transaction(
+        args,
+        lambda ctx, s: operators.set_enabled(
+            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, enabled=enabled, now=ctx.clock.now()
+        ),
+    )
+    emit(args, view.to_json(), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
+
+
+def _disable(args: argparse.Namespace) -> None:
+    _set_enabled(args, False)
+
+
+def _enable(args: argparse.Namespace) -> None:
+    _set_enabled(args, True)
+
+
+def _set_role(args: argparse.Namespace) -> None:
+    view = in_transaction(
+        args,
+        lambda ctx, s: operators.set_role(
+            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, role=args.role, now=ctx.clock.now()
+        ),
+    )
+    emit(args, view.to_json(), f"operator {view.id} ({view.email}) is now {view.role}")
+
+
+def _password(args: argparse.Namespace) -> None:
+    password = read_password(args)
+    run_with_context(
+        args,
+        lambda ctx: operators.set_password(
+            ctx.store.transaction,
+            passwords(),
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            args.operator_id,
+            password=password,
+            now=ctx.clock.now(),
+        ),
+    )
+    emit(args, {"id": args.operator_id}, f"password of operator {args.operator_id} set; their sessions ended")

@@ -1,0 +1,142 @@
+"""Applications (Configuration > Applications): list, create, enable and disable, rotate the secret, delete.
+
+A client secret appears in exactly one answer, the one to the POST that made it (creation or rotation), which
+is not a redirect target and is `no-store`: reloading, going back or opening the application again never shows
+it. The audit record of each change names the application, never its secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
+from chargenet.domain.operators import Role
+from chargenet.errors import InvalidInput
+from chargenet.keys import SecretHasher
+from chargenet.services import applications, audit
+
+PAGE_SIZE = 50
+
+
+def _hasher(request: Request) -> SecretHasher:
+    hasher = console_of(request).secret_hasher
+    assert hasher is not None, "the console was built without the secret hasher applications need"
+    return hasher
+
+
+async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
+    after = request.query_params.get("after") or None
+    async with console_of(request).transaction() as session:
+        rows = await applications.list_applications(
+            session, company_id=signed.caller.company_id, limit=PAGE_SIZE + 1, after=after
+        )
+    shown = rows[:PAGE_SIZE]
+    values = {
+        "items": shown,
+        "next_after": shown[-1].client_id if len(rows) > PAGE_SIZE else None,
+        "after": after,
+        "name": "",
+        **context,
+    }
+    status = 422 if context.get("errors") else 200
+    return render(request, "applications.html", values, status_code=status, signed=signed, active="applications")
+
+
+async def _list(request: Request, signed: Signed) -> Response:
+    return await _listing(request, signed)
+
+
+async def _create(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    name = (await submitted(request)).get("name", "")
+    try:
+        async with console.transaction() as session:
+            created = await applications.create_application(
+                session, _hasher(request), company_id=signed.caller.company_id, name=name, now=console.clock.now()
+            )
+            await _audit(session, request, signed, "application.create", created.client_id, {"name": name.strip()})
+    except InvalidInput as error:
+        return await _listing(request, signed, name=name, errors={"name": error.detail})
+    return _secret_page(request, signed, created, name=name.strip(), rotated=False)
+
+
+async def _show(request: Request, signed: Signed) -> Response:
+    async with console_of(request).transaction() as session:
+        shown = await applications.get_application(
+            session, request.path_params["client_id"], company_id=signed.caller.company_id
+        )
+    return render(request, "application.html", {"app": shown}, signed=signed, active="applications")
+
+
+def _set_enabled(enabled: bool) -> Any:
+    async def view(request: Request, signed: Signed) -> Response:
+        console = console_of(request)
+        client_id = request.path_params["client_id"]
+        async with console.transaction() as session:
+            await applications.set_enabled(
+                session, client_id, enabled=enabled, now=console.clock.now(), company_id=signed.caller.company_id
+            )
+            await _audit(session, request, signed, f"application.{'enable' if enabled else 'disable'}", client_id)
+        return redirect(console.url(f"/applications/{client_id}"))
+
+    return view
+
+
+async def _rotate(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    client_id = request.path_params["client_id"]
+    async with console.transaction() as session:
+        rotated = await applications.rotate_secret(
+            session, _hasher(request), client_id, now=console.clock.now(), company_id=signed.caller.company_id
+        )
+        shown = await applications.get_application(session, client_id, company_id=signed.caller.company_id)
+        await _audit(session, request, signed, "application.rotate-secret", client_id)
+    return _secret_page(request, signed, rotated, name=shown.name, rotated=True)
+
+
+async def _delete(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    client_id = request.path_params["client_id"]
+    async with console.transaction() as session:
+        await applications.delete_application(session, client_id, company_id=signed.caller.company_id)
+        await _audit(session, request, signed, "application.delete", client_id)
+    return go_to(request, console.url("/applications"))
+
+
+def _secret_page(
+    request: Request, signed: Signed, credentials: applications.Credentials, *, name: str, rotated: bool
+) -> Response:
+    context = {"credentials": credentials, "name": name, "rotated": rotated}
+    return render(request, "application_secret.html", context, signed=signed, active="applications")
+
+
+async def _audit(
+    session: Any, request: Request, signed: Signed, action: str, client_id: str, detail: dict[str, str] | None = None
+) -> None:
+    await audit.record(
+        session,
+        signed.actor(request),
+        company_id=signed.caller.company_id,
+        action=action,
+        object_type="application",
+        object_id=client_id,
+        now=console_of(request).clock.now(),
+        detail=detail,
+    )
+
+
+def routes() -> list[Route]:
+    admin = Role.ADMIN
+    return [
+        Route("/applications", page(_list), methods=["GET"]),
+        Route("/applications", page(_create, role=admin), methods=["POST"]),
+        Route("/applications/{client_id}", page(_show), methods=["GET"]),
+        Route("/applications/{client_id}/disable", page(_set_enabled(False), role=admin), methods=["POST"]),
+        Route("/applications/{client_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),
+        Route("/applications/{client_id}/rotate-secret", page(_rotate, role=admin), methods=["POST"]),
+        Route("/applications/{client_id}/delete", page(_delete, role=admin), methods=["POST"]),
+    ]

@@ -1,0 +1,172 @@
+"""The audit log: who created, changed, rotated, replayed, enabled or disabled what, when and from where.
+
+Every face records its own changes through `record`, in the same transaction as the change, so a change and
+its audit record are committed together or not at all. A record never holds a secret: `record` refuses a
+detail whose key names one (a programming error, raised as `ValueError` so tests catch it), and callers pass
+only what identifies the change (a role, a name, "enabled"), never a value that grants access.
+
+Kept 365 days (decisions.md); the purge belongs with the other retention jobs.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.errors import InvalidInput
+from chargenet.store.models import AuditRecord
+
+RETENTION = timedelta(days=365)
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+# Substrings of a detail key that name a secret; such a key is refused whatever its value.
+_SECRET_WORDS = ("secret", "password", "token", "credential", "key")
+
+
+class Face(enum.StrEnum):
+    CONSOLE = "console"
+    CLI = "cli"
+    API = "api"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who acts, as the audit log names them: `who` is readable ("operator ana@example.org",
+    "local operator", "application cid_..."); `address` is the client's IP address where there is one."""
+
+    who: str
+    face: Face
+    address: str | None = None
+
+
+LOCAL_OPERATOR = Actor("local operator", Face.CLI)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: int
+    company_id: str | None
+    at: datetime
+    actor: str
+    face: str
+    address: str | None
+    action: str
+    object_type: str
+    object_id: str
+    detail: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """What the audit log page can be narrowed to; every field is optional and they combine with AND."""
+
+    action: str | None = None
+    object_type: str | None = None
+    object_id: str | None = None
+    actor: str | None = None  # a substring of who acted
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    items: list[AuditEntry]
+    # The id to pass as `before` for the next (older) page; None on the last page.
+    next_before: int | None
+
+
+async def record(
+    session: AsyncSession,
+    actor: Actor,
+    *,
+    company_id: str | None,
+    action: str,
+    object_type: str,
+    object_id: str,
+    now: datetime,
+    detail: Mapping[str, str] | None = None,
+) -> None:
+    """Add one audit record to the caller's transaction."""
+    detail = dict(detail or {})
+    for key in detail:
+        if any(word in key.lower() for word in _SECRET_WORDS):
+            raise ValueError(f"audit detail {key!r} names a secret; the audit log never holds one")
+    session.add(
+        AuditRecord(
+            company_id=company_id,
+            at=now,
+            actor=actor.who[:300],
+            face=actor.face.value,
+            address=actor.address,
+            action=action,
+            object_type=object_type,
+            object_id=object_id,
+            detail=json.dumps(detail, ensure_ascii=False, sort_keys=True),
+        )
+    )
+    await session.flush()
+
+
+async def list_records(
+    session: AsyncSession,
+    *,
+    company_id: str,
+    where: AuditFilter | None = None,
+    limit: int = DEFAULT_LIMIT,
+    before: int | None = None,
+) -> AuditPage:
+    """One company's records, newest first, `limit` at most, older than the record `before` when given."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"must be 1-{MAX_LIMIT}", field="limit")
+    where = where or AuditFilter()
+    query = select(AuditRecord).where(AuditRecord.company_id == company_id)
+    if before is not None:
+        query = query.where(AuditRecord.id < before)
+    if where.action:
+        query = query.where(AuditRecord.action == where.action)
+    if where.object_type:
+        query = query.where(AuditRecord.object_type == where.object_type)
+    if where.object_id:
+        query = query.where(AuditRecord.object_id == where.object_id)
+    if where.actor:
+        escaped = where.actor.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(AuditRecord.actor.ilike(f"%{escaped}%", escape="\\"))
+    if where.since is not None:
+        query = query.where(AuditRecord.at >= where.since)
+    if where.until is not None:
+        query = query.where(AuditRecord.at < where.until)
+    # One row beyond the page says whether an older page exists, so the last page offers no empty "older".
+    rows = list(await session.scalars(query.order_by(AuditRecord.id.desc()).limit(limit + 1)))
+    shown = rows[:limit]
+    return AuditPage(
+        [_entry(row) for row in shown],
+        shown[-1].id if len(rows) > limit and shown else None,
+    )
+
+
+async def purge(session: AsyncSession, *, now: datetime) -> int:
+    """Delete records older than RETENTION; returns how many."""
+    result = await session.execute(delete(AuditRecord).where(AuditRecord.at < now - RETENTION))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _entry(row: AuditRecord) -> AuditEntry:
+    return AuditEntry(
+        row.id,
+        row.company_id,
+        row.at,
+        row.actor,
+        row.face,
+        row.address,
+        row.action,
+        row.object_type,
+        row.object_id,
+        json.loads(row.detail),
+    )

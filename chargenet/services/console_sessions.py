@@ -1,0 +1,88 @@
+"""Console sessions, kept on the server so that signing out, a password change and disabling an operator end
+them at once (a signed cookie could not be taken back).
+
+The cookie holds a random 256-bit id; the store keeps only its SHA-256, so a copy of the database signs nobody
+in. Each session has its own CSRF token. Expiry follows `chargenet.domain.operators.session_state` (idle and
+absolute limits on the injected clock); an ended or expired session is deleted when it is next presented.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.operators import ABSOLUTE_TIMEOUT, Role, SessionState, session_state
+from chargenet.services.operators import OperatorCaller, OperatorView
+from chargenet.store.models import Operator, OperatorSession
+
+# `last_seen_at` is written at most this often: a write per page view would make every read a write.
+TOUCH_EVERY = timedelta(seconds=30)
+
+
+def id_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class StartedSession:
+    token: str  # for the cookie only; never stored
+    csrf_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResumedSession:
+    caller: OperatorCaller
+    id_hash: str
+    csrf_token: str
+
+
+async def start(session: AsyncSession, operator: OperatorView, *, now: datetime) -> StartedSession:
+    """A new session with a new id (never one the browser brought: that would allow session fixation)."""
+    token = secrets.token_urlsafe(32)
+    csrf = secrets.token_urlsafe(32)
+    # Housekeeping: this operator's sessions past the absolute limit can go now.
+    await session.execute(
+        delete(OperatorSession).where(
+            OperatorSession.operator_id == operator.id, OperatorSession.created_at <= now - ABSOLUTE_TIMEOUT
+        )
+    )
+    session.add(
+        OperatorSession(
+            id_hash=id_hash(token), operator_id=operator.id, csrf_token=csrf, created_at=now, last_seen_at=now
+        )
+    )
+    await session.flush()
+    return StartedSession(token, csrf)
+
+
+async def resume(session: AsyncSession, token: str, *, now: datetime) -> ResumedSession | None:
+    """The live session the cookie names, touched; None when there is none, it expired or its operator was
+    disabled (an expired one is deleted here)."""
+    hashed = id_hash(token)
+    found = (
+        await session.execute(
+            select(OperatorSession, Operator)
+            .join(Operator, Operator.id == OperatorSession.operator_id)
+            .where(OperatorSession.id_hash == hashed)
+        )
+    ).one_or_none()
+    if found is None:
+        return None
+    row, operator = found
+    state = session_state(created_at=row.created_at, last_seen_at=row.last_seen_at, now=now)
+    if state is not SessionState.ALIVE or not operator.enabled:
+        await session.delete(row)
+        return None
+    if now - row.last_seen_at >= TOUCH_EVERY:
+        row.last_seen_at = now
+    caller = OperatorCaller(operator.id, operator.company_id, operator.email, Role(operator.role))
+    return ResumedSession(caller, hashed, row.csrf_token)
+
+
+async def end(session: AsyncSession, token: str) -> None:
+    await session.execute(delete(OperatorSession).where(OperatorSession.id_hash == id_hash(token)))

@@ -1,0 +1,410 @@
+"""Operators: create, sign in, change a password, change a role, disable and enable, list (decisions.md, "Console").
+
+Passwords are argon2id (argon2-cffi), hashed and verified in a worker thread and outside any database
+transaction: a verification takes tens of milliseconds on purpose, and on SQLite a transaction holds the one
+writer lock that the edge and the webhook lanes also need. Functions that hash therefore take the store's
+`transaction` factory and open their own short transactions around the hashing.
+
+Who may act: a signed-in operator (`OperatorCaller`) acts within its own company, and only an owner manages
+operators; the command line (`LOCAL`) reaches every company. Another company's operator is `NotFound`, exactly
+like one that does not exist. Each change is audited in its own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.operators import Role, normalize_email, parse_role, validate_password
+from chargenet.errors import (
+    Conflict,
+    EmailTaken,
+    Forbidden,
+    InvalidCredentials,
+    InvalidInput,
+    NotFound,
+    StaleChange,
+)
+from chargenet.ids import new_id
+from chargenet.services import audit
+from chargenet.store.models import Company, Operator, OperatorSession
+
+Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+
+class Passwords:
+    """argon2id hashing, plus a dummy hash of the same cost, so that signing in with an unknown e-mail takes as
+    long as with a wrong password and the timing does not tell which addresses have accounts."""
+
+    def __init__(self, hasher: PasswordHasher | None = None) -> None:
+        self.hasher = hasher or PasswordHasher()
+        self._dummy: str | None = None  # made on first use: every process builds one, few sign anyone in
+
+    async def hash(self, password: str) -> str:
+        return await asyncio.to_thread(self.hasher.hash, password)
+
+    async def verify(self, encoded: str | None, password: str) -> bool:
+        """Whether `password` matches `encoded`; with `encoded` None, the same work against the dummy hash."""
+        return await asyncio.to_thread(self._verify, encoded, password)
+
+    def _verify(self, encoded: str | None, password: str) -> bool:
+        if encoded is None and self._dummy is None:
+            self._dummy = self.hasher.hash(secrets.token_urlsafe(24))
+        try:
+            return self.hasher.verify(encoded or self._dummy or "", password) and encoded is not None
+        except (VerificationError, InvalidHashError):
+            return False
+
+    def needs_rehash(self, encoded: str) -> bool:
+        return self.hasher.check_needs_rehash(encoded)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorCaller:
+    """A signed-in operator acting in the console: one company, one role."""
+
+    operator_id: str
+    company_id: str
+    email: str
+    role: Role
+
+    @property
+    def may_change(self) -> bool:
+        return self.role.includes(Role.ADMIN)
+
+    @property
+    def may_manage_operators(self) -> bool:
+        return self.role is Role.OWNER
+
+
+@dataclass(frozen=True, slots=True)
+class LocalAdmin:
+    """`chargenet admin` on the server's machine, which holds the store and its keys: reaches every company."""
+
+    operator_id: None = None
+    company_id: None = None
+    may_change: bool = True
+    may_manage_operators: bool = True
+
+
+LOCAL = LocalAdmin()
+Manager = OperatorCaller | LocalAdmin
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorView:
+    id: str
+    company_id: str
+    email: str
+    role: Role
+    enabled: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "companyId": self.company_id,
+            "email": self.email,
+            "role": self.role.value,
+            "enabled": self.enabled,
+            "version": self.version,
+            "createdAt": self.created_at.isoformat(),
+            "updatedAt": self.updated_at.isoformat(),
+        }
+
+
+def _view(row: Operator) -> OperatorView:
+    return OperatorView(
+        row.id, row.company_id, row.email, Role(row.role), row.enabled, row.version, row.created_at, row.updated_at
+    )
+
+
+def _require_manager(by: Manager, company_id: str) -> None:
+    if by.company_id is not None and by.company_id != company_id:
+        raise NotFound("company", company_id)
+    if not by.may_manage_operators:
+        raise Forbidden("only an owner manages operators")
+
+
+async def _get(session: AsyncSession, by: Manager, operator_id: str) -> Operator:
+    row = await session.get(Operator, operator_id)
+    if row is None or (by.company_id is not None and row.company_id != by.company_id):
+        raise NotFound("operator", operator_id)
+    return row
+
+
+def _check_version(row: Operator, expected: int | None) -> None:
+    if expected is not None and row.version != expected:
+        raise StaleChange(f"operator {row.email} was changed by someone else meanwhile; reload and try again")
+
+
+async def create_operator(
+    transaction: Transactions,
+    passwords: Passwords,
+    by: Manager,
+    actor: audit.Actor,
+    *,
+    company_id: str,
+    email: str,
+    role: str,
+    password: str,
+    now: datetime,
+) -> OperatorView:
+    _require_manager(by, company_id)
+    email = normalize_email(email)
+    parsed = parse_role(role)
+    validate_password(password)
+    encoded = await passwords.hash(password)
+    async with transaction() as session:
+        if await session.get(Company, company_id) is None:
+            raise NotFound("company", company_id)
+        if await session.scalar(select(Operator.id).where(Operator.email == email)) is not None:
+            raise EmailTaken(email)
+        row = Operator(
+            id=new_id("op"),
+            company_id=company_id,
+            email=email,
+            password_hash=encoded,
+            role=parsed.value,
+            enabled=True,
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        await session.flush()
+        await audit.record(
+            session,
+            actor,
+            company_id=company_id,
+            action="operator.create",
+            object_type="operator",
+            object_id=row.id,
+            now=now,
+            detail={"email": email, "role": parsed.value},
+        )
+        return _view(row)
+
+
+async def sign_in(transaction: Transactions, passwords: Passwords, *, email: str, password: str) -> OperatorView:
+    """The operator these credentials belong to; `InvalidCredentials` for anything else, after the same work."""
+    try:
+        email = normalize_email(email)
+    except InvalidInput:
+        email = ""
+    async with transaction() as session:
+        row = await session.scalar(select(Operator).where(Operator.email == email)) if email else None
+        encoded = row.password_hash if row is not None else None
+    if not await passwords.verify(encoded, password) or row is None or not row.enabled:
+        raise InvalidCredentials()
+    if passwords.needs_rehash(row.password_hash):
+        # The parameters were raised since this password was set: store it at today's cost while we have it.
+        upgraded = await passwords.hash(password)
+        async with transaction() as session:
+            current = await session.get(Operator, row.id)
+            if current is not None and current.password_hash == row.password_hash:
+                current.password_hash = upgraded
+    return _view(row)
+
+
+async def change_own_password(
+    transaction: Transactions,
+    passwords: Passwords,
+    by: OperatorCaller,
+    actor: audit.Actor,
+    *,
+    current: str,
+    new: str,
+    now: datetime,
+    keep_session: str | None = None,
+) -> None:
+    """Set a new password after checking the current one. Every other session of the operator ends, so a
+    password changed because it leaked also signs out whoever used it; `keep_session` (an id hash) stays."""
+    validate_password(new, field="new_password")
+    async with transaction() as session:
+        row = await _get(session, by, by.operator_id)
+        encoded = row.password_hash
+    if not await passwords.verify(encoded, current):
+        raise InvalidInput("is not your current password", field="current_password")
+    new_hash = await passwords.hash(new)
+    async with transaction() as session:
+        row = await _get(session, by, by.operator_id)
+        if row.password_hash != encoded:
+            raise StaleChange("the password was changed meanwhile; sign in again")
+        row.password_hash = new_hash
+        row.version += 1
+        row.updated_at = now
+        ending = delete(OperatorSession).where(OperatorSession.operator_id == row.id)
+        if keep_session is not None:
+            ending = ending.where(OperatorSession.id_hash != keep_session)
+        await session.execute(ending)
+        await audit.record(
+            session,
+            actor,
+            company_id=row.company_id,
+            action="operator.change-password",
+            object_type="operator",
+            object_id=row.id,
+            now=now,
+        )
+
+
+async def set_password(
+    transaction: Transactions,
+    passwords: Passwords,
+    by: Manager,
+    actor: audit.Actor,
+    operator_id: str,
+    *,
+    password: str,
+    now: datetime,
+) -> None:
+    """An owner (or the command line) sets another operator's password; that operator's sessions end."""
+    validate_password(password)
+    encoded = await passwords.hash(password)
+    async with transaction() as session:
+        row = await _get(session, by, operator_id)
+        _require_manager(by, row.company_id)
+        row.password_hash = encoded
+        row.version += 1
+        row.updated_at = now
+        await session.execute(delete(OperatorSession).where(OperatorSession.operator_id == row.id))
+        await audit.record(
+            session,
+            actor,
+            company_id=row.company_id,
+            action="operator.set-password",
+            object_type="operator",
+            object_id=row.id,
+            now=now,
+        )
+
+
+async def _owners_left(session: AsyncSession, company_id: str, without: str) -> int:
+    count = await session.scalar(
+        select(func.count())
+        .select_from(Operator)
+        .where(
+            Operator.company_id == company_id,
+            Operator.role == Role.OWNER.value,
+            Operator.enabled.is_(True),
+            Operator.id != without,
+        )
+    )
+    return int(count or 0)
+
+
+async def set_role(
+    session: AsyncSession,
+    by: Manager,
+    actor: audit.Actor,
+    operator_id: str,
+    *,
+    role: str,
+    now: datetime,
+    expected_version: int | None = None,
+) -> OperatorView:
+    parsed = parse_role(role)
+    row = await _get(session, by, operator_id)
+    _require_manager(by, row.company_id)
+    _check_version(row, expected_version)
+    if row.id == by.operator_id:
+        raise Conflict("an owner cannot change their own role; another owner can")
+    if row.role == parsed.value:
+        return _view(row)
+    if row.role == Role.OWNER.value and row.enabled and not await _owners_left(session, row.company_id, row.id):
+        raise Conflict("the company would be left without an enabled owner")
+    before = row.role
+    row.role = parsed.value
+    row.version += 1
+    row.updated_at = now
+    await session.flush()
+    await audit.record(
+        session,
+        actor,
+        company_id=row.company_id,
+        action="operator.set-role",
+        object_type="operator",
+        object_id=row.id,
+        now=now,
+        detail={"email": row.email, "from": before, "to": parsed.value},
+    )
+    return _view(row)
+
+
+async def set_enabled(
+    session: AsyncSession,
+    by: Manager,
+    actor: audit.Actor,
+    operator_id: str,
+    *,
+    enabled: bool,
+    now: datetime,
+    expected_version: int | None = None,
+) -> OperatorView:
+    """Disabling ends every session of the operator in the same transaction: their next request is signed out."""
+    row = await _get(session, by, operator_id)
+    _require_manager(by, row.company_id)
+    _check_version(row, expected_version)
+    if row.enabled == enabled:
+        return _view(row)
+    if not enabled:
+        if row.id == by.operator_id:
+            raise Conflict("an owner cannot disable their own account; another owner can")
+        if row.role == Role.OWNER.value and not await _owners_left(session, row.company_id, row.id):
+            raise Conflict("the company would be left without an enabled owner")
+        await session.execute(delete(OperatorSession).where(OperatorSession.operator_id == row.id))
+    row.enabled = enabled
+    row.version += 1
+    row.updated_at = now
+    await session.flush()
+    await audit.record(
+        session,
+        actor,
+        company_id=row.company_id,
+        action="operator.enable" if enabled else "operator.disable",
+        object_type="operator",
+        object_id=row.id,
+        now=now,
+        detail={"email": row.email},
+    )
+    return _view(row)
+
+
+async def get_operator(session: AsyncSession, by: Manager, operator_id: str) -> OperatorView:
+    row = await _get(session, by, operator_id)
+    _require_manager(by, row.company_id)
+    return _view(row)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorPage:
+    items: list[OperatorView]
+    next_after: str | None  # the e-mail to pass as `after` for the next page
+
+
+async def list_operators(
+    session: AsyncSession, by: Manager, *, company_id: str, limit: int = 50, after: str | None = None
+) -> OperatorPage:
+    """A company's operators by e-mail, `limit` at most, from just after the e-mail `after`."""
+    _require_manager(by, company_id)
+    if not 1 <= limit <= 500:
+        raise InvalidInput("must be 1-500", field="limit")
+    query = select(Operator).where(Operator.company_id == company_id).order_by(Operator.email).limit(limit + 1)
+    if after is not None:
+        query = query.where(Operator.email > after)
+    rows = list(await session.scalars(query))
+    shown = rows[:limit]
+    return OperatorPage([_view(r) for r in shown], shown[-1].email if len(rows) > limit and shown else None)

@@ -1,0 +1,100 @@
+"""The console served for real (uvicorn on loopback, the whole composition root) for the browser tests, and the
+axe-core scan they run on every page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import argon2
+import uvicorn
+from playwright.async_api import Page
+
+from chargenet.app import AppContext, create_app, open_context
+from chargenet.config import load_settings
+from chargenet.services import audit, companies, operators
+
+AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+PASSWORD = "correct horse battery"
+OWNER = "owner@acme.test"
+
+
+@dataclass
+class ServedConsole:
+    context: AppContext
+    url: str  # the console's address, ending in /console
+    company_id: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def served_console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
+    port = free_port()
+    settings = load_settings({"data_dir": str(tmp_path / "data"), "port": port}, environ={})
+    context = await open_context(settings)
+    passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    async with context.store.transaction() as session:
+        company = await companies.create_company(session, name="Acme", now=context.clock.now())
+    await operators.create_operator(
+        context.store.transaction,
+        passwords,
+        operators.LOCAL,
+        audit.LOCAL_OPERATOR,
+        company_id=company.id,
+        email=OWNER,
+        role="owner",
+        password=PASSWORD,
+        now=context.clock.now(),
+    )
+    app = create_app(context, console_passwords=passwords)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield ServedConsole(context, f"{settings.public_url}/console", company.id)
+    finally:
+        server.should_exit = True
+        await task
+        await context.close()
+
+
+async def sign_in(page: Page, console: ServedConsole, email: str = OWNER, password: str = PASSWORD) -> None:
+    await page.goto(f"{console.url}/login")
+    await page.get_by_label("E-mail address").fill(email)
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("heading", name="Overview").wait_for()
+
+
+async def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """The serious and critical WCAG 2 A/AA violations axe-core finds on the page as it is now."""
+    # Evaluated through the DevTools protocol, which the page's CSP (no inline script) does not govern.
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.evaluate(AXE.read_text())
+    result = await page.evaluate(
+        "async () => await axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']})"
+    )
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def assert_accessible(page: Page, state: str) -> None:
+    found = await axe_violations(page)
+    assert not found, f"{state} ({page.url}): {json.dumps(found, indent=1)}"

@@ -1,0 +1,67 @@
+"""`chargenet admin operator ...`: the first owner is made from the command line, with the password on stdin."""
+
+from __future__ import annotations
+
+import io
+
+import argon2
+import pytest
+
+from chargenet.cli.admin import operators as operator_cli
+from chargenet.services import operators
+from tests.integration.cli.test_admin import cli  # noqa: F401 - a fixture
+
+
+@pytest.fixture(autouse=True)
+def cheap_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
+    cheap = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    monkeypatch.setattr(operator_cli, "passwords", lambda: cheap)
+
+
+async def test_an_owner_is_created_listed_demoted_and_disabled(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    monkeypatch.setattr("sys.stdin", io.StringIO("correct horse battery\n"))
+    created = await cli(
+        "admin", "operator", "create", "--company", company["id"], "--email", "Ana@Acme.test", "--role", "owner",
+        "--password-stdin", "--json",
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    assert set(created.json()) == {"id"}
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long password\n"))
+    second = (
+        await cli(
+            "admin", "operator", "create", "--company", company["id"], "--email", "bo@acme.test", "--role", "owner",
+            "--password-stdin", "--json",
+        )
+    ).json()  # fmt: skip
+    listing = (await cli("admin", "operator", "list", "--company", company["id"], "--json")).json()
+    assert [(o["email"], o["role"], o["enabled"]) for o in listing["items"]] == [
+        ("ana@acme.test", "owner", True),
+        ("bo@acme.test", "owner", True),
+    ]
+    assert "password" not in str(listing).lower()
+    assert (await cli("admin", "operator", "set-role", second["id"], "viewer", "--json")).json()["role"] == "viewer"
+    assert (await cli("admin", "operator", "disable", second["id"], "--json")).json()["enabled"] is False
+
+
+async def test_a_short_password_is_refused_with_exit_code_2(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    refused = await cli(
+        "admin", "operator", "create", "--company", company["id"], "--email", "a@acme.test", "--role", "owner",
+        "--password-stdin",
+    )  # fmt: skip
+    assert refused.code == 2 and "at least 12 characters" in refused.err
+
+
+async def test_the_last_enabled_owner_cannot_be_disabled(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    monkeypatch.setattr("sys.stdin", io.StringIO("correct horse battery\n"))
+    owner = (
+        await cli(
+            "admin", "operator", "create", "--company", company["id"], "--email", "a@acme.test", "--role", "owner",
+            "--password-stdin", "--json",
+        )
+    ).json()  # fmt: skip
+    refused = await cli("admin", "operator", "disable", owner["id"])
+    assert refused.code == 5 and "without an enabled owner" in refused.err

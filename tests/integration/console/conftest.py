@@ -1,0 +1,115 @@
+"""The console in-process: the sub-app mounted at /console as the composition root mounts it, on a scratch SQLite
+store, driven through httpx's ASGI transport with a ManualClock and a cheap argon2 profile."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import argon2
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from chargenet.clock import ManualClock
+from chargenet.console.app import create_console
+from chargenet.console.pages import Console
+from chargenet.keys import KeyStore
+from chargenet.services import audit, companies, operators
+from chargenet.store import schema
+from chargenet.store.db import Store
+
+PUBLIC_URL = "http://console.test"
+ORIGIN = {"Origin": PUBLIC_URL}
+PASSWORD = "correct horse battery"
+
+
+@dataclass
+class Team:
+    company_id: str
+    owner: operators.OperatorView
+    admin: operators.OperatorView
+    viewer: operators.OperatorView
+    other_company_id: str
+    stranger: operators.OperatorView  # an owner of the other company
+
+
+@dataclass
+class ConsoleHarness:
+    store: Store
+    clock: ManualClock
+    console: Console
+    app: Starlette
+    team: Team
+    client: Callable[..., httpx.AsyncClient]
+
+    async def signed_in(self, email: str, password: str = PASSWORD, address: str = "192.0.2.10") -> httpx.AsyncClient:
+        client = self.client(address)
+        response = await client.post("/console/login", data={"email": email, "password": password}, headers=ORIGIN)
+        assert response.status_code == 303, response.text
+        return client
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert found, "no CSRF token in the page"
+    return found.group(1)
+
+
+@pytest.fixture(scope="session")
+def cheap_passwords() -> operators.Passwords:
+    return operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+
+
+@pytest.fixture
+async def harness(
+    tmp_path: Path, clock: ManualClock, cheap_passwords: operators.Passwords
+) -> AsyncIterator[ConsoleHarness]:
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'console.db'}")
+    await schema.prepare_schema(store)
+
+    async def make(company_id: str, email: str, role: str) -> operators.OperatorView:
+        return await operators.create_operator(
+            store.transaction,
+            cheap_passwords,
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            company_id=company_id,
+            email=email,
+            role=role,
+            password=PASSWORD,
+            now=clock.now(),
+        )
+
+    async with store.transaction() as session:
+        acme = await companies.create_company(session, name="Acme", now=clock.now())
+        other = await companies.create_company(session, name="Other", now=clock.now())
+    team = Team(
+        acme.id,
+        await make(acme.id, "owner@acme.test", "owner"),
+        await make(acme.id, "admin@acme.test", "admin"),
+        await make(acme.id, "viewer@acme.test", "viewer"),
+        other.id,
+        await make(other.id, "owner@other.test", "owner"),
+    )
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    console = Console(store.transaction, clock, PUBLIC_URL, cheap_passwords, secret_hasher=keys.secret_hasher())
+    app = Starlette(routes=[Mount("/console", app=create_console(console))])
+    clients: list[httpx.AsyncClient] = []
+
+    def client(address: str = "192.0.2.10") -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=app, client=(address, 40000))
+        made = httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL)
+        clients.append(made)
+        return made
+
+    try:
+        yield ConsoleHarness(store, clock, console, app, team, client)
+    finally:
+        for made in clients:
+            await made.aclose()
+        await store.dispose()
