@@ -25,13 +25,13 @@ from chargenet.api.app import create_api
 from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
+from chargenet.console.app import create_console
+from chargenet.console.pages import Console
 from chargenet.context import AppContext, Worker, open_store
 from chargenet.edge import install as edge_install
 from chargenet.meters import install as meters_install
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox.retention import EventRetention
-from chargenet.console.app import create_console
-from chargenet.console.pages import Console
 from chargenet.services.operators import Passwords
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER

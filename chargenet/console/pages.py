@@ -28,7 +28,8 @@ from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import SecretHasher
 from chargenet.services import audit, console_sessions
-from chargenet.services.operators import OperatorCaller, Passwords, Transactions
+from chargenet.services.callers import OperatorCaller
+from chargenet.services.operators import Passwords, Transactions
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.keys import SecretHasher
-from chargenet.services.callers import Caller
+from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, GroupMember
@@ -46,20 +46,22 @@ class Credentials(View):
     client_secret: str = Field(alias="client_secret")
 
 
-def _company(caller: Caller, company_id: str | None = None) -> str:
+def _company(caller: Caller, company_id: str | None = None, *, reading: bool = False) -> str:
     """The company whose applications the caller manages: its own, with a company-level grant; the local
-    operator names one."""
+    operator names one. Partners have no read-only grant for applications (managing them is one scope), but a
+    console viewer sees its company's applications without changing them."""
     if caller.company_id is None:
         if company_id is None:
             raise InvalidInput("name the company", field="company")
         return company_id
-    if not caller.allows(Scope.APPLICATIONS_WRITE, caller.company_id):
+    seeing = reading and isinstance(caller, OperatorCaller)
+    if not seeing and not caller.allows(Scope.APPLICATIONS_WRITE, caller.company_id):
         raise InsufficientScope(Scope.APPLICATIONS_WRITE.value)
     return caller.company_id
 
 
-async def _get(session: AsyncSession, caller: Caller, client_id: str) -> Application:
-    company_id = _company(caller) if caller.company_id is not None else None
+async def _get(session: AsyncSession, caller: Caller, client_id: str, *, reading: bool = False) -> Application:
+    company_id = _company(caller, reading=reading) if caller.company_id is not None else None
     app = await session.get(Application, client_id)
     if app is None or (company_id is not None and app.company_id != company_id):
         raise NotFound("application", client_id)
@@ -145,7 +147,7 @@ def _make_view(app: Application, group_ids: Iterable[str]) -> ApplicationView:
 
 
 async def get_application(session: AsyncSession, caller: Caller, client_id: str) -> ApplicationView:
-    return await _view(session, await _get(session, caller, client_id))
+    return await _view(session, await _get(session, caller, client_id, reading=True))
 
 
 async def list_applications(
@@ -153,7 +155,7 @@ async def list_applications(
 ) -> Page[ApplicationView]:
     """The applications of the caller's company (the local operator: of `company_id`, or all), by `client_id`."""
     if caller.company_id is not None:
-        company_id = _company(caller)
+        company_id = _company(caller, reading=True)
     query = select(Application).order_by(Application.client_id).limit(page.fetch)
     if company_id is not None:
         query = query.where(Application.company_id == company_id)

@@ -4,7 +4,8 @@ The use case answers for its caller's reach itself: an object of another company
 groups, is `NotFound`, exactly as if it did not exist, whichever face (API, command line, console) asked.
 - `ApiApplication`: a client application calling the API with an access token; its groups' grants decide.
 - `LocalOperator`: whoever runs `chargenet admin` on a machine holding the store and its keys; reaches all.
-The console's operator (a person with a role in one company) will be a third kind.
+- `OperatorCaller`: a person signed in to the console with a role in one company: the whole company, reading
+  only for a viewer.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chargenet.auth.permissions import Permissions, Reach
+from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
 
 
@@ -55,6 +57,35 @@ class LocalOperator:
         return "local operator"
 
 
-Caller = ApiApplication | LocalOperator
+@dataclass(frozen=True, slots=True)
+class OperatorCaller:
+    """A signed-in operator acting in the console: one company, one role."""
+
+    operator_id: str
+    company_id: str
+    email: str
+    role: Role
+
+    @property
+    def may_change(self) -> bool:
+        return self.role.includes(Role.ADMIN)
+
+    @property
+    def may_manage_operators(self) -> bool:
+        return self.role is Role.OWNER
+
+    def allows(self, scope: Scope, company_id: str, site_id: str | None = None) -> bool:
+        return company_id == self.company_id and (self.may_change or scope.value.endswith(":read"))
+
+    def reach(self, scope: Scope) -> Reach:
+        companies = frozenset({self.company_id}) if self.allows(scope, self.company_id) else frozenset[str]()
+        return Reach(companies, frozenset())
+
+    @property
+    def name(self) -> str:
+        return f"operator {self.email}"
+
+
+Caller = ApiApplication | LocalOperator | OperatorCaller
 
 OPERATOR = LocalOperator()

@@ -17,7 +17,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.operators import ABSOLUTE_TIMEOUT, Role, SessionState, session_state
-from chargenet.services.operators import OperatorCaller, OperatorView
+from chargenet.services.callers import OperatorCaller
+from chargenet.services.operators import OperatorView
 from chargenet.store.models import Operator, OperatorSession
 
 # `last_seen_at` is written at most this often: a write per page view would make every read a write.

@@ -37,6 +37,7 @@ from chargenet.errors import (
 )
 from chargenet.ids import new_id
 from chargenet.services import audit
+from chargenet.services.callers import OperatorCaller
 from chargenet.store.models import Company, Operator, OperatorSession
 
 Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
@@ -67,24 +68,6 @@ class Passwords:
 
     def needs_rehash(self, encoded: str) -> bool:
         return self.hasher.check_needs_rehash(encoded)
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorCaller:
-    """A signed-in operator acting in the console: one company, one role."""
-
-    operator_id: str
-    company_id: str
-    email: str
-    role: Role
-
-    @property
-    def may_change(self) -> bool:
-        return self.role.includes(Role.ADMIN)
-
-    @property
-    def may_manage_operators(self) -> bool:
-        return self.role is Role.OWNER
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from playwright.async_api import Page
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.config import load_settings
 from chargenet.services import audit, companies, operators
+from chargenet.services.callers import OPERATOR
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
@@ -45,7 +46,7 @@ async def served_console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
     context = await open_context(settings)
     passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
     async with context.store.transaction() as session:
-        company = await companies.create_company(session, name="Acme", now=context.clock.now())
+        company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())
     await operators.create_operator(
         context.store.transaction,
         passwords,

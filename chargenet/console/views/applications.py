@@ -18,6 +18,7 @@ from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
 from chargenet.services import applications, audit
+from chargenet.services.pages import PageRequest
 
 PAGE_SIZE = 50
 
@@ -30,14 +31,16 @@ def _hasher(request: Request) -> SecretHasher:
 
 async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
     after = request.query_params.get("after") or None
+    try:
+        wanted = PageRequest.of(PAGE_SIZE, after)
+    except InvalidInput:
+        # A cursor we never gave out (an edited address): the first page rather than an error page.
+        wanted, after = PageRequest(PAGE_SIZE), None
     async with console_of(request).transaction() as session:
-        rows = await applications.list_applications(
-            session, company_id=signed.caller.company_id, limit=PAGE_SIZE + 1, after=after
-        )
-    shown = rows[:PAGE_SIZE]
+        listed = await applications.list_applications(session, signed.caller, wanted)
     values = {
-        "items": shown,
-        "next_after": shown[-1].client_id if len(rows) > PAGE_SIZE else None,
+        "items": listed.items,
+        "next_after": listed.next,
         "after": after,
         "name": "",
         **context,
@@ -56,7 +59,7 @@ async def _create(request: Request, signed: Signed) -> Response:
     try:
         async with console.transaction() as session:
             created = await applications.create_application(
-                session, _hasher(request), company_id=signed.caller.company_id, name=name, now=console.clock.now()
+                session, signed.caller, _hasher(request), name=name, now=console.clock.now()
             )
             await _audit(session, request, signed, "application.create", created.client_id, {"name": name.strip()})
     except InvalidInput as error:
@@ -66,9 +69,7 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 async def _show(request: Request, signed: Signed) -> Response:
     async with console_of(request).transaction() as session:
-        shown = await applications.get_application(
-            session, request.path_params["client_id"], company_id=signed.caller.company_id
-        )
+        shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
     return render(request, "application.html", {"app": shown}, signed=signed, active="applications")
 
 
@@ -77,9 +78,7 @@ def _set_enabled(enabled: bool) -> Any:
         console = console_of(request)
         client_id = request.path_params["client_id"]
         async with console.transaction() as session:
-            await applications.set_enabled(
-                session, client_id, enabled=enabled, now=console.clock.now(), company_id=signed.caller.company_id
-            )
+            await applications.set_enabled(session, signed.caller, client_id, enabled=enabled, now=console.clock.now())
             await _audit(session, request, signed, f"application.{'enable' if enabled else 'disable'}", client_id)
         return redirect(console.url(f"/applications/{client_id}"))
 
@@ -91,9 +90,9 @@ async def _rotate(request: Request, signed: Signed) -> Response:
     client_id = request.path_params["client_id"]
     async with console.transaction() as session:
         rotated = await applications.rotate_secret(
-            session, _hasher(request), client_id, now=console.clock.now(), company_id=signed.caller.company_id
+            session, signed.caller, _hasher(request), client_id, now=console.clock.now()
         )
-        shown = await applications.get_application(session, client_id, company_id=signed.caller.company_id)
+        shown = await applications.get_application(session, signed.caller, client_id)
         await _audit(session, request, signed, "application.rotate-secret", client_id)
     return _secret_page(request, signed, rotated, name=shown.name, rotated=True)
 
@@ -102,7 +101,7 @@ async def _delete(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     client_id = request.path_params["client_id"]
     async with console.transaction() as session:
-        await applications.delete_application(session, client_id, company_id=signed.caller.company_id)
+        await applications.delete_application(session, signed.caller, client_id)
         await _audit(session, request, signed, "application.delete", client_id)
     return go_to(request, console.url("/applications"))
 

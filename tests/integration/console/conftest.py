@@ -19,6 +19,7 @@ from chargenet.console.app import create_console
 from chargenet.console.pages import Console
 from chargenet.keys import KeyStore
 from chargenet.services import audit, companies, operators
+from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
 from chargenet.store.db import Store
 
@@ -85,8 +86,8 @@ async def harness(
         )
 
     async with store.transaction() as session:
-        acme = await companies.create_company(session, name="Acme", now=clock.now())
-        other = await companies.create_company(session, name="Other", now=clock.now())
+        acme = await companies.create_company(session, OPERATOR, name="Acme", now=clock.now())
+        other = await companies.create_company(session, OPERATOR, name="Other", now=clock.now())
     team = Team(
         acme.id,
         await make(acme.id, "owner@acme.test", "owner"),

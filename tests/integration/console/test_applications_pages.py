@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from chargenet.services import applications, audit
+from chargenet.services.callers import OPERATOR
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
 
 
@@ -46,7 +47,7 @@ async def test_a_created_applications_secret_is_shown_once_with_a_warning_and_a_
     assert "Fleet partner" in (await admin.get("/console/applications")).text
     async with harness.store.transaction() as session:
         entries = await audit.list_records(session, company_id=harness.team.company_id)
-        assert await applications.get_application(session, client_id, company_id=harness.team.company_id)
+        assert await applications.get_application(session, OPERATOR, client_id)
     assert entries.items[0].action == "application.create" and entries.items[0].object_id == client_id
     assert secret not in repr(entries) and secret not in caplog.text
 
@@ -105,6 +106,7 @@ async def test_another_companys_application_is_not_found(harness: ConsoleHarness
     async with harness.store.transaction() as session:
         theirs = await applications.create_application(
             session,
+            OPERATOR,
             harness.console.secret_hasher,  # type: ignore[arg-type]
             company_id=harness.team.other_company_id,
             name="Theirs",

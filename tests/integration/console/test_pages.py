@@ -7,6 +7,7 @@ from pathlib import Path
 from chargenet.console import protection
 from chargenet.keys import KeyStore
 from chargenet.services import audit, sites, stations
+from chargenet.services.callers import OPERATOR
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -51,11 +52,17 @@ async def test_the_overview_counts_only_the_operators_company(harness: ConsoleHa
     async with harness.store.transaction() as session:
         for company_id, count in ((harness.team.company_id, 2), (harness.team.other_company_id, 5)):
             site = await sites.create_site(
-                session, store_keys.credential_cipher(), company_id=company_id, name="Depot", now=harness.clock.now()
+                session,
+                OPERATOR,
+                store_keys.credential_cipher(),
+                company_id=company_id,
+                name="Depot",
+                now=harness.clock.now(),
             )
             for n in range(count):
                 await stations.create_station(
                     session,
+                    OPERATOR,
                     store_keys.secret_hasher(),
                     store_keys.credential_cipher(),
                     site_id=site.id,

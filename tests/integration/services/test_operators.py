@@ -9,6 +9,7 @@ from chargenet.clock import ManualClock
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, EmailTaken, Forbidden, InvalidCredentials, InvalidInput, NotFound, StaleChange
 from chargenet.services import audit, companies, console_sessions, operators
+from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.store.db import Store
 
 CONSOLE = audit.Actor("operator owner@acme.test", audit.Face.CONSOLE, "192.0.2.1")
@@ -21,7 +22,7 @@ def passwords() -> operators.Passwords:
 
 async def company(store: Store, clock: ManualClock, name: str = "Acme") -> str:
     async with store.transaction() as session:
-        return (await companies.create_company(session, name=name, now=clock.now())).id
+        return (await companies.create_company(session, OPERATOR, name=name, now=clock.now())).id
 
 
 async def make(
@@ -40,8 +41,8 @@ async def make(
     )
 
 
-def caller(view: operators.OperatorView) -> operators.OperatorCaller:
-    return operators.OperatorCaller(view.id, view.company_id, view.email, view.role)
+def caller(view: operators.OperatorView) -> OperatorCaller:
+    return OperatorCaller(view.id, view.company_id, view.email, view.role)
 
 
 async def test_an_operator_signs_in_with_the_password_given_at_creation(
