@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from chargenet import __version__
+from chargenet.api import openapi
 from chargenet.api.input import InputCheck
 from chargenet.api.problems import install_problem_handlers
 from chargenet.api.routes import (
@@ -37,7 +38,7 @@ def create_api(context: AppContext) -> FastAPI:
     api.state.context = context
     install_problem_handlers(api)
     api.add_middleware(InputCheck)
-    for router in (
+    routers = (
         sites.router,
         stations.router,
         charge_points.router,
@@ -48,6 +49,8 @@ def create_api(context: AppContext) -> FastAPI:
         station_commands.router,
         meters.router,
         webhooks.router,
-    ):
+    )
+    for router in routers:
         api.include_router(router)
+    openapi.install(api, routers, context.settings.auth_url)
     return api

@@ -43,9 +43,14 @@ _openapi_scheme = HTTPBearer(
 _Declared = Annotated[HTTPAuthorizationCredentials | None, Depends(_openapi_scheme)]
 
 
-def require(
-    scope: Scope,
-) -> Callable[[Request, Context, HTTPAuthorizationCredentials | None], Awaitable[ApiApplication]]:
+Requirement = Callable[[Request, Context, HTTPAuthorizationCredentials | None], Awaitable[ApiApplication]]
+
+# Which scope each dependency made by `require` checks, so that `chargenet.api.openapi` publishes the scopes from
+# the check itself rather than from a second list that could drift from it.
+_required: dict[Callable[..., object], Scope] = {}
+
+
+def require(scope: Scope) -> Requirement:
     async def dependency(request: Request, context: Context, _: _Declared) -> ApiApplication:
         assert context.auth is not None, "the auth server is installed"
         caller = await context.auth.authenticate(bearer_token(request))
@@ -53,4 +58,10 @@ def require(
             raise InsufficientScope(scope.value)
         return ApiApplication(caller.claims.client_id, caller.permissions)
 
+    _required[dependency] = scope
     return dependency
+
+
+def required_scope(dependency: Callable[..., object]) -> Scope | None:
+    """The scope `dependency` checks when `require` made it, None otherwise."""
+    return _required.get(dependency)

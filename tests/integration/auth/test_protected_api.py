@@ -260,10 +260,12 @@ async def test_token_key_rotation_keeps_old_tokens_valid_and_signs_with_the_new_
     assert (await served.get("/charge-points", old_token)).status_code == 200
 
 
-async def test_openapi_declares_the_bearer_scheme_on_protected_paths(served: Served) -> None:
+async def test_openapi_declares_the_client_credentials_scheme_on_protected_paths(served: Served) -> None:
     document = (await served.http.get(f"{served.url}/api/v1/openapi.json")).json()
     schemes = document["components"]["securitySchemes"]
-    assert [s["scheme"] for s in schemes.values()] == ["bearer"]
+    # The bearer token is the client-credentials grant's, so the scheme is that flow (issue 13).
+    assert [s["type"] for s in schemes.values()] == ["oauth2"]
+    assert [list(s["flows"]) for s in schemes.values()] == [["clientCredentials"]]
     for path in ("/sites", "/sites/{site_id}", "/charge-points", "/charge-points/{charge_point_id}"):
         assert document["paths"][path]["get"]["security"], path
 

@@ -1,0 +1,187 @@
+"""The published OpenAPI document says every answer an operation can give, not only its success.
+
+FastAPI describes the success bodies and a 422 of its own shape; the errors come from one place,
+`chargenet.api.problems`, so they are described here in one pass over the generated document instead of on
+each route: the RFC 9457 `Problem` schema with our extension members, the statuses the mapper and the input
+check can answer with, and the OAuth2 client-credentials flow with the scope each operation's `require`
+dependency checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from chargenet.api.problems import PROBLEM_JSON
+from chargenet.api.security import required_scope
+from chargenet.domain.scopes import Scope
+
+SCHEME = "OAuth2"
+PROBLEM_REF = "#/components/schemas/Problem"
+
+# The operations that wait for a station: it may not be connected (503), not answer (504) or answer with an
+# error (502). These are the contract's answers for them, and for them alone.
+COMMAND_PATH = re.compile(
+    r"^/(charge-points/\{[^/]+\}/(reset|unlock|availability|trigger)|stations/\{[^/]+\}/[^/]+|sessions(/\{[^/]+\}/stop)?)$"
+)
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "description": "An RFC 9457 problem detail, with chargenet's extension members where they apply.",
+    "type": "object",
+    "required": ["type", "title", "status"],
+    "properties": {
+        "type": {"type": "string", "format": "uri-reference", "default": "about:blank"},
+        "title": {"type": "string"},
+        "status": {"type": "integer", "minimum": 400, "maximum": 599},
+        "detail": {"type": "string"},
+        "instance": {"type": "string", "format": "uri-reference"},
+        "field": {"type": "string", "description": "The input field that was refused."},
+        "errors": {
+            "type": "array",
+            "description": "Every refused field of a request that did not match its schema.",
+            "items": {
+                "type": "object",
+                "required": ["field", "message"],
+                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+            },
+        },
+        "stationErrorCode": {"type": "string", "description": "The OCPP CALLERROR code the station answered."},
+        "stationErrorDescription": {
+            "type": "string",
+            "description": "The station's description of its error, or why its answer was refused.",
+        },
+    },
+    "additionalProperties": True,
+}
+
+# Status → description, as `problems` maps them.
+DESCRIPTIONS = {
+    "400": "The body cannot be read as UTF-8 JSON.",
+    "401": "No access token, or one that is invalid, expired or revoked.",
+    "403": "The application's groups do not grant the scope this operation needs.",
+    "404": "No such object within the caller's reach, in the path or named in the body.",
+    "409": "The object's state does not allow this.",
+    "413": "The body is larger than the API accepts.",
+    "422": "The input does not match the operation's schema or bounds.",
+    "502": "The station answered with an error, or with an answer its schema refuses.",
+    "503": "The station is not connected.",
+    "504": "The station did not answer in time.",
+}
+
+SCOPE_DESCRIPTIONS: dict[Scope, str] = {
+    Scope.SITES_READ: "Read sites, stations and local authorization lists.",
+    Scope.SITES_WRITE: "Create and change sites, stations and local authorization lists.",
+    Scope.CHARGE_POINTS_READ: "Read charge points.",
+    Scope.CHARGE_POINTS_WRITE: "Send commands to stations and charge points.",
+    Scope.SESSIONS_WRITE: "Start and stop charging sessions.",
+    Scope.TRANSACTIONS_READ: "Read transactions.",
+    Scope.EVENTS_READ: "Read events.",
+    Scope.WEBHOOKS_READ: "Read webhooks and their dead letters.",
+    Scope.WEBHOOKS_WRITE: "Create, change and replay webhooks.",
+    Scope.APPLICATIONS_WRITE: "Manage API applications.",
+    Scope.GROUPS_WRITE: "Manage groups and their members.",
+    Scope.METERS_READ: "Read meters.",
+    Scope.METERS_WRITE: "Create and change meters.",
+}
+
+
+def install(api: FastAPI, routers: Iterable[APIRouter], auth_url: str) -> None:
+    """Make `api` publish the completed document (computed once, on first request, as FastAPI does). The
+    operations are read from `routers`, included in `api` without a prefix, whose routes are the declared ones."""
+    routes = [route for router in routers for route in router.routes]
+    generate = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            api.openapi_schema = complete(generate(), routes, auth_url)
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+
+
+def complete(document: dict[str, Any], routes: Iterable[object], auth_url: str) -> dict[str, Any]:
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    schemas["Problem"] = PROBLEM_SCHEMA
+    schemes = components.setdefault("securitySchemes", {})
+    # The bearer declaration in `security` only made FastAPI list a scheme; the token is one of ours, so the
+    # flow that issues it, with its scopes, replaces it.
+    schemes.pop("HTTPBearer", None)
+    schemes[SCHEME] = {
+        "type": "oauth2",
+        "description": "An access token from the client-credentials grant, sent as a bearer token (RFC 6750).",
+        "flows": {
+            "clientCredentials": {
+                "tokenUrl": f"{auth_url}/oauth2/token",
+                "scopes": {scope.value: SCOPE_DESCRIPTIONS.get(scope, scope.value) for scope in Scope},
+            }
+        },
+    }
+    for route in routes:
+        if not isinstance(route, APIRoute) or not route.include_in_schema:
+            continue
+        scopes = sorted({s.value for s in _scopes(route.dependant)})
+        for method in route.methods or ():
+            operation = document["paths"].get(route.path_format, {}).get(method.lower())
+            if operation is not None:
+                _describe(operation, route.path_format, method, scopes)
+    _drop_unused_validation_schemas(document)
+    return document
+
+
+def _describe(operation: dict[str, Any], path: str, method: str, scopes: list[str]) -> None:
+    responses: dict[str, Any] = operation.setdefault("responses", {})
+    # The input check reads every request the same way, before any route, whatever its method.
+    statuses = ["400", "413", "422"]
+    if scopes:
+        operation["security"] = [{SCHEME: scopes}]
+        statuses += ["401", "403"]
+    else:
+        operation.pop("security", None)
+    if "{" in path or method != "GET":
+        # A write names other objects in its body too (a session's charge point, a station's site): unknown or
+        # out of reach, they are a 404 as path ids are (schemathesis found POST /sessions answering one).
+        statuses.append("404")
+    if method != "GET":
+        statuses.append("409")
+    if method == "POST" and COMMAND_PATH.match(path):
+        statuses += ["502", "503", "504"]
+    for status in sorted(statuses):
+        # FastAPI's own 422 describes a body `problems` never sends: ours replaces it.
+        responses[status] = _problem(status)
+    operation["responses"] = dict(sorted(responses.items()))
+
+
+def _problem(status: str) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "description": DESCRIPTIONS[status],
+        "content": {PROBLEM_JSON: {"schema": {"$ref": PROBLEM_REF}}},
+    }
+    if status in ("401", "403"):
+        answer["headers"] = {
+            "WWW-Authenticate": {"description": "The RFC 6750 bearer challenge.", "schema": {"type": "string"}}
+        }
+    return answer
+
+
+def _scopes(dependant: Dependant) -> Iterator[Scope]:
+    for sub in dependant.dependencies:
+        call: Callable[..., object] | None = sub.call
+        scope = required_scope(call) if call is not None else None
+        if scope is not None:
+            yield scope
+        yield from _scopes(sub)
+
+
+def _drop_unused_validation_schemas(document: dict[str, Any]) -> None:
+    """FastAPI's validation error schemas, once no answer refers to them any more."""
+    schemas = document["components"]["schemas"]
+    for name in ("HTTPValidationError", "ValidationError"):  # the first refers to the second
+        if name in schemas and f"#/components/schemas/{name}'" not in repr(document):
+            del schemas[name]

@@ -1,0 +1,111 @@
+"""The published OpenAPI document describes every answer (issue 13): each success body by a named schema, the
+RFC 9457 problems the API answers with, and the OAuth2 client-credentials flow with the scope each operation
+checks, read from a real app as a partner's client generator would."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chargenet.app import create_app, open_context
+from chargenet.clock import ManualClock
+from chargenet.config import load_settings
+from chargenet.domain.scopes import Scope
+
+PROBLEM = {"$ref": "#/components/schemas/Problem"}
+COMMANDS = {
+    ("post", "/charge-points/{charge_point_id}/reset"),
+    ("post", "/charge-points/{charge_point_id}/unlock"),
+    ("post", "/charge-points/{charge_point_id}/availability"),
+    ("post", "/charge-points/{charge_point_id}/trigger"),
+    ("post", "/stations/{station_id}/reset"),
+    ("post", "/stations/{station_id}/data-transfer"),
+    ("post", "/sessions"),
+    ("post", "/sessions/{transaction_id}/stop"),
+}
+
+
+@pytest.fixture
+async def document(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[dict[str, Any]]:
+    settings = load_settings(
+        {"database_url": database_url, "data_dir": str(tmp_path / "data"), "public_url": "https://ev.example"},
+        environ={},
+    )
+    context = await open_context(settings, clock=clock)
+    try:
+        transport = httpx.ASGITransport(app=create_app(context))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test/api/v1") as client:
+            response = await client.get("/openapi.json")
+            assert response.status_code == 200
+            yield response.json()
+    finally:
+        await context.close()
+
+
+def operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, path, op) for path, methods in document["paths"].items() for method, op in methods.items()]
+
+
+def problem_answer(operation: dict[str, Any], status: str) -> dict[str, Any] | None:
+    content: dict[str, Any] = operation["responses"].get(status, {}).get("content", {})
+    schema: dict[str, Any] | None = content.get("application/problem+json", {}).get("schema")
+    return schema
+
+
+async def test_every_operation_has_a_success_schema(document: dict[str, Any]) -> None:
+    for method, path, operation in operations(document):
+        success = {code: answer for code, answer in operation["responses"].items() if code.startswith("2")}
+        assert success, (method, path)
+        for code, answer in success.items():
+            if code != "204":
+                assert "$ref" in answer["content"]["application/json"]["schema"], (method, path, code)
+
+
+async def test_the_problem_schema_has_rfc_9457_and_our_members(document: dict[str, Any]) -> None:
+    problem = document["components"]["schemas"]["Problem"]
+    assert {"type", "title", "status", "detail", "instance"} <= problem["properties"].keys()
+    assert {"field", "errors", "stationErrorCode", "stationErrorDescription"} <= problem["properties"].keys()
+    # FastAPI's default 422 body is not what the API sends, so it is not published either.
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+
+
+async def test_every_bearer_operation_answers_401_and_403_problems(document: dict[str, Any]) -> None:
+    for method, path, operation in operations(document):
+        assert operation.get("security"), (method, path)  # every API operation takes a token
+        for status in ("401", "403", "422"):
+            assert problem_answer(operation, status) == PROBLEM, (method, path, status)
+        if "{" in path or method != "get":
+            assert problem_answer(operation, "404") == PROBLEM, (method, path)
+
+
+async def test_station_commands_alone_answer_502_503_504(document: dict[str, Any]) -> None:
+    commands = set()
+    for method, path, operation in operations(document):
+        answers = {status for status in ("502", "503", "504") if problem_answer(operation, status) == PROBLEM}
+        assert answers in (set(), {"502", "503", "504"}), (method, path)
+        if answers:
+            commands.add((method, path))
+    assert commands >= COMMANDS
+    assert ("post", "/stations") not in commands
+    assert all(path.startswith(("/stations/", "/charge-points/", "/sessions")) for _, path in commands)
+
+
+async def test_the_security_scheme_is_the_client_credentials_flow_with_each_operations_scope(
+    document: dict[str, Any],
+) -> None:
+    schemes = document["components"]["securitySchemes"]
+    assert list(schemes) == ["OAuth2"]
+    flow = schemes["OAuth2"]["flows"]["clientCredentials"]
+    assert flow["tokenUrl"] == "https://ev.example/auth/oauth2/token"
+    assert set(flow["scopes"]) == {s.value for s in Scope}
+    security = {(m, p): op["security"] for m, p, op in operations(document)}
+    assert security[("get", "/sites")] == [{"OAuth2": ["sites:read"]}]
+    assert security[("post", "/sessions")] == [{"OAuth2": ["sessions:write"]}]
+    assert security[("get", "/transactions")] == [{"OAuth2": ["transactions:read"]}]
+    assert security[("post", "/stations/{station_id}/reset")] == [{"OAuth2": ["charge-points:write"]}]
+    for (method, path), requirement in security.items():
+        assert len(requirement) == 1 and len(requirement[0]["OAuth2"]) == 1, (method, path)
