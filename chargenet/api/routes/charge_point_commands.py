@@ -40,15 +40,18 @@ class AvailabilityBody(_Body):
     type: Literal["Inoperative", "Operative"]
 
 
+RequestedMessage = Literal[
+    "BootNotification",
+    "DiagnosticsStatusNotification",
+    "FirmwareStatusNotification",
+    "Heartbeat",
+    "MeterValues",
+    "StatusNotification",
+]
+
+
 class TriggerBody(_Body):
-    requestedMessage: Literal[
-        "BootNotification",
-        "DiagnosticsStatusNotification",
-        "FirmwareStatusNotification",
-        "Heartbeat",
-        "MeterValues",
-        "StatusNotification",
-    ]
+    requestedMessage: RequestedMessage
     connectorId: StrictInt | None = Field(default=None, ge=0)
 
 

@@ -19,6 +19,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, Str
 
 from chargenet.api.bounds import Int32
 from chargenet.api.dependencies import Context
+from chargenet.api.routes.charge_point_commands import RequestedMessage
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.edge.protocol.frames import FrameLimits, Payload
@@ -76,14 +77,7 @@ class StationAvailabilityBody(_Body):
 
 
 class StationTriggerBody(_Body):
-    requestedMessage: Literal[
-        "BootNotification",
-        "DiagnosticsStatusNotification",
-        "FirmwareStatusNotification",
-        "Heartbeat",
-        "MeterValues",
-        "StatusNotification",
-    ]
+    requestedMessage: RequestedMessage
 
 
 class GetConfigurationBody(_Body):

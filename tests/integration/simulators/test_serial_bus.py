@@ -37,9 +37,9 @@ def test_the_links_are_removed_when_the_bus_stops(tmp_path: Path) -> None:
 def test_a_bus_whose_parent_was_killed_ends_by_itself(tmp_path: Path) -> None:
     # The parent starts a bus and is SIGKILLed: the bus must not linger holding the parent's pipes open.
     script = (
-        "import sys, time; from pathlib import Path; from chargenet.simulators import serial_bus\n"
+        "import signal; from pathlib import Path; from chargenet.simulators import serial_bus\n"
         f"with serial_bus.running(Path({str(tmp_path / 'a')!r}), Path({str(tmp_path / 'b')!r})):\n"
-        "    print('up', flush=True); time.sleep(60)\n"
+        "    print('up', flush=True); signal.pause()\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None and parent.stdout.readline() == "up\n"
