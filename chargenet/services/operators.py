@@ -168,16 +168,7 @@ async def create_operator(
         )
         session.add(row)
         await session.flush()
-        await audit.record(
-            session,
-            actor,
-            company_id=company_id,
-            action="operator.create",
-            object_type="operator",
-            object_id=row.id,
-            now=now,
-            detail={"email": email, "role": parsed.value},
-        )
+        await _audit(session, actor, row, "operator.create", now, {"email": email, "role": parsed.value})
         return _view(row)
 
 
@@ -233,15 +224,7 @@ async def change_own_password(
         if keep_session is not None:
             ending = ending.where(OperatorSession.id_hash != keep_session)
         await session.execute(ending)
-        await audit.record(
-            session,
-            actor,
-            company_id=row.company_id,
-            action="operator.change-password",
-            object_type="operator",
-            object_id=row.id,
-            now=now,
-        )
+        await _audit(session, actor, row, "operator.change-password", now)
 
 
 async def set_password(
@@ -264,15 +247,22 @@ async def set_password(
         row.version += 1
         row.updated_at = now
         await session.execute(delete(OperatorSession).where(OperatorSession.operator_id == row.id))
-        await audit.record(
-            session,
-            actor,
-            company_id=row.company_id,
-            action="operator.set-password",
-            object_type="operator",
-            object_id=row.id,
-            now=now,
-        )
+        await _audit(session, actor, row, "operator.set-password", now)
+
+
+async def _audit(
+    session: AsyncSession,
+    actor: audit.Actor,
+    row: Operator,
+    action: str,
+    now: datetime,
+    detail: dict[str, str] | None = None,
+) -> None:
+    """The audit record of a change to operator `row`, in the change's own transaction."""
+    await audit.record(
+        session, actor, company_id=row.company_id, action=action, object_type="operator", object_id=row.id,
+        now=now, detail=detail,
+    )  # fmt: skip
 
 
 async def _owners_left(session: AsyncSession, company_id: str, without: str) -> int:
@@ -314,15 +304,8 @@ async def set_role(
     row.version += 1
     row.updated_at = now
     await session.flush()
-    await audit.record(
-        session,
-        actor,
-        company_id=row.company_id,
-        action="operator.set-role",
-        object_type="operator",
-        object_id=row.id,
-        now=now,
-        detail={"email": row.email, "from": before, "to": parsed.value},
+    await _audit(
+        session, actor, row, "operator.set-role", now, {"email": row.email, "from": before, "to": parsed.value}
     )
     return _view(row)
 
@@ -353,16 +336,7 @@ async def set_enabled(
     row.version += 1
     row.updated_at = now
     await session.flush()
-    await audit.record(
-        session,
-        actor,
-        company_id=row.company_id,
-        action="operator.enable" if enabled else "operator.disable",
-        object_type="operator",
-        object_id=row.id,
-        now=now,
-        detail={"email": row.email},
-    )
+    await _audit(session, actor, row, "operator.enable" if enabled else "operator.disable", now, {"email": row.email})
     return _view(row)
 
 

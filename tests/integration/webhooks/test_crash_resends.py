@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import update
 
@@ -29,39 +25,14 @@ from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import UNSETTLED_LIMIT
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import make_tenant
-from tests.integration.test_serve import free_port
 from tests.integration.webhooks.harness import authorize
 from tests.support.receiver import Received, run_receiver
+from tests.support.serve import start_serve
 
-ROOT = Path(__file__).resolve().parents[3]
 LANES = 4
 EVENTS = 400
 KILLS = 2
 MAX_RESENDS_PER_LANE_PER_KILL = 4
-
-
-async def _serve(data_dir: Path) -> asyncio.subprocess.Process:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "chargenet",
-        "serve",
-        *("--port", str(port), "--data-dir", str(data_dir), "--webhook-allow-private", "--log-level", "error"),
-        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
-        stdout=subprocess.DEVNULL,
-    )
-    async with httpx.AsyncClient() as client:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.returncode is None, "chargenet serve exited early"
-            try:
-                if (await client.get(f"http://127.0.0.1:{port}/health", timeout=1)).status_code < 500:
-                    return process
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "chargenet serve did not answer /health within 60 s"
-            await asyncio.sleep(0.1)
 
 
 async def _until(condition: Callable[[], bool], timeout: float) -> None:
@@ -111,7 +82,7 @@ async def test_kill_9_mid_delivery_re_sends_at_most_4_events_per_lane(tmp_path: 
             return min(len(ids) for ids in seen.values())
 
         for kill in range(KILLS):
-            process = await _serve(data_dir)
+            process = await start_serve(data_dir)
             # Mid-delivery: every lane busy, none finished.
             target = (kill + 1) * EVENTS // (KILLS + 2)
             await _until(lambda target=target: delivered_everywhere() >= target, 60)  # type: ignore[misc]
@@ -122,7 +93,7 @@ async def test_kill_9_mid_delivery_re_sends_at_most_4_events_per_lane(tmp_path: 
                 await session.execute(
                     update(WebhookLane).values(lease_expires_at=datetime.now(UTC) - timedelta(seconds=1))
                 )
-        process = await _serve(data_dir)
+        process = await start_serve(data_dir)
         await _until(lambda: delivered_everywhere() == EVENTS, 60)
         process.terminate()
         await process.wait()

@@ -5,16 +5,12 @@ reordered."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import select
 
@@ -30,11 +26,9 @@ from chargenet.store.models import WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.conftest import create_pg_database, drop_pg_database
 from tests.factories import make_tenant
-from tests.integration.test_serve import free_port
 from tests.integration.webhooks.harness import authorize, tags
 from tests.support.receiver import Received, Reply, run_receiver
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.serve import start_serve
 
 
 @pytest.fixture
@@ -44,31 +38,6 @@ async def pg_url() -> AsyncIterator[str]:
         yield url
     finally:
         await drop_pg_database(url)
-
-
-async def _serve(url: str, data_dir: Path) -> asyncio.subprocess.Process:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "chargenet",
-        "serve",
-        *("--port", str(port), "--data-dir", str(data_dir), "--database-url", url),
-        *("--webhook-allow-private", "--log-level", "error"),
-        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
-        stdout=subprocess.DEVNULL,
-    )
-    async with httpx.AsyncClient() as client:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.returncode is None, "chargenet serve exited early"
-            try:
-                if (await client.get(f"http://127.0.0.1:{port}/health", timeout=1)).status_code < 500:
-                    return process
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "chargenet serve did not answer /health within 60 s"
-            await asyncio.sleep(0.1)
 
 
 async def _eventually(condition: Callable[[], bool], timeout: float) -> float:
@@ -114,7 +83,7 @@ async def test_killed_process_lane_is_taken_over_within_15_s_without_loss(pg_url
                 now=clock.now(),
                 allow_private=True,
             )
-        first = await _serve(pg_url, data_dir)
+        first = await start_serve(data_dir, "--database-url", pg_url)
         async with store.transaction() as session:
             for n in range(1, 6):
                 await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize(f"T{n}"))
@@ -124,7 +93,7 @@ async def test_killed_process_lane_is_taken_over_within_15_s_without_loss(pg_url
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(owned_by(first), 30)
-        second = await _serve(pg_url, data_dir)
+        second = await start_serve(data_dir, "--database-url", pg_url)
         # The first process is retrying T3 (T1 and T2 delivered) when it dies.
         await _eventually(lambda: [tags([r.body])[0] for r in receiver.received].count("T3") >= 2, 30)
         assert await _owner_pid(store) == first.pid
