@@ -101,6 +101,9 @@ class GroupCommitter:
         session = await lease.handoff
         try:
             yield session
+            # Flushed here, in the caller's task: what the body left pending (a row whose key another process
+            # took meanwhile) fails this unit alone, not the savepoint's release in the batch.
+            await session.flush()
         except BaseException as exc:
             lease.finished.set_exception(_BodyFailed(_leaves_session_reusable(exc)))
             raise

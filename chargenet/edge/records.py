@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -67,10 +68,13 @@ async def load_station(session: AsyncSession, station_id: str) -> StationInfo | 
 
 
 async def _presence(session: AsyncSession, station_id: str) -> StationPresence:
-    row = await session.get(StationPresence, station_id)
-    if row is None:
-        row = StationPresence(station_id=station_id)
-        session.add(row)
+    # The message log upserts the same row from its own transaction when the station connects, so a read-then-add
+    # here could lose a unique-key race to it; insert-or-nothing waits for that commit instead.
+    dialect = session.get_bind().dialect.name
+    ensure = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(StationPresence)
+    await session.execute(ensure.values(station_id=station_id).on_conflict_do_nothing())
+    row = await session.get(StationPresence, station_id, populate_existing=True)
+    assert row is not None
     return row
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from sqlalchemy import insert, select, text
+from sqlalchemy.exc import IntegrityError
 
 from chargenet.edge.committer import GroupCommitter
 from chargenet.store.db import Store
@@ -63,4 +64,21 @@ async def test_unit_cancelled_mid_statement_hands_its_session_to_nobody(store: S
     assert results == ["t-1", "t-2"]
     assert await write(committer, "t-3") == "t-3"
     assert await keys(store) == ["t-1", "t-2", "t-3"]
+    await committer.close()
+
+
+async def test_unit_whose_pending_row_collides_at_flush_fails_alone(store: Store) -> None:
+    committer = GroupCommitter(store)
+    await write(committer, "t-0")
+
+    async def duplicate() -> None:
+        async with committer.unit() as session:
+            session.add(StoreSetting(key="t-0", value="again"))  # left pending: only a flush can find the clash
+
+    results = await asyncio.gather(
+        write(committer, "t-1"), duplicate(), write(committer, "t-2"), return_exceptions=True
+    )
+    assert results[0] == "t-1" and results[2] == "t-2"
+    assert isinstance(results[1], IntegrityError)
+    assert await keys(store) == ["t-0", "t-1", "t-2"]
     await committer.close()

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
-from sqlalchemy import select
+import asyncio
+from pathlib import Path
+
+from sqlalchemy import insert, select
 
 from chargenet.clock import ManualClock
+from chargenet.edge import records
 from chargenet.edge.messagelog import MessageLog
+from chargenet.keys import KeyStore
 from chargenet.store.db import Store
-from chargenet.store.models import OcppMessage
+from chargenet.store.models import OcppMessage, StationPresence
+from tests.factories import make_tenant
 
 
 async def frames(store: Store) -> list[str]:
@@ -31,3 +37,26 @@ async def test_frames_older_than_30_days_are_purged(store: Store, clock: ManualC
     log.add("CS-1", "station", "in", "new")
     await log.run_once()
     assert await frames(store) == ["new"]
+
+
+async def test_boot_recorded_while_another_transaction_writes_the_presence_row_keeps_both(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-1")
+
+    async def boot() -> None:
+        async with store.transaction() as session:
+            payload = {"chargePointVendor": "chargenet", "chargePointModel": "SimStation"}
+            await records.record_boot(session, "CS-1", payload, clock.now())
+
+    # The message log writes the row when the station connects, from its own transaction: still uncommitted when
+    # the boot writes, the boot must wait for it rather than lose a unique-key race (on SQLite the boot's
+    # transaction simply waits its turn).
+    async with store.transaction() as session:
+        await session.execute(insert(StationPresence).values(station_id="CS-1", connected=True))
+        booting = asyncio.create_task(boot())
+        await asyncio.sleep(0.3)
+    await booting
+    async with store.transaction() as session:
+        row = await session.get(StationPresence, "CS-1")
+        assert row is not None and row.connected and row.model == "SimStation"
