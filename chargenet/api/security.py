@@ -56,7 +56,8 @@ def require(scope: Scope) -> Requirement:
         caller = await context.auth.authenticate(bearer_token(request))
         if not caller.permissions.anywhere(scope):
             raise InsufficientScope(scope.value)
-        return ApiApplication(caller.claims.client_id, caller.permissions)
+        address = request.client.host if request.client else None
+        return ApiApplication(caller.claims.client_id, caller.permissions, address)
 
     _required[dependency] = scope
     return dependency

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -87,7 +87,7 @@ class Signed:
     csrf_token: str
 
     def actor(self, request: Request) -> audit.Actor:
-        return audit.Actor(f"operator {self.caller.email}", audit.Face.CONSOLE, client_address(request))
+        return self.caller.actor
 
 
 class SignInRequired(Exception):
@@ -173,7 +173,8 @@ async def resume(request: Request) -> Signed | None:
         resumed = await console_sessions.resume(session, token, now=console.clock.now())
     if resumed is None:
         return None
-    return Signed(resumed.caller, resumed.id_hash, resumed.csrf_token)
+    caller = replace(resumed.caller, address=client_address(request))
+    return Signed(caller, resumed.id_hash, resumed.csrf_token)
 
 
 def redirect(url: str) -> RedirectResponse:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from chargenet.auth.permissions import Permissions, Reach
 from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
+from chargenet.services.audit import LOCAL_OPERATOR, Actor, Face
 
 
 @dataclass(frozen=True, slots=True)
 class ApiApplication:
     client_id: str
     permissions: Permissions
+    address: str | None = None  # the client's IP address, for the audit log
 
     @property
     def company_id(self) -> str | None:
@@ -36,6 +38,10 @@ class ApiApplication:
     @property
     def name(self) -> str:
         return f"application {self.client_id}"
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.name, Face.API, self.address)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,10 @@ class LocalOperator:
     def name(self) -> str:
         return "local operator"
 
+    @property
+    def actor(self) -> Actor:
+        return LOCAL_OPERATOR
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorCaller:
@@ -65,6 +75,7 @@ class OperatorCaller:
     company_id: str
     email: str
     role: Role
+    address: str | None = None  # the browser's IP address, for the audit log
 
     @property
     def may_change(self) -> bool:
@@ -84,6 +95,10 @@ class OperatorCaller:
     @property
     def name(self) -> str:
         return f"operator {self.email}"
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.name, Face.CONSOLE, self.address)
 
 
 Caller = ApiApplication | LocalOperator | OperatorCaller
