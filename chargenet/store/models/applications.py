@@ -21,6 +21,8 @@ class Application(Base):
     # Tokens carry the generation they were issued under; rotating the secret bumps it, which revokes them.
     secret_generation: Mapped[int] = mapped_column(Integer, default=1)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
@@ -34,6 +36,8 @@ class Group(Base):
     site_id: Mapped[str | None] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True, default=None)
     name: Mapped[str] = mapped_column(String(200))
     scopes: Mapped[str] = mapped_column(Text)  # space-separated, sorted
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 

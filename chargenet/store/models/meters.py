@@ -39,6 +39,8 @@ class Meter(Base):
     stop_grace_s: Mapped[float] = mapped_column(Float)
     outage_close_s: Mapped[float] = mapped_column(Float)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 

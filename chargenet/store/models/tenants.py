@@ -28,6 +28,8 @@ class Site(Base):
     upstream_url: Mapped[str | None] = mapped_column(Text, default=None)
     # Sent to the upstream CPO, so it is encrypted (credential key), not hashed.
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
@@ -41,6 +43,8 @@ class Station(Base):
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     charge_points: Mapped[int] = mapped_column(Integer, default=1)
     connectors_per_charge_point: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
     def layout(self) -> StationLayout:

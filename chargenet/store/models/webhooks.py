@@ -41,6 +41,8 @@ class Webhook(Base):
     signature_algorithm: Mapped[str] = mapped_column(String(32))
     signature_format: Mapped[str] = mapped_column(String(16))
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
