@@ -21,7 +21,7 @@ from sqlalchemy import event as orm_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
+from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
     Acknowledge,
     DeadLetter,
@@ -145,6 +145,47 @@ async def store_dead_letter(
         )
     )
     await session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt as the delivery log keeps it (decisions.md "Delivery log")."""
+
+    event_id: str
+    attempt: int
+    request_id: str
+    started_at: datetime
+    duration_ms: float
+    status: int | None
+    error: str | None
+    """None when delivered."""
+    response: str | None
+
+
+async def record_attempts(session: AsyncSession, webhook_id: str, event_type: str, attempts: Sequence[Attempt]) -> None:
+    """Add attempts to the delivery log, in the caller's transaction (the one that records their outcome), in one
+    multi-row insert."""
+    if not attempts:
+        return
+    await session.execute(
+        insert(WebhookDelivery),
+        [
+            {
+                "webhook_id": webhook_id,
+                "event_type": event_type,
+                "event_id": a.event_id,
+                "attempt": a.attempt,
+                "request_id": a.request_id,
+                "at": a.started_at,
+                "duration_ms": a.duration_ms,
+                "delivered": a.error is None,
+                "status": a.status,
+                "error": a.error,
+                "response": a.response,
+            }
+            for a in attempts
+        ],
+    )
 
 
 async def snapshot(session: AsyncSession, lane_id: int, owner: str, window: int = 1) -> LaneSnapshot | None:
