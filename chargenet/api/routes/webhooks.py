@@ -1,6 +1,7 @@
-"""Webhooks, their dead letters, and the events feed over the API (`webhooks:read`, `webhooks:write`,
-`events:read`). The use cases in `chargenet.services.webhooks` and `.events` apply decisions.md §4's object rules:
-an object outside the caller's reach is 404, a list shows only what the caller reaches."""
+"""Webhooks, their delivery log, test events, dead letters, and the events feed over the API (`webhooks:read`,
+`webhooks:write`, `events:read`). The use cases in `chargenet.services.webhooks` and `.events` apply decisions.md
+§4's object rules (an object outside the caller's reach is 404, a list shows only what the caller reaches) and write
+every change to the audit log."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ from chargenet.services import events as event_service
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import ApiApplication
 from chargenet.services.events import EventPage
-from chargenet.services.pages import Page
-from chargenet.services.webhooks import DeadLetterView, Replayed, WebhookDetail, WebhookView
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.webhooks import (
+    DeadLetterView,
+    DeliveryFilter,
+    DeliveryView,
+    Replayed,
+    WebhookDetail,
+    WebhookView,
+)
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
@@ -77,6 +85,9 @@ class WebhookUpdate(BaseModel):
     alg: SignatureAlgorithm | None = None
     signatureFormat: SignatureFormat | None = None
     enabled: bool | None = None
+    version: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
+    )
 
 
 class ReplayRequest(BaseModel):
@@ -140,6 +151,7 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
             auth=body.auth.build() if body.auth else None,
             algorithm=body.alg,
             signature_format=body.signatureFormat,
+            expected_version=body.version,
         )
         if body.enabled is not None:
             view = await webhook_service.set_enabled(session, caller, webhook_id, body.enabled, now=context.clock.now())
@@ -150,7 +162,7 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
 @router.delete("/webhooks/{webhook_id}", status_code=204, response_class=Response)
 async def delete_webhook(webhook_id: str, context: Context, caller: Writer) -> Response:
     async with context.store.transaction() as session:
-        await webhook_service.delete_webhook(session, caller, webhook_id)
+        await webhook_service.delete_webhook(session, caller, webhook_id, now=context.clock.now())
     context.webhooks_changed()
     return Response(status_code=204)
 
@@ -181,6 +193,37 @@ async def replay_dead_letters(
         )
     context.webhooks_changed()
     return Replayed(replayed=[d.event_id for d in replayed])
+
+
+@router.get("/webhooks/{webhook_id}/deliveries", response_model=Page[DeliveryView])
+async def list_deliveries(
+    webhook_id: str,
+    context: Context,
+    caller: Reader,
+    limit: Limit = 50,
+    cursor: str | None = None,
+    eventType: Annotated[str | None, Query(max_length=32)] = None,
+    eventId: Annotated[str | None, Query(max_length=36)] = None,
+    outcome: Literal["delivered", "failed"] | None = None,
+) -> Page[DeliveryView]:
+    """The delivery log: every attempt (of a lane, or a test event) with its status code or error, duration and
+    the first 1 KiB of the response, newest first, kept as long as delivered events (7 days by default)."""
+    where = DeliveryFilter(
+        event_type=eventType, event_id=eventId, delivered=None if outcome is None else outcome == "delivered"
+    )
+    async with context.store.transaction() as session:
+        page = PageRequest(limit, webhook_service.delivery_cursor(cursor))
+        return await webhook_service.list_deliveries(session, caller, webhook_id, page, where=where)
+
+
+@router.post("/webhooks/{webhook_id}/test", response_model=DeliveryView)
+async def send_test_event(webhook_id: str, context: Context, caller: Writer) -> DeliveryView:
+    """Send one `WebhookTest` event (docs/schemas/WebhookTest.json) to the webhook now, signed and authenticated
+    like any other, outside its lanes and without retries; the answer is the attempt as the delivery log
+    recorded it (`delivered` false when the receiver failed: the request itself succeeded)."""
+    return await webhook_service.send_test_event(
+        context.store.transaction, caller, context.webhook_tests, webhook_id, clock=context.clock
+    )
 
 
 @router.get("/events", tags=["events"], response_model=EventPage)
