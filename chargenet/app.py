@@ -95,6 +95,10 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     context.settings.public_url,
                     console_passwords or Passwords(),
                     secret_hasher=context.keys.secret_hasher(),
+                    cipher=context.keys.credential_cipher(),
+                    webhook_allow_private=context.settings.webhook_allow_private,
+                    webhooks_changed=context.webhooks_changed,
+                    webhook_tests=context.webhook_tests,
                 )
             ),
         ),

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import applications, audit, auth, operators, overview
+from chargenet.console.views import applications, audit, auth, groups, operators, overview, webhooks
 
 
 class SecurityHeaders:
@@ -51,6 +51,8 @@ def create_console(console: Console) -> Starlette:
         *auth.routes(),
         *operators.routes(),
         *applications.routes(),
+        *groups.routes(),
+        *webhooks.routes(),
         *audit.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]

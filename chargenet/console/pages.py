@@ -26,7 +26,8 @@ from chargenet.console import protection
 from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
-from chargenet.keys import SecretHasher
+from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.ports import WebhookTests
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -67,6 +68,10 @@ class Console:
     passwords: Passwords
     secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
     limiter: FailureLimiter = field(default_factory=login_limiter)
+    cipher: CredentialCipher | None = None  # webhook credentials, encrypted at rest (keys folder)
+    webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
+    webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
+    webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
 
     def __post_init__(self) -> None:
         self.origin = protection.origin_of(self.public_url)

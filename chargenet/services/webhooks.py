@@ -474,7 +474,7 @@ async def update_webhook(
         row.updated_at = now
         detail = _settings(row)
         if row.credentials != before[1]:
-            detail["credentials"] = "replaced"
+            detail["authentication"] = "replaced"
         await session.flush()
         await _audit(session, caller, row, "webhook.update", now, detail)
     await session.flush()
