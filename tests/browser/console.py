@@ -17,9 +17,12 @@ import uvicorn
 from playwright.async_api import Page
 
 from chargenet.app import AppContext, create_app, open_context
+from chargenet.clock import Clock
 from chargenet.config import load_settings
 from chargenet.services import audit, companies, operators
 from chargenet.services.callers import OPERATOR
+from chargenet.webhooks.install import install as install_webhooks
+from chargenet.webhooks.retry import RetryPolicy
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
@@ -40,10 +43,17 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def served_console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
+async def served_console(
+    tmp_path: Path, *, clock: Clock | None = None, webhooks: RetryPolicy | None = None
+) -> AsyncIterator[ServedConsole]:
+    """The whole app on loopback, as `chargenet serve` runs it. With `webhooks` (their retry policy), it also
+    delivers webhooks, to private addresses too (the tests' receivers are on loopback), as `make demo` does."""
     port = free_port()
-    settings = load_settings({"data_dir": str(tmp_path / "data"), "port": port}, environ={})
-    context = await open_context(settings)
+    flags = {"data_dir": str(tmp_path / "data"), "port": port, "webhook_allow_private": webhooks is not None}
+    settings = load_settings(flags, environ={})
+    context = await open_context(settings, clock=clock)
+    if webhooks is not None:
+        install_webhooks(context, policy=webhooks)
     passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
     async with context.store.transaction() as session:
         company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())

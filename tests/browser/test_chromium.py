@@ -6,9 +6,12 @@ import asyncio
 import json
 import subprocess
 
+import pytest
 from playwright.async_api import Page
 
 from tests.integration.test_serve import served, wait_for_health  # noqa: F401 - served is a fixture
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_chromium_reads_the_health_of_a_running_server(
