@@ -107,7 +107,7 @@ class LaneView(View):
     last_request_at: Instant | None = None
     last_request_ms: float | None = None
     consecutive_failures: int = Field(
-        default=0, description="failed attempts since the lane last delivered (from the delivery log and the head)"
+        default=0, description="failed attempts since the lane last delivered, whichever events they were at"
     )
     queue_level: str = health.Level.OK.value
     duration_level: str = health.Level.OK.value
@@ -573,13 +573,13 @@ async def health_levels(session: AsyncSession, webhook_ids: Sequence[str]) -> di
     if not webhook_ids:
         return {}
     rows = await session.execute(
-        select(WebhookLane.webhook_id, WebhookLane.size, WebhookLane.last_request_ms, WebhookLane.head_attempts).where(
-            WebhookLane.webhook_id.in_(list(webhook_ids))
-        )
+        select(
+            WebhookLane.webhook_id, WebhookLane.size, WebhookLane.last_request_ms, WebhookLane.consecutive_failures
+        ).where(WebhookLane.webhook_id.in_(list(webhook_ids)))
     )
     levels: dict[str, health.Level] = {}
-    for webhook_id, size, duration, attempts in rows:
-        failing = health.Level.ALERT if attempts > 0 else health.Level.OK
+    for webhook_id, size, duration, failures in rows:
+        failing = health.Level.ALERT if failures > 0 else health.Level.OK
         level = health.worst(health.queue_size_level(size), health.request_duration_level(duration), failing)
         levels[webhook_id] = health.worst(levels.get(webhook_id, health.Level.OK), level)
     return {webhook_id: level.value for webhook_id, level in levels.items()}
@@ -601,26 +601,10 @@ async def get_lanes(session: AsyncSession, caller: Caller, webhook_id: str) -> l
     return await _lanes(session, webhook_id)
 
 
-async def _failure_streak(session: AsyncSession, webhook_id: str, event_type: str) -> int:
-    """Failed attempts of the lane since its last delivered one, as far back as the delivery log goes."""
-    of_lane = (WebhookDelivery.webhook_id == webhook_id, WebhookDelivery.event_type == event_type)
-    last_delivered = select(func.max(WebhookDelivery.id)).where(*of_lane, WebhookDelivery.delivered.is_(True))
-    count = await session.scalar(
-        select(func.count())
-        .select_from(WebhookDelivery)
-        .where(
-            *of_lane,
-            WebhookDelivery.delivered.is_(False),
-            WebhookDelivery.id > func.coalesce(last_delivered.scalar_subquery(), 0),
-        )
-    )
-    return int(count or 0)
-
-
 async def _lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
     views = []
     for lane in await session.scalars(_lanes_of(webhook_id)):
-        failures = max(lane.head_attempts, await _failure_streak(session, webhook_id, lane.event_type))
+        failures = max(lane.head_attempts, lane.consecutive_failures)
         queue_level = health.queue_size_level(lane.size)
         duration_level = health.request_duration_level(lane.last_request_ms)
         failing = health.Level.ALERT if failures > 0 else health.Level.OK

@@ -245,6 +245,10 @@ async def apply_effect(
             "next_attempt_at": effect.head.next_attempt_at,
             "last_error": effect.head.last_error,
         }
+    if isinstance(effect, ScheduleRetry | DeadLetter):
+        values["consecutive_failures"] = WebhookLane.consecutive_failures + 1
+    elif isinstance(effect, Acknowledge):
+        values["consecutive_failures"] = 0
     if not await _hold(session, lane.lane_id, owner, values):
         return False
     if isinstance(effect, Acknowledge | DeadLetter):
@@ -265,7 +269,8 @@ async def acknowledge(
 ) -> bool:
     """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
     lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them."""
-    if not await _hold(session, lane.lane_id, owner, {"last_request_at": now, "last_request_ms": request_ms}):
+    values = {"last_request_at": now, "last_request_ms": request_ms, "consecutive_failures": 0}
+    if not await _hold(session, lane.lane_id, owner, values):
         return False
     await _remove_heads(session, lane.lane_id, entry_ids, now)
     return True

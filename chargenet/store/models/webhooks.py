@@ -66,6 +66,8 @@ class WebhookLane(Base):
     last_consumed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_request_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_request_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    # Failed attempts since the lane last delivered, whichever heads they were at (a dead letter does not reset it).
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class WebhookLaneEntry(Base):

@@ -15,7 +15,7 @@ from sqlalchemy import event, func, select
 from chargenet.clock import ManualClock
 from chargenet.outbox.retention import EventRetention
 from chargenet.store.db import Store
-from chargenet.store.models import WebhookDelivery, WebhookLaneEntry
+from chargenet.store.models import WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks import queue
 from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import EXCERPT_BYTES
@@ -199,3 +199,29 @@ def _transactions(store: Store) -> list[list[str]]:
     event.listen(engine, "commit", on_commit)
     event.listen(engine, "rollback", on_rollback)
     return committed
+
+
+async def test_a_lane_counts_its_failures_since_it_last_delivered_across_dead_letters(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    answers = [Reply(500), Reply(500), Reply(502), Reply(204)]
+    async with run_receiver(lambda _r: answers.pop(0)) as receiver:
+        webhook_id = await harness.webhook(receiver.url)
+        await harness.publish("A", "B")
+        engine = harness.engine()
+        engine.policy = RetryPolicy(max_retries=1)
+        await engine.lease_once()
+        await engine.fill_once()
+        lane_id = await harness.lane_id(webhook_id)
+        failures = []
+        for _ in range(4):
+            await engine.step(lane_id)
+            clock.advance(10)
+            async with store.transaction() as session:
+                lane = await session.get(WebhookLane, lane_id)
+                assert lane is not None
+                failures.append((lane.consecutive_failures, lane.head_attempts))
+        await engine.sender.aclose()
+    # A failed twice and was dead-lettered (the head's count starts again for B); B failed once, then delivered.
+    assert failures == [(1, 1), (2, 0), (3, 1), (0, 0)]

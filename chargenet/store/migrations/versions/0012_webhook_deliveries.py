@@ -1,4 +1,5 @@
-"""webhook deliveries: the delivery log, every attempt of every webhook (decisions.md "Delivery log")
+"""webhook deliveries: the delivery log, every attempt of every webhook (decisions.md "Delivery log"), and each
+lane's count of failed attempts since it last delivered
 
 Revision ID: 0012
 Revises: 0011
@@ -19,6 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("webhook_lanes", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("consecutive_failures", sa.Integer(), nullable=False, server_default="0"))
     op.create_table(
         "webhook_deliveries",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
@@ -49,3 +52,5 @@ def downgrade() -> None:
         batch_op.drop_index("ix_webhook_deliveries_at")
 
     op.drop_table("webhook_deliveries")
+    with op.batch_alter_table("webhook_lanes", schema=None) as batch_op:
+        batch_op.drop_column("consecutive_failures")
