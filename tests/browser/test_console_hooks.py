@@ -52,6 +52,13 @@ async def _holds(condition: Callable[[], object]) -> bool:
     return bool(value)
 
 
+def csp_complaints(page: Page) -> list[str]:
+    """Every Content-Security-Policy complaint the page logs from now on: a flow must cause none."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None)
+    return seen
+
+
 async def a_site(console: ServedConsole, name: str = "Depot") -> str:
     context = console.context
     async with context.store.transaction() as session:
@@ -74,6 +81,7 @@ async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group
         site_id = await a_site(console)
         context = await browser.new_context(viewport={"width": 360, "height": 740})
         page = await context.new_page()
+        complaints = csp_complaints(page)
         api_base = console.url.removesuffix("/console")
         try:
             await sign_in(page, console)
@@ -137,6 +145,7 @@ async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group
             await page.get_by_role("button", name="Filter").click()
             await expect(page.get_by_text("No group matches the filter.")).to_be_visible()
             assert "grants=meters%3Aread" in page.url  # the filtered view can be bookmarked
+            assert not complaints
         finally:
             await context.close()
 
@@ -149,6 +158,7 @@ async def test_a_webhook_gets_a_signed_test_event_turns_to_alert_when_its_receiv
         site_id = await a_site(console)
         store = console.context.store
         await page.set_viewport_size({"width": 1280, "height": 900})
+        complaints = csp_complaints(page)
         await sign_in(page, console)
         await page.get_by_role("link", name="Webhooks", exact=True).click()
         await assert_accessible(page, "webhooks, empty")
@@ -247,6 +257,7 @@ async def test_a_webhook_gets_a_signed_test_event_turns_to_alert_when_its_receiv
         await assert_accessible(page, "webhook edit")
         await page.get_by_role("link", name="Webhooks", exact=True).click()
         await assert_accessible(page, "webhooks, filled")
+        assert not complaints
 
 
 async def _equals(value: Callable[[], Awaitable[int]], expected: int) -> bool:
