@@ -4,8 +4,9 @@ Playwright never downloads a browser here: it is pointed at the system's executa
 from reaching out to the network at start (this machine has none to reach) and from needing a GPU.
 
 One Chromium serves the whole run (starting one takes seconds on a shared machine), each test in a context of its
-own; so the browser tests, and the async fixtures they use, run in the session's event loop
-(`pytestmark = pytest.mark.asyncio(loop_scope="session")` in each module).
+own; so the browser tests, and the async fixtures they use, run in the session's event loop: each module says
+`pytestmark = pytest.mark.asyncio(loop_scope="session")` (a module that does not fails with "attached to a
+different loop"), and its async fixtures are `@pytest_asyncio.fixture(loop_scope="session")`.
 """
 
 from __future__ import annotations
