@@ -114,6 +114,13 @@ async def submitted(request: Request) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
+async def version_of(request: Request) -> int | None:
+    """The version of the object the submitted form was rendered from (its hidden `version` field), so the
+    service can refuse the change if the object moved on meanwhile; None when the form carries none."""
+    value = (await submitted(request)).get("version", "")
+    return int(value) if value.isdigit() and len(value) <= 9 else None
+
+
 def render(
     request: Request,
     template: str,

@@ -70,5 +70,5 @@ async def rotate_secret(client_id: str, context: Context, caller: Admin) -> Cred
 @router.delete("/applications/{client_id}", status_code=204, response_class=Response)
 async def delete_application(client_id: str, context: Context, caller: Admin) -> Response:
     async with context.store.transaction() as session:
-        await applications.delete_application(session, caller, client_id)
+        await applications.delete_application(session, caller, client_id, now=context.clock.now())
     return Response(status_code=204)
