@@ -179,9 +179,19 @@ async def _measure() -> list[Result]:
             stdin=PASSWORD + "\n",
         )
         port = _free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "chargenet", "serve", "--port", str(port), "--data-dir", scratch]
-            + ["--log-level", "error"],
+        server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any measuring
+            [
+                sys.executable,
+                "-m",
+                "chargenet",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                scratch,
+                "--log-level",
+                "error",
+            ],
             env=ENV,
             stdout=subprocess.DEVNULL,
         )
