@@ -97,6 +97,7 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     context.settings.public_url,
                     console_passwords or Passwords(),
                     secret_hasher=context.keys.secret_hasher(),
+                    read=context.store.read,
                 )
             ),
         ),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -67,6 +69,12 @@ class Console:
     passwords: Passwords
     secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
     limiter: FailureLimiter = field(default_factory=login_limiter)
+    # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
+    read: Transactions | None = None
+
+    def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A unit of work for reading only; `transaction` where the console was given no separate reads."""
+        return (self.read or self.transaction)()
 
     def __post_init__(self) -> None:
         self.origin = protection.origin_of(self.public_url)
@@ -176,8 +184,12 @@ async def resume(request: Request) -> Signed | None:
     token = request.cookies.get(protection.COOKIE_NAME)
     if not token:
         return None
-    async with console.transaction() as session:
-        resumed = await console_sessions.resume(session, token, now=console.clock.now())
+    now = console.clock.now()
+    async with console.reading() as session:
+        resumed, stale = await console_sessions.look_up(session, token, now=now)
+    if stale:
+        async with console.transaction() as session:
+            resumed = await console_sessions.resume(session, token, now=now)
     if resumed is None:
         return None
     caller = replace(resumed.caller, address=client_address(request))

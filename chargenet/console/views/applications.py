@@ -36,7 +36,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     except InvalidInput:
         # A cursor we never gave out (an edited address): the first page rather than an error page.
         wanted, after = PageRequest(PAGE_SIZE), None
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         listed = await applications.list_applications(session, signed.caller, wanted)
     values = {
         "items": listed.items,
@@ -67,7 +67,7 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 
 async def _show(request: Request, signed: Signed) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
     return render(request, "application.html", {"app": shown}, signed=signed, active="applications")
 
