@@ -57,13 +57,13 @@ async def list_stations(
     page: PageParams,
     site_id: Annotated[str | None, Query(alias="siteId")] = None,
 ) -> Page[StationView]:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await stations.list_stations(session, caller, page, site_id=site_id)
 
 
 @router.get("/stations/{station_id}", response_model=StationView)
 async def get_station(station_id: str, context: Context, caller: SiteReader) -> StationView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await stations.get_station(session, caller, station_id)
 
 
@@ -106,7 +106,7 @@ async def list_local_authorization(
     site_id: str, context: Context, caller: SiteReader, page: PageParams
 ) -> Page[LocalAuthView]:
     """The site's local authorization list, ordered by idTag: tags the edge decides itself."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await localauth.list_entries(session, caller, page, site_id=site_id)
 
 
