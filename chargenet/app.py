@@ -95,6 +95,8 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     context.settings.public_url,
                     console_passwords or Passwords(),
                     secret_hasher=context.keys.secret_hasher(),
+                    credential_cipher=context.keys.credential_cipher(),
+                    stations=context.edge,
                 )
             ),
         ),

@@ -22,6 +22,7 @@ from chargenet.ids import new_id
 from chargenet.meters import records as meter_records
 from chargenet.meters.bus import RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
+from chargenet.meters.profiles import PROFILES
 from chargenet.meters.records import spec_of, transport_of
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
@@ -30,7 +31,7 @@ from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
 from chargenet.services.sites import check_version
-from chargenet.services.views import Instant, View
+from chargenet.services.views import Instant, View, optional
 from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
 
 
@@ -47,6 +48,8 @@ class MeterStatus(View):
     charging: bool
     transaction_id: int | None
     last_reading: MeterReading | None
+    # The session detector's phase (idle, arming, charging, stopping, reconciling); absent before any reading.
+    phase: str | None = optional()
 
 
 class TcpTransportView(View):
@@ -334,7 +337,12 @@ async def _view(session: AsyncSession, row: Meter) -> MeterView:
             power=state.power_w,
             read_at=state.read_at,
         )
-    status = MeterStatus(charging=transaction_id is not None, transaction_id=transaction_id, last_reading=reading)
+    status = MeterStatus(
+        charging=transaction_id is not None,
+        transaction_id=transaction_id,
+        last_reading=reading,
+        phase=state.phase if state is not None else None,
+    )
     return MeterView(
         spec=spec_of(row), enabled=row.enabled, version=row.version, created_at=row.created_at, status=status
     )
@@ -481,6 +489,11 @@ async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, me
         )
     await session.delete(row)
     await session.flush()
+
+
+def profile_names() -> list[str]:
+    """The meter profiles a meter can be created with."""
+    return list(PROFILES)
 
 
 def bus_label(view: MeterView) -> str:
