@@ -120,9 +120,8 @@ async def test_the_tree_shows_company_site_station_charge_points_and_connector_s
     html = shown.text
     assert '<a href="/console/sites">Acme</a>' in html  # the tree's trail starts at the company
     assert 'href="/console/stations/CS-TWIN"' in html and "Security profile 1" in html
-    assert (
-        html.count('class="connectors"') == 2 and "<code>CS-TWIN-1</code>" in html and "<code>CS-TWIN-2</code>" in html
-    )
+    assert html.count('class="connectors wide"') == 2
+    assert "<code>CS-TWIN-1</code>" in html and "<code>CS-TWIN-2</code>" in html
     assert "Faulted" in html and "GroundFailure" in html and "not reported yet" in html
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     station = await viewer.get("/console/stations/CS-TWIN")
