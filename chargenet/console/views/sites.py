@@ -27,7 +27,7 @@ from chargenet.console.forms import (
     version_of,
     whole_number,
 )
-from chargenet.console.pages import Signed, console_of, page, redirect, render, submitted
+from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, StaleChange
@@ -386,7 +386,7 @@ async def _delete_station(request: Request, signed: Signed) -> Response:
             )
     except Conflict as error:  # connected, metered, has transactions, or changed meanwhile
         return await _station_page(request, signed, station_id, status_code=409, delete_error=error.message)
-    return redirect(console.url(f"/sites/{station.site_id}"))
+    return go_to(request, console.url(f"/sites/{station.site_id}"))
 
 
 # --- a site's local authorization list ---------------------------------------------------------------------
@@ -489,7 +489,9 @@ def _tag_action(verb: str) -> Any:
                 )
         # Back to the page of the list the operator was on, with its filters.
         back = _tag_filters(form)
-        return redirect(address(console.url(f"/sites/{site_id}/local-list"), **back, after=form.get("after") or None))
+        return go_to(
+            request, address(console.url(f"/sites/{site_id}/local-list"), **back, after=form.get("after") or None)
+        )
 
     return view
 

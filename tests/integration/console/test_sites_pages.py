@@ -410,7 +410,11 @@ async def test_tags_are_added_blocked_expired_accepted_and_removed_each_audited(
         async with harness.store.transaction() as session:
             entry = await localauth.get_entry(session, OPERATOR, site_id=site.id, id_tag="TAG-1")
         assert entry.status == status and entry.expires_at is not None  # the expiry is kept
-    assert (await post(admin, f"{base}/remove", {"id_tag": "TAG-1"})).status_code == 303
+    token = await token_of(admin)
+    removed = await admin.post(
+        f"{base}/remove", data={"id_tag": "TAG-1", "csrf_token": token}, headers={**ORIGIN, "HX-Request": "true"}
+    )
+    assert removed.status_code == 200 and removed.headers["hx-redirect"] == base  # htmx loads the list as a page
     assert "The list is empty" in (await admin.get(base)).text
     assert [
         (e.action, e.detail.get("status")) for e in reversed(await records(harness, object_type="local list entry"))
