@@ -49,13 +49,13 @@ async def list_sites(
     company_id: Annotated[str | None, Query(alias="companyId")] = None,
 ) -> Page[SiteView]:
     """The sites the caller's groups reach with `sites:read`."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await sites.list_sites(session, caller, page, company_id=company_id)
 
 
 @router.get("/sites/{site_id}", response_model=SiteView)
 async def get_site(site_id: str, context: Context, caller: SiteReader) -> SiteView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await sites.get_site(session, caller, site_id)
 
 

@@ -93,7 +93,7 @@ async def list_webhooks(
     context: Context, caller: Reader, page: PageParams, siteId: str | None = None
 ) -> Page[WebhookView]:
     """The webhooks the caller reaches with `webhooks:read`, ordered by id."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.list_webhooks(session, caller, page, site_id=siteId)
 
 
@@ -120,7 +120,7 @@ async def create_webhook(body: WebhookCreate, context: Context, caller: Writer) 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookDetail)
 async def get_webhook(webhook_id: str, context: Context, caller: Reader) -> WebhookDetail:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.get_webhook(session, caller, webhook_id)
 
 
@@ -164,7 +164,7 @@ async def list_dead_letters(
     include: Literal["waiting", "all"] = "waiting",
 ) -> Page[DeadLetterView]:
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`)."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.list_dead_letters(
             session, caller, webhook_id, page, include_replayed=include == "all"
         )
@@ -193,7 +193,7 @@ async def list_events(
     cursor: str | None = None,
 ) -> EventPage:
     """The site's events of the retention window, oldest first; poll again from `next` (always set)."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await event_service.list_events(
             session, caller, site_id=siteId, event_types=eventType, cursor=cursor, limit=limit
         )

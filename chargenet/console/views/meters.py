@@ -97,7 +97,7 @@ async def _list(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     filters = _filters(request.query_params)
     wanted, after = page_of(request, METERS_PER_PAGE)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         listed = await meters.list_meters(
             session,
             signed.caller,
@@ -224,7 +224,7 @@ def _edit_form(meter: meters.MeterView) -> dict[str, str]:
 async def _meter_page(
     request: Request, signed: Signed, meter_id: str, *, status_code: int = 200, **context: Any
 ) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         meter = await meters.get_meter(session, signed.caller, meter_id)
     values = {
         "meter": meter,

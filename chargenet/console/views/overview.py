@@ -17,7 +17,7 @@ NOT_YET = {
 
 
 async def _overview(request: Request, signed: Signed) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         counts = await overview.company_counts(session, signed.caller.company_id)
     return render(request, "overview.html", {"counts": counts}, signed=signed, active="overview")
 

@@ -88,7 +88,7 @@ async def _sites(request: Request, signed: Signed, *, status_code: int = 200, **
     if upstream not in ("with", "without"):
         upstream = ""
     wanted, after = page_of(request, SITES_PER_PAGE)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         listed = await sites.list_sites(
             session,
@@ -157,7 +157,7 @@ async def _site_page(
 ) -> Response:
     console = console_of(request)
     wanted, after = page_of(request, STATIONS_PER_PAGE)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         site = await sites.get_site(session, signed.caller, site_id)
         company = await companies.get_company(session, signed.caller, site.company_id)
         listed = await stations.list_stations(session, signed.caller, wanted, site_id=site_id)
@@ -307,7 +307,7 @@ async def _station_page(
     request: Request, signed: Signed, station_id: str, *, status_code: int = 200, **context: Any
 ) -> Response:
     console = console_of(request)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         station = await stations.get_station(session, signed.caller, station_id)
         site = await sites.get_site(session, signed.caller, station.site_id)
         company = await companies.get_company(session, signed.caller, site.company_id)
@@ -403,7 +403,7 @@ async def _local_list(
     console = console_of(request)
     filters = _tag_filters(request.query_params)
     wanted, after = page_of(request, TAGS_PER_PAGE)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         site = await sites.get_site(session, signed.caller, site_id)
         company = await companies.get_company(session, signed.caller, site.company_id)
         listed = await localauth.list_entries(

@@ -55,6 +55,7 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
         await store.dispose()
     trail = [(entry.action, entry.object_id) for entry in reversed(found.items)]
     assert trail == [
+        ("company.create", company),
         ("site.create", site),
         ("site.update", site),
         ("station.create", "CS-1"),

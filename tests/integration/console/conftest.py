@@ -104,6 +104,7 @@ async def harness(
         PUBLIC_URL,
         cheap_passwords,
         secret_hasher=keys.secret_hasher(),
+        read=store.read,
         credential_cipher=keys.credential_cipher(),
     )
     app = Starlette(routes=[Mount("/console", app=create_console(console))])
