@@ -98,6 +98,8 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     console_passwords or Passwords(),
                     secret_hasher=context.keys.secret_hasher(),
                     read=context.store.read,
+                    credential_cipher=context.keys.credential_cipher(),
+                    stations=context.edge,
                 )
             ),
         ),

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import applications, audit, auth, operators, overview
+from chargenet.console.views import applications, audit, auth, meters, operators, overview, sites
 
 
 class SecurityHeaders:
@@ -52,6 +52,8 @@ def create_console(console: Console) -> Starlette:
         *operators.routes(),
         *applications.routes(),
         *audit.routes(),
+        *sites.routes(),
+        *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], exception_handlers=EXCEPTION_HANDLERS)

@@ -28,7 +28,8 @@ from chargenet.console import protection
 from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
-from chargenet.keys import SecretHasher
+from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.ports import StationCommands
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -68,6 +69,8 @@ class Console:
     public_url: str
     passwords: Passwords
     secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
+    credential_cipher: CredentialCipher | None = None  # upstream passwords of sites and stations (keys folder)
+    stations: StationCommands | None = None  # which stations hold a connection to this process
     limiter: FailureLimiter = field(default_factory=login_limiter)
     # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
     read: Transactions | None = None

@@ -68,6 +68,8 @@ class StationChange(BaseModel):
 
     password: str | None = None
     upstreamPassword: str | None = None
+    removePassword: bool = Field(default=False, description="no AuthorizationKey: security profile 0")
+    removeUpstreamPassword: bool = Field(default=False, description="the site's upstream password is used")
 
 
 class LocalAuthEntry(BaseModel):
@@ -143,8 +145,11 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             context.keys.secret_hasher(),
             context.keys.credential_cipher(),
             station_id,
+            now=context.clock.now(),
             password=body.password,
             upstream_password=body.upstreamPassword,
+            clear_password=body.removePassword,
+            clear_upstream_password=body.removeUpstreamPassword,
         )
 
 
@@ -180,5 +185,5 @@ async def put_local_authorization(
 )
 async def delete_local_authorization(site_id: str, id_tag: str, context: Context, caller: SiteWriter) -> Response:
     async with context.store.transaction() as session:
-        await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag)
+        await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag, now=context.clock.now())
     return Response(status_code=204)

@@ -101,6 +101,7 @@ def _update(args: argparse.Namespace) -> None:
             ctx.keys.secret_hasher(),
             ctx.keys.credential_cipher(),
             args.station_id,
+            now=ctx.clock.now(),
             password=args.password,
             upstream_password=args.upstream_password,
         ),

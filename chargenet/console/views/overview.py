@@ -11,10 +11,8 @@ from chargenet.services import overview
 
 # Until their pages exist, each says which command does the same today.
 NOT_YET = {
-    "sites": ("Sites", "chargenet admin site list --company {company}"),
     "groups": ("Groups", "chargenet admin group list --company {company}"),
     "webhooks": ("Webhooks", "chargenet admin webhook list --site SITE_ID"),
-    "meters": ("Meters", "chargenet admin meter list --site SITE_ID"),
 }
 
 

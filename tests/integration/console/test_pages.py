@@ -166,7 +166,7 @@ async def test_a_viewer_may_change_their_own_password_but_nothing_of_the_company
 
 async def test_pages_still_to_come_say_which_command_does_it_today(harness: ConsoleHarness) -> None:
     client = await harness.signed_in("viewer@acme.test")
-    for key in ("sites", "groups", "webhooks", "meters"):
+    for key in ("groups", "webhooks"):
         response = await client.get(f"/console/{key}")
         assert response.status_code == 200 and "chargenet admin" in response.text
         assert 'aria-current="page"' in response.text
