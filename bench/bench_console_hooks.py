@@ -133,7 +133,8 @@ async def _measure() -> list[Result]:
             "http://console.bench",
             passwords,
             secret_hasher=keys.secret_hasher(),
-            cipher=keys.credential_cipher(),
+            credential_cipher=keys.credential_cipher(),
+            read=store.read,
         )
         app = Starlette(routes=[Mount("/console", app=create_console(console))])
         pages = {

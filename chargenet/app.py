@@ -32,6 +32,7 @@ from chargenet.edge import install as edge_install
 from chargenet.meters import install as meters_install
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
 from chargenet.outbox.retention import EventRetention
+from chargenet.services.audit import AuditRetention
 from chargenet.services.operators import Passwords
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
@@ -48,6 +49,7 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     context.workers.append(
         EventRetention(context.store, context.clock, settings.event_retention_days, consumers=(WEBHOOK_LANES_CONSUMER,))
     )
+    context.workers.append(AuditRetention(context.store, context.clock))
     auth_install.install(context)
     edge_install.install(context)
     meters_install.install(context)
@@ -95,7 +97,9 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     context.settings.public_url,
                     console_passwords or Passwords(),
                     secret_hasher=context.keys.secret_hasher(),
-                    cipher=context.keys.credential_cipher(),
+                    read=context.store.read,
+                    credential_cipher=context.keys.credential_cipher(),
+                    stations=context.edge,
                     webhook_allow_private=context.settings.webhook_allow_private,
                     webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,

@@ -7,6 +7,8 @@ CALLERROR codes, the CLI to a message and an exit code); the most specific class
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class ChargenetError(Exception):
     """Base of every error chargenet raises on purpose."""
@@ -55,6 +57,28 @@ class InvalidInput(ChargenetError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.detail = message
+
+
+@dataclass(frozen=True, slots=True)
+class RowFault:
+    """One bad row of a bulk input: its line (0: the input as a whole), the field at fault, what is wrong."""
+
+    line: int
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else "input"
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class ImportRefused(InvalidInput):
+    """A bulk input with bad rows; nothing of it was written. `faults` names each (the first 100)."""
+
+    def __init__(self, faults: list[RowFault]) -> None:
+        more = f" (and {len(faults) - 1} more)" if len(faults) > 1 else ""
+        super().__init__(f"nothing was imported: {faults[0]}{more}")
+        self.faults = faults
 
 
 class UnreadableInput(InvalidInput):

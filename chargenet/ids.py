@@ -27,3 +27,9 @@ def new_event_id() -> str:
 
 
 STATION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,47}$")
+
+
+def new_authorization_key() -> str:
+    """A station's OCPP AuthorizationKey (Basic auth password), 32 URL-safe characters: within OCPP's 16-40 and
+    typeable into a station's configuration screen."""
+    return secrets.token_urlsafe(24)

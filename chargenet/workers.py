@@ -29,8 +29,13 @@ class LoopWorker(ABC):
                 await self.run_once()
             except Exception:
                 log.exception("worker iteration failed", extra={"fields": {"worker": self.name}})
-            sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
-            stopper = asyncio.ensure_future(stopping.wait())
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (sleeper, stopper):
-                task.cancel()
+            await self.pause(stopping)
+
+    async def pause(self, stopping: asyncio.Event) -> None:
+        """Between two iterations: `interval` on the clock, or less when the process is stopping. A worker
+        that can be told of news (`chargenet.store.notify`) wakes on it as well."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
+        stopper = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (sleeper, stopper):
+            task.cancel()

@@ -44,11 +44,15 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "field": {"type": "string", "description": "The input field that was refused."},
         "errors": {
             "type": "array",
-            "description": "Every refused field of a request that did not match its schema.",
+            "description": "Every refused field of a request that did not match its schema, or of a bulk input's rows.",
             "items": {
                 "type": "object",
                 "required": ["field", "message"],
-                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+                "properties": {
+                    "field": {"type": "string"},
+                    "message": {"type": "string"},
+                    "line": {"type": "integer", "description": "The bulk input's row, from 1 (0: the input itself)."},
+                },
             },
         },
         "stationErrorCode": {"type": "string", "description": "The OCPP CALLERROR code the station answered."},

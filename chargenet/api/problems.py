@@ -15,6 +15,7 @@ from chargenet.errors import (
     ChargenetError,
     Conflict,
     Forbidden,
+    ImportRefused,
     InputTooLarge,
     InvalidInput,
     NotFound,
@@ -89,6 +90,8 @@ def for_error(exc: ChargenetError) -> JSONResponse:
 
 def _members(exc: ChargenetError) -> dict[str, Any]:
     """The extension members (RFC 9457 §3.2) a problem of this error carries."""
+    if isinstance(exc, ImportRefused):
+        return {"errors": [{"field": f.field or "", "message": f.message, "line": f.line} for f in exc.faults]}
     if isinstance(exc, InvalidInput) and exc.field:
         return {"field": exc.field}
     if isinstance(exc, StationAnswerFailed):

@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -21,6 +22,7 @@ from chargenet.errors import (
     ConfigurationError,
     Conflict,
     Forbidden,
+    ImportRefused,
     InvalidInput,
     NotFound,
     StoreError,
@@ -153,4 +155,19 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def fail(error: ChargenetError) -> int:
     sys.stderr.write(f"chargenet: error: {error.message}\n")
+    if isinstance(error, ImportRefused):
+        sys.stderr.writelines(f"  {fault}\n" for fault in error.faults)
     return exit_code_for(error)
+
+
+def read_input_file(path: str) -> str:
+    """A text file the command reads (`-`: standard input), as UTF-8; a file that is missing or not UTF-8 is an
+    error naming it."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path!r}: {exc.strerror}", field="FILE") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path!r} is not UTF-8 text (byte {exc.start})", field="FILE") from None

@@ -14,7 +14,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import applications, audit, auth, groups, operators, overview, webhooks
+from chargenet.console.views import (
+    applications,
+    audit,
+    auth,
+    groups,
+    meters,
+    operators,
+    overview,
+    sites,
+    webhooks,
+)
 
 
 class SecurityHeaders:
@@ -54,6 +64,8 @@ def create_console(console: Console) -> Starlette:
         *groups.routes(),
         *webhooks.routes(),
         *audit.routes(),
+        *sites.routes(),
+        *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], exception_handlers=EXCEPTION_HANDLERS)

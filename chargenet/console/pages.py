@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -27,7 +29,7 @@ from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
-from chargenet.ports import WebhookTests
+from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -67,11 +69,18 @@ class Console:
     public_url: str
     passwords: Passwords
     secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
+    credential_cipher: CredentialCipher | None = None  # upstream passwords, webhook credentials (keys folder)
+    stations: StationCommands | None = None  # which stations hold a connection to this process
     limiter: FailureLimiter = field(default_factory=login_limiter)
-    cipher: CredentialCipher | None = None  # webhook credentials, encrypted at rest (keys folder)
+    # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
+    read: Transactions | None = None
     webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
     webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
+
+    def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A unit of work for reading only; `transaction` where the console was given no separate reads."""
+        return (self.read or self.transaction)()
 
     def __post_init__(self) -> None:
         self.origin = protection.origin_of(self.public_url)
@@ -117,6 +126,13 @@ async def submitted(request: Request) -> dict[str, str]:
     """The form fields of a POST (the last value of each), as plain strings."""
     form = await request.form()
     return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+async def version_of(request: Request) -> int | None:
+    """The version of the object the submitted form was rendered from (its hidden `version` field), so the
+    service can refuse the change if the object moved on meanwhile; None when the form carries none."""
+    value = (await submitted(request)).get("version", "")
+    return int(value) if value.isdigit() and len(value) <= 9 else None
 
 
 def render(
@@ -174,8 +190,12 @@ async def resume(request: Request) -> Signed | None:
     token = request.cookies.get(protection.COOKIE_NAME)
     if not token:
         return None
-    async with console.transaction() as session:
-        resumed = await console_sessions.resume(session, token, now=console.clock.now())
+    now = console.clock.now()
+    async with console.reading() as session:
+        resumed, stale = await console_sessions.look_up(session, token, now=now)
+    if stale:
+        async with console.transaction() as session:
+            resumed = await console_sessions.resume(session, token, now=now)
     if resumed is None:
         return None
     caller = replace(resumed.caller, address=client_address(request))

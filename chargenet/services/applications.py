@@ -22,8 +22,9 @@ from chargenet.auth.errors import InsufficientScope
 from chargenet.auth.secrets import new_client_id, new_client_secret
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import SecretHasher
+from chargenet.services import audit
 from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
@@ -37,6 +38,7 @@ class ApplicationView(View):
     enabled: bool
     group_ids: list[str]
     created_at: Instant
+    version: int
 
 
 class Credentials(View):
@@ -60,12 +62,43 @@ def _company(caller: Caller, company_id: str | None = None, *, reading: bool = F
     return caller.company_id
 
 
-async def _get(session: AsyncSession, caller: Caller, client_id: str, *, reading: bool = False) -> Application:
+async def _get(
+    session: AsyncSession,
+    caller: Caller,
+    client_id: str,
+    *,
+    reading: bool = False,
+    expected_version: int | None = None,
+) -> Application:
     company_id = _company(caller, reading=reading) if caller.company_id is not None else None
     app = await session.get(Application, client_id)
     if app is None or (company_id is not None and app.company_id != company_id):
         raise NotFound("application", client_id)
+    if expected_version is not None and app.version != expected_version:
+        raise Conflict("the application was changed by someone else since this page was shown; look again")
     return app
+
+
+async def _changed(
+    session: AsyncSession,
+    caller: Caller,
+    app: Application,
+    action: str,
+    now: datetime,
+    detail: dict[str, str] | None = None,
+) -> None:
+    app.version += 1
+    app.updated_at = now
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=app.company_id,
+        action=f"application.{action}",
+        object_type="application",
+        object_id=app.client_id,
+        now=now,
+        detail=detail,
+    )
 
 
 async def create_application(
@@ -82,48 +115,83 @@ async def create_application(
     if await session.get(Company, company_id) is None:
         raise NotFound("company", company_id)
     client_id, secret = new_client_id(), new_client_secret()
-    session.add(
-        Application(
-            client_id=client_id,
-            company_id=company_id,
-            name=name,
-            secret_hash=hasher.hash(secret),
-            secret_generation=1,
-            enabled=True,
-            created_at=now,
-            updated_at=now,
-        )
+    app = Application(
+        client_id=client_id,
+        company_id=company_id,
+        name=name,
+        secret_hash=hasher.hash(secret),
+        secret_generation=1,
+        enabled=True,
+        version=1,
+        created_at=now,
+        updated_at=now,
     )
+    session.add(app)
     await session.flush()
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=company_id,
+        action="application.create",
+        object_type="application",
+        object_id=client_id,
+        now=now,
+        detail={"name": name},
+    )
     return Credentials(client_id=client_id, client_secret=secret)
 
 
 async def set_enabled(
-    session: AsyncSession, caller: Caller, client_id: str, *, enabled: bool, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    client_id: str,
+    *,
+    enabled: bool,
+    now: datetime,
+    expected_version: int | None = None,
 ) -> ApplicationView:
-    app = await _get(session, caller, client_id)
-    app.enabled = enabled
-    app.updated_at = now
+    app = await _get(session, caller, client_id, expected_version=expected_version)
+    if app.enabled != enabled:
+        app.enabled = enabled
+        await _changed(session, caller, app, "enable" if enabled else "disable", now)
     await session.flush()
     return await _view(session, app)
 
 
-async def delete_application(session: AsyncSession, caller: Caller, client_id: str) -> None:
-    app = await _get(session, caller, client_id)
+async def delete_application(
+    session: AsyncSession, caller: Caller, client_id: str, *, now: datetime, expected_version: int | None = None
+) -> None:
+    app = await _get(session, caller, client_id, expected_version=expected_version)
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=app.company_id,
+        action="application.delete",
+        object_type="application",
+        object_id=client_id,
+        now=now,
+        detail={"name": app.name},
+    )
     await session.execute(delete(GroupMember).where(GroupMember.client_id == client_id))
     await session.delete(app)
     await session.flush()
 
 
 async def rotate_secret(
-    session: AsyncSession, caller: Caller, hasher: SecretHasher, client_id: str, *, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    hasher: SecretHasher,
+    client_id: str,
+    *,
+    now: datetime,
+    expected_version: int | None = None,
 ) -> Credentials:
     """A new secret; the old one stops working at once, and tokens it obtained are revoked with it."""
-    app = await _get(session, caller, client_id)
+    app = await _get(session, caller, client_id, expected_version=expected_version)
     secret = new_client_secret()
     app.secret_hash = hasher.hash(secret)
     app.secret_generation += 1
-    app.updated_at = now
+    await _changed(session, caller, app, "rotate-secret", now)
     await session.flush()
     return Credentials(client_id=client_id, client_secret=secret)
 
@@ -143,6 +211,7 @@ def _make_view(app: Application, group_ids: Iterable[str]) -> ApplicationView:
         enabled=app.enabled,
         group_ids=list(group_ids),
         created_at=app.created_at,
+        version=app.version,
     )
 
 

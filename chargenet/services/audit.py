@@ -5,13 +5,14 @@ its audit record are committed together or not at all. A record never holds a se
 detail whose key names one (a programming error, raised as `ValueError` so tests catch it), and callers pass
 only what identifies the change (a role, a name, "enabled"), never a value that grants access.
 
-Kept 365 days (decisions.md); the purge belongs with the other retention jobs.
+Kept 365 days (decisions.md): `AuditRetention` purges older records, hourly, like the other retention jobs.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,8 +20,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
+from chargenet.store.db import Store
 from chargenet.store.models import AuditRecord
+from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
 
 RETENTION = timedelta(days=365)
 DEFAULT_LIMIT = 50
@@ -155,6 +161,22 @@ async def purge(session: AsyncSession, *, now: datetime) -> int:
     """Delete records older than RETENTION; returns how many."""
     result = await session.execute(delete(AuditRecord).where(AuditRecord.at < now - RETENTION))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+class AuditRetention(LoopWorker):
+    """Purges audit records older than RETENTION."""
+
+    name = "audit-retention"
+
+    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+
+    async def run_once(self) -> None:
+        async with self.store.transaction() as session:
+            purged = await purge(session, now=self.clock.now())
+        if purged:
+            log.info("purged old audit records", extra={"fields": {"count": purged}})
 
 
 def _entry(row: AuditRecord) -> AuditEntry:

@@ -93,6 +93,22 @@ async def get_charge_point(
     return view
 
 
+async def charge_points_of_stations(
+    session: AsyncSession, caller: Caller, stations: StationCommands | None, station_ids: list[str]
+) -> list[ChargePointView]:
+    """The charge points of these stations that the caller reaches, by station and then in the station's order
+    (the tree under a page of stations)."""
+    if not station_ids:
+        return []
+    query = (
+        select(ChargePoint)
+        .join(Site, Site.id == ChargePoint.site_id)
+        .where(ChargePoint.station_id.in_(station_ids), site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
+        .order_by(ChargePoint.station_id, ChargePoint.ordinal)
+    )
+    return await _views(session, stations, list(await session.scalars(query)))
+
+
 async def _views(
     session: AsyncSession, stations: StationCommands | None, rows: list[ChargePoint]
 ) -> list[ChargePointView]:

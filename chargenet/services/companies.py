@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import Forbidden, NotFound
 from chargenet.ids import new_id
+from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
@@ -32,6 +33,16 @@ async def create_company(session: AsyncSession, caller: Caller, *, name: str, no
     row = Company(id=new_id("co"), name=validate_name(name), created_at=now)
     session.add(row)
     await session.flush()
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=row.id,
+        action="company.create",
+        object_type="company",
+        object_id=row.id,
+        now=now,
+        detail={"name": row.name},
+    )
     return _view(row)
 
 

@@ -61,9 +61,9 @@ async def start(session: AsyncSession, operator: OperatorView, *, now: datetime)
     return StartedSession(token, csrf)
 
 
-async def resume(session: AsyncSession, token: str, *, now: datetime) -> ResumedSession | None:
-    """The live session the cookie names, touched; None when there is none, it expired or its operator was
-    disabled (an expired one is deleted here)."""
+async def look_up(session: AsyncSession, token: str, *, now: datetime) -> tuple[ResumedSession | None, bool]:
+    """The live session the cookie names, read only, and whether `resume` has something to write for it (an
+    expired or disabled session to delete, a `last_seen_at` to touch): most page views then write nothing."""
     hashed = id_hash(token)
     found = (
         await session.execute(
@@ -73,16 +73,27 @@ async def resume(session: AsyncSession, token: str, *, now: datetime) -> Resumed
         )
     ).one_or_none()
     if found is None:
-        return None
+        return None, False
     row, operator = found
     state = session_state(created_at=row.created_at, last_seen_at=row.last_seen_at, now=now)
     if state is not SessionState.ALIVE or not operator.enabled:
-        await session.delete(row)
-        return None
-    if now - row.last_seen_at >= TOUCH_EVERY:
-        row.last_seen_at = now
+        return None, True
     caller = OperatorCaller(operator.id, operator.company_id, operator.email, Role(operator.role))
-    return ResumedSession(caller, hashed, row.csrf_token)
+    return ResumedSession(caller, hashed, row.csrf_token), now - row.last_seen_at >= TOUCH_EVERY
+
+
+async def resume(session: AsyncSession, token: str, *, now: datetime) -> ResumedSession | None:
+    """The live session the cookie names, touched; None when there is none, it expired or its operator was
+    disabled (an expired one is deleted here)."""
+    resumed, stale = await look_up(session, token, now=now)
+    if stale:
+        row = await session.get(OperatorSession, id_hash(token))
+        if row is not None:
+            if resumed is None:
+                await session.delete(row)
+            else:
+                row.last_seen_at = now
+    return resumed
 
 
 async def end(session: AsyncSession, token: str) -> None:

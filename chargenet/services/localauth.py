@@ -1,6 +1,7 @@
 """A site's local authorization list: tags decided at the edge, never forwarded to an upstream.
 
-Reading it needs `sites:read` on the site, changing it `sites:write` (decisions.md §3)."""
+Reading it needs `sites:read` on the site, changing it `sites:write` (decisions.md §3). Every change is written
+to the audit log in the caller's transaction, whichever face asked."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
+from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site
-from chargenet.services.views import Instant, View, optional
-from chargenet.store.models import LocalAuthEntry
+from chargenet.services.views import Instant, View, like_escaped, optional
+from chargenet.store.models import LocalAuthEntry, Site
 
 LISTABLE_STATUSES = (
     AuthorizationStatus.ACCEPTED,
@@ -63,7 +65,7 @@ async def add_entry(
     parent_id_tag: str | None = None,
 ) -> LocalAuthView:
     """Add a tag to the site's list, or change the entry it already has."""
-    await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
+    site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     validate_id_tag(id_tag)
     if parent_id_tag is not None:
         validate_id_tag(parent_id_tag, "parentIdTag")
@@ -72,18 +74,53 @@ async def add_entry(
     if expires_at is not None and expires_at.tzinfo is None:
         raise InvalidInput("needs a UTC offset", field="expires")
     row = await session.get(LocalAuthEntry, (site_id, id_tag))
+    action = "localauth.update"
     if row is None:
         row = LocalAuthEntry(site_id=site_id, id_tag=id_tag, created_at=now)
         session.add(row)
+        action = "localauth.add"
+    elif (row.status, row.expires_at, row.parent_id_tag) == (status, expires_at, parent_id_tag):
+        return _view(row)
     row.status, row.expires_at, row.parent_id_tag = status, expires_at, parent_id_tag
     await session.flush()
+    detail = {"idTag": id_tag, "status": status, "expires": expires_at.isoformat() if expires_at else "never"}
+    if parent_id_tag is not None:
+        detail["parentIdTag"] = parent_id_tag
+    await _audit(session, caller, site, action, id_tag, now, detail)
     return _view(row)
 
 
+async def _audit(
+    session: AsyncSession,
+    caller: Caller,
+    site: Site,
+    action: str,
+    id_tag: str,
+    now: datetime,
+    detail: dict[str, str],
+) -> None:
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=site.company_id,
+        action=action,
+        object_type="local list entry",
+        object_id=f"{site.id}/{id_tag}",
+        now=now,
+        detail={"site": site.id, **detail},
+    )
+
+
 async def list_entries(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    site_id: str,
+    status: str | None = None,
+    id_tag_contains: str | None = None,
 ) -> Page[LocalAuthView]:
-    """The site's entries, ordered by idTag."""
+    """The site's entries, ordered by idTag; `status` and `id_tag_contains` (any case) narrow them."""
     await reachable_site(session, caller, Scope.SITES_READ, site_id)
     query = (
         select(LocalAuthEntry)
@@ -91,6 +128,10 @@ async def list_entries(
         .order_by(LocalAuthEntry.id_tag)
         .limit(page.fetch)
     )
+    if status:
+        query = query.where(LocalAuthEntry.status == status)
+    if id_tag_contains:
+        query = query.where(LocalAuthEntry.id_tag.ilike(f"%{like_escaped(id_tag_contains)}%", escape="\\"))
     if page.after is not None:
         query = query.where(LocalAuthEntry.id_tag > page.after)
     return page.page([_view(row) for row in await session.scalars(query)], lambda entry: entry.id_tag)
@@ -103,9 +144,19 @@ async def entries_of_site(session: AsyncSession, site_id: str) -> list[LocalAuth
     return [_view(row) for row in await session.scalars(query)]
 
 
-async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str) -> None:
-    await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
+async def get_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str) -> LocalAuthView:
+    await reachable_site(session, caller, Scope.SITES_READ, site_id)
+    row = await session.get(LocalAuthEntry, (site_id, id_tag))
+    if row is None:
+        raise NotFound("local list entry", f"{site_id}/{id_tag}")
+    return _view(row)
+
+
+async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str, now: datetime) -> None:
+    site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     row = await session.get(LocalAuthEntry, (site_id, id_tag))
     if row is None:
         raise NotFound("local list entry", f"{site_id}/{id_tag}")
     await session.delete(row)
+    await session.flush()
+    await _audit(session, caller, site, "localauth.remove", id_tag, now, {"idTag": id_tag})

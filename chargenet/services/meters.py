@@ -1,4 +1,7 @@
-"""Meter configuration use cases, shared by the CLI and the API (decisions.md §4 "Meters")."""
+"""Meter configuration use cases, shared by the CLI, the API and the console (decisions.md §4 "Meters").
+
+Every change is written to the audit log in the caller's transaction and bumps the meter's `version`; a change
+made from an older version (`expected_version`) is refused as `StaleChange`."""
 
 from __future__ import annotations
 
@@ -19,13 +22,16 @@ from chargenet.ids import new_id
 from chargenet.meters import records as meter_records
 from chargenet.meters.bus import RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
+from chargenet.meters.profiles import PROFILES
 from chargenet.meters.records import spec_of, transport_of
 from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
+from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_site, site_filter
-from chargenet.services.views import Instant, View
+from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
+from chargenet.services.sites import check_version
+from chargenet.services.views import Instant, View, optional
 from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
 
 
@@ -42,6 +48,8 @@ class MeterStatus(View):
     charging: bool
     transaction_id: int | None
     last_reading: MeterReading | None
+    # The session detector's phase (idle, arming, charging, stopping, reconciling); absent before any reading.
+    phase: str | None = optional()
 
 
 class TcpTransportView(View):
@@ -65,6 +73,7 @@ class MeterView(View):
 
     spec: SkipJsonSchema[MeterSpec] = Field(exclude=True)
     enabled: bool
+    version: int = 1
     created_at: Instant
     status: MeterStatus | None = None
 
@@ -220,11 +229,37 @@ async def create_meter(
     if await session.get(Meter, new_meter_id) is not None:
         raise Conflict(f"meter {new_meter_id!r} already exists")
     await _check_free(session, spec)
-    row = Meter(id=new_meter_id, site_id=site_id, created_at=now, updated_at=now, enabled=True)
+    row = Meter(id=new_meter_id, site_id=site_id, created_at=now, updated_at=now, enabled=True, version=1)
     _store_spec(row, spec)
     session.add(row)
     await session.flush()
-    return MeterView(spec=spec, enabled=row.enabled, created_at=row.created_at)
+    detail = {
+        "site": site_id,
+        "station": station_id,
+        "charge point": charge_point.id,
+        "connector": str(connector),
+        "profile": spec.profile.name,
+        "bus": spec.bus_key,
+        "unit": str(spec.unit_id),
+    }
+    await _audit(session, caller, row, "meter.create", now, detail)
+    return MeterView(spec=spec, enabled=row.enabled, version=row.version, created_at=row.created_at)
+
+
+async def _audit(
+    session: AsyncSession, caller: Caller, row: Meter, action: str, now: datetime, detail: dict[str, str]
+) -> None:
+    site = await session.get(Site, row.site_id)
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=site.company_id if site is not None else None,
+        action=action,
+        object_type="meter",
+        object_id=row.id,
+        now=now,
+        detail=detail,
+    )
 
 
 async def _charge_point(session: AsyncSession, station: Station, charge_point_id: str | None) -> ChargePoint:
@@ -282,8 +317,10 @@ async def _get(session: AsyncSession, caller: Caller, scope: Scope, meter_id: st
     row = await session.get(Meter, meter_id)
     if row is not None:
         site = await session.get(Site, row.site_id)
-        if site is not None and caller.allows(scope, site.company_id, site.id):
-            return row
+        if site is not None:
+            refuse_read_only(caller, scope, site.company_id)
+            if caller.allows(scope, site.company_id, site.id):
+                return row
     raise NotFound("meter", meter_id)
 
 
@@ -300,8 +337,15 @@ async def _view(session: AsyncSession, row: Meter) -> MeterView:
             power=state.power_w,
             read_at=state.read_at,
         )
-    status = MeterStatus(charging=transaction_id is not None, transaction_id=transaction_id, last_reading=reading)
-    return MeterView(spec=spec_of(row), enabled=row.enabled, created_at=row.created_at, status=status)
+    status = MeterStatus(
+        charging=transaction_id is not None,
+        transaction_id=transaction_id,
+        last_reading=reading,
+        phase=state.phase if state is not None else None,
+    )
+    return MeterView(
+        spec=spec_of(row), enabled=row.enabled, version=row.version, created_at=row.created_at, status=status
+    )
 
 
 async def get_meter(session: AsyncSession, caller: Caller, meter_id: str) -> MeterView:
@@ -309,9 +353,16 @@ async def get_meter(session: AsyncSession, caller: Caller, meter_id: str) -> Met
 
 
 async def list_meters(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    site_id: str | None = None,
+    station_id: str | None = None,
+    enabled: bool | None = None,
 ) -> Page[MeterView]:
-    """The meters on sites the caller reaches with `meters:read`, ordered by id."""
+    """The meters on sites the caller reaches with `meters:read`, ordered by id; `site_id`, `station_id` and
+    `enabled` narrow them."""
     query = (
         select(Meter)
         .join(Site, Site.id == Meter.site_id)
@@ -321,6 +372,10 @@ async def list_meters(
     )
     if site_id is not None:
         query = query.where(Meter.site_id == site_id)
+    if station_id is not None:
+        query = query.where(Meter.station_id == station_id)
+    if enabled is not None:
+        query = query.where(Meter.enabled.is_(enabled))
     if page.after is not None:
         query = query.where(Meter.id > page.after)
     views = [await _view(session, row) for row in await session.scalars(query)]
@@ -350,9 +405,11 @@ async def update_meter(
     stop_grace: float | None = None,
     outage_close: float | None = None,
     enabled: bool | None = None,
+    expected_version: int | None = None,
 ) -> MeterView:
     """Change a meter's idTag, poll interval, thresholds or enabled flag; the poller picks it up within 2 s."""
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
+    check_version("meter", row.id, row.version, expected_version)
     current = spec_of(row)
     given = current.thresholds
 
@@ -380,18 +437,46 @@ async def update_meter(
         thresholds=thresholds,
         poll_interval_s=pick(poll_interval, current.poll_interval_s),
     )
+    changed = _differences(current, spec)
+    if enabled is not None and enabled != row.enabled:
+        changed.append("enabled" if enabled else "disabled")
+    if not changed:
+        return await _view(session, row)
     _store_spec(row, spec)
     if enabled is not None:
         row.enabled = enabled
     row.updated_at = now
+    row.version += 1
     await session.flush()
+    if changed in (["enabled"], ["disabled"]):
+        action = "meter.enable" if enabled else "meter.disable"
+    else:
+        action = "meter.update"
+    await _audit(session, caller, row, action, now, {"changed": ", ".join(changed)})
     return await _view(session, row)
+
+
+def _differences(before: MeterSpec, after: MeterSpec) -> list[str]:
+    """What an update changes, named for the audit log."""
+    old, new = before.thresholds, after.thresholds
+    pairs: list[tuple[str, object, object]] = [
+        ("idTag", before.id_tag, after.id_tag),
+        ("poll interval", before.poll_interval_s, after.poll_interval_s),
+        ("start current", old.start_current_a, new.start_current_a),
+        ("stop current", old.stop_current_a, new.stop_current_a),
+        ("start power", old.start_power_w, new.start_power_w),
+        ("stop power", old.stop_power_w, new.stop_power_w),
+        ("stop grace", old.stop_grace_s, new.stop_grace_s),
+        ("outage close", old.outage_close_s, new.outage_close_s),
+    ]
+    return [label for label, a, b in pairs if a != b]
 
 
 async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, meter_id: str, *, now: datetime) -> None:
     """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
     StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
+    await _audit(session, caller, row, "meter.delete", now, {"station": row.station_id, "bus": transport_of(row).key})
     open_session = await meter_records.open_session_of(session, meter_id)
     if open_session is not None:
         await meter_records.stop_session(
@@ -404,6 +489,11 @@ async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, me
         )
     await session.delete(row)
     await session.flush()
+
+
+def profile_names() -> list[str]:
+    """The meter profiles a meter can be created with."""
+    return list(PROFILES)
 
 
 def bus_label(view: MeterView) -> str:

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.auth.permissions import Reach
 from chargenet.domain.scopes import Scope
-from chargenet.errors import NotFound
-from chargenet.services.callers import Caller
+from chargenet.errors import Forbidden, NotFound
+from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.store.models import Company, Site
 
 
@@ -31,7 +31,10 @@ def site_filter(reach: Reach) -> ColumnElement[bool]:
 async def reachable_site(session: AsyncSession, caller: Caller, scope: Scope, site_id: str) -> Site:
     """The site, if `scope` holds there for the caller; `NotFound` otherwise, whether or not it exists."""
     site = await session.get(Site, site_id)
-    if site is None or not caller.allows(scope, site.company_id, site.id):
+    if site is None:
+        raise NotFound("site", site_id)
+    refuse_read_only(caller, scope, site.company_id)
+    if not caller.allows(scope, site.company_id, site.id):
         raise NotFound("site", site_id)
     return site
 
@@ -39,6 +42,21 @@ async def reachable_site(session: AsyncSession, caller: Caller, scope: Scope, si
 async def reachable_company(session: AsyncSession, caller: Caller, scope: Scope, company_id: str) -> Company:
     """The company, if `scope` holds on the company itself (a company-level grant); `NotFound` otherwise."""
     company = await session.get(Company, company_id)
-    if company is None or not caller.allows(scope, company.id):
+    if company is None:
+        raise NotFound("company", company_id)
+    refuse_read_only(caller, scope, company.id)
+    if not caller.allows(scope, company.id):
         raise NotFound("company", company_id)
     return company
+
+
+def refuse_read_only(caller: Caller, scope: Scope, company_id: str) -> None:
+    """A console operator of the company whose role only reads (a viewer) sees the object, so a change is
+    `Forbidden` (403) rather than `NotFound`: the object's existence is no secret from them."""
+    if (
+        isinstance(caller, OperatorCaller)
+        and company_id == caller.company_id
+        and not scope.value.endswith(":read")
+        and not caller.may_change
+    ):
+        raise Forbidden(f"changing this needs the admin role; you are {caller.role.value}")

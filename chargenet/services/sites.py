@@ -1,4 +1,7 @@
-"""Sites of a company: create and change them (`sites:write`), read them (`sites:read`)."""
+"""Sites of a company: create and change them (`sites:write`), read them (`sites:read`).
+
+Every change is written to the audit log in the caller's transaction, whichever face asked, and bumps the
+site's `version`; a change made from an older version (`expected_version`) is refused as `StaleChange`."""
 
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
+from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
-from chargenet.services.views import Instant, View
+from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.models import Site
 
 
@@ -26,6 +30,7 @@ class SiteView(View):
     name: str
     upstream_url: str | None
     upstream_password_set: bool
+    version: int
     created_at: Instant
 
 
@@ -36,14 +41,37 @@ def _view(row: Site) -> SiteView:
         name=row.name,
         upstream_url=row.upstream_url,
         upstream_password_set=row.upstream_password is not None,
+        version=row.version,
         created_at=row.created_at,
     )
 
 
+def check_version(kind: str, identifier: str, current: int, expected: int | None) -> None:
+    """Refuse a change made from a version other than the current one (another operator's edit came first)."""
+    if expected is not None and current != expected:
+        raise StaleChange(f"{kind} {identifier} was changed by someone else meanwhile; reload it and try again")
+
+
+def url_shown(url: str | None) -> str:
+    """An upstream URL as the audit log may hold it: without any user name or password written into it."""
+    if url is None:
+        return "none"
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
 def validate_upstream_url(url: str) -> str:
     parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or out of range
+    except ValueError:
+        raise InvalidInput(f"{url!r} has an invalid port", field="upstream-url") from None
     if parts.scheme not in ("ws", "wss") or not parts.hostname or parts.query or parts.fragment:
         raise InvalidInput(f"{url!r} is not a ws:// or wss:// URL without query or fragment", field="upstream-url")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput("holds a user name or password; give the password in its own field", field="upstream-url")
     return url.rstrip("/")
 
 
@@ -70,6 +98,10 @@ async def create_site(
     )
     session.add(row)
     await session.flush()
+    detail = {"name": row.name, "upstream": url_shown(row.upstream_url)}
+    if row.upstream_password is not None:
+        detail["upstream login"] = "set"
+    await _audit(session, caller, row, "site.create", now, detail)
     return _view(row)
 
 
@@ -79,23 +111,62 @@ async def update_site(
     cipher: CredentialCipher,
     site_id: str,
     *,
+    now: datetime,
     name: str | None = None,
     upstream_url: str | None = None,
     remove_upstream: bool = False,
     upstream_password: str | None = None,
+    clear_upstream_password: bool = False,
+    expected_version: int | None = None,
 ) -> SiteView:
+    """Change what is given and keep the rest: `remove_upstream` drops the upstream URL and its password,
+    `clear_upstream_password` only the password (`upstream_password` sets a new one). Everything is checked
+    before anything changes, so a refused change leaves the site as it was."""
     row = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
-    if name is not None:
-        row.name = validate_name(name)
+    check_version("site", row.name, row.version, expected_version)
+    new_name = validate_name(name) if name is not None else row.name
+    new_url = row.upstream_url
     if remove_upstream:
-        row.upstream_url = None
-        row.upstream_password = None
+        new_url = None
     elif upstream_url is not None:
-        row.upstream_url = validate_upstream_url(upstream_url)
-    if upstream_password is not None:
+        new_url = validate_upstream_url(upstream_url)
+    if upstream_password is not None and not upstream_password:
+        raise InvalidInput("is empty; to remove the password, clear it instead", field="upstream-password")
+    changed: list[str] = []
+    if new_name != row.name:
+        changed.append("name")
+        row.name = new_name
+    if new_url != row.upstream_url:
+        changed.append("upstream URL")
+        row.upstream_url = new_url
+    if (remove_upstream or clear_upstream_password) and upstream_password is None:
+        if row.upstream_password is not None:
+            changed.append("upstream password removed")
+            row.upstream_password = None
+    elif upstream_password is not None:
+        changed.append("upstream password replaced" if row.upstream_password is not None else "upstream password set")
         row.upstream_password = cipher.encrypt(upstream_password)
-    await session.flush()
+    if changed:
+        row.version += 1
+        await session.flush()
+        detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
+        await _audit(session, caller, row, "site.update", now, detail)
     return _view(row)
+
+
+async def _audit(
+    session: AsyncSession, caller: Caller, row: Site, action: str, now: datetime, detail: dict[str, str]
+) -> None:
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=row.company_id,
+        action=action,
+        object_type="site",
+        object_id=row.id,
+        now=now,
+        detail=detail,
+    )
 
 
 async def get_site(session: AsyncSession, caller: Caller, site_id: str) -> SiteView:
@@ -103,12 +174,23 @@ async def get_site(session: AsyncSession, caller: Caller, site_id: str) -> SiteV
 
 
 async def list_sites(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    company_id: str | None = None,
+    name_contains: str | None = None,
+    upstream: bool | None = None,
 ) -> Page[SiteView]:
-    """The sites the caller reaches with `sites:read`, ordered by id."""
+    """The sites the caller reaches with `sites:read`, ordered by id; `name_contains` narrows to names holding
+    it (any case), `upstream` to sites with (True) or without (False) an upstream."""
     query = select(Site).where(site_filter(caller.reach(Scope.SITES_READ))).order_by(Site.id).limit(page.fetch)
     if company_id is not None:
         query = query.where(Site.company_id == company_id)
+    if name_contains:
+        query = query.where(Site.name.ilike(f"%{like_escaped(name_contains)}%", escape="\\"))
+    if upstream is not None:
+        query = query.where(Site.upstream_url.is_not(None) if upstream else Site.upstream_url.is_(None))
     if page.after is not None:
         query = query.where(Site.id > page.after)
     rows = [_view(row) for row in await session.scalars(query)]

@@ -1,21 +1,27 @@
-"""Stations of a site and their charge points: create and change (`sites:write`), read (`sites:read`)."""
+"""Stations of a site and their charge points: create, change and delete (`sites:write`), read (`sites:read`).
+
+Every change is written to the audit log in the caller's transaction (never a key: only whether one is set),
+and bumps the station's `version`; a change made from an older version is refused as `StaleChange`."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import StationLayout
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.ports import StationCommands
+from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
+from chargenet.services.sites import check_version
 from chargenet.services.views import Instant, View
-from chargenet.store.models import ChargePoint, Connector, Site, Station
+from chargenet.store.models import ChargePoint, Connector, EdgeTransaction, Meter, MeterSession, Site, Station
 
 AUTHORIZATION_KEY_LENGTH = (16, 40)
 
@@ -27,6 +33,7 @@ class StationView(View):
     connectors_per_charge_point: int | None
     security_profile: int
     upstream_password_set: bool
+    version: int
     created_at: Instant
 
 
@@ -74,6 +81,15 @@ async def create_station(
         for connector_id in range(1, (layout.connectors_per_charge_point or 0) + 1):
             session.add(Connector(charge_point_id=charge_point_id, connector_id=connector_id))
     await session.flush()
+    detail = {
+        "site": site_id,
+        "charge points": str(layout.charge_points),
+        "connectors per charge point": str(layout.connectors_per_charge_point or "as reported"),
+        "security profile": "1" if row.password_hash is not None else "0",
+    }
+    if row.upstream_password is not None:
+        detail["upstream login"] = "set"
+    await _audit(session, caller, row, "station.create", now, detail)
     return _view(row)
 
 
@@ -84,16 +100,96 @@ async def update_station(
     cipher: CredentialCipher,
     station_id: str,
     *,
+    now: datetime,
     password: str | None = None,
     upstream_password: str | None = None,
+    clear_password: bool = False,
+    clear_upstream_password: bool = False,
+    expected_version: int | None = None,
 ) -> StationView:
+    """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0), and a station's own
+    upstream key or none (then the site's is used). What is not given stays; nothing changes if any is refused."""
     row = await _reachable(session, caller, Scope.SITES_WRITE, station_id)
+    check_version("station", row.id, row.version, expected_version)
     if password is not None:
-        row.password_hash = hasher.hash(validate_authorization_key(password))
+        validate_authorization_key(password)
+    if upstream_password is not None and not upstream_password:
+        raise InvalidInput("is empty; to remove the key, clear it instead", field="upstream-password")
+    changed: list[str] = []
+    if password is not None:
+        changed.append("authorization key replaced" if row.password_hash is not None else "authorization key set")
+        row.password_hash = hasher.hash(password)
+    elif clear_password and row.password_hash is not None:
+        changed.append("authorization key removed (security profile 0)")
+        row.password_hash = None
     if upstream_password is not None:
+        changed.append("upstream key replaced" if row.upstream_password is not None else "upstream key set")
         row.upstream_password = cipher.encrypt(upstream_password)
-    await session.flush()
+    elif clear_upstream_password and row.upstream_password is not None:
+        changed.append("upstream key removed")
+        row.upstream_password = None
+    if changed:
+        row.version += 1
+        await session.flush()
+        await _audit(session, caller, row, "station.update", now, {"changed": ", ".join(changed)})
     return _view(row)
+
+
+async def delete_station(
+    session: AsyncSession,
+    caller: Caller,
+    station_id: str,
+    *,
+    now: datetime,
+    stations: StationCommands | None = None,
+    expected_version: int | None = None,
+) -> None:
+    """Delete a station that never charged: its charge points and connectors go with it. Refused (`Conflict`)
+    while it is connected, has meters, or has any transaction, which stay the record of what was charged."""
+    row = await _reachable(session, caller, Scope.SITES_WRITE, station_id)
+    check_version("station", row.id, row.version, expected_version)
+    if stations is not None and stations.is_connected(station_id):
+        raise Conflict(f"station {station_id} is connected; it can be deleted once it is not")
+    if await session.scalar(select(Meter.id).where(Meter.station_id == station_id).limit(1)) is not None:
+        raise Conflict(f"station {station_id} has meters; delete them first")
+    charged = await session.scalar(
+        select(EdgeTransaction.id).where(EdgeTransaction.station_id == station_id).limit(1)
+    ) or await session.scalar(select(MeterSession.transaction_id).where(MeterSession.station_id == station_id).limit(1))
+    if charged is not None:
+        raise Conflict(f"station {station_id} has transactions, which are kept; it cannot be deleted")
+    charge_point_ids = list(await session.scalars(select(ChargePoint.id).where(ChargePoint.station_id == station_id)))
+    for connector in await session.scalars(select(Connector).where(Connector.charge_point_id.in_(charge_point_ids))):
+        await session.delete(connector)
+    for charge_point in await session.scalars(select(ChargePoint).where(ChargePoint.station_id == station_id)):
+        await session.delete(charge_point)
+    await session.flush()
+    await _audit(session, caller, row, "station.delete", now, {"site": row.site_id})
+    await session.delete(row)
+    await session.flush()
+
+
+async def count_by_site(session: AsyncSession, site_ids: list[str]) -> dict[str, int]:
+    """How many stations each of these sites has (for sites whose reach the caller has checked)."""
+    if not site_ids:
+        return {}
+    query = select(Station.site_id, func.count()).where(Station.site_id.in_(site_ids)).group_by(Station.site_id)
+    return {site_id: int(count) for site_id, count in (await session.execute(query)).all()}
+
+
+async def _audit(
+    session: AsyncSession, caller: Caller, row: Station, action: str, now: datetime, detail: dict[str, str]
+) -> None:
+    site = await session.get(Site, row.site_id)
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=site.company_id if site is not None else None,
+        action=action,
+        object_type="station",
+        object_id=row.id,
+        now=now,
+        detail=detail,
+    )
 
 
 async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:
@@ -122,8 +218,10 @@ async def _reachable(session: AsyncSession, caller: Caller, scope: Scope, statio
     row = await session.get(Station, station_id)
     if row is not None:
         site = await session.get(Site, row.site_id)
-        if site is not None and caller.allows(scope, site.company_id, site.id):
-            return row
+        if site is not None:
+            refuse_read_only(caller, scope, site.company_id)
+            if caller.allows(scope, site.company_id, site.id):
+                return row
     raise NotFound("station", station_id)
 
 
@@ -135,5 +233,6 @@ def _view(row: Station) -> StationView:
         connectors_per_charge_point=row.connectors_per_charge_point,
         security_profile=1 if row.password_hash is not None else 0,
         upstream_password_set=row.upstream_password is not None,
+        version=row.version,
         created_at=row.created_at,
     )

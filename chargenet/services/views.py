@@ -33,3 +33,8 @@ def _none(value: object) -> bool:
 def optional() -> Any:
     """A field that is absent from the rendered view when it has no value (decisions.md: optional, never null)."""
     return Field(default=None, exclude_if=_none)
+
+
+def like_escaped(text: str) -> str:
+    """`text` for a LIKE pattern with `escape="\\"`: its own %, _ and backslashes match only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -42,7 +42,12 @@ class DemoFleet:
         await self.central.start()
         async with context.store.transaction() as session:
             await sites.update_site(
-                session, OPERATOR, context.keys.credential_cipher(), self._site_id, upstream_url=self.central.url
+                session,
+                OPERATOR,
+                context.keys.credential_cipher(),
+                self._site_id,
+                now=now,
+                upstream_url=self.central.url,
             )
             for station_id, _ in DEMO_STATIONS:
                 try:

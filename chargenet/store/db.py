@@ -5,6 +5,10 @@ and every transaction starts with `BEGIN IMMEDIATE`, so a read transaction that 
 "database is locked". Within one process, transactions queue on an asyncio lock; other processes wait on the
 busy timeout. pysqlite's own implicit
 transaction handling is switched off so that DDL is transactional too (a migration applies whole or not).
+
+`read()` is a unit of work that only reads. On SQLite it runs on connections of its own (deferred `BEGIN`,
+`query_only`), so it reads a consistent WAL snapshot without queueing behind writers or holding them up; on
+PostgreSQL, where readers never wait for writers anyway, it is an ordinary transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from chargenet.store.notify import Notifications
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -37,11 +43,18 @@ class Store:
         else:
             self.engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._read_engine: AsyncEngine | None = None
+        self._reads = self._sessions
+        if self.dialect == "sqlite" and parsed.database and parsed.database != ":memory:":
+            self._read_engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+            _configure_sqlite_reader(self._read_engine)
+            self._reads = async_sessionmaker(self._read_engine, expire_on_commit=False)
         # Every SQLite transaction is a writer (BEGIN IMMEDIATE), so only one runs at a time anyway. Queueing
         # this process's transactions on an asyncio lock, in order, replaces waiting in SQLite's busy handler,
         # which polls with sleeps of up to 100 ms: under load that alone took webhook latency from tens of
         # milliseconds to over a second. Other processes still meet the busy handler.
         self._sqlite_writer = asyncio.Lock() if self.dialect == "sqlite" else None
+        self.notifications = Notifications(url, self.dialect)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -56,7 +69,17 @@ class Store:
         async with self._sqlite_writer, self._sessions.begin() as session:
             yield session
 
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A unit of work that only reads: it sees what was committed when it began, and never waits for a
+        writer. A write inside it fails (SQLite refuses it: `query_only`)."""
+        async with self._reads.begin() as session:
+            yield session
+
     async def dispose(self) -> None:
+        await self.notifications.close()
+        if self._read_engine is not None:
+            await self._read_engine.dispose()
         await self.engine.dispose()
 
 
@@ -75,6 +98,28 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
+    _interrupt_on_invalidate(engine)
+
+
+def _configure_sqlite_reader(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # Deferred: the snapshot is taken at the first read, and no write lock is ever asked for.
+        connection.exec_driver_sql("BEGIN")
+
+    _interrupt_on_invalidate(engine)
+
+
+def _interrupt_on_invalidate(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine.pool, "invalidate")
     def _on_invalidate(dbapi_connection: Any, _record: Any, _exception: BaseException | None) -> None:
         # A transaction cancelled in the middle of a statement (its caller went away) gets its connection

@@ -28,7 +28,7 @@ class NewApplication(BaseModel):
 @router.get("/applications", response_model=Page[ApplicationView])
 async def list_applications(context: Context, caller: Admin, page: PageParams) -> Page[ApplicationView]:
     """The company's applications, ordered by `client_id`."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await applications.list_applications(session, caller, page)
 
 
@@ -43,7 +43,7 @@ async def create_application(body: NewApplication, context: Context, caller: Adm
 
 @router.get("/applications/{client_id}", response_model=ApplicationView)
 async def get_application(client_id: str, context: Context, caller: Admin) -> ApplicationView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await applications.get_application(session, caller, client_id)
 
 
@@ -70,5 +70,5 @@ async def rotate_secret(client_id: str, context: Context, caller: Admin) -> Cred
 @router.delete("/applications/{client_id}", status_code=204, response_class=Response)
 async def delete_application(client_id: str, context: Context, caller: Admin) -> Response:
     async with context.store.transaction() as session:
-        await applications.delete_application(session, caller, client_id)
+        await applications.delete_application(session, caller, client_id, now=context.clock.now())
     return Response(status_code=204)

@@ -46,7 +46,7 @@ class GroupChange(BaseModel):
 async def list_groups(context: Context, caller: Admin, page: PageParams) -> Page[GroupView]:
     """The groups the caller may manage, ordered by id: all of its company's with a company-level grant,
     otherwise those anchored at the sites it holds `groups:write` on."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await groups.list_groups(session, caller, page)
 
 
@@ -60,7 +60,7 @@ async def create_group(body: NewGroup, context: Context, caller: Admin) -> Group
 
 @router.get("/groups/{group_id}", response_model=GroupView)
 async def get_group(group_id: str, context: Context, caller: Admin) -> GroupView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await groups.get_group(session, caller, group_id)
 
 

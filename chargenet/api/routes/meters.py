@@ -110,13 +110,13 @@ async def create_meter(body: MeterCreate, context: Context, caller: MeterWriter)
 async def list_meters(
     context: Context, caller: MeterReader, page: PageParams, siteId: str | None = None
 ) -> Page[MeterView]:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await meters.list_meters(session, caller, page, site_id=siteId)
 
 
 @router.get("/{meter_id}", response_model=MeterView)
 async def get_meter(meter_id: str, context: Context, caller: MeterReader) -> MeterView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await meters.get_meter(session, caller, meter_id)
 
 

@@ -57,7 +57,7 @@ async def list_transactions(
     charge_point_id: Annotated[str | None, Query(alias="chargePointId", max_length=64)] = None,
     active: bool | None = None,
 ) -> Page[TransactionView]:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await sessions.list_transactions(
             session, caller, page, site_id=site_id, charge_point_id=charge_point_id, active=active
         )

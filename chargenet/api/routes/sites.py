@@ -38,6 +38,7 @@ class SiteChange(BaseModel):
     upstreamUrl: str | None = Field(default=None, description="`null` with `removeUpstream` drops the upstream")
     removeUpstream: bool = False
     upstreamPassword: str | None = None
+    removeUpstreamPassword: bool = Field(default=False, description="drop the upstream password, keep the URL")
 
 
 @router.get("/sites", response_model=Page[SiteView])
@@ -48,13 +49,13 @@ async def list_sites(
     company_id: Annotated[str | None, Query(alias="companyId")] = None,
 ) -> Page[SiteView]:
     """The sites the caller's groups reach with `sites:read`."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await sites.list_sites(session, caller, page, company_id=company_id)
 
 
 @router.get("/sites/{site_id}", response_model=SiteView)
 async def get_site(site_id: str, context: Context, caller: SiteReader) -> SiteView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await sites.get_site(session, caller, site_id)
 
 
@@ -82,8 +83,10 @@ async def update_site(site_id: str, body: SiteChange, context: Context, caller: 
             caller,
             context.keys.credential_cipher(),
             site_id,
+            now=context.clock.now(),
             name=body.name,
             upstream_url=body.upstreamUrl,
             remove_upstream=body.removeUpstream,
             upstream_password=body.upstreamPassword,
+            clear_upstream_password=body.removeUpstreamPassword,
         )

@@ -12,16 +12,20 @@ from chargenet.api.dependencies import Context
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
-from chargenet.services import localauth, stations
+from chargenet.domain.tenants import MAX_CHARGE_POINTS_PER_STATION, MAX_CONNECTORS_PER_CHARGE_POINT
+from chargenet.services import localauth, station_import, stations
 from chargenet.services.callers import ApiApplication
 from chargenet.services.localauth import LocalAuthView
 from chargenet.services.pages import Page
+from chargenet.services.station_import import ImportResult
 from chargenet.services.stations import StationView
 
 SiteReader = Annotated[ApiApplication, Depends(require(Scope.SITES_READ))]
 SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
 
 router = APIRouter(tags=["stations"])
+
+MAX_IMPORT_ROWS = 10_000  # and the body's 1 MiB; the command line imports files of any size
 
 
 class NewStation(BaseModel):
@@ -35,11 +39,37 @@ class NewStation(BaseModel):
     connectors: int | None = Field(default=None, description="connectors per charge point, created ahead")
 
 
+class ImportedStation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="the {stationId} of its OCPP URL")
+    password: str | None = Field(default=None, description="AuthorizationKey (16-40 characters); none: profile 0")
+    upstreamPassword: str | None = None
+    chargePoints: int | None = Field(default=None, ge=1, le=MAX_CHARGE_POINTS_PER_STATION)
+    connectors: int | None = Field(
+        default=None, ge=1, le=MAX_CONNECTORS_PER_CHARGE_POINT, description="connectors per charge point"
+    )
+
+
+class StationImport(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"siteId": "site_x1", "stations": [{"id": "ST-1", "chargePoints": 2, "connectors": 2}]}]
+        },
+    )
+
+    siteId: str
+    stations: list[ImportedStation] = Field(min_length=1, max_length=MAX_IMPORT_ROWS)
+
+
 class StationChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     password: str | None = None
     upstreamPassword: str | None = None
+    removePassword: bool = Field(default=False, description="no AuthorizationKey: security profile 0")
+    removeUpstreamPassword: bool = Field(default=False, description="the site's upstream password is used")
 
 
 class LocalAuthEntry(BaseModel):
@@ -57,13 +87,13 @@ async def list_stations(
     page: PageParams,
     site_id: Annotated[str | None, Query(alias="siteId")] = None,
 ) -> Page[StationView]:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await stations.list_stations(session, caller, page, site_id=site_id)
 
 
 @router.get("/stations/{station_id}", response_model=StationView)
 async def get_station(station_id: str, context: Context, caller: SiteReader) -> StationView:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await stations.get_station(session, caller, station_id)
 
 
@@ -86,6 +116,25 @@ async def create_station(body: NewStation, context: Context, caller: SiteWriter)
         )
 
 
+@router.post("/stations/import", status_code=201, response_model=ImportResult)
+async def import_stations(body: StationImport, context: Context, caller: SiteWriter) -> ImportResult:
+    """Register many stations of one site at once: every row is checked first, then all are created or none
+    (a refusal lists each bad row by its position, from 1). Larger sets: `chargenet admin station import`."""
+    rows = station_import.rows_of(
+        (n, item.model_dump(exclude_none=True)) for n, item in enumerate(body.stations, start=1)
+    )
+    async with context.store.transaction() as session:
+        return await station_import.import_stations(
+            session,
+            caller,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=body.siteId,
+            rows=rows,
+            now=context.clock.now(),
+        )
+
+
 @router.patch("/stations/{station_id}", response_model=StationView)
 async def update_station(station_id: str, body: StationChange, context: Context, caller: SiteWriter) -> StationView:
     """Change a station's AuthorizationKey or its upstream key."""
@@ -96,8 +145,11 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             context.keys.secret_hasher(),
             context.keys.credential_cipher(),
             station_id,
+            now=context.clock.now(),
             password=body.password,
             upstream_password=body.upstreamPassword,
+            clear_password=body.removePassword,
+            clear_upstream_password=body.removeUpstreamPassword,
         )
 
 
@@ -106,7 +158,7 @@ async def list_local_authorization(
     site_id: str, context: Context, caller: SiteReader, page: PageParams
 ) -> Page[LocalAuthView]:
     """The site's local authorization list, ordered by idTag: tags the edge decides itself."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await localauth.list_entries(session, caller, page, site_id=site_id)
 
 
@@ -133,5 +185,5 @@ async def put_local_authorization(
 )
 async def delete_local_authorization(site_id: str, id_tag: str, context: Context, caller: SiteWriter) -> Response:
     async with context.store.transaction() as session:
-        await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag)
+        await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag, now=context.clock.now())
     return Response(status_code=204)

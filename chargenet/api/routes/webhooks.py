@@ -104,7 +104,7 @@ async def list_webhooks(
     context: Context, caller: Reader, page: PageParams, siteId: str | None = None
 ) -> Page[WebhookView]:
     """The webhooks the caller reaches with `webhooks:read`, ordered by id."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.list_webhooks(session, caller, page, site_id=siteId)
 
 
@@ -131,7 +131,7 @@ async def create_webhook(body: WebhookCreate, context: Context, caller: Writer) 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookDetail)
 async def get_webhook(webhook_id: str, context: Context, caller: Reader) -> WebhookDetail:
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.get_webhook(session, caller, webhook_id)
 
 
@@ -176,7 +176,7 @@ async def list_dead_letters(
     include: Literal["waiting", "all"] = "waiting",
 ) -> Page[DeadLetterView]:
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`)."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await webhook_service.list_dead_letters(
             session, caller, webhook_id, page, include_replayed=include == "all"
         )
@@ -211,7 +211,7 @@ async def list_deliveries(
     where = DeliveryFilter(
         event_type=eventType, event_id=eventId, delivered=None if outcome is None else outcome == "delivered"
     )
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         page = PageRequest(limit, webhook_service.delivery_cursor(cursor))
         return await webhook_service.list_deliveries(session, caller, webhook_id, page, where=where)
 
@@ -236,7 +236,7 @@ async def list_events(
     cursor: str | None = None,
 ) -> EventPage:
     """The site's events of the retention window, oldest first; poll again from `next` (always set)."""
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         return await event_service.list_events(
             session, caller, site_id=siteId, event_types=eventType, cursor=cursor, limit=limit
         )

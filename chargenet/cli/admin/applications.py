@@ -61,7 +61,9 @@ def _enable(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: applications.delete_application(s, OPERATOR, args.client_id))
+    in_transaction(
+        args, lambda ctx, s: applications.delete_application(s, OPERATOR, args.client_id, now=ctx.clock.now())
+    )
     emit(args, {"client_id": args.client_id, "deleted": True}, f"application {args.client_id} deleted")
 
 

@@ -60,6 +60,9 @@ def _list(args: argparse.Namespace) -> None:
 
 def _remove(args: argparse.Namespace) -> None:
     in_transaction(
-        args, lambda ctx, session: localauth.remove_entry(session, OPERATOR, site_id=args.site_id, id_tag=args.id_tag)
+        args,
+        lambda ctx, session: localauth.remove_entry(
+            session, OPERATOR, site_id=args.site_id, id_tag=args.id_tag, now=ctx.clock.now()
+        ),
     )
     emit(args, {"siteId": args.site_id, "idTag": args.id_tag, "removed": True}, f"removed {args.id_tag}")

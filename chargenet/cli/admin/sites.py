@@ -56,6 +56,7 @@ def _update(args: argparse.Namespace) -> None:
             OPERATOR,
             ctx.keys.credential_cipher(),
             args.site_id,
+            now=ctx.clock.now(),
             name=args.name,
             upstream_url=args.upstream_url,
             remove_upstream=args.no_upstream,

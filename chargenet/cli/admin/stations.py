@@ -3,8 +3,8 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS, station_commands
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
-from chargenet.services import stations
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, read_input_file
+from chargenet.services import station_import, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
 
@@ -38,6 +38,14 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     add_verb(verbs, "list", "list stations", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show one station", _show).add_argument("station_id", metavar="STATION_ID")
+    imported = add_verb(
+        verbs, "import", "register a site's stations from a CSV or JSON-lines file, all or none", _import
+    )
+    imported.add_argument("--site", required=True, dest="site_id", metavar="ID")
+    imported.add_argument("file", metavar="FILE", help="the file ('-': standard input); columns as the API's fields")
+    imported.add_argument(
+        "--format", choices=("csv", "jsonl"), help="csv or jsonl (JSON lines); default: from the file name, else csv"
+    )
     station_commands.register_verbs(verbs)
 
 
@@ -61,6 +69,29 @@ def _create(args: argparse.Namespace) -> None:
     emit(args, {"id": station.id}, f"created station {station.id}")
 
 
+def _import(args: argparse.Namespace) -> None:
+    text = read_input_file(args.file)
+    kind = args.format or ("jsonl" if args.file.endswith((".jsonl", ".ndjson", ".json")) else "csv")
+    rows = station_import.read_json_lines(text) if kind == "jsonl" else station_import.read_csv(text)
+    result = in_transaction(
+        args,
+        lambda ctx, session: station_import.import_stations(
+            session,
+            OPERATOR,
+            ctx.keys.secret_hasher(),
+            ctx.keys.credential_cipher(),
+            site_id=args.site_id,
+            rows=rows,
+            now=ctx.clock.now(),
+        ),
+    )
+    emit(
+        args,
+        {"siteId": result.site_id, "created": result.created},
+        f"created {result.created} stations in site {result.site_id}",
+    )
+
+
 def _update(args: argparse.Namespace) -> None:
     station = in_transaction(
         args,
@@ -70,6 +101,7 @@ def _update(args: argparse.Namespace) -> None:
             ctx.keys.secret_hasher(),
             ctx.keys.credential_cipher(),
             args.station_id,
+            now=ctx.clock.now(),
             password=args.password,
             upstream_password=args.upstream_password,
         ),

@@ -13,12 +13,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
+from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted, version_of
 from chargenet.console.views import groups
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
-from chargenet.services import applications, audit
+from chargenet.services import applications
 from chargenet.services.pages import PageRequest
 
 PAGE_SIZE = 50
@@ -37,7 +37,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     except InvalidInput:
         # A cursor we never gave out (an edited address): the first page rather than an error page.
         wanted, after = PageRequest(PAGE_SIZE), None
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         listed = await applications.list_applications(session, signed.caller, wanted)
     values = {
         "items": listed.items,
@@ -62,14 +62,13 @@ async def _create(request: Request, signed: Signed) -> Response:
             created = await applications.create_application(
                 session, signed.caller, _hasher(request), name=name, now=console.clock.now()
             )
-            await _audit(session, request, signed, "application.create", created.client_id, {"name": name.strip()})
     except InvalidInput as error:
         return await _listing(request, signed, name=name, errors={"name": error.detail})
     return _secret_page(request, signed, created, name=name.strip(), rotated=False)
 
 
 async def _show(request: Request, signed: Signed) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
     context = {"app": shown, **await groups.application_groups(request, signed, shown.client_id)}
     return render(request, "application.html", context, signed=signed, active="applications")
@@ -79,9 +78,11 @@ def _set_enabled(enabled: bool) -> Any:
     async def view(request: Request, signed: Signed) -> Response:
         console = console_of(request)
         client_id = request.path_params["client_id"]
+        version = await version_of(request)
         async with console.transaction() as session:
-            await applications.set_enabled(session, signed.caller, client_id, enabled=enabled, now=console.clock.now())
-            await _audit(session, request, signed, f"application.{'enable' if enabled else 'disable'}", client_id)
+            await applications.set_enabled(
+                session, signed.caller, client_id, enabled=enabled, now=console.clock.now(), expected_version=version
+            )
         return redirect(console.url(f"/applications/{client_id}"))
 
     return view
@@ -90,21 +91,23 @@ def _set_enabled(enabled: bool) -> Any:
 async def _rotate(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     client_id = request.path_params["client_id"]
+    version = await version_of(request)
     async with console.transaction() as session:
         rotated = await applications.rotate_secret(
-            session, signed.caller, _hasher(request), client_id, now=console.clock.now()
+            session, signed.caller, _hasher(request), client_id, now=console.clock.now(), expected_version=version
         )
         shown = await applications.get_application(session, signed.caller, client_id)
-        await _audit(session, request, signed, "application.rotate-secret", client_id)
     return _secret_page(request, signed, rotated, name=shown.name, rotated=True)
 
 
 async def _delete(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     client_id = request.path_params["client_id"]
+    version = await version_of(request)
     async with console.transaction() as session:
-        await applications.delete_application(session, signed.caller, client_id)
-        await _audit(session, request, signed, "application.delete", client_id)
+        await applications.delete_application(
+            session, signed.caller, client_id, now=console.clock.now(), expected_version=version
+        )
     return go_to(request, console.url("/applications"))
 
 
@@ -113,21 +116,6 @@ def _secret_page(
 ) -> Response:
     context = {"credentials": credentials, "name": name, "rotated": rotated}
     return render(request, "application_secret.html", context, signed=signed, active="applications")
-
-
-async def _audit(
-    session: Any, request: Request, signed: Signed, action: str, client_id: str, detail: dict[str, str] | None = None
-) -> None:
-    await audit.record(
-        session,
-        signed.actor(request),
-        company_id=signed.caller.company_id,
-        action=action,
-        object_type="application",
-        object_id=client_id,
-        now=console_of(request).clock.now(),
-        detail=detail,
-    )
 
 
 def routes() -> list[Route]:

@@ -45,7 +45,7 @@ async def _list(request: Request, signed: Signed) -> Response:
         before_text = request.query_params.get("before", "")
         if before_text and not before_text.isdigit():
             raise InvalidInput("is not a position in the log", field="before")
-        async with console_of(request).transaction() as session:
+        async with console_of(request).reading() as session:
             context["page"] = await audit.list_records(
                 session,
                 company_id=signed.caller.company_id,

@@ -71,7 +71,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     except InvalidInput:
         wanted, after = PageRequest(PAGE_SIZE), None
     console = console_of(request)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         listed = await groups.list_groups(session, signed.caller, wanted, where=where)
         sites = await groups.anchor_choices(session, signed.caller)
     values = {
@@ -116,7 +116,7 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 async def _detail(request: Request, signed: Signed, group_id: str, *, status: int = 200, **context: Any) -> Response:
     console = console_of(request)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         group = await groups.get_group(session, signed.caller, group_id)
         sites = await groups.anchor_choices(session, signed.caller)
         names = await groups.application_names(session, signed.caller, group.client_ids)
@@ -213,7 +213,7 @@ async def _remove_member(request: Request, signed: Signed) -> Response:
 async def application_groups(request: Request, signed: Signed, client_id: str) -> dict[str, Any]:
     """What an application's page shows of its groups: the groups it is in, and those it could join."""
     console = console_of(request)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         listed = await groups.list_groups(
             session, signed.caller, PageRequest(groups.MAX_CHOICES), where=groups.GroupFilter(member=client_id)
         )

@@ -23,7 +23,7 @@ def _version(form: dict[str, str]) -> int | None:
 
 async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
     after = request.query_params.get("after") or None
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         found = await operators.list_operators(session, signed.caller, company_id=signed.caller.company_id, after=after)
     values = {"page": found, "after": after, "form": {"email": "", "role": Role.VIEWER.value}, **context}
     status = 422 if context.get("errors") else 200
@@ -58,7 +58,7 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 
 async def _detail(request: Request, signed: Signed, **context: Any) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         shown = await operators.get_operator(session, signed.caller, request.path_params["operator_id"])
     values = {"operator": shown, "error": None, **context}
     template = "_operator_status.html" if is_htmx(request) and "error" in context else "operator.html"

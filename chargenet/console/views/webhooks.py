@@ -41,7 +41,7 @@ _FORM_FIELDS = {"events": "events", "tokenUrl": "token_url", "scope": "token_sco
 
 
 def _cipher(request: Request) -> CredentialCipher:
-    cipher = console_of(request).cipher
+    cipher = console_of(request).credential_cipher
     assert cipher is not None, "the console was built without the credential cipher webhooks need"
     return cipher
 
@@ -131,7 +131,7 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
         wanted = PageRequest.of(PAGE_SIZE, after)
     except InvalidInput:
         wanted, after = PageRequest(PAGE_SIZE), None
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         sites = await webhooks.site_choices(session, signed.caller)
         listed = await webhooks.list_webhooks(
             session, signed.caller, wanted, site_id=params["site"] or None, enabled=enabled, event_type=event_type
@@ -191,7 +191,7 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 async def _detail(request: Request, signed: Signed, webhook_id: str, *, status: int = 200, **context: Any) -> Response:
     console = console_of(request)
-    async with console.transaction() as session:
+    async with console.reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         dead = await webhooks.count_dead_letters(session, signed.caller, webhook_id)
         recent = await webhooks.list_deliveries(session, signed.caller, webhook_id, PageRequest(RECENT_ATTEMPTS))
@@ -220,7 +220,7 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 async def _health(request: Request, signed: Signed) -> Response:
     """The lanes' health alone, for the detail page to refresh in place (htmx polling)."""
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, request.path_params["webhook_id"])
     values = {"webhook": webhook, "thresholds": webhooks.THRESHOLDS}
     return render(request, "_webhook_health.html", values, signed=signed)
@@ -244,7 +244,7 @@ async def _test(request: Request, signed: Signed) -> Response:
 async def _edit_page(
     request: Request, signed: Signed, webhook_id: str, *, status: int = 200, **context: Any
 ) -> Response:
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         summary = await webhooks.auth_summary(session, signed.caller, _cipher(request), webhook_id)
         sites = dict(await webhooks.site_choices(session, signed.caller))
@@ -363,7 +363,7 @@ async def _deliveries(request: Request, signed: Signed) -> Response:
     )
     before = request.query_params.get("before", "")
     wanted = PageRequest(LOG_PAGE_SIZE, before if before.isdigit() else None)
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         listed = await webhooks.list_deliveries(session, signed.caller, webhook_id, wanted, where=where)
     last = listed.items[-1].id if listed.next and listed.items else None
@@ -387,7 +387,7 @@ async def _dead_letters(request: Request, signed: Signed, *, status: int = 200, 
     after = request.query_params.get("after", "")
     include_replayed = request.query_params.get("include") == "all"
     wanted = PageRequest(PAGE_SIZE, after if after.isdigit() else None)
-    async with console_of(request).transaction() as session:
+    async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         waiting = await webhooks.count_dead_letters(session, signed.caller, webhook_id)
         listed = await webhooks.list_dead_letters(

@@ -103,6 +103,7 @@ async def test_central_system_commands_on_a_site_with_an_upstream_are_409(
             OPERATOR,
             served.context.keys.credential_cipher(),
             served.tenant.site_id,
+            now=served.context.clock.now(),
             upstream_url="ws://127.0.0.1:9/ocpp",
         )
     response = await api.post("/stations/CS-1/clear-cache")

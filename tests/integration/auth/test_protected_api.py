@@ -198,7 +198,7 @@ async def test_deleting_an_application_revokes_its_tokens_within_5_seconds(serve
     token = await served.token(app)
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
-        await applications.delete_application(session, OPERATOR, app.client_id)
+        await applications.delete_application(session, OPERATOR, app.client_id, now=served.clock.now())
     served.clock.advance(REVOCATION_WINDOW)
     assert_problem(401, await served.get("/charge-points", token))
 

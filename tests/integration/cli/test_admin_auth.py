@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from chargenet.services import audit
+from chargenet.store.db import Store
 from tests.integration.cli.test_admin import Result, cli
 
 __all__ = ["cli"]
@@ -37,6 +39,25 @@ async def test_app_disable_enable_rotate_delete(cli) -> None:  # type: ignore[no
     assert (await cli("admin", "app", "delete", client_id)).code == 0
     missing: Result = await cli("admin", "app", "show", client_id)
     assert missing.code == 4 and "not found" in missing.err
+
+
+async def test_app_changes_from_the_command_line_are_audited_as_the_local_operator(  # type: ignore[no-untyped-def]
+    cli, database_url: str
+) -> None:
+    company, _ = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    secret = (await cli("admin", "app", "rotate-secret", client_id, "--json")).json()["client_secret"]
+    store = Store(database_url)
+    try:
+        async with store.transaction() as session:
+            page = await audit.list_records(session, company_id=company)
+    finally:
+        await store.dispose()
+    assert [(e.action, e.face, e.actor) for e in page.items] == [
+        ("application.rotate-secret", "cli", "local operator"),
+        ("application.create", "cli", "local operator"),
+    ]
+    assert secret not in repr(page)
 
 
 async def test_group_create_add_and_remove_app(cli) -> None:  # type: ignore[no-untyped-def]

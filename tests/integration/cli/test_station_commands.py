@@ -208,6 +208,7 @@ async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_e
             OPERATOR,
             served.context.keys.credential_cipher(),
             served.tenant.site_id,
+            now=served.context.clock.now(),
             upstream_url="ws://127.0.0.1:9/ocpp",
         )
     result = await cli("admin", "station", "clear-cache", "CS-1")

@@ -98,7 +98,15 @@ async def harness(
     )
     keys = KeyStore(tmp_path / "keys")
     keys.ensure()
-    console = Console(store.transaction, clock, PUBLIC_URL, cheap_passwords, secret_hasher=keys.secret_hasher())
+    console = Console(
+        store.transaction,
+        clock,
+        PUBLIC_URL,
+        cheap_passwords,
+        secret_hasher=keys.secret_hasher(),
+        read=store.read,
+        credential_cipher=keys.credential_cipher(),
+    )
     app = Starlette(routes=[Mount("/console", app=create_console(console))])
     clients: list[httpx.AsyncClient] = []
 

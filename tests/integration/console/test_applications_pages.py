@@ -147,3 +147,23 @@ async def test_an_empty_name_is_422_naming_the_field_and_a_hostile_name_is_shown
     _, _, shown = await create(admin, hostile)
     for html in (shown.text, (await admin.get("/console/applications")).text, (await admin.get("/console/audit")).text):
         assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+async def test_a_change_from_a_page_older_than_the_application_is_refused_and_changes_nothing(
+    harness: ConsoleHarness,
+) -> None:
+    admin = await harness.signed_in("admin@acme.test")
+    client_id, _, _ = await create(admin, "Fleet partner")
+    shown = (await admin.get(f"/console/applications/{client_id}")).text
+    version = re.search(r'name="version" value="(\d+)"', shown)
+    assert version is not None
+    token = await token_of(admin)
+    base = f"/console/applications/{client_id}"
+    # Another operator disables it meanwhile; this page still offers "Disable" and carries the old version.
+    assert (await admin.post(f"{base}/disable", data={"csrf_token": token}, headers=ORIGIN)).status_code == 303
+    stale = await admin.post(
+        f"{base}/rotate-secret", data={"csrf_token": token, "version": version.group(1)}, headers=ORIGIN
+    )
+    assert stale.status_code == 409 and "changed by someone else" in stale.text
+    log = (await admin.get("/console/audit")).text
+    assert "application.rotate-secret" not in log

@@ -73,6 +73,7 @@ class Served:
                 OPERATOR,
                 self.context.keys.credential_cipher(),
                 self.tenant.site_id,
+                now=self.context.clock.now(),
                 upstream_url=cpo.url,
                 upstream_password=password,
             )

@@ -251,12 +251,13 @@ async def test_every_change_is_audited_newest_first_without_a_secret(
             session, company_id=acme, where=audit.AuditFilter(action="operator.set-role")
         )
         first = await audit.list_records(session, company_id=acme, limit=2)
-        rest = await audit.list_records(session, company_id=acme, limit=2, before=first.next_before)
+        rest = await audit.list_records(session, company_id=acme, limit=3, before=first.next_before)
     assert [e.action for e in page.items] == [
         "operator.disable",
         "operator.set-role",
         "operator.create",
         "operator.create",
+        "company.create",
     ]
     assert page.items[1].detail == {"email": "viewer@acme.test", "from": "viewer", "to": "admin"}
     assert page.items[0].actor == CONSOLE.who and page.items[0].address == "192.0.2.1"

@@ -1,0 +1,310 @@
+"""Meters: the list (per site, paged, filterable), adding one, editing its idTag, poll interval and thresholds,
+enabling and disabling it, each with its last reading and the session detector's state.
+
+Every change goes through `chargenet.services.meters`, which checks the operator's role and writes the audit
+record; the edit and enable/disable forms carry the version they were rendered from, and a change made
+meanwhile by someone else is a 409 with the form kept as typed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chargenet.console.forms import (
+    address,
+    decimal,
+    field_errors,
+    optional_text,
+    page_of,
+    text,
+    version_of,
+    whole_number,
+)
+from chargenet.console.pages import Signed, console_of, page, redirect, render, submitted
+from chargenet.domain.operators import Role
+from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
+from chargenet.services import meters
+
+METERS_PER_PAGE = 50
+STATES = (("", "Enabled or disabled"), ("enabled", "Enabled"), ("disabled", "Disabled"))
+TRANSPORTS = (("tcp", "Modbus TCP (host and port)"), ("rtu", "Modbus RTU (serial line)"))
+PARITIES = (("N", "None (N)"), ("E", "Even (E)"), ("O", "Odd (O)"))
+STOPBITS = (("1", "1"), ("2", "2"))
+THRESHOLDS = (
+    ("start_current", "Start current (A)", "3"),
+    ("stop_current", "Stop current (A)", "1"),
+    ("start_power", "Start power (W)", "500"),
+    ("stop_power", "Stop power (W)", "200"),
+    ("stop_grace", "Stop grace (s)", "180"),
+    ("outage_close", "Close after an outage of (s)", "900"),
+)
+# The services' names for what they refuse, and the form fields they are.
+FIELDS = {
+    "site": "site_id",
+    "station": "station_id",
+    "charge-point": "charge_point_id",
+    "connector": "connector_id",
+    "profile": "profile",
+    "unit": "unit_id",
+    "transport": "transport",
+    "tcp": "tcp",
+    "rtu": "rtu",
+    "baud": "baud",
+    "parity": "parity",
+    "stopbits": "stopbits",
+    "id-tag": "id_tag",
+    "poll-interval": "poll_interval",
+    "start-current": "start_current",
+    "stop-current": "stop_current",
+    "start-power": "start_power",
+    "stop-power": "stop_power",
+    "stop-grace": "stop_grace",
+    "outage-close": "outage_close",
+}
+NEW_FIELDS = (
+    "site_id",
+    "station_id",
+    "charge_point_id",
+    "connector_id",
+    "profile",
+    "unit_id",
+    "transport",
+    "tcp",
+    "rtu",
+    "baud",
+    "parity",
+    "stopbits",
+    "id_tag",
+    "poll_interval",
+    *(name for name, _, _ in THRESHOLDS),
+)
+
+
+def _filters(values: Any) -> dict[str, str]:
+    state = values.get("state", "")
+    return {
+        "site": values.get("site", "").strip(),
+        "station": values.get("station", "").strip(),
+        "state": state if state in ("enabled", "disabled") else "",
+    }
+
+
+async def _list(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    filters = _filters(request.query_params)
+    wanted, after = page_of(request, METERS_PER_PAGE)
+    async with console.reading() as session:
+        listed = await meters.list_meters(
+            session,
+            signed.caller,
+            wanted,
+            site_id=filters["site"] or None,
+            station_id=filters["station"] or None,
+            enabled={"enabled": True, "disabled": False}.get(filters["state"]),
+        )
+    path = console.url("/meters")
+    values = {
+        "items": listed.items,
+        "filters": filters,
+        "states": STATES,
+        "after": after,
+        "first_url": address(path, **filters),
+        "next_url": address(path, **filters, after=listed.next) if listed.next else None,
+        "new_url": address(console.url("/meters/new"), site=filters["site"], station=filters["station"]),
+        "bus_label": meters.bus_label,
+    }
+    return render(request, "meters.html", values, signed=signed, active="meters")
+
+
+# --- a new meter -------------------------------------------------------------------------------------------
+
+
+def _new_page(
+    request: Request, signed: Signed, form: dict[str, str], *, status_code: int = 200, **context: Any
+) -> Response:
+    values = {
+        "form": form,
+        "profiles": [(name, name) for name in meters.profile_names()],
+        "transports": TRANSPORTS,
+        "parities": PARITIES,
+        "stopbits": STOPBITS,
+        "thresholds": THRESHOLDS,
+        **context,
+    }
+    return render(request, "meter_new.html", values, status_code=status_code, signed=signed, active="meters")
+
+
+async def _new(request: Request, signed: Signed) -> Response:
+    form = dict.fromkeys(NEW_FIELDS, "")
+    form.update(
+        site_id=request.query_params.get("site", "").strip(),
+        station_id=request.query_params.get("station", "").strip(),
+        transport="tcp",
+        parity="N",
+        stopbits="1",
+        baud="9600",
+    )
+    return _new_page(request, signed, form)
+
+
+async def _create(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    submitted_form = await submitted(request)
+    form = {name: submitted_form.get(name, "") for name in NEW_FIELDS}
+    try:
+        site_id, station_id = text(form, "site_id"), text(form, "station_id")
+        for name, value in (("site_id", site_id), ("station_id", station_id), ("profile", form["profile"])):
+            if not value:
+                raise InvalidInput("is required", field=name)
+        unit_id = whole_number(form, "unit_id", low=1, high=247)
+        if unit_id is None:
+            raise InvalidInput("is required", field="unit_id")
+        transport: dict[str, Any]
+        if form["transport"] == "rtu":
+            transport = {
+                "rtu": text(form, "rtu"),
+                "baud": whole_number(form, "baud", low=1, high=10_000_000),
+                "parity": form["parity"] or None,
+                "stopbits": whole_number(form, "stopbits", low=1, high=2),
+            }
+        elif form["transport"] == "tcp":
+            if not text(form, "tcp"):
+                raise InvalidInput("is required for Modbus TCP", field="tcp")
+            transport = {"tcp": text(form, "tcp")}
+        else:
+            raise InvalidInput("choose TCP or RTU", field="transport")
+        async with console.transaction() as session:
+            created = await meters.create_meter(
+                session,
+                signed.caller,
+                site_id=site_id,
+                station_id=station_id,
+                charge_point_id=optional_text(form, "charge_point_id"),
+                connector_id=whole_number(form, "connector_id", low=1, high=10_000),
+                profile=form["profile"],
+                unit_id=unit_id,
+                now=console.clock.now(),
+                id_tag=optional_text(form, "id_tag"),
+                poll_interval=decimal(form, "poll_interval"),
+                **transport,
+                start_current=decimal(form, "start_current"),
+                start_power=decimal(form, "start_power"),
+                stop_current=decimal(form, "stop_current"),
+                stop_power=decimal(form, "stop_power"),
+                stop_grace=decimal(form, "stop_grace"),
+                outage_close=decimal(form, "outage_close"),
+            )
+    except InvalidInput as error:
+        return _new_page(request, signed, form, status_code=422, errors=field_errors(error, FIELDS, "station_id"))
+    except NotFound as error:  # the site or the station is not this company's, or does not exist
+        field = "site_id" if error.kind == "site" else "station_id"
+        errors = {field: f"no {error.kind} {error.identifier!r} in this company"}
+        return _new_page(request, signed, form, status_code=422, errors=errors)
+    except Conflict as error:  # the connector is measured already, or the bus address is taken
+        field = "unit_id" if error.message.startswith("unit") else "connector_id"
+        return _new_page(request, signed, form, status_code=422, errors={field: error.message})
+    return redirect(console.url(f"/meters/{created.id}"))
+
+
+# --- one meter ---------------------------------------------------------------------------------------------
+
+
+def _edit_form(meter: meters.MeterView) -> dict[str, str]:
+    return {
+        "id_tag": meter.id_tag,
+        "poll_interval": f"{meter.poll_interval:g}",
+        **{name: f"{getattr(meter, name):g}" for name, _, _ in THRESHOLDS},
+    }
+
+
+async def _meter_page(
+    request: Request, signed: Signed, meter_id: str, *, status_code: int = 200, **context: Any
+) -> Response:
+    async with console_of(request).reading() as session:
+        meter = await meters.get_meter(session, signed.caller, meter_id)
+    values = {
+        "meter": meter,
+        "bus": meters.bus_label(meter),
+        "form": _edit_form(meter),
+        "version": meter.version,  # an edit refused as stale saves, the next time, over what is now shown
+        "thresholds": THRESHOLDS,
+        "stale": None,
+        "state_error": None,
+        **context,
+    }
+    return render(request, "meter.html", values, status_code=status_code, signed=signed, active="meters")
+
+
+async def _show(request: Request, signed: Signed) -> Response:
+    return await _meter_page(request, signed, request.path_params["meter_id"])
+
+
+async def _update(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    meter_id = request.path_params["meter_id"]
+    submitted_form = await submitted(request)
+    form = {name: submitted_form.get(name, "") for name in ("id_tag", "poll_interval", *(n for n, _, _ in THRESHOLDS))}
+    try:
+        async with console.transaction() as session:
+            await meters.update_meter(
+                session,
+                signed.caller,
+                meter_id,
+                now=console.clock.now(),
+                id_tag=optional_text(form, "id_tag"),
+                poll_interval=decimal(form, "poll_interval"),
+                expected_version=version_of(submitted_form),
+                start_current=decimal(form, "start_current"),
+                start_power=decimal(form, "start_power"),
+                stop_current=decimal(form, "stop_current"),
+                stop_power=decimal(form, "stop_power"),
+                stop_grace=decimal(form, "stop_grace"),
+                outage_close=decimal(form, "outage_close"),
+            )
+    except InvalidInput as error:
+        errors = field_errors(error, FIELDS, "id_tag")
+        version = version_of(submitted_form)
+        kept = {"version": version} if version is not None else {}
+        return await _meter_page(request, signed, meter_id, status_code=422, form=form, errors=errors, **kept)
+    except StaleChange as error:
+        return await _meter_page(request, signed, meter_id, status_code=409, form=form, stale=error.message)
+    return redirect(console.url(f"/meters/{meter_id}"))
+
+
+def _set_enabled(enabled: bool) -> Any:
+    async def view(request: Request, signed: Signed) -> Response:
+        console = console_of(request)
+        meter_id = request.path_params["meter_id"]
+        form = await submitted(request)
+        try:
+            async with console.transaction() as session:
+                await meters.update_meter(
+                    session,
+                    signed.caller,
+                    meter_id,
+                    now=console.clock.now(),
+                    enabled=enabled,
+                    expected_version=version_of(form),
+                )
+        except StaleChange as error:
+            return await _meter_page(request, signed, meter_id, status_code=409, state_error=error.message)
+        return redirect(console.url(f"/meters/{meter_id}"))
+
+    return view
+
+
+def routes() -> list[Route]:
+    admin = Role.ADMIN
+    return [
+        Route("/meters", page(_list), methods=["GET"]),
+        Route("/meters", page(_create, role=admin), methods=["POST"]),
+        Route("/meters/new", page(_new, role=admin), methods=["GET"]),
+        Route("/meters/{meter_id}", page(_show), methods=["GET"]),
+        Route("/meters/{meter_id}", page(_update, role=admin), methods=["POST"]),
+        Route("/meters/{meter_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),
+        Route("/meters/{meter_id}/disable", page(_set_enabled(False), role=admin), methods=["POST"]),
+    ]

@@ -1,0 +1,59 @@
+"""The audit log's own rules on both backends: kept 365 days, then purged by its worker; never a secret."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from chargenet.clock import ManualClock
+from chargenet.keys import KeyStore
+from chargenet.services import audit
+from chargenet.store.db import Store
+from tests.factories import make_tenant
+
+
+async def note(store: Store, company_id: str, clock: ManualClock, object_id: str) -> None:
+    async with store.transaction() as session:
+        await audit.record(
+            session,
+            audit.LOCAL_OPERATOR,
+            company_id=company_id,
+            action="site.update",
+            object_type="site",
+            object_id=object_id,
+            now=clock.now(),
+        )
+
+
+async def kept(store: Store, company_id: str) -> list[str]:
+    async with store.transaction() as session:
+        return [e.object_id for e in (await audit.list_records(session, company_id=company_id)).items]
+
+
+async def test_records_older_than_365_days_are_purged_by_the_retention_worker(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    company_id = (await make_tenant(store, KeyStore(tmp_path), clock.now())).company_id
+    await note(store, company_id, clock, "old")
+    clock.advance(timedelta(days=200).total_seconds())
+    await note(store, company_id, clock, "recent")
+    clock.advance(timedelta(days=166).total_seconds())
+    await audit.AuditRetention(store, clock).run_once()
+    assert await kept(store, company_id) == ["recent"]
+
+
+async def test_a_detail_naming_a_secret_is_refused(store: Store, clock: ManualClock) -> None:
+    async with store.transaction() as session:
+        with pytest.raises(ValueError, match="names a secret"):
+            await audit.record(
+                session,
+                audit.LOCAL_OPERATOR,
+                company_id=None,
+                action="application.rotate-secret",
+                object_type="application",
+                object_id="app_1",
+                now=clock.now(),
+                detail={"client_secret": "s3cr3t"},
+            )
