@@ -19,8 +19,8 @@ demo: setup-demo
 	$(BIN)/chargenet demo --data-dir .demo
 
 lint: setup-test
-	$(BIN)/ruff check chargenet tests bench scripts docs
-	$(BIN)/ruff format --check chargenet tests bench scripts docs
+	$(BIN)/ruff check chargenet tests bench scripts docs/screenshot.py
+	$(BIN)/ruff format --check chargenet tests bench scripts docs/screenshot.py
 	$(BIN)/lint-imports
 
 typecheck: setup-test

@@ -50,7 +50,9 @@ async def test_app_changes_from_the_command_line_are_audited_as_the_local_operat
     store = Store(database_url)
     try:
         async with store.transaction() as session:
-            page = await audit.list_records(session, company_id=company)
+            page = await audit.list_records(
+                session, company_id=company, where=audit.AuditFilter(object_type="application")
+            )
     finally:
         await store.dispose()
     assert [(e.action, e.face, e.actor) for e in page.items] == [
