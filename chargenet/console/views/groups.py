@@ -214,15 +214,12 @@ async def application_groups(request: Request, signed: Signed, client_id: str) -
     """What an application's page shows of its groups: the groups it is in, and those it could join."""
     console = console_of(request)
     async with console.reading() as session:
-        listed = await groups.list_groups(
-            session, signed.caller, PageRequest(groups.MAX_CHOICES), where=groups.GroupFilter(member=client_id)
-        )
-        others = await groups.list_groups(session, signed.caller, PageRequest(groups.MAX_CHOICES))
+        # One page of the company's groups with their members says both which it is in and which it could join.
+        listed = await groups.list_groups(session, signed.caller, PageRequest(groups.MAX_CHOICES))
         sites = await groups.anchor_choices(session, signed.caller)
-    joined = {group.id for group in listed.items}
     return {
-        "app_groups": listed.items,
-        "group_choices": [group for group in others.items if group.id not in joined],
+        "app_groups": [group for group in listed.items if client_id in group.client_ids],
+        "group_choices": [group for group in listed.items if client_id not in group.client_ids],
         "site_names": {site.id: site.label for site in sites},
     }
 
