@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 
 from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
 from chargenet.errors import (
@@ -110,12 +111,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return problem(422, "Invalid input", detail, errors=errors)
 
-    async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        response = problem(exc.status_code, _title(exc.status_code), str(exc.detail) if exc.detail else None)
-        for key, value in (exc.headers or {}).items():
-            response.headers[key] = value
-        return response
+        return http_problem(request, exc)
 
     async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error in the API", exc_info=exc)
@@ -125,6 +123,32 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
+
+
+def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """The problem for an error of the routing itself: no route at the path (404), or none for the method (405,
+    with an `Allow` header listing every method the path has, RFC 9110 §15.5.6)."""
+    response = problem(exc.status_code, _title(exc.status_code), str(exc.detail) if exc.detail else None)
+    for key, value in (exc.headers or {}).items():
+        response.headers[key] = value
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
+    return response
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods some route of the request's app serves at the request's path (asked of the routes themselves,
+    which know how the framework matches them)."""
+    routes = getattr(getattr(request.app, "router", None), "routes", ())
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in routes):
+            allowed.append(method)
+    return allowed
 
 
 def _title(status: int) -> str:
