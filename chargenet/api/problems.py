@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -105,11 +106,10 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        errors = [
-            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]} for e in exc.errors()
-        ]
+        errors = [{"field": _field(e["loc"]), "message": e["msg"]} for e in exc.errors()]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        return problem(422, "Invalid input", detail, errors=errors)
+        extra = {"field": errors[0]["field"]} if errors and errors[0]["field"] else {}
+        return problem(422, "Invalid input", detail, errors=errors, **extra)
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -123,6 +123,17 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
+
+
+# Where FastAPI found a refused value; the field is named by its place in the body, query, path or headers alone.
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+def _field(location: Sequence[int | str]) -> str:
+    parts = list(location)
+    if parts and parts[0] in _LOCATIONS:
+        parts = parts[1:]
+    return ".".join(str(p) for p in parts)
 
 
 def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:

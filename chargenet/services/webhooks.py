@@ -23,7 +23,7 @@ from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.services.callers import Caller
-from chargenet.services.pages import Page, PageRequest
+from chargenet.services.pages import Page, PageRequest, UnknownCursor
 from chargenet.services.reach import reachable_site, site_filter
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
@@ -342,6 +342,15 @@ def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
     )
 
 
+def _dead_letter_position(after: str | None) -> int:
+    """The dead letter id a page starts after (a 64-bit row id); `UnknownCursor` for a key no page gave."""
+    if after is None:
+        return 0
+    if not (after.isascii() and after.isdecimal() and len(after) <= 18):
+        raise UnknownCursor(after)
+    return int(after)
+
+
 async def list_dead_letters(
     session: AsyncSession,
     caller: Caller,
@@ -353,11 +362,10 @@ async def list_dead_letters(
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
     page = page or PageRequest()
     await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    if page.after is not None and not page.after.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    after = _dead_letter_position(page.after)
     query = (
         select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > int(page.after or 0))
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > after)
         .order_by(WebhookDeadLetter.id)
         .limit(page.fetch)
     )

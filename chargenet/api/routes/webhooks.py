@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from chargenet.api.dependencies import Context
-from chargenet.api.pagination import PageParams
+from chargenet.api.pagination import Cursor, PageParams
 from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
@@ -190,7 +190,7 @@ async def list_events(
     caller: EventReader,
     eventType: Annotated[list[EventType] | None, Query()] = None,
     limit: Limit = 50,
-    cursor: str | None = None,
+    cursor: Annotated[str | None, Cursor(1000)] = None,
 ) -> EventPage:
     """The site's events of the retention window, oldest first; poll again from `next` (always set)."""
     async with context.store.transaction() as session:

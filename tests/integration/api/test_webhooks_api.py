@@ -185,10 +185,17 @@ async def test_events_of_a_site_outside_the_reach_are_not_found(api: Api) -> Non
     assert answer.status_code == 404
 
 
-async def test_bad_cursor_is_invalid_input(api: Api) -> None:
-    params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
+async def test_cursor_of_another_form_is_invalid_input(api: Api) -> None:
+    params = {"siteId": api.site_id, "cursor": "not a cursor!"}
     answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
     assert (answer.status_code, answer.json()["field"]) == (422, "cursor")
+
+
+async def test_cursor_no_page_gave_names_no_page(api: Api) -> None:
+    # Of the documented form (base64url), but not a position of the feed: like an id of no object.
+    params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
+    answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
+    assert answer.status_code == 404 and answer.headers["content-type"] == "application/problem+json"
 
 
 DEAD_LETTER_BODY = '{"eventId":"e-1","eventType":"Authorize","payload":{"idTag":"T"}}'
