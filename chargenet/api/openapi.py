@@ -4,7 +4,8 @@ FastAPI describes the success bodies and a 422 of its own shape; the errors come
 `chargenet.api.problems`, so they are described here in one pass over the generated document instead of on
 each route: the RFC 9457 `Problem` schema with our extension members, the statuses the mapper and the input
 check can answer with, and the OAuth2 client-credentials flow with the scope each operation's `require`
-dependency checks.
+dependency checks. The input check's one rule for every string (no U+0000, `domain.text` Rule 2) is written on
+every string of the document the same way, here rather than on each field.
 """
 
 from __future__ import annotations
@@ -136,7 +137,25 @@ def complete(document: dict[str, Any], routes: Iterable[object], auth_url: str) 
             if operation is not None:
                 _describe(operation, route.path_format, method, scopes, names)
     _drop_unused_validation_schemas(document)
+    _refuse_nul(document)
     return document
+
+
+# What every string of a request may not hold (`domain.text` Rule 2), in the form every regex dialect reads.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _refuse_nul(node: Any) -> None:
+    """Give every string schema without a pattern, format or enumeration the pattern that refuses U+0000. The
+    patterns written on fields already leave it out."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not {"pattern", "format", "enum", "const"} & node.keys():
+            node["pattern"] = NO_NUL
+        for value in node.values():
+            _refuse_nul(value)
+    elif isinstance(node, list):
+        for value in node:
+            _refuse_nul(value)
 
 
 def _names_objects_in_query(dependant: Dependant) -> bool:

@@ -14,6 +14,8 @@ from chargenet.errors import InvalidInput
 from chargenet.ids import STATION_ID_PATTERN
 
 MAX_CONNECTORS_PER_CHARGE_POINT = 16
+# A station is one OCPP endpoint; its charge points are created with it, so their number is bounded.
+MAX_CHARGE_POINTS_PER_STATION = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +26,10 @@ class StationLayout:
 
     def __post_init__(self) -> None:
         validate_station_id(self.station_id)
-        if self.charge_points < 1:
-            raise InvalidInput(f"{self.charge_points} is not a positive number", field="charge-points")
+        if not 1 <= self.charge_points <= MAX_CHARGE_POINTS_PER_STATION:
+            raise InvalidInput(
+                f"{self.charge_points} is outside 1..{MAX_CHARGE_POINTS_PER_STATION}", field="charge-points"
+            )
         if self.charge_points > 1 and self.connectors_per_charge_point is None:
             raise InvalidInput("a station with several charge points needs --connectors", field="connectors")
         per = self.connectors_per_charge_point

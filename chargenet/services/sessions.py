@@ -79,7 +79,8 @@ async def _target(
     layout = station.layout()
     per = layout.connectors_per_charge_point
     if connector_id < 0 or (per is not None and connector_id > per):
-        raise InvalidInput(f"{charge_point_id} has no connector {connector_id}", field="connectorId")
+        # A connector the charge point does not have is an object named in the body that does not exist.
+        raise NotFound("connector", f"{connector_id} of {charge_point_id}")
     address = ConnectorAddress(charge_point_id, connector_id)
     return Target(station.id, ocpp_connector_id(layout, address), layout, address)
 

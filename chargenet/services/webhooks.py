@@ -214,7 +214,13 @@ async def update_webhook(
         row.url = url
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
     new_format = signature_format or SignatureFormat(row.signature_format)
-    check_format(new_algorithm, new_format)
+    try:
+        check_format(new_algorithm, new_format)
+    except InvalidInput as exc:
+        if algorithm is not None and signature_format is not None:
+            raise  # the request itself asks for what cannot be
+        # One of the two comes from the webhook as it is: the change conflicts with its state.
+        raise Conflict(f"{exc.message} (the webhook's {'format' if algorithm else 'algorithm'} is kept)") from None
     row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
     if auth is not None:
         await _check_token_url(auth, allow_private=allow_private, resolver=resolver)

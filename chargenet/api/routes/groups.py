@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import Name, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -23,9 +24,16 @@ router = APIRouter(tags=["groups"])
 
 
 class NewGroup(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
-    site_id: str | None = Field(default=None, alias="siteId", max_length=64)
-    scopes: list[str] = Field(min_length=1, max_length=20)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "Depot partners", "scopes": ["charge-points:read", "sessions:write"]}]
+        },
+    )
+
+    name: Name
+    site_id: ObjectId | None = Field(default=None, alias="siteId", description="anchored at the company when absent")
+    scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
 
 
 @router.get("/groups", response_model=Page[GroupView])
@@ -40,7 +48,12 @@ async def list_groups(context: Context, caller: Admin, page: PageParams) -> Page
 async def create_group(body: NewGroup, context: Context, caller: Admin) -> GroupView:
     async with context.store.transaction() as session:
         return await groups.create_group(
-            session, caller, site_id=body.site_id, name=body.name, scopes=body.scopes, now=context.clock.now()
+            session,
+            caller,
+            site_id=body.site_id,
+            name=body.name,
+            scopes=[s.value for s in body.scopes],
+            now=context.clock.now(),
         )
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, Path, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import AuthorizationKey, DateTime, IdTag, NumberedConnectorId, ObjectId, Secret, StationId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.tenants import MAX_CHARGE_POINTS_PER_STATION, MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.services import localauth, stations
 from chargenet.services.callers import ApiApplication
-from chargenet.services.localauth import LocalAuthView
+from chargenet.services.localauth import MAX_ID_TAG, LocalAuthView
 from chargenet.services.pages import Page
 from chargenet.services.stations import StationView
 
@@ -25,29 +28,56 @@ router = APIRouter(tags=["stations"])
 
 
 class NewStation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            # Several charge points are created with their connectors: `connectors` is needed with them.
+            "anyOf": [
+                {"properties": {"chargePoints": {"maximum": 1}}},
+                {
+                    "required": ["connectors"],
+                    "properties": {
+                        "connectors": {"type": "integer", "minimum": 1, "maximum": MAX_CONNECTORS_PER_CHARGE_POINT}
+                    },
+                },
+            ],
+            "examples": [
+                {"siteId": "site_4f9q2x7m1cae", "id": "CP-0042", "password": "0123456789abcdef"},
+                {"siteId": "site_4f9q2x7m1cae", "id": "HUB-7", "chargePoints": 4, "connectors": 2},
+            ],
+        },
+    )
 
-    siteId: str
-    id: str = Field(description="the {stationId} of its OCPP URL")
-    password: str | None = Field(default=None, description="AuthorizationKey (16-40 characters); none: profile 0")
-    upstreamPassword: str | None = None
-    chargePoints: int = 1
-    connectors: int | None = Field(default=None, description="connectors per charge point, created ahead")
+    siteId: ObjectId
+    id: StationId = Field(description="the {stationId} of its OCPP URL")
+    password: AuthorizationKey | None = Field(default=None, description="AuthorizationKey; none: security profile 0")
+    upstreamPassword: Secret | None = None
+    chargePoints: Annotated[int, Bounds(1, MAX_CHARGE_POINTS_PER_STATION), Integral] = Field(
+        default=1, description="`{id}-1` .. `{id}-N` when more than one; otherwise the station's id"
+    )
+    connectors: NumberedConnectorId | None = Field(
+        default=None, description="connectors per charge point, created ahead; needed with several charge points"
+    )
 
 
 class StationChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"password": "fedcba9876543210"}]})
 
-    password: str | None = None
-    upstreamPassword: str | None = None
+    password: AuthorizationKey | None = None
+    upstreamPassword: Secret | None = None
 
 
 class LocalAuthEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"status": "Accepted", "expiresAt": "2027-01-01T00:00:00Z"}]}
+    )
 
     status: Literal["Accepted", "Blocked", "Expired", "Invalid"] = "Accepted"
-    expiresAt: AwareDatetime | None = None
-    parentIdTag: str | None = None
+    expiresAt: DateTime | None = None
+    parentIdTag: IdTag | None = None
+
+
+TagPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_TAG, description="the idTag (OCPP IdToken)")]
 
 
 @router.get("/stations", response_model=Page[StationView])
@@ -55,7 +85,7 @@ async def list_stations(
     context: Context,
     caller: SiteReader,
     page: PageParams,
-    site_id: Annotated[str | None, Query(alias="siteId")] = None,
+    site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
 ) -> Page[StationView]:
     async with context.store.transaction() as session:
         return await stations.list_stations(session, caller, page, site_id=site_id)
@@ -112,7 +142,7 @@ async def list_local_authorization(
 
 @router.put("/sites/{site_id}/local-authorization-list/{id_tag}", response_model=LocalAuthView, tags=["sites"])
 async def put_local_authorization(
-    site_id: str, id_tag: str, body: LocalAuthEntry, context: Context, caller: SiteWriter
+    site_id: str, id_tag: TagPath, body: LocalAuthEntry, context: Context, caller: SiteWriter
 ) -> LocalAuthView:
     """Add the tag to the site's list, or change its entry."""
     async with context.store.transaction() as session:
@@ -131,7 +161,7 @@ async def put_local_authorization(
 @router.delete(
     "/sites/{site_id}/local-authorization-list/{id_tag}", status_code=204, response_class=Response, tags=["sites"]
 )
-async def delete_local_authorization(site_id: str, id_tag: str, context: Context, caller: SiteWriter) -> Response:
+async def delete_local_authorization(site_id: str, id_tag: TagPath, context: Context, caller: SiteWriter) -> Response:
     async with context.store.transaction() as session:
         await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag)
     return Response(status_code=204)

@@ -114,3 +114,13 @@ async def test_a_path_nothing_serves_is_a_problem(served: Served) -> None:  # no
             assert is_problem(await client.get(path), 404), path
         response = await client.put("/health")
         assert is_problem(response, 405) and response.headers["allow"] == "GET, HEAD"
+
+
+async def test_an_integer_written_with_a_zero_fraction_is_that_integer(api: httpx.AsyncClient) -> None:
+    # JSON Schema's `integer` is any number without a fractional part: 1.0 is 1, so it reaches the use case (404:
+    # no such charge point), while 1.5, "1" and true do not match the document and are 422.
+    body = {"chargePointId": "NOPE", "connectorId": 1.0, "idTag": "T"}
+    assert is_problem(await api.post(START, json=body), 404)
+    for wrong in (1.5, "1", True):
+        response = await api.post(START, json={**body, "connectorId": wrong})
+        assert is_problem(response, 422) and response.json()["field"] == "connectorId", wrong
