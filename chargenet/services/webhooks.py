@@ -34,7 +34,7 @@ from chargenet.keys import CredentialCipher
 from chargenet.ports import WebhookTests
 from chargenet.services import audit
 from chargenet.services.callers import Caller, refuse_viewer
-from chargenet.services.pages import Page, PageRequest, decode_cursor
+from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cursor
 from chargenet.services.reach import reachable_site, site_filter
 from chargenet.services.views import Instant, View
 from chargenet.store.models import (
@@ -440,7 +440,13 @@ async def update_webhook(
         auth = auth_from_form(auth, _stored_auth(cipher, row))
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
     new_format = signature_format or SignatureFormat(row.signature_format)
-    check_format(new_algorithm, new_format)
+    try:
+        check_format(new_algorithm, new_format)
+    except InvalidInput as exc:
+        if algorithm is not None and signature_format is not None:
+            raise  # the request itself asks for what cannot be
+        # One of the two comes from the webhook as it is: the change conflicts with its state.
+        raise Conflict(f"{exc.message} (the webhook's {'format' if algorithm else 'algorithm'} is kept)") from None
     if url is not None:
         await check_target(url, allow_private=allow_private, resolver=resolver)
         row.url = url
@@ -672,6 +678,15 @@ async def count_dead_letters(session: AsyncSession, caller: Caller, webhook_id: 
     return int(count or 0)
 
 
+def _dead_letter_position(after: str | None) -> int:
+    """The dead letter id a page starts after (a 64-bit row id); `UnknownCursor` for a key no page gave."""
+    if after is None:
+        return 0
+    if not (after.isascii() and after.isdecimal() and len(after) <= 18):
+        raise UnknownCursor(after)
+    return int(after)
+
+
 async def list_dead_letters(
     session: AsyncSession,
     caller: Caller,
@@ -683,11 +698,10 @@ async def list_dead_letters(
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
     page = page or PageRequest()
     await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    if page.after is not None and not page.after.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    after = _dead_letter_position(page.after)
     query = (
         select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > int(page.after or 0))
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > after)
         .order_by(WebhookDeadLetter.id)
         .limit(page.fetch)
     )
@@ -784,8 +798,8 @@ def delivery_cursor(cursor: str | None) -> str | None:
     if not cursor:
         return None
     key = decode_cursor(cursor)
-    if not key.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    if not (key.isascii() and key.isdecimal() and len(key) <= 18):
+        raise UnknownCursor(cursor)
     return key
 
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import Name, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -24,9 +25,16 @@ router = APIRouter(tags=["groups"])
 
 
 class NewGroup(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
-    site_id: str | None = Field(default=None, alias="siteId", max_length=64)
-    scopes: list[str] = Field(min_length=1, max_length=20)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "Depot partners", "scopes": ["charge-points:read", "sessions:write"]}]
+        },
+    )
+
+    name: Name
+    site_id: ObjectId | None = Field(default=None, alias="siteId", description="anchored at the company when absent")
+    scopes: list[Scope] = Field(min_length=1, max_length=len(Scope))
 
 
 class GroupChange(BaseModel):
@@ -34,9 +42,9 @@ class GroupChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    site_id: str | None = Field(default=None, alias="siteId", max_length=64)
-    scopes: list[str] | None = Field(default=None, min_length=1, max_length=20)
+    name: Name | None = None
+    site_id: ObjectId | None = Field(default=None, alias="siteId")
+    scopes: list[Scope] | None = Field(default=None, min_length=1, max_length=len(Scope))
     version: int | None = Field(
         default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the group is at this version"
     )
@@ -54,7 +62,12 @@ async def list_groups(context: Context, caller: Admin, page: PageParams) -> Page
 async def create_group(body: NewGroup, context: Context, caller: Admin) -> GroupView:
     async with context.store.transaction() as session:
         return await groups.create_group(
-            session, caller, site_id=body.site_id, name=body.name, scopes=body.scopes, now=context.clock.now()
+            session,
+            caller,
+            site_id=body.site_id,
+            name=body.name,
+            scopes=[s.value for s in body.scopes],
+            now=context.clock.now(),
         )
 
 
@@ -74,7 +87,7 @@ async def update_group(group_id: str, body: GroupChange, context: Context, calle
             group_id,
             now=context.clock.now(),
             name=body.name,
-            scopes=body.scopes,
+            scopes=None if body.scopes is None else [s.value for s in body.scopes],
             site_id=body.site_id if "site_id" in body.model_fields_set else groups.KEEP,
             expected_version=body.version,
         )
