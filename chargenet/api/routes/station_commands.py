@@ -89,11 +89,17 @@ class StationTriggerBody(_Body):
 ConfigurationKeyName = Annotated[StrictStr, Field(min_length=1, max_length=50)]
 
 
+# Bounds that keep every command the document allows within one 64 KiB OCPP frame, whatever its characters (six
+# bytes each at most, as JSON escapes control characters); the service refuses a longer frame in any case (422).
+MAX_KEYS = 100
+MAX_DATA = 10_000
+
+
 class GetConfigurationBody(_Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"key": ["HeartbeatInterval"]}]})
 
     key: list[ConfigurationKeyName] | None = Field(
-        default=None, description="The keys to read; absent: every key the station has"
+        default=None, max_length=MAX_KEYS, description="The keys to read; absent: every key the station has"
     )
 
 
@@ -142,7 +148,7 @@ class DataTransferBody(_Body):
 
     vendorId: Annotated[StrictStr, Field(min_length=1, max_length=255)]
     messageId: Annotated[StrictStr, Field(max_length=50)] | None = None
-    data: StrictStr | None = None
+    data: Annotated[StrictStr, Field(max_length=MAX_DATA)] | None = None
 
 
 AnswerT = TypeVar("AnswerT", bound=_Answer)
@@ -196,7 +202,13 @@ async def trigger(station_id: str, body: StationTriggerBody, context: Context, c
 
 async def _central(context: Context, caller: ApiApplication, station_id: str, action: str, payload: Payload) -> Payload:
     return await station_commands.central_command(
-        context.store, context.stations, caller, station_id=station_id, action=action, payload=payload
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        action=action,
+        payload=payload,
+        limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
     )
 
 
