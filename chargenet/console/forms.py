@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from chargenet.errors import InvalidInput
-from chargenet.services.pages import PageRequest
+from chargenet.services.pages import PageRequest, UnknownCursor
 
 
 def version_of(form: Mapping[str, str]) -> int | None:
@@ -28,7 +28,7 @@ def page_of(request: Request, size: int, parameter: str = "after") -> tuple[Page
     after = request.query_params.get(parameter) or None
     try:
         return PageRequest.of(size, after), after
-    except InvalidInput:
+    except (InvalidInput, UnknownCursor):
         return PageRequest(size), None
 
 
