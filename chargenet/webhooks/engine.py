@@ -17,6 +17,9 @@ Theory of operation.
   clock, so tests drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
   the database) is tried again once after `poll_interval`, then at the retry policy's interval until one
   succeeds.
+- A lane with nothing to send sleeps until it is woken: at once by this process's filler, or by the lease round
+  when another process's filler queued entries for it (one query a round for all held lanes). Idle lanes cost
+  nothing between wake-ups, however many webhooks there are.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
@@ -73,9 +76,6 @@ T = TypeVar("T")
 WINDOW = 32
 UNSETTLED_LIMIT = 4  # decisions.md "Crash re-sends": at most 4 events a lane
 
-# An idle lane is woken by this process's filler; this bounds the wait for entries another process's filler added.
-IDLE_RECHECK = 1.0
-
 
 @dataclass(frozen=True, slots=True)
 class LeaseLost:
@@ -121,6 +121,7 @@ class DeliveryEngine:
         self.lease_interval = lease_interval
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._wakes: dict[int, asyncio.Event] = {}
+        self._idle: set[int] = set()  # lanes whose task waits for a wake-up with nothing to send
         self._endpoints: dict[str, tuple[datetime, Endpoint]] = {}
         self._poke = asyncio.Event()
         self._outbox = outbox_committed()
@@ -136,6 +137,11 @@ class DeliveryEngine:
     def active_lanes(self) -> set[int]:
         """Lanes whose task is running in this process."""
         return {lane_id for lane_id, task in self._tasks.items() if not task.done()}
+
+    @property
+    def idle_lanes(self) -> set[int]:
+        """Lanes whose task sleeps with nothing to send until it is woken."""
+        return set(self._idle)
 
     # --- one iteration of each part (what tests call) ---------------------------------------------------------
 
@@ -158,6 +164,9 @@ class DeliveryEngine:
         async with self.store.transaction() as session:
             held = await queue.renew_leases(session, self.owner, now)
             held |= set(await queue.acquire_leases(session, self.owner, now))
+            # An idle lane is woken by this process's filler at once; entries another process's filler added are
+            # found here, by one query a lease round for all lanes rather than one a second per idle lane.
+            waiting = await queue.lanes_with_entries(session, self.owner)
         for lane_id in list(self._tasks):
             if lane_id not in held:
                 self._stop_lane(lane_id)
@@ -167,6 +176,8 @@ class DeliveryEngine:
                 if task is None or task.done():
                     self._wakes[lane_id] = asyncio.Event()
                     self._tasks[lane_id] = asyncio.create_task(self._drain(lane_id), name=f"webhook-lane-{lane_id}")
+        for lane_id in waiting & self._idle:
+            self._wakes[lane_id].set()
         if self.metrics is not None:
             await self.metrics.refresh(self.store)
         return held
@@ -389,6 +400,7 @@ class DeliveryEngine:
     def _stop_lane(self, lane_id: int) -> None:
         task = self._tasks.pop(lane_id, None)
         self._wakes.pop(lane_id, None)
+        self._idle.discard(lane_id)
         self._next.pop(lane_id, None)
         if task is not None and not task.done():
             task.cancel()
@@ -417,9 +429,11 @@ class DeliveryEngine:
             elif isinstance(result, Idle):
                 # A wake-up that came while the step ran means entries its snapshot (perhaps read by the step
                 # before) may not show: read the lane again at once rather than sleep on an empty view.
-                if not wake.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), IDLE_RECHECK)
+                self._idle.add(lane_id)
+                try:
+                    await wake.wait()
+                finally:
+                    self._idle.discard(lane_id)
                 wake.clear()
 
     def _failed_step_delay(self, failures: int) -> float:

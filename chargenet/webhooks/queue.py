@@ -359,6 +359,12 @@ async def renew_leases(session: AsyncSession, owner: str, now: datetime) -> set[
     return set(await session.scalars(select(WebhookLane.id).where(WebhookLane.lease_owner == owner)))
 
 
+async def lanes_with_entries(session: AsyncSession, owner: str) -> set[int]:
+    """The lanes `owner` holds that have entries queued (whichever process's filler added them)."""
+    query = select(WebhookLane.id).where(WebhookLane.lease_owner == owner, WebhookLane.size > 0)
+    return set(await session.scalars(query))
+
+
 async def release_leases(session: AsyncSession, owner: str, lane_ids: set[int] | None = None) -> None:
     query = update(WebhookLane).where(WebhookLane.lease_owner == owner)
     if lane_ids is not None:

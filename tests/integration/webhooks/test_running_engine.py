@@ -10,12 +10,15 @@ from pathlib import Path
 import httpx
 import pytest
 from chargenet_partner.webhooks import verify_request
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
+from chargenet.store.models import WebhookLane
+from chargenet.webhooks import queue
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
@@ -90,6 +93,58 @@ async def test_running_engine_delivers_signed_events_in_order(context: AppContex
             keys=public_keys,
             now=context.clock.now().timestamp(),
         )
+
+
+async def test_idle_lane_wakes_for_entries_another_process_queued(context: AppContext) -> None:
+    async with run_receiver() as receiver:
+        site_id, _ = await _setup(context, receiver.url)
+        engine, stopping, task = await _start(context)
+        await _publish(context, site_id, "A")
+        await _eventually(lambda: len(receiver.received) == 1)
+        (lane_id,) = engine.active_lanes
+        await _eventually(lambda: lane_id in engine.idle_lanes)
+        # What another process's filler does: the lane's entry is queued in a transaction that wakes nothing here.
+        async with context.store.transaction() as session:
+            lane = await session.get(WebhookLane, lane_id)
+            assert lane is not None
+            await queue.enqueue(session, lane, event_id="evt-elsewhere", body='{"tag": "B"}', now=context.clock.now())
+        # Found by the next lease round (every 0.1 s here), not by a poll of the lane of its own.
+        await _eventually(lambda: len(receiver.received) == 2, timeout=5.0)
+        stopping.set()
+        await task
+    assert receiver.received[1].body == b'{"tag": "B"}'
+
+
+async def test_idle_lane_reads_nothing_between_wake_ups(context: AppContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    rounds: list[float] = []
+    read_lane = queue.snapshot
+
+    async def counted_read(session: AsyncSession, lane_id: int, owner: str, window: int = 1) -> object:
+        reads.append(lane_id)
+        return await read_lane(session, lane_id, owner, window)
+
+    monkeypatch.setattr(queue, "snapshot", counted_read)
+    async with run_receiver() as receiver:
+        site_id, _ = await _setup(context, receiver.url)
+        engine, stopping, task = await _start(context)
+        await _publish(context, site_id, "A")
+        await _eventually(lambda: len(receiver.received) == 1)
+        (lane_id,) = engine.active_lanes
+        await _eventually(lambda: lane_id in engine.idle_lanes)
+        lease_once = engine.lease_once
+
+        async def counted_round() -> set[int]:
+            rounds.append(time.monotonic())
+            return await lease_once()
+
+        monkeypatch.setattr(engine, "lease_once", counted_round)
+        reads.clear()
+        # Twelve lease rounds of 0.1 s: past the second a lane used to sleep before reading itself again.
+        await _eventually(lambda: len(rounds) >= 12)
+        stopping.set()
+        await task
+    assert reads == []
 
 
 async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(context: AppContext) -> None:
