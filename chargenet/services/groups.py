@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import delete, false, func, select
+from sqlalchemy import ColumnElement, delete, false, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.auth.errors import InsufficientScope
@@ -32,7 +32,10 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, Group, GroupMember, Site
 
-MAX_CHOICES = 500  # sites or applications offered in one select of a form
+MAX_CHOICES = 500  # sites offered in one select of a form
+# Applications or groups offered in one select: a company may have thousands, so a picker shows the first of those
+# matching what the operator typed, by name, and says when more match.
+PICKER_SIZE = 50
 
 
 class GroupView(View):
@@ -303,8 +306,7 @@ async def list_groups(
         query = query.where(Group.id > page.after)
     where = where or GroupFilter()
     if where.name:
-        escaped = where.name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = query.where(func.lower(Group.name).like(f"%{escaped}%", escape="\\"))
+        query = query.where(_name_contains(Group.name, where.name))
     if where.scope is not None:
         # Scopes are stored space-separated: padded on both sides, a scope matches only as a whole word.
         query = query.where((" " + Group.scopes + " ").contains(f" {where.scope.value} "))
@@ -343,15 +345,53 @@ async def anchor_choices(session: AsyncSession, caller: OperatorCaller) -> list[
     return [Choice(site_id, name) for site_id, name in rows]
 
 
+def _name_contains(column: Any, text: str) -> ColumnElement[bool]:
+    """A case-insensitive part of a name, with LIKE's wildcards taken literally."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return func.lower(column).like(f"%{escaped}%", escape="\\")
+
+
+@dataclass(frozen=True, slots=True)
+class Picker:
+    """What a picker offers: at most PICKER_SIZE choices by name, and whether more match than it shows."""
+
+    choices: list[Choice]
+    more: bool
+
+
+def _picker(rows: Iterable[tuple[str, str]]) -> Picker:
+    choices = [Choice(id_, label) for id_, label in rows]
+    return Picker(choices[:PICKER_SIZE], more=len(choices) > PICKER_SIZE)
+
+
 async def application_choices(
-    session: AsyncSession, caller: OperatorCaller, *, excluding: Sequence[str] = ()
-) -> list[Choice]:
-    """Applications of the operator's company, by name (at most MAX_CHOICES), leaving out `excluding`."""
+    session: AsyncSession, caller: OperatorCaller, *, not_in_group: str | None = None, matching: str = ""
+) -> Picker:
+    """Applications of the operator's company a group could take in: not already in `not_in_group`, their name or
+    client id containing `matching`."""
     query = select(Application.client_id, Application.name).where(Application.company_id == caller.company_id)
-    if excluding:
-        query = query.where(Application.client_id.not_in(list(excluding)))
-    rows = await session.execute(query.order_by(Application.name, Application.client_id).limit(MAX_CHOICES))
-    return [Choice(client_id, name) for client_id, name in rows]
+    if not_in_group is not None:
+        member = select(GroupMember.client_id).where(
+            GroupMember.group_id == not_in_group, GroupMember.client_id == Application.client_id
+        )
+        query = query.where(~member.exists())
+    if matching.strip():
+        query = query.where(
+            _name_contains(Application.name, matching.strip()) | _name_contains(Application.client_id, matching.strip())
+        )
+    ordered = query.order_by(Application.name, Application.client_id).limit(PICKER_SIZE + 1)
+    return _picker((client_id, name) for client_id, name in await session.execute(ordered))
+
+
+async def group_choices(session: AsyncSession, caller: OperatorCaller, *, for_app: str, matching: str = "") -> Picker:
+    """Groups of the operator's company that application `for_app` is not in, their name containing `matching`;
+    each labelled with the scopes it grants."""
+    member = select(GroupMember.group_id).where(GroupMember.group_id == Group.id, GroupMember.client_id == for_app)
+    query = select(Group.id, Group.name, Group.scopes).where(Group.company_id == caller.company_id, ~member.exists())
+    if matching.strip():
+        query = query.where(_name_contains(Group.name, matching.strip()))
+    rows = await session.execute(query.order_by(Group.name, Group.id).limit(PICKER_SIZE + 1))
+    return _picker((group_id, f"{name} ({', '.join(scopes.split())})") for group_id, name, scopes in rows)
 
 
 async def application_names(session: AsyncSession, caller: OperatorCaller, client_ids: Sequence[str]) -> dict[str, str]:

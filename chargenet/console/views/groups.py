@@ -120,7 +120,8 @@ async def _detail(request: Request, signed: Signed, group_id: str, *, status: in
         group = await groups.get_group(session, signed.caller, group_id)
         sites = await groups.anchor_choices(session, signed.caller)
         names = await groups.application_names(session, signed.caller, group.client_ids)
-        candidates = await groups.application_choices(session, signed.caller, excluding=group.client_ids)
+        find = request.query_params.get("find", "")
+        candidates = await groups.application_choices(session, signed.caller, not_in_group=group.id, matching=find)
     current = {
         "name": group.name,
         "anchor": group.site_id or groups.COMPANY_ANCHOR,
@@ -133,6 +134,7 @@ async def _detail(request: Request, signed: Signed, group_id: str, *, status: in
         "scopes": list(Scope),
         "members": [(client_id, names.get(client_id, client_id)) for client_id in group.client_ids],
         "candidates": candidates,
+        "find": find,
         "form": current,
         "version": group.version,
         "message": None,
@@ -213,13 +215,18 @@ async def _remove_member(request: Request, signed: Signed) -> Response:
 async def application_groups(request: Request, signed: Signed, client_id: str) -> dict[str, Any]:
     """What an application's page shows of its groups: the groups it is in, and those it could join."""
     console = console_of(request)
+    find = request.query_params.get("find", "")
     async with console.reading() as session:
-        # One page of the company's groups with their members says both which it is in and which it could join.
-        listed = await groups.list_groups(session, signed.caller, PageRequest(groups.MAX_CHOICES))
+        joined = await groups.list_groups(
+            session, signed.caller, PageRequest(groups.MAX_CHOICES), where=groups.GroupFilter(member=client_id)
+        )
+        choices = await groups.group_choices(session, signed.caller, for_app=client_id, matching=find)
         sites = await groups.anchor_choices(session, signed.caller)
     return {
-        "app_groups": [group for group in listed.items if client_id in group.client_ids],
-        "group_choices": [group for group in listed.items if client_id not in group.client_ids],
+        "app_groups": joined.items,
+        "more_groups": joined.next is not None,
+        "group_choices": choices,
+        "find": find,
         "site_names": {site.id: site.label for site in sites},
     }
 

@@ -252,6 +252,58 @@ async def test_members_are_added_and_removed_from_the_group_page_and_from_the_ap
     assert nothing.status_code == 422 and 'id="client_id-error"' in nothing.text
 
 
+def offered(page: str, name: str) -> list[str]:
+    """The values a page's select `name` offers."""
+    select = re.search(rf'<select id="{name}" name="{name}".*?</select>', page, re.S)
+    return re.findall(r'<option value="([^"]*)"', select.group(0)) if select else []
+
+
+async def test_a_picker_offers_the_first_applications_by_name_and_a_search_narrows_them(
+    harness: ConsoleHarness,
+) -> None:
+    group_id = await a_group(harness, "Readers")
+    async with harness.store.transaction() as session:
+        for n in range(groups.PICKER_SIZE + 5):
+            await applications.create_application(
+                session,
+                OPERATOR,
+                harness.console.secret_hasher,  # type: ignore[arg-type]
+                company_id=harness.team.company_id,
+                name=f"Partner {n:03d}",
+                now=harness.clock.now(),
+            )
+    wanted = await an_app(harness, "Zeta fleet")
+    admin = await harness.signed_in("admin@acme.test")
+    page = (await admin.get(f"/console/groups/{group_id}")).text
+    assert len(offered(page, "client_id")) == groups.PICKER_SIZE and wanted not in offered(page, "client_id")
+    assert "More match than are offered below" in page
+    found = (await admin.get(f"/console/groups/{group_id}", params={"find": "zeta"})).text
+    assert offered(found, "client_id") == [wanted] and 'value="zeta"' in found
+    assert (
+        "No application outside this group matches"
+        in (await admin.get(f"/console/groups/{group_id}", params={"find": "%"})).text
+    )
+
+
+async def test_an_applications_page_lists_its_groups_whatever_their_number_and_offers_only_others(
+    harness: ConsoleHarness,
+) -> None:
+    client_id = await an_app(harness, "Fleet partner")
+    joined = []
+    for n in range(3):
+        joined.append(await a_group(harness, f"Member group {n}"))
+        async with harness.store.transaction() as session:
+            await groups.add_app(session, OPERATOR, joined[-1], client_id, now=harness.clock.now())
+    others = [await a_group(harness, f"Other group {n}") for n in range(groups.PICKER_SIZE + 1)]
+    admin = await harness.signed_in("admin@acme.test")
+    page = (await admin.get(f"/console/applications/{client_id}")).text
+    assert all(f'href="/console/groups/{group_id}"' in page for group_id in joined)
+    choices = offered(page, "group_id")
+    assert len(choices) == groups.PICKER_SIZE and not set(choices) & set(joined) and set(choices) <= set(others)
+    narrowed = (await admin.get(f"/console/applications/{client_id}", params={"find": "Other group 50"})).text
+    assert offered(narrowed, "group_id") == [others[50]]
+
+
 async def audit_of(harness: ConsoleHarness, object_id: str) -> list[audit.AuditEntry]:
     async with harness.store.transaction() as session:
         found = await audit.list_records(
