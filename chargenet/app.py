@@ -100,6 +100,7 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     read=context.store.read,
                     credential_cipher=context.keys.credential_cipher(),
                     stations=context.edge,
+                    store=context.store,
                 )
             ),
         ),

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import applications, audit, auth, meters, operators, overview, sites
+from chargenet.console.views import applications, audit, auth, meters, operators, overview, sites, stations
 
 
 class SecurityHeaders:
@@ -53,6 +53,7 @@ def create_console(console: Console) -> Starlette:
         *applications.routes(),
         *audit.routes(),
         *sites.routes(),
+        *stations.routes(),
         *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]

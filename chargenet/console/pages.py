@@ -33,6 +33,7 @@ from chargenet.ports import StationCommands
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
+from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ class Console:
     limiter: FailureLimiter = field(default_factory=login_limiter)
     # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
     read: Transactions | None = None
+    store: Store | None = None  # what station commands are sent through (`services.station_commands`)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""
