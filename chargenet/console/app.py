@@ -14,7 +14,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
-from chargenet.console.views import applications, audit, auth, meters, operators, overview, sites, stations
+from chargenet.console.views import (
+    applications,
+    audit,
+    auth,
+    message_log,
+    meters,
+    operators,
+    overview,
+    sites,
+    stations,
+)
 
 
 class SecurityHeaders:
@@ -54,6 +64,7 @@ def create_console(console: Console) -> Starlette:
         *audit.routes(),
         *sites.routes(),
         *stations.routes(),
+        *message_log.routes(),
         *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
