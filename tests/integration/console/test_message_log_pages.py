@@ -5,10 +5,10 @@ formulas defused), station-supplied frames escaped, and another company's log no
 from __future__ import annotations
 
 import csv
-from contextlib import AbstractAsyncContextManager
 import io
 import json
 import re
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from html import unescape
 
