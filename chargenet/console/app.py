@@ -22,6 +22,7 @@ from chargenet.console.views import (
     meters,
     operators,
     overview,
+    sessions,
     sites,
     stations,
 )
@@ -65,6 +66,7 @@ def create_console(console: Console) -> Starlette:
         *sites.routes(),
         *stations.routes(),
         *message_log.routes(),
+        *sessions.routes(),
         *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]

@@ -43,6 +43,7 @@ STATIC = Path(__file__).parent / "static"
 NAVIGATION = (
     ("overview", "Overview", ""),
     ("sites", "Sites", "/sites"),
+    ("sessions", "Sessions", "/sessions"),
     ("applications", "Applications", "/applications"),
     ("groups", "Groups", "/groups"),
     ("webhooks", "Webhooks", "/webhooks"),

@@ -116,7 +116,7 @@ def _query(station_id: str, where: MessageFilter) -> Select[Any]:
     return query
 
 
-def _view(row: OcppMessage) -> MessageView:
+def message_view(row: OcppMessage) -> MessageView:
     dropped = gap_until = None
     if row.direction == GAP:
         try:
@@ -157,7 +157,7 @@ async def list_messages(
     after = _after(page)
     if after is not None:
         query = query.where(OcppMessage.id < after)
-    rows = [_view(row) for row in await session.scalars(query)]
+    rows = [message_view(row) for row in await session.scalars(query)]
     return page.page(rows, lambda view: str(view.id))
 
 
@@ -172,7 +172,7 @@ async def export_messages(
     while True:
         async with reading() as session:
             query = _query(station_id, where).where(OcppMessage.id > last).order_by(OcppMessage.id).limit(batch)
-            rows = [_view(row) for row in await session.scalars(query)]
+            rows = [message_view(row) for row in await session.scalars(query)]
         for row in rows:
             yield row
         if len(rows) < batch:
