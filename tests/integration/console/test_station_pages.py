@@ -267,6 +267,8 @@ async def test_a_bad_command_is_422_and_names_what_is_missing(harness: ConsoleHa
     assert long_tag.status_code == 422
     bad_reset = await command(admin, {"command": "reset", "type": "Sideways"})
     assert bad_reset.status_code == 422 and "Soft, Hard" in bad_reset.text
+    unchosen = await command(admin, {"command": "availability", "type": ""})  # the select starts on "Choose…"
+    assert unchosen.status_code == 422 and "Inoperative, Operative" in unchosen.text
     unknown = await command(admin, {"command": "self-destruct"})
     assert unknown.status_code == 422
     not_ours = await command(admin, {"command": "unlock", "charge_point": "CS-9"})
