@@ -248,7 +248,7 @@ async def test_remote_stop_ends_the_transaction_in_progress_on_its_connector(har
         )
     admin = await harness.signed_in("admin@acme.test")
     page = (await admin.get("/console/stations/CS-1")).text
-    assert "transaction 41 in progress" in page and "Stop transaction 41" in page
+    assert 'Transaction <a href="/console/sessions/41">41</a> in progress' in page and "Stop transaction 41" in page
     stopped = await command(admin, {"command": "remote-stop", "transaction_id": "41"})
     assert stopped.status_code == 200 and "the station answered Accepted" in text_of(stopped.text)
     assert fake.sent == [("CS-1", "RemoteStopTransaction", {"transactionId": 41})]
