@@ -122,7 +122,12 @@ def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCal
         role = f"Your role ({caller.role.value}) sees this station but does not send it commands."
         return {"all": role, "central": role}
     offline = None
-    if not state.reachable:
+    if state.connection == "meter":
+        offline = (
+            f"Commands are off: station {state.station_id} has no OCPP connection; chargenet knows it only "
+            "through its meters."
+        )
+    elif not state.reachable:
         seen = f" (last heard of {state.last_seen:%Y-%m-%d %H:%M:%S} UTC)" if state.last_seen else ""
         offline = (
             f"Commands are off: station {state.station_id} is not connected to chargenet{seen}. "

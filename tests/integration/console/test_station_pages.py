@@ -15,6 +15,7 @@ from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.store.models import Connector, EdgeTransaction, Site, StationPresence
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness
+from tests.integration.console.test_meters_pages import make_meter
 from tests.integration.console.test_sites_pages import HOSTILE, make_site, make_station, post, token_of
 
 HX = {**ORIGIN, "HX-Request": "true"}
@@ -133,6 +134,18 @@ async def test_a_station_held_by_another_process_is_connected_and_takes_commands
     assert "Offline" not in html
     fake.connected.add("CS-1")  # what the relay reaches
     assert (await command(admin, {"command": "unlock"})).status_code == 200
+
+
+async def test_a_station_known_only_through_meters_says_so_and_takes_no_command(harness: ConsoleHarness) -> None:
+    site = await make_site(harness, harness.team.company_id)
+    await make_station(harness, site.id, "CS-M")
+    await make_meter(harness, site.id, "CS-M", 1)
+    harness.console.stations = FakeStations()
+    admin = await harness.signed_in("admin@acme.test")
+    html = (await admin.get("/console/stations/CS-M")).text
+    assert "Known only through its meters" in html
+    assert "has no OCPP connection; chargenet knows it only through its meters" in html
+    assert 'value="unlock" class="secondary" disabled' in html
 
 
 # --- commands and their outcomes --------------------------------------------------------------------------------
