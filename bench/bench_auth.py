@@ -68,7 +68,7 @@ async def _setup(data_dir: str) -> tuple[str, str, str]:
         group = await groups.create_group(
             session, OPERATOR, company_id=company.id, name="g", scopes=["charge-points:read"], now=now
         )
-        await groups.add_app(session, OPERATOR, group.id, app.client_id)
+        await groups.add_app(session, OPERATOR, group.id, app.client_id, now=now)
     await context.close()
     return company.id, app.client_id, app.client_secret
 

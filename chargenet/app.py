@@ -17,11 +17,13 @@ from typing import Any
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from chargenet.api.app import create_api
+from chargenet.api.problems import http_problem
 from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
@@ -100,6 +102,9 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     read=context.store.read,
                     credential_cipher=context.keys.credential_cipher(),
                     stations=context.edge,
+                    webhook_allow_private=context.settings.webhook_allow_private,
+                    webhooks_changed=context.webhooks_changed,
+                    webhook_tests=context.webhook_tests,
                     store=context.store,
                 )
             ),
@@ -121,4 +126,9 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                 await hook()
             log.info("chargenet stopped")
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return http_problem(request, exc)
+
+    # A path no part serves is a problem like every other error (the API and the console answer their own).
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: on_http_error})

@@ -22,7 +22,7 @@ from chargenet.errors import KeysMismatch
 from chargenet.keys import KeyStore
 from chargenet.observability.health import HealthCheck
 from chargenet.outbox import Outbox
-from chargenet.ports import StationCommands, WebhookLanes
+from chargenet.ports import StationCommands, WebhookLanes, WebhookTests
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
@@ -57,6 +57,7 @@ class AppContext:
     # The edge when this process serves stations; `chargenet admin` reaches them through the command relay.
     edge: StationCommands | None = None
     webhooks: WebhookLanes | None = None  # installed by `chargenet serve`, which is what delivers them
+    webhook_tests: WebhookTests | None = None  # sends test events; installed with the lanes, sharing their sender
 
     @property
     def stations(self) -> StationCommands:

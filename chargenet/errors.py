@@ -105,6 +105,16 @@ class Conflict(ChargenetError):
     """The request contradicts the current state (a duplicate id, a session that cannot be stopped)."""
 
 
+class ImportClash(Conflict):
+    """A bulk input whose rows are well formed but clash with what the store holds (a station that exists);
+    nothing of it was written. `faults` names each (the first 100)."""
+
+    def __init__(self, faults: list[RowFault]) -> None:
+        more = f" (and {len(faults) - 1} more)" if len(faults) > 1 else ""
+        super().__init__(f"nothing was imported: {faults[0]}{more}")
+        self.faults = faults
+
+
 class Forbidden(ChargenetError):
     """The caller is known but not allowed to do this."""
 

@@ -1,13 +1,16 @@
 """The narrow interfaces through which use cases reach the running parts of a process.
 
-Services (`chargenet.services`) need two things from the runtime: to send a command to a station, wherever its
-connection is held, and to wake this process's webhook lanes after a webhook changed. They ask for these
+Services (`chargenet.services`) need three things from the runtime: to send a command to a station, wherever its
+connection is held, to wake this process's webhook lanes after a webhook changed, and to send one request to a
+webhook outside its lanes (the test event). They ask for these
 Protocols, never for the edge's or the delivery engine's classes, so the runtime can change shape without the
 use cases noticing, and a face that runs without the runtime (`chargenet admin`) passes what it has.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 
@@ -26,4 +29,27 @@ class StationCommands(Protocol):
 class WebhookLanes(Protocol):
     def poke(self) -> None:
         """Re-read webhook settings now rather than at the next lease round."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SentOnce:
+    """What became of one request sent outside the lanes."""
+
+    request_id: str
+    started_at: datetime
+    duration_ms: float
+    status: int | None
+    """The receiver's HTTP status, when it answered."""
+    error: str | None
+    """Why it failed (`HTTP 500`, `timeout after 10 s`, ...); None when the receiver answered 2xx."""
+    response: str | None
+    """The first 1 KiB of the response body, as text."""
+
+
+class WebhookTests(Protocol):
+    async def send_once(self, webhook_id: str, body: bytes) -> SentOnce:
+        """POST `body` to the webhook once, signed and authenticated as its lanes would, without retries.
+
+        Raises `NotFound` when the webhook is gone."""
         ...

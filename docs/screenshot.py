@@ -1,7 +1,7 @@
 """Make the console screenshots README.md shows, from a live `chargenet demo` (simulated stations, meters and a
 partner), with the same Debian Chromium the browser tests drive.
 
-    .venv/bin/python docs/screenshot.py            # writes docs/console-overview.png and docs/console-sites.png
+    .venv/bin/python docs/screenshot.py            # writes docs/console-overview.png and docs/console-site.png
 
 It starts the demo in a scratch folder on a free port, signs in with the operator credentials the demo prints,
 lets the simulated stations connect and charge for a while, and photographs pages at a laptop's width.
@@ -23,7 +23,8 @@ from playwright.async_api import async_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-SHOTS = {"console-overview.png": "/console/", "console-sites.png": "/console/sites"}
+SHOTS = {"console-overview.png": "/console/", "console-site.png": "/console/sites"}
+FOLLOW_FIRST_ROW = {"console-site.png"}  # photographed on the page the list's first row opens
 SETTLE_SECONDS = 8  # the demo's stations boot and report status, and are still connected (they cycle)
 CHROMIUM_ARGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"]
 
@@ -80,6 +81,9 @@ async def main() -> None:
                 await page.wait_for_url(f"{base}/console/")
                 for name, path in SHOTS.items():
                     await page.goto(base + path)
+                    if name in FOLLOW_FIRST_ROW:
+                        await page.locator("main table tbody a").first.click()
+                        await page.wait_for_load_state()
                     await page.screenshot(path=str(DOCS / name), full_page=False)
                     print(f"screenshot: wrote docs/{name}")
                 await browser.close()

@@ -69,7 +69,7 @@ async def partner_token(
         group = await groups.create_group(
             session, OPERATOR, company_id=company_id, site_id=site_id, name="Partner access", scopes=scopes, now=now
         )
-        await groups.add_app(session, OPERATOR, group.id, credentials.client_id)
+        await groups.add_app(session, OPERATOR, group.id, credentials.client_id, now=now)
     assert context.auth is not None
     issued = await context.auth.grant(
         ClientCredentials(credentials.client_id, credentials.client_secret, AuthMethod.BASIC), None

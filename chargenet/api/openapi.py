@@ -4,7 +4,8 @@ FastAPI describes the success bodies and a 422 of its own shape; the errors come
 `chargenet.api.problems`, so they are described here in one pass over the generated document instead of on
 each route: the RFC 9457 `Problem` schema with our extension members, the statuses the mapper and the input
 check can answer with, and the OAuth2 client-credentials flow with the scope each operation's `require`
-dependency checks.
+dependency checks. The input check's one rule for every string (no U+0000, `domain.text` Rule 2) is written on
+every string of the document the same way, here rather than on each field.
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ DESCRIPTIONS = {
     "400": "The body cannot be read as UTF-8 JSON.",
     "401": "No access token, or one that is invalid, expired or revoked.",
     "403": "The application's groups do not grant the scope this operation needs.",
-    "404": "No such object within the caller's reach, in the path or named in the body.",
+    "404": (
+        "No such object within the caller's reach, in the path, the query or named in the body; or a cursor of the"
+        " documented form that no page of this list gave."
+    ),
     "409": "The object's state does not allow this.",
     "413": "The body is larger than the API accepts.",
     "422": "The input does not match the operation's schema or bounds.",
@@ -131,15 +135,49 @@ def complete(document: dict[str, Any], routes: Iterable[object], auth_url: str) 
         if not isinstance(route, APIRoute) or not route.include_in_schema:
             continue
         scopes = sorted({s.value for s in _scopes(route.dependant)})
+        names = _names_objects_in_query(route.dependant)
         for method in route.methods or ():
             operation = document["paths"].get(route.path_format, {}).get(method.lower())
             if operation is not None:
-                _describe(operation, route.path_format, method, scopes)
+                _describe(operation, route.path_format, method, scopes, names)
     _drop_unused_validation_schemas(document)
+    _refuse_nul(document)
     return document
 
 
-def _describe(operation: dict[str, Any], path: str, method: str, scopes: list[str]) -> None:
+# What every string of a request may not hold (`domain.text` Rule 2), in the form every regex dialect reads.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _refuse_nul(node: Any) -> None:
+    """Give every string schema without a pattern, format or enumeration the pattern that refuses U+0000. The
+    patterns written on fields already leave it out."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not {"pattern", "format", "enum", "const"} & node.keys():
+            node["pattern"] = NO_NUL
+        for value in node.values():
+            _refuse_nul(value)
+    elif isinstance(node, list):
+        for value in node:
+            _refuse_nul(value)
+
+
+def _names_objects_in_query(dependant: Dependant) -> bool:
+    """Whether the query names an object that must exist (a required parameter such as `/events?siteId=`) or a
+    page (`cursor`): either may name none."""
+    for parameter in _query_params(dependant):
+        if parameter.alias == "cursor" or parameter.field_info.is_required():
+            return True
+    return False
+
+
+def _query_params(dependant: Dependant) -> Iterator[Any]:
+    yield from dependant.query_params
+    for sub in dependant.dependencies:
+        yield from _query_params(sub)
+
+
+def _describe(operation: dict[str, Any], path: str, method: str, scopes: list[str], names: bool) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
     # The input check reads every request the same way, before any route, whatever its method.
     statuses = ["400", "413", "422"]
@@ -148,7 +186,7 @@ def _describe(operation: dict[str, Any], path: str, method: str, scopes: list[st
         statuses += ["401", "403"]
     else:
         operation.pop("security", None)
-    if "{" in path or method != "GET":
+    if "{" in path or method != "GET" or names:
         # A write names other objects in its body too (a session's charge point, a station's site): unknown or
         # out of reach, they are a 404 as path ids are (schemathesis found POST /sessions answering one).
         statuses.append("404")

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import Match
 
 from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
 from chargenet.errors import (
     ChargenetError,
     Conflict,
     Forbidden,
+    ImportClash,
     ImportRefused,
     InputTooLarge,
     InvalidInput,
@@ -90,7 +93,7 @@ def for_error(exc: ChargenetError) -> JSONResponse:
 
 def _members(exc: ChargenetError) -> dict[str, Any]:
     """The extension members (RFC 9457 §3.2) a problem of this error carries."""
-    if isinstance(exc, ImportRefused):
+    if isinstance(exc, ImportRefused | ImportClash):
         return {"errors": [{"field": f.field or "", "message": f.message, "line": f.line} for f in exc.faults]}
     if isinstance(exc, InvalidInput) and exc.field:
         return {"field": exc.field}
@@ -107,18 +110,14 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        errors = [
-            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]} for e in exc.errors()
-        ]
+        errors = [{"field": _field(e["loc"]), "message": e["msg"]} for e in exc.errors()]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        return problem(422, "Invalid input", detail, errors=errors)
+        extra = {"field": errors[0]["field"]} if errors and errors[0]["field"] else {}
+        return problem(422, "Invalid input", detail, errors=errors, **extra)
 
-    async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        response = problem(exc.status_code, _title(exc.status_code), str(exc.detail) if exc.detail else None)
-        for key, value in (exc.headers or {}).items():
-            response.headers[key] = value
-        return response
+        return http_problem(request, exc)
 
     async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error in the API", exc_info=exc)
@@ -128,6 +127,43 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
+
+
+# Where FastAPI found a refused value; the field is named by its place in the body, query, path or headers alone.
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+def _field(location: Sequence[int | str]) -> str:
+    parts = list(location)
+    if parts and parts[0] in _LOCATIONS:
+        parts = parts[1:]
+    return ".".join(str(p) for p in parts)
+
+
+def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """The problem for an error of the routing itself: no route at the path (404), or none for the method (405,
+    with an `Allow` header listing every method the path has, RFC 9110 §15.5.6)."""
+    response = problem(exc.status_code, _title(exc.status_code), str(exc.detail) if exc.detail else None)
+    for key, value in (exc.headers or {}).items():
+        response.headers[key] = value
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
+    return response
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods some route of the request's app serves at the request's path (asked of the routes themselves,
+    which know how the framework matches them)."""
+    routes = getattr(getattr(request.app, "router", None), "routes", ())
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in routes):
+            allowed.append(method)
+    return allowed
 
 
 def _title(status: int) -> str:

@@ -22,6 +22,7 @@ from chargenet.errors import (
     ConfigurationError,
     Conflict,
     Forbidden,
+    ImportClash,
     ImportRefused,
     InvalidInput,
     NotFound,
@@ -155,7 +156,7 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def fail(error: ChargenetError) -> int:
     sys.stderr.write(f"chargenet: error: {error.message}\n")
-    if isinstance(error, ImportRefused):
+    if isinstance(error, ImportRefused | ImportClash):
         sys.stderr.writelines(f"  {fault}\n" for fault in error.faults)
     return exit_code_for(error)
 

@@ -18,6 +18,7 @@ from chargenet.console.views import (
     applications,
     audit,
     auth,
+    groups,
     message_log,
     meters,
     operators,
@@ -25,6 +26,7 @@ from chargenet.console.views import (
     sessions,
     sites,
     stations,
+    webhooks,
 )
 
 
@@ -62,6 +64,8 @@ def create_console(console: Console) -> Starlette:
         *auth.routes(),
         *operators.routes(),
         *applications.routes(),
+        *groups.routes(),
+        *webhooks.routes(),
         *audit.routes(),
         *sites.routes(),
         *stations.routes(),

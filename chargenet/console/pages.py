@@ -29,7 +29,7 @@ from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
-from chargenet.ports import StationCommands
+from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -71,11 +71,14 @@ class Console:
     public_url: str
     passwords: Passwords
     secret_hasher: SecretHasher | None = None  # client secrets of applications (keyed hash, keys folder)
-    credential_cipher: CredentialCipher | None = None  # upstream passwords of sites and stations (keys folder)
+    credential_cipher: CredentialCipher | None = None  # upstream passwords, webhook credentials (keys folder)
     stations: StationCommands | None = None  # which stations hold a connection to this process
     limiter: FailureLimiter = field(default_factory=login_limiter)
     # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
     read: Transactions | None = None
+    webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
+    webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
+    webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     store: Store | None = None  # what station commands are sent through (`services.station_commands`)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:

@@ -1,4 +1,5 @@
-"""The webhook envelope and its four payloads, exactly as service.md §2 and decisions.md §3 define them.
+"""The webhook envelope and its four payloads, exactly as service.md §2 and decisions.md §3 define them, and the
+`WebhookTest` envelope an operator sends to check a webhook (decisions.md "Test event").
 
 Rules that the models enforce, because partners rely on them:
 - Rule 1: types are strict. An integer field refuses 1.0, "1" and true; a number field refuses strings and booleans.
@@ -233,6 +234,40 @@ _PAYLOAD_EVENT_TYPES: dict[type[BaseModel], EventType] = {
 }
 
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="eventType")])
+
+
+# decisions.md "Test event": sent on request, outside the lanes, never subscribed to; partners may ignore it.
+WEBHOOK_TEST = "WebhookTest"
+
+
+class WebhookTestPayload(_StrictPayload):
+    webhookId: Identifier
+    requestedBy: Annotated[StrictStr, Field(min_length=1, max_length=300)]
+
+
+class WebhookTestEvent(_Envelope):
+    eventType: Literal["WebhookTest"]  # type: ignore[assignment]  # not an EventType: no lane carries it
+    payload: WebhookTestPayload
+
+
+# Every envelope partners can receive, by eventType, as docs/schemas/ documents them.
+DOCUMENTED_EVENTS: dict[str, type[_Envelope]] = {
+    **{event_type.value: model for event_type, model in EVENT_CLASSES.items()},
+    WEBHOOK_TEST: WebhookTestEvent,
+}
+
+
+def build_test_event(
+    *, event_id: str, site_id: str, raised_at: datetime, webhook_id: str, requested_by: str
+) -> WebhookTestEvent:
+    """The `WebhookTest` envelope: `requestedBy` names who asked for it, as the audit log does."""
+    return WebhookTestEvent(
+        eventId=event_id,
+        eventType=WEBHOOK_TEST,
+        siteId=site_id,
+        timestamp=brussels_timestamp(raised_at),
+        payload=WebhookTestPayload(webhookId=webhook_id, requestedBy=requested_by[:300]),
+    )
 
 
 def event_type_of(payload: Payload) -> EventType:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chargenet.domain.events import EVENT_CLASSES, EventType
+from chargenet.domain.events import DOCUMENTED_EVENTS, EventType
 
 SCHEMA_BASE = "urn:chargenet:webhooks"
 
@@ -32,11 +32,15 @@ _DESCRIPTIONS = {
     "transactionId": "Transaction identifier given by the edge, unique across the service.",
     "reservationId": "Reservation the transaction fulfils, when there was one.",
     "reason": "Why the transaction stopped; Local when the station did not say.",
+    "webhookId": "The webhook this test event was sent to.",
+    "requestedBy": "Who asked for the test event (an operator, an application or the command line).",
 }
 
 
-def event_json_schema(event_type: EventType) -> dict[str, Any]:
-    model = EVENT_CLASSES[event_type]
+def event_json_schema(event_type: EventType | str) -> dict[str, Any]:
+    """The schema of one documented envelope (an EventType, or `WebhookTest`)."""
+    name = str(event_type)
+    model = DOCUMENTED_EVENTS[name]
     schema = model.model_json_schema(mode="validation")
     _tidy(schema)
     properties = schema["properties"]
@@ -46,9 +50,9 @@ def event_json_schema(event_type: EventType) -> dict[str, Any]:
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"{SCHEMA_BASE}:{event_type.value}",
+        "$id": f"{SCHEMA_BASE}:{name}",
         **schema,
-        "title": f"{event_type.value} webhook event",
+        "title": f"{name} webhook event",
     }
 
 
@@ -76,5 +80,5 @@ def _tidy(node: Any) -> None:
             _tidy(item)
 
 
-def render(event_type: EventType) -> str:
+def render(event_type: EventType | str) -> str:
     return json.dumps(event_json_schema(event_type), indent=2, sort_keys=False) + "\n"

@@ -14,7 +14,8 @@ from chargenet.errors import InvalidInput
 from chargenet.ids import STATION_ID_PATTERN
 
 MAX_CONNECTORS_PER_CHARGE_POINT = 16
-MAX_CHARGE_POINTS_PER_STATION = 64
+# A station is one OCPP endpoint; its charge points are created with it, so their number is bounded.
+MAX_CHARGE_POINTS_PER_STATION = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,9 @@ from chargenet.errors import InvalidInput
 MAX_REGISTERS_PER_READ = 125
 
 
+BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
+
+
 class Parity(StrEnum):
     NONE = "N"
     EVEN = "E"
@@ -40,7 +43,7 @@ class SerialLine:
     stopbits: int = 1
 
     def __post_init__(self) -> None:
-        if self.baudrate not in (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200):
+        if self.baudrate not in BAUD_RATES:
             raise InvalidInput(f"unsupported baud rate {self.baudrate}", field="baud")
         if self.stopbits not in (1, 2):
             raise InvalidInput("must be 1 or 2", field="stopbits")

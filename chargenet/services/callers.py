@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from chargenet.auth.permissions import Permissions, Reach
 from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
+from chargenet.errors import Forbidden
 from chargenet.services.audit import LOCAL_OPERATOR, Actor, Face
 
 
@@ -104,3 +105,11 @@ class OperatorCaller:
 Caller = ApiApplication | LocalOperator | OperatorCaller
 
 OPERATOR = LocalOperator()
+
+
+def refuse_viewer(caller: Caller, what: str) -> None:
+    """A console viewer sees its company's objects but changes none: `Forbidden` (403) for one asking to, before
+    any reach check could make it look like `NotFound`. Applications and the local operator are held to their
+    grants by the use case itself."""
+    if isinstance(caller, OperatorCaller) and not caller.may_change:
+        raise Forbidden(f"{what} needs the admin role; you are a viewer")

@@ -41,7 +41,7 @@ async def ensure_demo_application(
             session, OPERATOR, company_id=company_id, name=DEMO_GROUP, scopes=[s.value for s in DEMO_SCOPES], now=now
         )
         group_id = group.id
-    await groups.add_app(session, OPERATOR, group_id, credentials.client_id)
+    await groups.add_app(session, OPERATOR, group_id, credentials.client_id, now=now)
     return credentials
 
 

@@ -22,6 +22,7 @@ from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput
 from chargenet.services.callers import Caller
+from chargenet.services.pages import UnknownCursor
 from chargenet.services.reach import reachable_site
 from chargenet.services.views import View
 from chargenet.store.models import OutboxEvent
@@ -48,11 +49,11 @@ def decode_cursor(cursor: str | None) -> dict[str, int]:
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, ValueError):
-        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
+        raise UnknownCursor(cursor) from None
     if not isinstance(data, dict) or not all(
         k in set(EventType) and type(v) is int and 0 <= v < 2**63 for k, v in data.items()
     ):
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+        raise UnknownCursor(cursor)
     return {str(k): int(v) for k, v in data.items()}
 
 

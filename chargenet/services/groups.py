@@ -3,26 +3,36 @@
 An application joins only groups of its own company; that is checked here, and the permission core
 ignores foreign grants as well (chargenet.auth.permissions, Rule 3). A caller manages the groups its
 `groups:write` reaches: all of its company's with a company-level grant, otherwise those anchored at the sites
-it holds the scope on, so it cannot hand out more than it reaches; any other group is `NotFound`.
+it holds the scope on, so it cannot hand out more than it reaches; any other group is `NotFound`. A console
+operator sees every group of its company; a viewer changes none (`Forbidden`).
+
+Every change (create, edit, add or remove a member, delete) bumps the group's `version` and writes its audit
+record in the caller's transaction, whichever face asked; an edit made from an older version than the stored one
+is refused with `StaleChange` rather than overwriting what another operator changed meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
-from sqlalchemy import delete, false, select
+from sqlalchemy import delete, false, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.auth.errors import InsufficientScope
 from chargenet.domain.scopes import Scope, format_scopes, parse_scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_id
-from chargenet.services.callers import Caller
+from chargenet.services import audit
+from chargenet.services.callers import Caller, OperatorCaller, refuse_viewer
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, Group, GroupMember, Site
+
+MAX_CHOICES = 500  # sites or applications offered in one select of a form
 
 
 class GroupView(View):
@@ -32,7 +42,34 @@ class GroupView(View):
     name: str
     scopes: list[Scope]
     client_ids: list[str]
+    version: int
     created_at: Instant
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFilter:
+    """What a list of groups can be narrowed to (combined with AND)."""
+
+    name: str | None = None  # a case-insensitive part of the name
+    scope: Scope | None = None  # groups granting this scope
+    anchor: str | None = None  # "company" for company-level groups, or a site id
+    member: str | None = None  # groups this application (client id) is in
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """An object a form offers to pick: its id and what people call it."""
+
+    id: str
+    label: str
+
+
+class Keep:
+    """An update leaves the field as it is."""
+
+
+KEEP: Final = Keep()
+COMPANY_ANCHOR = "company"
 
 
 def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
@@ -40,6 +77,18 @@ def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
     if not scopes:
         raise InvalidInput("a group grants at least one scope", field="scope")
     return scopes
+
+
+async def _anchor_site(session: AsyncSession, caller: Caller, company_id: str, site_id: str | None) -> None:
+    """Refuse an anchor outside the company, or one the caller's `groups:write` does not reach."""
+    if caller.company_id is not None and not caller.allows(Scope.GROUPS_WRITE, company_id, site_id):
+        if site_id is not None and not caller.reach(Scope.GROUPS_WRITE).covers_site(company_id, site_id):
+            raise NotFound("site", site_id)
+        raise InsufficientScope(Scope.GROUPS_WRITE.value)
+    if site_id is not None:
+        site = await session.get(Site, site_id)
+        if site is None or site.company_id != company_id:
+            raise NotFound("site", site_id)
 
 
 async def create_group(
@@ -53,68 +102,159 @@ async def create_group(
     company_id: str | None = None,
 ) -> GroupView:
     """A group of the caller's company (the local operator names one), anchored at the company or `site_id`."""
+    refuse_viewer(caller, "creating a group")
     if caller.company_id is not None:
         company_id = caller.company_id
-        if not caller.allows(Scope.GROUPS_WRITE, company_id, site_id):
-            if site_id is not None and not caller.reach(Scope.GROUPS_WRITE).covers_site(company_id, site_id):
-                raise NotFound("site", site_id)
-            raise InsufficientScope(Scope.GROUPS_WRITE.value)
     if company_id is None:
         raise InvalidInput("name the company", field="company")
+    await _anchor_site(session, caller, company_id, site_id)
     name = validate_name(name)
     granted = parse_scopes(scopes)
     if await session.get(Company, company_id) is None:
         raise NotFound("company", company_id)
-    if site_id is not None:
-        site = await session.get(Site, site_id)
-        if site is None or site.company_id != company_id:
-            raise NotFound("site", site_id)
     group = Group(
         id=new_id("grp"),
         company_id=company_id,
         site_id=site_id,
         name=name,
         scopes=format_scopes(granted),
+        version=1,
         created_at=now,
     )
     session.add(group)
     await session.flush()
+    await _audit(session, caller, group, "group.create", now, _settings(group))
     return await _view(session, group)
 
 
-async def _get(session: AsyncSession, caller: Caller, group_id: str) -> Group:
+def _may_see(caller: Caller, group: Group) -> bool:
+    if isinstance(caller, OperatorCaller):
+        return group.company_id == caller.company_id
+    return caller.allows(Scope.GROUPS_WRITE, group.company_id, group.site_id)
+
+
+async def _get(session: AsyncSession, caller: Caller, group_id: str, *, change: str | None = None) -> Group:
+    """The group if the caller sees it (`NotFound` otherwise); with `change` (what is asked, for the message),
+    also one the caller may change."""
     group = await session.get(Group, group_id)
-    if group is None or not caller.allows(Scope.GROUPS_WRITE, group.company_id, group.site_id):
+    if group is None or not _may_see(caller, group):
         raise NotFound("group", group_id)
+    if change is not None:
+        refuse_viewer(caller, change)
+        if not caller.allows(Scope.GROUPS_WRITE, group.company_id, group.site_id):
+            raise NotFound("group", group_id)
     return group
 
 
-async def add_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str) -> None:
-    group = await _get(session, caller, group_id)
+def _check_version(group: Group, expected: int | None) -> None:
+    if expected is not None and group.version != expected:
+        raise StaleChange(f"group {group.name!r} was changed by someone else meanwhile; review it and try again")
+
+
+async def update_group(
+    session: AsyncSession,
+    caller: Caller,
+    group_id: str,
+    *,
+    now: datetime,
+    name: str | None = None,
+    scopes: Iterable[str] | None = None,
+    site_id: str | Keep | None = KEEP,
+    expected_version: int | None = None,
+) -> GroupView:
+    """Change the name, scopes or anchor (`site_id` None: the company). A new anchor must be in the group's company
+    and within the caller's reach. Raises `StaleChange` when `expected_version` is given and the group moved on."""
+    group = await _get(session, caller, group_id, change="changing a group")
+    _check_version(group, expected_version)
+    new_name = validate_name(name) if name is not None else group.name
+    new_scopes = format_scopes(parse_scopes(scopes)) if scopes is not None else group.scopes
+    new_site = group.site_id if isinstance(site_id, Keep) else site_id
+    if new_site != group.site_id:
+        await _anchor_site(session, caller, group.company_id, new_site)
+    if (new_name, new_scopes, new_site) != (group.name, group.scopes, group.site_id):
+        group.name, group.scopes, group.site_id = new_name, new_scopes, new_site
+        group.version += 1
+        await session.flush()
+        await _audit(session, caller, group, "group.update", now, _settings(group))
+    return await _view(session, group)
+
+
+async def add_app(
+    session: AsyncSession,
+    caller: Caller,
+    group_id: str,
+    client_id: str,
+    *,
+    now: datetime,
+) -> GroupView:
+    """Put an application of the group's company into it (already in: nothing changes)."""
+    group = await _get(session, caller, group_id, change="adding an application to a group")
     app = await session.get(Application, client_id)
     if app is None or app.company_id != group.company_id:
         # An application of another company is reported as missing, not as foreign: nothing leaks.
         raise NotFound("application", client_id)
     if await session.get(GroupMember, (group_id, client_id)) is None:
         session.add(GroupMember(group_id=group_id, client_id=client_id))
+        group.version += 1
         await session.flush()
+        await _audit(session, caller, group, "group.add-app", now, {"application": client_id, "name": group.name})
+    return await _view(session, group)
 
 
-async def remove_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str) -> None:
-    await _get(session, caller, group_id)
+async def remove_app(
+    session: AsyncSession,
+    caller: Caller,
+    group_id: str,
+    client_id: str,
+    *,
+    now: datetime,
+) -> GroupView:
+    """Take an application out of the group; its tokens lose what the group granted within seconds."""
+    group = await _get(session, caller, group_id, change="removing an application from a group")
     member = await session.get(GroupMember, (group_id, client_id))
     if member is None:
         raise NotFound("group member", client_id)
     await session.delete(member)
+    group.version += 1
     await session.flush()
+    await _audit(session, caller, group, "group.remove-app", now, {"application": client_id, "name": group.name})
+    return await _view(session, group)
 
 
-async def delete_group(session: AsyncSession, caller: Caller, group_id: str) -> None:
+async def delete_group(
+    session: AsyncSession,
+    caller: Caller,
+    group_id: str,
+    *,
+    now: datetime,
+    expected_version: int | None = None,
+) -> None:
     """Deleted in the transaction that checked the caller's reach over it."""
-    group = await _get(session, caller, group_id)
+    group = await _get(session, caller, group_id, change="deleting a group")
+    _check_version(group, expected_version)
+    await _audit(session, caller, group, "group.delete", now, {"name": group.name})
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)
     await session.flush()
+
+
+def _settings(group: Group) -> dict[str, str]:
+    return {"name": group.name, "anchor": group.site_id or COMPANY_ANCHOR, "scopes": group.scopes}
+
+
+async def _audit(
+    session: AsyncSession, caller: Caller, group: Group, action: str, now: datetime, detail: dict[str, str]
+) -> None:
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=group.company_id,
+        action=action,
+        object_type="group",
+        object_id=group.id,
+        now=now,
+        detail=detail,
+    )
 
 
 def _make_view(group: Group, members: Iterable[str]) -> GroupView:
@@ -125,6 +265,7 @@ def _make_view(group: Group, members: Iterable[str]) -> GroupView:
         name=group.name,
         scopes=[Scope(s) for s in group.scopes.split()],
         client_ids=list(members),
+        version=group.version,
         created_at=group.created_at,
     )
 
@@ -141,20 +282,42 @@ async def get_group(session: AsyncSession, caller: Caller, group_id: str) -> Gro
 
 
 async def list_groups(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    company_id: str | None = None,
+    where: GroupFilter | None = None,
 ) -> Page[GroupView]:
-    """The groups the caller may manage, ordered by id. The filter is in the query, so every page is full until
-    the last."""
+    """The groups the caller may manage (a console operator: every group of its company), ordered by id, narrowed
+    by `where`. The filter is in the query, so every page is full until the last."""
     query = select(Group).order_by(Group.id).limit(page.fetch)
     if caller.company_id is not None:
         company_id = caller.company_id
         reach = caller.reach(Scope.GROUPS_WRITE)
-        if not reach.covers_company(company_id):
+        if not isinstance(caller, OperatorCaller) and not reach.covers_company(company_id):
             query = query.where(Group.site_id.in_(sorted(reach.sites)) if reach.sites else false())
     if company_id is not None:
         query = query.where(Group.company_id == company_id)
     if page.after is not None:
         query = query.where(Group.id > page.after)
+    where = where or GroupFilter()
+    if where.name:
+        escaped = where.name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(func.lower(Group.name).like(f"%{escaped}%", escape="\\"))
+    if where.scope is not None:
+        # Scopes are stored space-separated: padded on both sides, a scope matches only as a whole word.
+        query = query.where((" " + Group.scopes + " ").contains(f" {where.scope.value} "))
+    if where.anchor == COMPANY_ANCHOR:
+        query = query.where(Group.site_id.is_(None))
+    elif where.anchor:
+        query = query.where(Group.site_id == where.anchor)
+    if where.member:
+        query = query.where(
+            select(GroupMember.group_id)
+            .where(GroupMember.group_id == Group.id, GroupMember.client_id == where.member)
+            .exists()
+        )
     rows = list(await session.scalars(query))
     members: dict[str, list[str]] = {}
     if rows:
@@ -167,3 +330,37 @@ async def list_groups(
         for group_id, client_id in pairs:
             members.setdefault(group_id, []).append(client_id)
     return page.page([_make_view(g, members.get(g.id, ())) for g in rows], lambda view: view.id)
+
+
+async def anchor_choices(session: AsyncSession, caller: OperatorCaller) -> list[Choice]:
+    """The sites of the operator's company a group can be anchored at, by name (at most MAX_CHOICES)."""
+    rows = await session.execute(
+        select(Site.id, Site.name)
+        .where(Site.company_id == caller.company_id)
+        .order_by(Site.name, Site.id)
+        .limit(MAX_CHOICES)
+    )
+    return [Choice(site_id, name) for site_id, name in rows]
+
+
+async def application_choices(
+    session: AsyncSession, caller: OperatorCaller, *, excluding: Sequence[str] = ()
+) -> list[Choice]:
+    """Applications of the operator's company, by name (at most MAX_CHOICES), leaving out `excluding`."""
+    query = select(Application.client_id, Application.name).where(Application.company_id == caller.company_id)
+    if excluding:
+        query = query.where(Application.client_id.not_in(list(excluding)))
+    rows = await session.execute(query.order_by(Application.name, Application.client_id).limit(MAX_CHOICES))
+    return [Choice(client_id, name) for client_id, name in rows]
+
+
+async def application_names(session: AsyncSession, caller: OperatorCaller, client_ids: Sequence[str]) -> dict[str, str]:
+    """The names of these applications of the operator's company, by client id."""
+    if not client_ids:
+        return {}
+    rows = await session.execute(
+        select(Application.client_id, Application.name).where(
+            Application.company_id == caller.company_id, Application.client_id.in_(list(client_ids))
+        )
+    )
+    return {client_id: name for client_id, name in rows}

@@ -143,7 +143,7 @@ def message_view(row: OcppMessage) -> MessageView:
 def _after(page: PageRequest) -> int | None:
     if page.after is None:
         return None
-    if not page.after.isdigit() or len(page.after) > 18:
+    if not (page.after.isascii() and page.after.isdigit()) or len(page.after) > 18:
         raise InvalidInput("not a cursor from a previous page", field="cursor")
     return int(page.after)
 

@@ -197,12 +197,15 @@ async def create_meter(
     if station is None:
         raise NotFound("station", station_id)
     if station.site_id != site_id:
-        raise InvalidInput(f"station {station_id!r} belongs to another site", field="station")
+        # Objects named in the request that do not exist as named are not found, as ids in a path are.
+        raise NotFound("station", f"{station_id} at site {site_id}")
     charge_point = await _charge_point(session, station, charge_point_id)
     connector = connector_id if connector_id is not None else 1
     limit = station.connectors_per_charge_point or MAX_CONNECTORS_PER_CHARGE_POINT
-    if not 1 <= connector <= limit:
+    if connector < 1:
         raise InvalidInput(f"must be 1-{limit} on charge point {charge_point.id!r}, got {connector}", field="connector")
+    if connector > limit:
+        raise NotFound("connector", f"{connector} of charge point {charge_point.id} (it has {limit})")
     transport = parse_transport(tcp=tcp, rtu=rtu, baud=baud, parity=parity, stopbits=stopbits)
     thresholds = build_thresholds(
         start_current=start_current,
@@ -272,7 +275,7 @@ async def _charge_point(session: AsyncSession, station: Station, charge_point_id
         return row
     row = await session.get(ChargePoint, charge_point_id)
     if row is None or row.station_id != station.id:
-        raise InvalidInput(f"{charge_point_id!r} is not a charge point of station {station.id!r}", field="charge-point")
+        raise NotFound("charge point", f"{charge_point_id} of station {station.id}")
     return row
 
 

@@ -2,7 +2,8 @@
 
 A list is ordered by a key (an id); a page holds at most `limit` items and, when more follow, `next`: the opaque
 (base64url) form of the last key shown, which the next request passes back as its cursor. Lists fetch one row
-beyond the page, so the last page says `next: null` instead of pointing at an empty one.
+beyond the page, so the last page says `next: null` instead of pointing at an empty one. A cursor of that form that
+no page gave names no page: `NotFound`, as an id that names no object.
 """
 
 from __future__ import annotations
@@ -16,12 +17,21 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from chargenet.domain.text import is_storable
-from chargenet.errors import InvalidInput
+from chargenet.errors import InvalidInput, NotFound
 
 T = TypeVar("T")
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+# base64url without padding: whole groups of four, then two or three characters or none.
+CURSOR_PATTERN = r"^(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-]{2,3})?$"
+
+
+class UnknownCursor(NotFound):
+    """A cursor that no page of this list gave."""
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__("page at cursor", cursor[:40])
 
 
 def encode_cursor(key: str) -> str:
@@ -34,7 +44,7 @@ def decode_cursor(cursor: str) -> str:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         key = ""
     if not key or not is_storable(key):
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+        raise UnknownCursor(cursor)
     return key
 
 

@@ -29,7 +29,7 @@ from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
 from chargenet.ports import StationCommands
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import validate_id_tag
-from chargenet.services.pages import Page, PageRequest
+from chargenet.services.pages import Page, PageRequest, UnknownCursor
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.db import Store
@@ -79,7 +79,8 @@ async def _target(
     layout = station.layout()
     per = layout.connectors_per_charge_point
     if connector_id < 0 or (per is not None and connector_id > per):
-        raise InvalidInput(f"{charge_point_id} has no connector {connector_id}", field="connectorId")
+        # A connector the charge point does not have is an object named in the body that does not exist.
+        raise NotFound("connector", f"{connector_id} of {charge_point_id}")
     address = ConnectorAddress(charge_point_id, connector_id)
     return Target(station.id, ocpp_connector_id(layout, address), layout, address)
 
@@ -230,6 +231,19 @@ class TransactionView(View):
         return cls.of("meter", row, row.transaction_id, row.meter_start_wh, row.meter_stop_wh, row.reason)
 
 
+def _transaction_position(after: str | None) -> int | None:
+    """The transaction id a page starts after; `UnknownCursor` for a key no page gave."""
+    if after is None:
+        return None
+    try:
+        position = int(after)
+    except ValueError:
+        raise UnknownCursor(after) from None
+    if not INT32_MIN <= position <= INT32_MAX:  # transaction ids are 32-bit (decisions)
+        raise UnknownCursor(after)
+    return position
+
+
 async def list_transactions(
     session: AsyncSession,
     caller: Caller,
@@ -241,12 +255,7 @@ async def list_transactions(
 ) -> Page[TransactionView]:
     """A page of transactions (OCPP and meter sessions, one id sequence) in id order, only on sites the caller
     reaches with `transactions:read`."""
-    try:
-        after = int(page.after) if page.after is not None else None
-    except ValueError:
-        raise InvalidInput("not a cursor from a previous page", field="cursor") from None
-    if after is not None and not INT32_MIN <= after <= INT32_MAX:  # transaction ids are 32-bit (decisions)
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    after = _transaction_position(page.after)
     limit = page.fetch
     sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
     edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)

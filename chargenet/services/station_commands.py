@@ -162,11 +162,23 @@ async def trigger(
 
 
 async def central_command(
-    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, action: str, payload: Payload
+    store: Store,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    action: str,
+    payload: Payload,
+    limits: FrameLimits = frames.DEFAULT_LIMITS,
 ) -> Payload:
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
-    to a station without an upstream; the station's answer as it came."""
+    to a station without an upstream; the station's answer as it came. A command that does not fit in one frame
+    (`limits`) is the caller's to shorten: `InvalidInput`, before the station is asked."""
     await _station(store, caller, station_id, central_only=True)
+    try:
+        frames.serialize_frame(Call("x" * 36, action, _checked(action, payload)), limits)
+    except LocalProtocolError:
+        raise InvalidInput(f"{action} does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)") from None
     return await _to_station(edge, station_id, action, payload)
 
 

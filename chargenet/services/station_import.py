@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import StationLayout
-from chargenet.errors import ImportRefused, InvalidInput, RowFault
+from chargenet.errors import ImportClash, ImportRefused, InvalidInput, RowFault
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.services import audit
 from chargenet.services.callers import Caller
@@ -60,9 +60,9 @@ class _Faults:
         if len(self.found) < MAX_FAULTS:
             self.found.append(RowFault(line, field, message))
 
-    def raise_any(self) -> None:
+    def raise_any(self, error: type[ImportRefused | ImportClash] = ImportRefused) -> None:
         if self.found:
-            raise ImportRefused(self.found)
+            raise error(self.found)
 
 
 def _optional_text(value: object, field: str) -> str | None:
@@ -130,7 +130,9 @@ def rows_of(values: Iterable[tuple[int, Mapping[str, object]]]) -> list[StationR
             earlier = seen_points.setdefault(point, row.line)
             if earlier != row.line:
                 faults.add(row.line, "id", f"charge point id {point!r} is also made by line {earlier}")
-    faults.raise_any()
+    # Each row is sound on its own; together they would make one station (or charge point) twice: a clash (409),
+    # like a row that names a station the store already holds.
+    faults.raise_any(ImportClash)
     if not rows:
         raise ImportRefused([RowFault(0, None, "there are no stations to import")])
     return rows
@@ -199,7 +201,7 @@ async def import_stations(
     for chunk in _chunks(list(by_point)):
         for taken in await session.scalars(select(ChargePoint.id).where(ChargePoint.id.in_(chunk))):
             faults.add(by_point[taken].line, "id", f"charge point id {taken!r} is already taken")
-    faults.raise_any()
+    faults.raise_any(ImportClash)  # the rows are sound; the store's state refuses them (409)
     stations, points, connectors = [], [], []
     for row in rows:
         layout = row.layout

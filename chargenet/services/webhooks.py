@@ -1,39 +1,79 @@
-"""Webhook use cases shared by the API and the CLI: configuration, dead letters and their replay.
+"""Webhook use cases shared by the API, the command line and the console: configuration, lane health, the
+delivery log, test events, dead letters and their replay.
 
-Credentials are encrypted with the credential key and never come back out through a view. A webhook's
-target address, and an OAuth2 token URL's, is checked when it is created or changed (if the name resolves
-now) and again at every connect by the sender.
+Credentials are encrypted with the credential key and never come back out through a view: a form learns only
+which of them are set. A webhook's target address, and an OAuth2 token URL's, is checked when it is created or
+changed (if the name resolves now) and again at every connect by the sender.
+
+Every change (create, edit, enable, disable, delete, test event, replay) writes its audit record in the
+caller's transaction, whichever face asked, and bumps the webhook's `version` if it changed the webhook; an edit
+made from an older version is refused with `StaleChange`. A console viewer changes nothing (`Forbidden`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, PlainSerializer
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.events import EventType
+from chargenet.clock import Clock
+from chargenet.domain.events import WEBHOOK_TEST, EventType, build_test_event
 from chargenet.domain.scopes import Scope
-from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.services.callers import Caller
-from chargenet.services.pages import Page, PageRequest
+from chargenet.ports import WebhookTests
+from chargenet.services import audit
+from chargenet.services.callers import Caller, refuse_viewer
+from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cursor
 from chargenet.services.reach import reachable_site, site_filter
 from chargenet.services.views import Instant, View
-from chargenet.store.models import Site, Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
+from chargenet.store.models import (
+    Site,
+    Webhook,
+    WebhookDeadLetter,
+    WebhookDelivery,
+    WebhookLane,
+    WebhookLaneEntry,
+)
+from chargenet.webhooks import health
 from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
-from chargenet.webhooks.outbound_auth import NoAuth, OAuth2ClientCredentials, OutboundAuth, check_url, to_document
+from chargenet.webhooks.outbound_auth import (
+    AuthType,
+    NoAuth,
+    OAuth2ClientCredentials,
+    OutboundAuth,
+    TokenAuthMethod,
+    build_auth,
+    check_url,
+    from_document,
+    to_document,
+)
 from chargenet.webhooks.queue import enqueue, store_dead_letter
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
 from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
 
 MAX_PAGE = 500
+MAX_SITE_CHOICES = 500
+
+Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+# The thresholds of a lane's health metrics (service.md §8), as the console shows them beside each value.
+THRESHOLDS = {
+    "queue_alert": health.QUEUE_SIZE_ALERT,
+    "queue_critical": health.QUEUE_SIZE_CRITICAL,
+    "duration_alert_ms": health.REQUEST_DURATION_ALERT_MS,
+    "duration_critical_ms": health.REQUEST_DURATION_CRITICAL_MS,
+}
 
 
 class WebhookView(View):
@@ -48,16 +88,33 @@ class WebhookView(View):
     signature_algorithm: str = Field(alias="alg")
     signature_format: str
     enabled: bool
+    version: int = Field(description="bumped by every change; an edit made from an older version is refused")
     created_at: Instant
     updated_at: Instant
 
 
 class LaneView(View):
+    """A lane's state and health (service.md §8): depth against capacity, last consumption, last request and its
+    duration, consecutive failures, and the alert level of each (decisions.md "Health")."""
+
     event_type: str
     size: int
+    capacity: int = LANE_CAPACITY
     head_attempts: int
     next_attempt_at: Instant | None
     last_error: str | None
+    last_consumed_at: Instant | None = None
+    last_request_at: Instant | None = None
+    last_request_ms: float | None = None
+    consecutive_failures: int = Field(
+        default=0, description="failed attempts since the lane last delivered, whichever events they were at"
+    )
+    queue_level: str = health.Level.OK.value
+    duration_level: str = health.Level.OK.value
+    level: str = Field(
+        default=health.Level.OK.value,
+        description="the worst of the queue and duration levels; at least alert while attempts fail",
+    )
 
 
 class WebhookDetail(WebhookView):
@@ -83,6 +140,110 @@ class Replayed(View):
     replayed: list[str] = Field(description="the event ids sent again")
 
 
+class DeliveryView(View):
+    """One attempt of the delivery log (decisions.md "Delivery log"): kept 7 days, like delivered events."""
+
+    id: Annotated[int, PlainSerializer(str, return_type=str)]
+    webhook_id: str
+    event_type: str = Field(description="the event's type, or WebhookTest for a test event")
+    event_id: str
+    attempt: int = Field(description="1 for the first attempt at the event, 2 for its first retry, ...")
+    request_id: str = Field(description="the x-request-id header the attempt carried")
+    at: Instant = Field(description="when the attempt started")
+    duration_ms: float
+    delivered: bool = Field(description="the receiver answered 2xx")
+    status: int | None = Field(description="the receiver's HTTP status, when it answered")
+    error: str | None = Field(description="why the attempt failed (HTTP 503, timeout after 10 s, ...)")
+    response: str | None = Field(description="the first 1 KiB of the response body, as the receiver sent it")
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryFilter:
+    """What the delivery log can be narrowed to (combined with AND)."""
+
+    event_type: str | None = None
+    event_id: str | None = None
+    delivered: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSummary:
+    """What a form may show of a webhook's credentials: the auth type, the token endpoint's client authentication
+    method, and which fields hold a value, never the values."""
+
+    type: AuthType
+    set_fields: frozenset[str]
+    token_auth_method: TokenAuthMethod = TokenAuthMethod.BASIC
+
+
+# The credential fields of each auth type, by their form names (as `build_auth` takes them).
+AUTH_FIELDS: dict[AuthType, tuple[str, ...]] = {
+    AuthType.NONE: (),
+    AuthType.BASIC: ("username", "password"),
+    AuthType.TOKEN: ("token",),
+    AuthType.OAUTH2: ("token_url", "client_id", "client_secret", "token_scope"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuthForm:
+    """Auth settings as a form sends them. Credentials are write-only: a field left blank keeps the value stored
+    for the same auth type (a form never holds it to send back); a field typed replaces it."""
+
+    type: AuthType
+    username: str = ""
+    password: str = ""
+    token: str = ""
+    token_url: str = ""
+    client_id: str = ""
+    client_secret: str = ""
+    token_scope: str = ""
+    token_auth_method: TokenAuthMethod = TokenAuthMethod.BASIC
+    clear_scope: bool = False
+
+
+def _auth_values(auth: OutboundAuth) -> dict[str, str]:
+    document = to_document(auth)
+    values = {
+        "username": document.get("username"),
+        "password": document.get("password"),
+        "token": document.get("token"),
+        "token_url": document.get("tokenUrl"),
+        "client_id": document.get("clientId"),
+        "client_secret": document.get("clientSecret"),
+        "token_scope": document.get("scope"),
+    }
+    return {name: str(value) for name, value in values.items() if value}
+
+
+def auth_from_form(form: AuthForm, stored: OutboundAuth | None = None) -> OutboundAuth:
+    """The auth the form asks for, blanks filled from `stored` when it is of the same type; raises InvalidInput
+    naming the form field (`username`, `token_url`, ...) that is missing or does not apply."""
+    kept = _auth_values(stored) if stored is not None and stored.type is form.type else {}
+    typed = {name: getattr(form, name).strip() for name in AUTH_FIELDS[AuthType.OAUTH2] + ("username", "password")}
+    typed["token"] = form.token.strip()
+    # Fields of other types are ignored (a form shows them all); only this type's are read.
+    values = {name: typed.get(name) or kept.get(name, "") for name in AUTH_FIELDS[form.type]}
+    if form.clear_scope:
+        values["token_scope"] = ""
+    names = {"token_url": "tokenUrl", "client_id": "clientId", "client_secret": "clientSecret"}
+    try:
+        return build_auth(
+            form.type,
+            username=values.get("username") or None,
+            password=values.get("password") or None,
+            token=values.get("token") or None,
+            token_url=values.get("token_url") or None,
+            client_id=values.get("client_id") or None,
+            client_secret=values.get("client_secret") or None,
+            token_auth_method=form.token_auth_method,
+            scope=values.get("token_scope") or None,
+        )
+    except InvalidInput as error:
+        back = {api: form_name for form_name, api in names.items()} | {"tokenScope": "token_scope"}
+        raise InvalidInput(error.detail, field=back.get(error.field or "", error.field)) from None
+
+
 def _view(row: Webhook, company_id: str) -> WebhookView:
     return WebhookView(
         id=row.id,
@@ -94,6 +255,7 @@ def _view(row: Webhook, company_id: str) -> WebhookView:
         signature_algorithm=row.signature_algorithm,
         signature_format=row.signature_format,
         enabled=row.enabled,
+        version=row.version,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
@@ -146,6 +308,59 @@ def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
     return cipher.encrypt(json.dumps(to_document(auth)))
 
 
+def _stored_auth(cipher: CredentialCipher, row: Webhook) -> OutboundAuth:
+    if row.credentials is None:
+        return NoAuth()
+    return from_document(json.loads(cipher.decrypt(row.credentials)))
+
+
+def shown_url(url: str) -> str:
+    """A URL as the audit log keeps it: without its query, which may carry a partner's token."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def _settings(row: Webhook) -> dict[str, str]:
+    """What an audit record says of a webhook's settings: never a credential."""
+    return {
+        "site": row.site_id,
+        "url": shown_url(row.url),
+        "events": row.event_types,
+        "auth": row.auth_type,
+        "alg": row.signature_algorithm,
+        "format": row.signature_format,
+    }
+
+
+async def _audit(
+    session: AsyncSession,
+    caller: Caller,
+    row: Webhook,
+    action: str,
+    now: datetime,
+    detail: dict[str, str] | None = None,
+    *,
+    company_id: str | None = None,
+) -> None:
+    if company_id is None:
+        company_id = await session.scalar(select(Site.company_id).where(Site.id == row.site_id))
+    await audit.record(
+        session,
+        caller.actor,
+        company_id=company_id,
+        action=action,
+        object_type="webhook",
+        object_id=row.id,
+        now=now,
+        detail=detail,
+    )
+
+
+def _check_version(row: Webhook, expected: int | None) -> None:
+    if expected is not None and row.version != expected:
+        raise StaleChange(f"webhook {row.id} was changed by someone else meanwhile; review it and try again")
+
+
 async def create_webhook(
     session: AsyncSession,
     caller: Caller,
@@ -154,7 +369,7 @@ async def create_webhook(
     site_id: str,
     url: str,
     event_types: Sequence[str],
-    auth: OutboundAuth,
+    auth: OutboundAuth | AuthForm,
     algorithm: SignatureAlgorithm = SignatureAlgorithm.ED25519,
     signature_format: SignatureFormat = SignatureFormat.RFC9421,
     now: datetime,
@@ -163,10 +378,13 @@ async def create_webhook(
 ) -> WebhookView:
     """Raises NotFound for an unknown site (or one the caller's `webhooks:write` does not reach), InvalidInput for
     a bad URL, event type, algorithm or auth."""
+    refuse_viewer(caller, "creating a webhook")
     site = await reachable_site(session, caller, Scope.WEBHOOKS_WRITE, site_id)
     check_url(url)
-    check_format(algorithm, signature_format)
     types = parse_event_types(event_types)
+    if isinstance(auth, AuthForm):
+        auth = auth_from_form(auth)
+    check_format(algorithm, signature_format)
     await check_target(url, allow_private=allow_private, resolver=resolver)
     await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
     row = Webhook(
@@ -179,6 +397,7 @@ async def create_webhook(
         signature_algorithm=algorithm.value,
         signature_format=signature_format.value,
         enabled=True,
+        version=1,
         created_at=now,
         updated_at=now,
     )
@@ -187,6 +406,7 @@ async def create_webhook(
     for event_type in types:
         session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
     await session.flush()
+    await _audit(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
     return _view(row, site.company_id)
 
 
@@ -200,28 +420,43 @@ async def update_webhook(
     allow_private: bool,
     url: str | None = None,
     event_types: Sequence[str] | None = None,
-    auth: OutboundAuth | None = None,
+    auth: OutboundAuth | AuthForm | None = None,
     algorithm: SignatureAlgorithm | None = None,
     signature_format: SignatureFormat | None = None,
+    expected_version: int | None = None,
     resolver: Resolver = resolve,
 ) -> WebhookView:
     """Change settings. Dropping an event type deletes its lane; events still waiting in it go to the dead
-    letters with reason `unsubscribed` (replayable once the type is subscribed again)."""
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
+    letters with reason `unsubscribed` (replayable once the type is subscribed again). An `AuthForm` keeps the
+    stored credentials its blank fields stand for. Raises `StaleChange` when `expected_version` is given and the
+    webhook moved on; nothing is changed when any setting is refused."""
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
+    _check_version(row, expected_version)
+    before = (_settings(row), row.credentials)
     if url is not None:
         check_url(url)
-        await check_target(url, allow_private=allow_private, resolver=resolver)
-        row.url = url
+    types = parse_event_types(event_types) if event_types is not None else None
+    if isinstance(auth, AuthForm):
+        auth = auth_from_form(auth, _stored_auth(cipher, row))
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
     new_format = signature_format or SignatureFormat(row.signature_format)
-    check_format(new_algorithm, new_format)
+    try:
+        check_format(new_algorithm, new_format)
+    except InvalidInput as exc:
+        if algorithm is not None and signature_format is not None:
+            raise  # the request itself asks for what cannot be
+        # One of the two comes from the webhook as it is: the change conflicts with its state.
+        raise Conflict(f"{exc.message} (the webhook's {'format' if algorithm else 'algorithm'} is kept)") from None
+    if url is not None:
+        await check_target(url, allow_private=allow_private, resolver=resolver)
+        row.url = url
     row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
     if auth is not None:
         await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
-        row.auth_type = auth.type.value
-        row.credentials = _encrypt(cipher, auth)
-    if event_types is not None:
-        types = parse_event_types(event_types)
+        if auth != _stored_auth(cipher, row):
+            row.auth_type = auth.type.value
+            row.credentials = _encrypt(cipher, auth)
+    if types is not None:
         row.event_types = ",".join(types)
         # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
         # entry the filler commits after an unlocked read would go with its lane without a dead letter.
@@ -240,25 +475,48 @@ async def update_webhook(
                     await store_dead_letter(session, row.id, name, letter, entry.body, now)
                 await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id))
                 await session.delete(lane)
-    row.updated_at = now
+    if (_settings(row), row.credentials) != before:
+        row.version += 1
+        row.updated_at = now
+        detail = _settings(row)
+        if row.credentials != before[1]:
+            detail["authentication"] = "replaced"
+        await session.flush()
+        await _audit(session, caller, row, "webhook.update", now, detail)
     await session.flush()
     return await _view_of(session, row)
 
 
 async def set_enabled(
-    session: AsyncSession, caller: Caller, webhook_id: str, enabled: bool, *, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    webhook_id: str,
+    enabled: bool,
+    *,
+    now: datetime,
+    expected_version: int | None = None,
 ) -> WebhookView:
     """Disabling stops the lanes' workers (an in-flight request is cancelled) and keeps their events;
     enabling resumes them where they were."""
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
-    row.enabled = enabled
-    row.updated_at = now
-    await session.flush()
+    verb = "enabling" if enabled else "disabling"
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
+    _check_version(row, expected_version)
+    if row.enabled != enabled:
+        row.enabled = enabled
+        row.version += 1
+        row.updated_at = now
+        await session.flush()
+        await _audit(session, caller, row, "webhook.enable" if enabled else "webhook.disable", now)
     return await _view_of(session, row)
 
 
-async def delete_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> None:
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
+async def delete_webhook(
+    session: AsyncSession, caller: Caller, webhook_id: str, *, now: datetime, expected_version: int | None = None
+) -> None:
+    """Delete the webhook with its lanes, their events, its dead letters and its delivery log."""
+    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="deleting a webhook")
+    _check_version(row, expected_version)
+    await _audit(session, caller, row, "webhook.delete", now, _settings(row))
     await session.execute(
         delete(WebhookLaneEntry).where(
             WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id))
@@ -266,6 +524,7 @@ async def delete_webhook(session: AsyncSession, caller: Caller, webhook_id: str)
     )
     await session.execute(delete(WebhookLane).where(WebhookLane.webhook_id == webhook_id))
     await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.webhook_id == webhook_id))
+    await session.execute(delete(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id))
     await session.delete(row)
     await session.flush()
 
@@ -276,10 +535,25 @@ async def get_webhook(session: AsyncSession, caller: Caller, webhook_id: str) ->
     return WebhookDetail(**dict(view), lanes=await _lanes(session, webhook_id))
 
 
+async def auth_summary(session: AsyncSession, caller: Caller, cipher: CredentialCipher, webhook_id: str) -> AuthSummary:
+    """Which credential fields of the webhook are set, for a form that shows "set" instead of their values."""
+    row = await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    auth = _stored_auth(cipher, row)
+    method = auth.token_auth_method if isinstance(auth, OAuth2ClientCredentials) else TokenAuthMethod.BASIC
+    return AuthSummary(auth.type, frozenset(_auth_values(auth)), method)
+
+
 async def list_webhooks(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    site_id: str | None = None,
+    enabled: bool | None = None,
+    event_type: str | None = None,
 ) -> Page[WebhookView]:
-    """The webhooks the caller reaches with `webhooks:read` (of `site_id` only, when given), ordered by id."""
+    """The webhooks the caller reaches with `webhooks:read` (of `site_id` only, when given; enabled or not;
+    subscribed to `event_type`), ordered by id."""
     query = (
         select(Webhook, Site.company_id)
         .join(Site, Site.id == Webhook.site_id)
@@ -289,10 +563,43 @@ async def list_webhooks(
     )
     if site_id is not None:
         query = query.where(Webhook.site_id == site_id)
+    if enabled is not None:
+        query = query.where(Webhook.enabled.is_(enabled))
+    if event_type is not None:
+        query = query.where(("," + Webhook.event_types + ",").contains(f",{event_type},"))
     if page.after is not None:
         query = query.where(Webhook.id > page.after)
     views = [_view(row, company_id) for row, company_id in await session.execute(query)]
     return page.page(views, lambda view: view.id)
+
+
+async def health_levels(session: AsyncSession, webhook_ids: Sequence[str]) -> dict[str, str]:
+    """The worst queue or duration level of each webhook's lanes, or `alert` while a head is failing, by webhook
+    (for a list; ids the caller was already shown)."""
+    if not webhook_ids:
+        return {}
+    rows = await session.execute(
+        select(
+            WebhookLane.webhook_id, WebhookLane.size, WebhookLane.last_request_ms, WebhookLane.consecutive_failures
+        ).where(WebhookLane.webhook_id.in_(list(webhook_ids)))
+    )
+    levels: dict[str, health.Level] = {}
+    for webhook_id, size, duration, failures in rows:
+        failing = health.Level.ALERT if failures > 0 else health.Level.OK
+        level = health.worst(health.queue_size_level(size), health.request_duration_level(duration), failing)
+        levels[webhook_id] = health.worst(levels.get(webhook_id, health.Level.OK), level)
+    return {webhook_id: level.value for webhook_id, level in levels.items()}
+
+
+async def site_choices(session: AsyncSession, caller: Caller) -> list[tuple[str, str]]:
+    """(id, name) of the sites the caller reaches with `webhooks:read`, by name (at most MAX_SITE_CHOICES)."""
+    rows = await session.execute(
+        select(Site.id, Site.name)
+        .where(site_filter(caller.reach(Scope.WEBHOOKS_READ)))
+        .order_by(Site.name, Site.id)
+        .limit(MAX_SITE_CHOICES)
+    )
+    return [(site_id, name) for site_id, name in rows]
 
 
 async def get_lanes(session: AsyncSession, caller: Caller, webhook_id: str) -> list[LaneView]:
@@ -301,27 +608,45 @@ async def get_lanes(session: AsyncSession, caller: Caller, webhook_id: str) -> l
 
 
 async def _lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
-    return [
-        LaneView(
-            event_type=lane.event_type,
-            size=lane.size,
-            head_attempts=lane.head_attempts,
-            next_attempt_at=lane.next_attempt_at,
-            last_error=lane.last_error,
+    views = []
+    for lane in await session.scalars(_lanes_of(webhook_id)):
+        failures = max(lane.head_attempts, lane.consecutive_failures)
+        queue_level = health.queue_size_level(lane.size)
+        duration_level = health.request_duration_level(lane.last_request_ms)
+        failing = health.Level.ALERT if failures > 0 else health.Level.OK
+        views.append(
+            LaneView(
+                event_type=lane.event_type,
+                size=lane.size,
+                head_attempts=lane.head_attempts,
+                next_attempt_at=lane.next_attempt_at,
+                last_error=lane.last_error,
+                last_consumed_at=lane.last_consumed_at,
+                last_request_at=lane.last_request_at,
+                last_request_ms=lane.last_request_ms,
+                consecutive_failures=failures,
+                queue_level=queue_level.value,
+                duration_level=duration_level.value,
+                level=health.worst(queue_level, duration_level, failing).value,
+            )
         )
-        for lane in await session.scalars(_lanes_of(webhook_id))
-    ]
+    return views
 
 
 def _lanes_of(webhook_id: str) -> Any:
     return select(WebhookLane).where(WebhookLane.webhook_id == webhook_id).order_by(WebhookLane.id)
 
 
-async def _get(session: AsyncSession, caller: Caller, scope: Scope, webhook_id: str) -> Webhook:
-    """The webhook, if `scope` holds on its site for the caller; `NotFound` otherwise."""
+async def _get(
+    session: AsyncSession, caller: Caller, scope: Scope, webhook_id: str, *, change: str | None = None
+) -> Webhook:
+    """The webhook, if `scope` holds on its site for the caller; `NotFound` otherwise. With `change` (what is
+    asked, for the message), a console viewer who sees the webhook is refused with `Forbidden`."""
     row = await session.get(Webhook, webhook_id)
     if row is not None:
         site = await session.get(Site, row.site_id)
+        if site is not None and change is not None and caller.allows(Scope.WEBHOOKS_READ, site.company_id, site.id):
+            refuse_viewer(caller, change)
         if site is not None and caller.allows(scope, site.company_id, site.id):
             return row
     raise NotFound("webhook", webhook_id)
@@ -342,6 +667,26 @@ def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
     )
 
 
+async def count_dead_letters(session: AsyncSession, caller: Caller, webhook_id: str) -> int:
+    """How many dead letters of the webhook wait for a replay."""
+    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    count = await session.scalar(
+        select(func.count())
+        .select_from(WebhookDeadLetter)
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None))
+    )
+    return int(count or 0)
+
+
+def _dead_letter_position(after: str | None) -> int:
+    """The dead letter id a page starts after (a 64-bit row id); `UnknownCursor` for a key no page gave."""
+    if after is None:
+        return 0
+    if not (after.isascii() and after.isdecimal() and len(after) <= 18):
+        raise UnknownCursor(after)
+    return int(after)
+
+
 async def list_dead_letters(
     session: AsyncSession,
     caller: Caller,
@@ -353,11 +698,10 @@ async def list_dead_letters(
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
     page = page or PageRequest()
     await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    if page.after is not None and not page.after.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    after = _dead_letter_position(page.after)
     query = (
         select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > int(page.after or 0))
+        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > after)
         .order_by(WebhookDeadLetter.id)
         .limit(page.fetch)
     )
@@ -375,7 +719,7 @@ async def replay_dead_letters(
     Raises NotFound for an unknown webhook, or an event with no dead letter waiting; Conflict when the event
     type is no longer subscribed or the lane is full (then nothing of this call is replayed).
     """
-    webhook = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id)
+    webhook = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="replaying dead letters")
     query = select(WebhookDeadLetter).where(
         WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None)
     )
@@ -395,4 +739,116 @@ async def replay_dead_letters(
         assert refused is None
         letter.replayed_at = now
     await session.flush()
+    if letters:
+        detail = {"events": str(len(letters)), "event": event_id or "all waiting"}
+        await _audit(session, caller, webhook, "webhook.replay", now, detail)
     return [_dead_view(letter) for letter in letters]
+
+
+def _delivery_view(row: WebhookDelivery) -> DeliveryView:
+    return DeliveryView(
+        id=row.id,
+        webhook_id=row.webhook_id,
+        event_type=row.event_type,
+        event_id=row.event_id,
+        attempt=row.attempt,
+        request_id=row.request_id,
+        at=row.at,
+        duration_ms=round(row.duration_ms, 1),
+        delivered=row.delivered,
+        status=row.status,
+        error=row.error,
+        response=row.response,
+    )
+
+
+async def list_deliveries(
+    session: AsyncSession,
+    caller: Caller,
+    webhook_id: str,
+    page: PageRequest | None = None,
+    *,
+    where: DeliveryFilter | None = None,
+) -> Page[DeliveryView]:
+    """The webhook's delivery log, newest attempt first, narrowed by `where`."""
+    page = page or PageRequest()
+    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    if page.after is not None and not page.after.isdigit():
+        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    query = (
+        select(WebhookDelivery)
+        .where(WebhookDelivery.webhook_id == webhook_id)
+        .order_by(WebhookDelivery.id.desc())
+        .limit(page.fetch)
+    )
+    if page.after is not None:
+        query = query.where(WebhookDelivery.id < int(page.after))
+    where = where or DeliveryFilter()
+    if where.event_type:
+        query = query.where(WebhookDelivery.event_type == where.event_type)
+    if where.event_id:
+        query = query.where(WebhookDelivery.event_id == where.event_id)
+    if where.delivered is not None:
+        query = query.where(WebhookDelivery.delivered.is_(where.delivered))
+    return page.page([_delivery_view(row) for row in await session.scalars(query)], lambda view: str(view.id))
+
+
+def delivery_cursor(cursor: str | None) -> str | None:
+    """The key a delivery-log cursor stands for (an attempt's id); InvalidInput for one we never gave out."""
+    if not cursor:
+        return None
+    key = decode_cursor(cursor)
+    if not (key.isascii() and key.isdecimal() and len(key) <= 18):
+        raise UnknownCursor(cursor)
+    return key
+
+
+async def send_test_event(
+    transaction: Transactions,
+    caller: Caller,
+    tests: WebhookTests | None,
+    webhook_id: str,
+    *,
+    clock: Clock,
+) -> DeliveryView:
+    """Send one `WebhookTest` envelope (decisions.md "Test event") to the webhook, signed and authenticated like any
+    other, outside its lanes, once, without retries; record the attempt in the delivery log and the audit log
+    together. A webhook that is disabled still gets it: a test is how an operator checks it before enabling it.
+
+    The request is sent between two short transactions (a slow receiver must not hold the store's writer lock).
+    Raises NotFound, Forbidden for a viewer, Conflict when this process sends no webhooks (`tests` is None)."""
+    async with transaction() as session:
+        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="sending a test event")
+        site_id = row.site_id
+    if tests is None:
+        raise Conflict("this process sends no webhooks; a serving process (chargenet serve) sends test events")
+    event = build_test_event(
+        event_id=str(uuid.uuid4()),
+        site_id=site_id,
+        raised_at=clock.now(),
+        webhook_id=webhook_id,
+        requested_by=caller.actor.who,
+    )
+    body = json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False).encode()
+    sent = await tests.send_once(webhook_id, body)
+    async with transaction() as session:
+        # Checked again: the webhook may have been deleted (or the caller's reach changed) while it was sent.
+        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="sending a test event")
+        logged = WebhookDelivery(
+            webhook_id=webhook_id,
+            event_type=WEBHOOK_TEST,
+            event_id=event.eventId,
+            attempt=1,
+            request_id=sent.request_id,
+            at=sent.started_at,
+            duration_ms=sent.duration_ms,
+            delivered=sent.error is None,
+            status=sent.status,
+            error=sent.error,
+            response=sent.response,
+        )
+        session.add(logged)
+        await session.flush()
+        outcome = "delivered" if sent.error is None else sent.error
+        await _audit(session, caller, row, "webhook.test", clock.now(), {"event": event.eventId, "outcome": outcome})
+        return _delivery_view(logged)

@@ -11,9 +11,12 @@ Theory of operation.
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
   read and leaves the acknowledgements to the group committer, which records those of one lane together; so a
   busy lane sends at the receiver's pace rather than the store's, and lanes settling at the same moment share
-  one transaction. Retry waits sleep on the injected clock, so tests drive them with a ManualClock. A step
-  that fails for a reason of our own (keys, credentials, the database) is tried again once after
-  `poll_interval`, then at the retry policy's interval until one succeeds.
+  one transaction. Every attempt goes into the delivery log in the transaction that records its outcome (the
+  acknowledgements' group commit, a retry, a dead letter), never in a commit of its own; an attempt whose outcome
+  is left to a new owner (the lease was lost) is not logged by this process. Retry waits sleep on the injected
+  clock, so tests drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
+  the database) is tried again once after `poll_interval`, then at the retry policy's interval until one
+  succeeds.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
@@ -48,6 +51,7 @@ from chargenet.webhooks.lane import (
     Acknowledge,
     Action,
     DeadLetter,
+    Delivered,
     Effect,
     Head,
     Idle,
@@ -237,6 +241,10 @@ class DeliveryEngine:
             kept = await queue.apply_effect(
                 session, snapshot, self.owner, effect, now=result.ended_at, body=body, request_ms=result.duration_ms
             )
+            if kept:
+                await queue.record_attempts(
+                    session, snapshot.webhook_id, snapshot.event_type, [logged_attempt(action, result)]
+                )
             return kept, await queue.snapshot(session, lane_id, self.owner, window) if kept else None
 
         generation = self._generation
@@ -267,7 +275,7 @@ class DeliveryEngine:
                 if self._open_acks.get(lane_id) is sealed:
                     del self._open_acks[lane_id]  # later acknowledgements wait for the next commit
                 _, last, _ = sealed.acks[-1]
-                return await queue.acknowledge(
+                kept = await queue.acknowledge(
                     session,
                     sealed.snapshot,
                     self.owner,
@@ -275,6 +283,11 @@ class DeliveryEngine:
                     now=last.ended_at,
                     request_ms=last.duration_ms,
                 )
+                if kept:
+                    snapshot = sealed.snapshot
+                    attempts = [logged_attempt(action, result) for action, result, _ in sealed.acks]
+                    await queue.record_attempts(session, snapshot.webhook_id, snapshot.event_type, attempts)
+                return kept
 
             self._enqueue(lane_id, record, group.future)
             group.future.add_done_callback(lambda future: self._recorded(sealed, future))
@@ -453,6 +466,20 @@ class DeliveryEngine:
                 "webhook lane lease lost during an attempt; its outcome is left to the new owner",
                 extra={"fields": {"webhookId": webhook_id, "eventType": event_type, "eventId": action.head.event_id}},
             )
+
+
+def logged_attempt(action: SendHead, result: AttemptResult) -> queue.Attempt:
+    """An attempt of a lane as the delivery log keeps it."""
+    return queue.Attempt(
+        event_id=action.head.event_id,
+        attempt=action.attempt,
+        request_id=result.request_id,
+        started_at=result.started_at,
+        duration_ms=result.duration_ms,
+        status=result.status,
+        error=None if isinstance(result.outcome, Delivered) else result.outcome.error,
+        response=result.response_excerpt,
+    )
 
 
 def _behind_head(snapshot: queue.LaneSnapshot) -> queue.LaneSnapshot:

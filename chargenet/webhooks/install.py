@@ -1,4 +1,4 @@
-"""The webhooks' install hook: the delivery engine, dead-letter retention and lane health."""
+"""The webhooks' install hook: the delivery engine, the test-event sender, dead-letter retention and lane health."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from chargenet.store.db import Store
 from chargenet.store.models import WebhookDeadLetter
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.metrics import WebhookMetrics, health_check
+from chargenet.webhooks.oneshot import OneShotSender
+from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
 from chargenet.workers import LoopWorker
 
@@ -46,10 +48,12 @@ def install(
     *,
     poll_interval: float = 0.25,
     lease_interval: float = 1.0,
+    policy: RetryPolicy | None = None,
 ) -> DeliveryEngine:
-    """Add the delivery engine, dead-letter retention and lane health to `context`; returns the engine (its
-    `poke` is what the webhook API calls after a change). `keys` defaults to the webhook keys published in the
-    JWKS under kid `sign` (the auth server's key store, which caches them until their files change)."""
+    """Add the delivery engine, the test-event sender (sharing the lanes' sender), dead-letter retention and lane
+    health to `context`; returns the engine (its `poke` is what the webhook API calls after a change). `keys`
+    defaults to the webhook keys published in the JWKS under kid `sign` (the auth server's key store, which caches
+    them until their files change). `policy` is the retry policy (decisions.md's unless a test shortens it)."""
     if keys is None:
         auth = context.auth
         assert auth is not None, "the auth server owns the signing keys and is installed first"
@@ -68,8 +72,10 @@ def install(
         metrics=WebhookMetrics(context.metrics),
         poll_interval=poll_interval,
         lease_interval=lease_interval,
+        policy=policy,
     )
     context.webhooks = engine
+    context.webhook_tests = OneShotSender(context.store, sender, context.keys.credential_cipher())
     context.workers.append(engine)
     context.workers.append(DeadLetterRetention(context.store, context.clock))
     context.health_checks.append(health_check(context.store))

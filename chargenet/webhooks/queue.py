@@ -21,7 +21,7 @@ from sqlalchemy import event as orm_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
+from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
     Acknowledge,
     DeadLetter,
@@ -147,6 +147,47 @@ async def store_dead_letter(
     await session.flush()
 
 
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt as the delivery log keeps it (decisions.md "Delivery log")."""
+
+    event_id: str
+    attempt: int
+    request_id: str
+    started_at: datetime
+    duration_ms: float
+    status: int | None
+    error: str | None
+    """None when delivered."""
+    response: str | None
+
+
+async def record_attempts(session: AsyncSession, webhook_id: str, event_type: str, attempts: Sequence[Attempt]) -> None:
+    """Add attempts to the delivery log, in the caller's transaction (the one that records their outcome), in one
+    multi-row insert."""
+    if not attempts:
+        return
+    await session.execute(
+        insert(WebhookDelivery),
+        [
+            {
+                "webhook_id": webhook_id,
+                "event_type": event_type,
+                "event_id": a.event_id,
+                "attempt": a.attempt,
+                "request_id": a.request_id,
+                "at": a.started_at,
+                "duration_ms": a.duration_ms,
+                "delivered": a.error is None,
+                "status": a.status,
+                "error": a.error,
+                "response": a.response,
+            }
+            for a in attempts
+        ],
+    )
+
+
 async def snapshot(session: AsyncSession, lane_id: int, owner: str, window: int = 1) -> LaneSnapshot | None:
     """The lane as the core sees it, with its first `window` entries, in one query of plain columns, if `owner`
     still holds its lease."""
@@ -204,6 +245,10 @@ async def apply_effect(
             "next_attempt_at": effect.head.next_attempt_at,
             "last_error": effect.head.last_error,
         }
+    if isinstance(effect, ScheduleRetry | DeadLetter):
+        values["consecutive_failures"] = WebhookLane.consecutive_failures + 1
+    elif isinstance(effect, Acknowledge):
+        values["consecutive_failures"] = 0
     if not await _hold(session, lane.lane_id, owner, values):
         return False
     if isinstance(effect, Acknowledge | DeadLetter):
@@ -224,7 +269,8 @@ async def acknowledge(
 ) -> bool:
     """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
     lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them."""
-    if not await _hold(session, lane.lane_id, owner, {"last_request_at": now, "last_request_ms": request_ms}):
+    values = {"last_request_at": now, "last_request_ms": request_ms, "consecutive_failures": 0}
+    if not await _hold(session, lane.lane_id, owner, values):
         return False
     await _remove_heads(session, lane.lane_id, entry_ids, now)
     return True

@@ -6,8 +6,9 @@ fetch included) has one deadline, 10 s by default; at most `max_response_bytes` 
 receiver that streams an endless body cannot hold the lane (a token answer longer than that fails the
 attempt). The status decides the outcome: once it is in, the body is read only for what remains of the
 deadline, and a body that has not ended by then (or goes past the cap) closes its connection instead of
-returning it to the pool, without turning a 2xx into a failure. Each endpoint (scheme, host, port) has its
-own connection pool.
+returning it to the pool, without turning a 2xx into a failure. The first `EXCERPT_BYTES` of the body are
+kept for the delivery log (decisions.md "Delivery log"). Each endpoint (scheme, host, port) has its own
+connection pool.
 
 A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledError`; the worker maps it to the
 `Cancelled` outcome. Every other failure is returned as a `Failed` outcome naming what went wrong.
@@ -45,6 +46,7 @@ from chargenet.webhooks.transport import GuardedTransport, HostUnresolvable, Out
 
 DEFAULT_TIMEOUT = 10.0
 MAX_RESPONSE_BYTES = 64 * 1024
+EXCERPT_BYTES = 1024  # what the delivery log keeps of a response body
 USER_AGENT = "chargenet-webhooks/0.1"
 
 
@@ -77,6 +79,13 @@ class AttemptResult:
     ended_at: datetime
     duration_ms: float
     status: int | None = None
+    response_excerpt: str | None = None
+    """The first EXCERPT_BYTES of the response body as text (None when no response came)."""
+
+
+def excerpt_text(data: bytes) -> str:
+    """Response bytes as text a store can hold: invalid UTF-8 and NUL characters become U+FFFD."""
+    return data[:EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
 @dataclass
@@ -138,32 +147,33 @@ class WebhookSender:
         started_at = self._clock.now()
         began = time.perf_counter()
         status: int | None = None
+        excerpt: str | None = None
         deadline = asyncio.get_running_loop().time() + self._timeout
         try:
-            status = await self._post(endpoint, body, request_id, deadline)
+            status, excerpt = await self._post(endpoint, body, request_id, deadline)
             outcome: Delivered | Failed = outcome_of_status(status)
         except TimeoutError:
             outcome = Failed(f"timeout after {self._timeout:g} s")
         except _AttemptFailed as exc:
             outcome = Failed(exc.reason)
         duration_ms = (time.perf_counter() - began) * 1000
-        return AttemptResult(outcome, request_id, started_at, self._clock.now(), duration_ms, status)
+        return AttemptResult(outcome, request_id, started_at, self._clock.now(), duration_ms, status, excerpt)
 
-    async def _post(self, endpoint: Endpoint, body: bytes, request_id: str, deadline: float) -> int:
-        """The status of the POST (of the second one after a 401 that renewed an OAuth2 token); raises
-        TimeoutError when no status came before `deadline`, `_AttemptFailed` for any other failure."""
+    async def _post(self, endpoint: Endpoint, body: bytes, request_id: str, deadline: float) -> tuple[int, str]:
+        """The status and body excerpt of the POST (of the second one after a 401 that renewed an OAuth2 token);
+        raises TimeoutError when no status came before `deadline`, `_AttemptFailed` for any other failure."""
         async with asyncio.timeout_at(deadline):
             authorization = await self._authorization(endpoint, renew=False)
-        status = await self._post_once(endpoint, body, request_id, authorization, deadline)
+        status, excerpt = await self._post_once(endpoint, body, request_id, authorization, deadline)
         if status == 401 and isinstance(endpoint.auth, OAuth2ClientCredentials):
             async with asyncio.timeout_at(deadline):
                 authorization = await self._authorization(endpoint, renew=True)
-            status = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization, deadline)
-        return status
+            status, excerpt = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization, deadline)
+        return status, excerpt
 
     async def _post_once(
         self, endpoint: Endpoint, body: bytes, request_id: str, authorization: str | None, deadline: float
-    ) -> int:
+    ) -> tuple[int, str]:
         # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
         keys = self._keys()
         headers = {
@@ -198,18 +208,23 @@ class WebhookSender:
         # The status is in and decides the outcome; the body is read only so that the connection can go back
         # to the pool. Its own deadline is kept apart from the one above, so running out of time here is no
         # failure: closing a response whose body has not ended closes its connection (httpcore never pools it).
+        kept = bytearray()
         try:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(deadline):
-                    await self._drain(response)
+                    await self._drain(response, kept)
         finally:
             await response.aclose()
-        return response.status_code
+        return response.status_code, excerpt_text(bytes(kept))
 
-    async def _drain(self, response: httpx.Response) -> None:
+    async def _drain(self, response: httpx.Response, kept: bytearray) -> None:
+        """Read the body up to `max_response_bytes`, keeping its first EXCERPT_BYTES in `kept` (as sent: a
+        compressed body is kept compressed, the log shows what came over the wire)."""
         received = 0
         try:
             async for chunk in response.aiter_raw():
+                if len(kept) < EXCERPT_BYTES:
+                    kept += chunk[: EXCERPT_BYTES - len(kept)]
                 received += len(chunk)
                 if received > self._max_response_bytes:
                     break

@@ -2,6 +2,11 @@
 
 Playwright never downloads a browser here: it is pointed at the system's executable. The flags keep Chromium
 from reaching out to the network at start (this machine has none to reach) and from needing a GPU.
+
+One Chromium serves the whole run (starting one takes seconds on a shared machine), each test in a context of its
+own; so the browser tests, and the async fixtures they use, run in the session's event loop: each module says
+`pytestmark = pytest.mark.asyncio(loop_scope="session")` (a module that does not fails with "attached to a
+different loop"), and its async fixtures are `@pytest_asyncio.fixture(loop_scope="session")`.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator
 
-import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
 CHROMIUM_ARGS = [
@@ -29,7 +34,7 @@ def chromium_executable() -> str:
     return executable
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
         instance = await playwright.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
@@ -39,7 +44,7 @@ async def browser() -> AsyncIterator[Browser]:
             await instance.close()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(browser: Browser) -> AsyncIterator[Page]:
     context: BrowserContext = await browser.new_context()
     try:

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, Page, expect
 
 from tests.browser.console import OWNER, PASSWORD, ServedConsole, assert_accessible, served_console, sign_in
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-@pytest.fixture
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
     async with served_console(tmp_path) as served:
         yield served
@@ -220,6 +223,6 @@ async def _scan_every_page(page: Page, console: ServedConsole, width: str) -> No
 
     for key in ("groups", "webhooks"):
         await page.goto(f"{url}/{key}")
-        await assert_accessible(page, f"{width} {key} (not yet)")
+        await assert_accessible(page, f"{width} {key}, empty")
     await page.goto(f"{url}/operators/op_nonexistent")
     await assert_accessible(page, f"{width} not found")

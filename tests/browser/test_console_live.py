@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, expect
 from sqlalchemy import func, select
 
@@ -20,10 +21,12 @@ from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import OcppMessage, StationPresence
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 VENDOR = "<b>Vend</b>"  # station-supplied: shown as text
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
     async with served_console(tmp_path) as served:
         yield served

@@ -8,12 +8,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, Page, expect
 
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-@pytest.fixture
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
     async with served_console(tmp_path) as served:
         yield served

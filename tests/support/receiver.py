@@ -41,6 +41,7 @@ class Receiver:
     behaviour: Behaviour
     received: list[Received] = field(default_factory=list)
     connections: int = 0
+    open_connections: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def bodies(self) -> list[bytes]:
         return [r.body for r in self.received]
@@ -64,11 +65,15 @@ async def _read_request(reader: asyncio.StreamReader) -> Received | None:
 
 
 @asynccontextmanager
-async def run_receiver(behaviour: Behaviour | None = None, path: str = "/hook") -> AsyncIterator[Receiver]:
+async def run_receiver(
+    behaviour: Behaviour | None = None, path: str = "/hook", port: int = 0
+) -> AsyncIterator[Receiver]:
+    """A receiver on a free loopback port, or on `port` (a receiver started again where a stopped one was)."""
     state = Receiver(url="", port=0, behaviour=behaviour or (lambda _r: Reply()))
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         state.connections += 1
+        state.open_connections.add(writer)
         try:
             while True:
                 request = await _read_request(reader)
@@ -105,15 +110,20 @@ async def run_receiver(behaviour: Behaviour | None = None, path: str = "/hook") 
             # keeps Python 3.11's stream callback from logging the cancellation as an error with a traceback.
             return
         finally:
+            state.open_connections.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", port)
     state.port = server.sockets[0].getsockname()[1]
     state.url = f"http://127.0.0.1:{state.port}{path}"
     try:
         yield state
     finally:
         server.close()
+        # A stopped receiver is gone for its clients too: the connections they keep alive are closed with it.
+        for writer in list(state.open_connections):
+            with contextlib.suppress(Exception):
+                writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), 1)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict
 
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import Name
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -22,7 +23,9 @@ router = APIRouter(tags=["applications"])
 
 
 class NewApplication(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Roaming hub"}]})
+
+    name: Name
 
 
 @router.get("/applications", response_model=Page[ApplicationView])

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import ConnectorId, NumberedConnectorId
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.services import sessions
@@ -28,15 +29,21 @@ class _Body(BaseModel):
 
 
 class ResetBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "Soft"}]})
+
     type: Literal["Soft", "Hard"]
 
 
 class UnlockBody(_Body):
-    connectorId: StrictInt = Field(ge=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [{"connectorId": 1}]})
+
+    connectorId: NumberedConnectorId
 
 
 class AvailabilityBody(_Body):
-    connectorId: StrictInt = Field(ge=0)
+    model_config = ConfigDict(json_schema_extra={"examples": [{"connectorId": 0, "type": "Inoperative"}]})
+
+    connectorId: ConnectorId = Field(description="0: the whole charge point")
     type: Literal["Inoperative", "Operative"]
 
 
@@ -51,8 +58,12 @@ RequestedMessage = Literal[
 
 
 class TriggerBody(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"requestedMessage": "StatusNotification", "connectorId": 1}]}
+    )
+
     requestedMessage: RequestedMessage
-    connectorId: StrictInt | None = Field(default=None, ge=0)
+    connectorId: ConnectorId | None = None
 
 
 async def _send(

@@ -10,12 +10,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, WithJsonSchema
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import NOT_BLANK, NumberedConnectorId, ObjectId, StationId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import INT32_MAX
+from chargenet.meters.bus import BAUD_RATES
+from chargenet.meters.profiles import PROFILES
+from chargenet.meters.spec import POLL_INTERVAL_S, UNIT_IDS
 from chargenet.services import meters
 from chargenet.services.callers import ApiApplication
 from chargenet.services.meters import MeterView
@@ -28,18 +34,34 @@ router = APIRouter(prefix="/meters", tags=["meters"])
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+Positive = Annotated[StrictFloat, Field(gt=0)]
+NotNegative = Annotated[StrictFloat, Field(ge=0)]
 
 
 class Thresholds(_Body):
-    idTag: Annotated[str, Field(min_length=1, max_length=255)] | None = None
-    pollInterval: float | None = None
-    startCurrent: float | None = None
-    stopCurrent: float | None = None
-    startPower: float | None = None
-    stopPower: float | None = None
-    stopGrace: float | None = None
-    outageClose: float | None = None
+    idTag: Annotated[StrictStr, Field(min_length=1, max_length=255)] | None = Field(
+        default=None, description="the idTag of its sessions; `METER-{id}` when absent"
+    )
+    pollInterval: Annotated[StrictFloat, Field(ge=POLL_INTERVAL_S[0], le=POLL_INTERVAL_S[1])] | None = Field(
+        default=None, description="seconds between readings (5); shorter than `outageClose`"
+    )
+    startCurrent: Positive | None = Field(default=None, description="amperes that start a session (3)")
+    stopCurrent: NotNegative | None = Field(
+        default=None, description="amperes under which it stops (1); at most `startCurrent`"
+    )
+    startPower: Positive | None = Field(default=None, description="watts that start a session (500)")
+    stopPower: NotNegative | None = Field(
+        default=None, description="watts under which it stops (200); at most `startPower`"
+    )
+    stopGrace: NotNegative | None = Field(
+        default=None, description="seconds under the stop thresholds before it stops (180)"
+    )
+    outageClose: Positive | None = Field(
+        default=None, description="seconds without a good reading that close the session (900)"
+    )
 
     def options(self) -> dict[str, Any]:
         return {
@@ -56,30 +78,51 @@ class Thresholds(_Body):
 
 class TcpTransport(_Body):
     type: Literal["tcp"]
-    host: Annotated[str, Field(min_length=1, max_length=255)]
-    port: Annotated[int, Field(ge=1, le=65535)] = 502
+    host: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9._:%-]{1,255}$", description="a name or an IP address")]
+    port: Annotated[int, Bounds(1, 65535), Integral] = 502
 
 
 class RtuTransport(_Body):
     type: Literal["rtu"]
-    device: Annotated[str, Field(min_length=1, max_length=255)]
-    baud: int = 9600
+    device: Annotated[
+        StrictStr, Field(min_length=1, max_length=255, pattern=NOT_BLANK, description="e.g. /dev/ttyUSB0")
+    ]
+    baud: Annotated[
+        int, Bounds(1, INT32_MAX), Integral, WithJsonSchema({"type": "integer", "enum": list(BAUD_RATES)})
+    ] = 9600
     parity: Literal["N", "E", "O"] = "N"
-    stopbits: Literal[1, 2] = 1
+    stopbits: Annotated[int, Bounds(1, 2), Integral] = 1
 
 
 class MeterCreate(Thresholds):
-    siteId: str
-    stationId: str
-    chargePointId: str | None = None
-    connectorId: int | None = None
-    profile: str
-    unitId: int
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "siteId": "site_4f9q2x7m1cae",
+                    "stationId": "CP-0042",
+                    "connectorId": 1,
+                    "profile": "sdm630",
+                    "unitId": 1,
+                    "transport": {"type": "tcp", "host": "10.0.0.20", "port": 502},
+                }
+            ]
+        }
+    )
+
+    siteId: ObjectId
+    stationId: StationId
+    chargePointId: ObjectId | None = Field(default=None, description="the station's first charge point when absent")
+    connectorId: NumberedConnectorId | None = Field(default=None, description="1 when absent")
+    profile: Annotated[StrictStr, WithJsonSchema({"type": "string", "enum": sorted(PROFILES)})]
+    unitId: Annotated[int, Bounds(UNIT_IDS.start, UNIT_IDS.stop - 1), Integral] = Field(
+        description="the Modbus unit id on its bus"
+    )
     transport: Annotated[TcpTransport | RtuTransport, Field(discriminator="type")]
 
 
 class MeterUpdate(Thresholds):
-    enabled: bool | None = None
+    enabled: StrictBool | None = None
 
 
 @router.post("", status_code=201, response_model=MeterView)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict
 
 from chargenet.api.bounds import Int32Path
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import IdTag, NumberedConnectorId, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -24,11 +25,14 @@ TransactionReader = Annotated[ApiApplication, Depends(require(Scope.TRANSACTIONS
 
 
 class StartSession(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"chargePointId": "CP-0042", "connectorId": 1, "idTag": "04A2B3C4D5"}]},
+    )
 
-    chargePointId: StrictStr = Field(min_length=1, max_length=64)
-    connectorId: StrictInt = Field(ge=1)
-    idTag: StrictStr = Field(min_length=1, max_length=20)
+    chargePointId: ObjectId
+    connectorId: NumberedConnectorId
+    idTag: IdTag
 
 
 @router.post("/sessions", status_code=202, response_model=CommandAnswer)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import Name, ObjectId, Secret, WebSocketUrl
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -23,22 +24,29 @@ router = APIRouter(tags=["sites"])
 
 
 class NewSite(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "Depot North", "upstreamUrl": "wss://cpo.example/ocpp", "upstreamPassword": "s3cret"}]
+        },
+    )
 
-    companyId: str | None = Field(default=None, description="the caller's own company when absent")
-    name: str
-    upstreamUrl: str | None = None
-    upstreamPassword: str | None = None
+    companyId: ObjectId | None = Field(default=None, description="the caller's own company when absent")
+    name: Name
+    upstreamUrl: WebSocketUrl | None = Field(default=None, description="the central system stations are relayed to")
+    upstreamPassword: Secret | None = None
 
 
 class SiteChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Depot South"}]})
 
-    name: str | None = None
-    upstreamUrl: str | None = Field(default=None, description="`null` with `removeUpstream` drops the upstream")
-    removeUpstream: bool = False
-    upstreamPassword: str | None = None
-    removeUpstreamPassword: bool = Field(default=False, description="drop the upstream password, keep the URL")
+    name: Name | None = None
+    upstreamUrl: WebSocketUrl | None = Field(
+        default=None, description="`null` with `removeUpstream` drops the upstream"
+    )
+    removeUpstream: StrictBool = Field(default=False, description="drop the upstream and its password")
+    upstreamPassword: Secret | None = None
+    removeUpstreamPassword: StrictBool = Field(default=False, description="drop the upstream password, keep the URL")
 
 
 @router.get("/sites", response_model=Page[SiteView])
@@ -46,7 +54,7 @@ async def list_sites(
     context: Context,
     caller: SiteReader,
     page: PageParams,
-    company_id: Annotated[str | None, Query(alias="companyId")] = None,
+    company_id: Annotated[str | None, Query(alias="companyId", max_length=64)] = None,
 ) -> Page[SiteView]:
     """The sites the caller's groups reach with `sites:read`."""
     async with context.store.read() as session:

@@ -15,10 +15,11 @@ from datetime import datetime
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from chargenet.api.bounds import Int32
+from chargenet.api.bounds import Bounds, Int32, Integral
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import DateTime, IdTag, ObjectId
 from chargenet.api.routes.charge_point_commands import RequestedMessage
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -32,7 +33,6 @@ router = APIRouter(tags=["station commands"])
 Commander = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_WRITE))]
 # A station leaves out what it has nothing to say about (DataTransfer's data, GetConfiguration's unknownKey): so do we.
 command = functools.partial(router.post, response_model_exclude_none=True)
-IdTag = Annotated[StrictStr, Field(min_length=1, max_length=20)]
 
 
 class _Body(BaseModel):
@@ -69,49 +69,86 @@ class DataTransferAnswer(_Answer):
 
 
 class ResetBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "Hard"}]})
+
     type: Literal["Soft", "Hard"]
 
 
 class StationAvailabilityBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"type": "Operative"}]})
+
     type: Literal["Inoperative", "Operative"]
 
 
 class StationTriggerBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"requestedMessage": "BootNotification"}]})
+
     requestedMessage: RequestedMessage
 
 
+ConfigurationKeyName = Annotated[StrictStr, Field(min_length=1, max_length=50)]
+
+
+# Bounds that keep every command the document allows within one 64 KiB OCPP frame, whatever its characters (six
+# bytes each at most, as JSON escapes control characters); the service refuses a longer frame in any case (422).
+MAX_KEYS = 100
+MAX_DATA = 10_000
+
+
 class GetConfigurationBody(_Body):
-    key: list[Annotated[StrictStr, Field(min_length=1, max_length=50)]] | None = Field(
-        default=None, description="The keys to read; absent: every key the station has"
+    model_config = ConfigDict(json_schema_extra={"examples": [{"key": ["HeartbeatInterval"]}]})
+
+    key: list[ConfigurationKeyName] | None = Field(
+        default=None, max_length=MAX_KEYS, description="The keys to read; absent: every key the station has"
     )
 
 
 class ChangeConfigurationBody(_Body):
-    key: Annotated[StrictStr, Field(min_length=1, max_length=50)]
+    model_config = ConfigDict(json_schema_extra={"examples": [{"key": "HeartbeatInterval", "value": "300"}]})
+
+    key: ConfigurationKeyName
     value: Annotated[StrictStr, Field(max_length=500)]
 
 
 class SendLocalListBody(_Body):
-    listVersion: Int32 = Field(ge=1, description="The version the station records for the site's whole list")
+    model_config = ConfigDict(json_schema_extra={"examples": [{"listVersion": 7}]})
+
+    listVersion: Annotated[int, Bounds(ge=1), Integral] = Field(
+        description="The version the station records for the site's whole list"
+    )
 
 
 class ReserveBody(_Body):
-    chargePointId: StrictStr | None = Field(default=None, description="Needed on a station with several")
-    connectorId: StrictInt = Field(ge=1, le=2**31 - 1)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"connectorId": 1, "idTag": "04A2B3C4D5", "expiryDate": "2027-01-01T12:00:00Z", "reservationId": 17}
+            ]
+        }
+    )
+
+    chargePointId: ObjectId | None = Field(default=None, description="Needed on a station with several")
+    connectorId: Annotated[int, Bounds(ge=1), Integral]
     idTag: IdTag
     parentIdTag: IdTag | None = None
-    expiryDate: AwareDatetime
+    expiryDate: DateTime
     reservationId: Int32
 
 
 class CancelReservationBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"reservationId": 17}]})
+
     reservationId: Int32
 
 
 class DataTransferBody(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"vendorId": "com.example", "messageId": "Ping", "data": "hello"}]}
+    )
+
     vendorId: Annotated[StrictStr, Field(min_length=1, max_length=255)]
     messageId: Annotated[StrictStr, Field(max_length=50)] | None = None
-    data: StrictStr | None = None
+    data: Annotated[StrictStr, Field(max_length=MAX_DATA)] | None = None
 
 
 AnswerT = TypeVar("AnswerT", bound=_Answer)
@@ -165,7 +202,13 @@ async def trigger(station_id: str, body: StationTriggerBody, context: Context, c
 
 async def _central(context: Context, caller: ApiApplication, station_id: str, action: str, payload: Payload) -> Payload:
     return await station_commands.central_command(
-        context.store, context.stations, caller, station_id=station_id, action=action, payload=payload
+        context.store,
+        context.stations,
+        caller,
+        station_id=station_id,
+        action=action,
+        payload=payload,
+        limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
     )
 
 

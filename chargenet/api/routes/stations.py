@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, Path, Query, Response
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
+from chargenet.api.fields import AuthorizationKey, DateTime, IdTag, NumberedConnectorId, ObjectId, Secret, StationId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import MAX_CHARGE_POINTS_PER_STATION, MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.services import localauth, station_import, stations
 from chargenet.services.callers import ApiApplication
-from chargenet.services.localauth import LocalAuthView
+from chargenet.services.localauth import MAX_ID_TAG, LocalAuthView
 from chargenet.services.pages import Page
 from chargenet.services.station_import import ImportResult
 from chargenet.services.stations import StationView
@@ -28,26 +30,49 @@ router = APIRouter(tags=["stations"])
 MAX_IMPORT_ROWS = 10_000  # and the body's 1 MiB; the command line imports files of any size
 
 
-class NewStation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# Several charge points are created with their connectors: `connectors` is needed with them.
+CONNECTORS_WITH_SEVERAL_CHARGE_POINTS: list[JsonValue] = [
+    {"properties": {"chargePoints": {"maximum": 1}}},
+    {
+        "required": ["connectors"],
+        "properties": {"connectors": {"type": "integer", "minimum": 1, "maximum": MAX_CONNECTORS_PER_CHARGE_POINT}},
+    },
+]
 
-    siteId: str
-    id: str = Field(description="the {stationId} of its OCPP URL")
-    password: str | None = Field(default=None, description="AuthorizationKey (16-40 characters); none: profile 0")
-    upstreamPassword: str | None = None
-    chargePoints: int = 1
-    connectors: int | None = Field(default=None, description="connectors per charge point, created ahead")
+
+class NewStation(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": CONNECTORS_WITH_SEVERAL_CHARGE_POINTS,
+            "examples": [
+                {"siteId": "site_4f9q2x7m1cae", "id": "CP-0042", "password": "0123456789abcdef"},
+                {"siteId": "site_4f9q2x7m1cae", "id": "HUB-7", "chargePoints": 4, "connectors": 2},
+            ],
+        },
+    )
+
+    siteId: ObjectId
+    id: StationId = Field(description="the {stationId} of its OCPP URL")
+    password: AuthorizationKey | None = Field(default=None, description="AuthorizationKey; none: security profile 0")
+    upstreamPassword: Secret | None = None
+    chargePoints: Annotated[int, Bounds(1, MAX_CHARGE_POINTS_PER_STATION), Integral] = Field(
+        default=1, description="`{id}-1` .. `{id}-N` when more than one; otherwise the station's id"
+    )
+    connectors: NumberedConnectorId | None = Field(
+        default=None, description="connectors per charge point, created ahead; needed with several charge points"
+    )
 
 
 class ImportedStation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": CONNECTORS_WITH_SEVERAL_CHARGE_POINTS})
 
-    id: str = Field(description="the {stationId} of its OCPP URL")
-    password: str | None = Field(default=None, description="AuthorizationKey (16-40 characters); none: profile 0")
-    upstreamPassword: str | None = None
-    chargePoints: int | None = Field(default=None, ge=1, le=MAX_CHARGE_POINTS_PER_STATION)
-    connectors: int | None = Field(
-        default=None, ge=1, le=MAX_CONNECTORS_PER_CHARGE_POINT, description="connectors per charge point"
+    id: StationId = Field(description="the {stationId} of its OCPP URL")
+    password: AuthorizationKey | None = Field(default=None, description="AuthorizationKey; none: security profile 0")
+    upstreamPassword: Secret | None = None
+    chargePoints: Annotated[int, Bounds(1, MAX_CHARGE_POINTS_PER_STATION), Integral] | None = None
+    connectors: NumberedConnectorId | None = Field(
+        default=None, description="connectors per charge point; needed with several charge points"
     )
 
 
@@ -55,29 +80,33 @@ class StationImport(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            "examples": [{"siteId": "site_x1", "stations": [{"id": "ST-1", "chargePoints": 2, "connectors": 2}]}]
+            "examples": [{"stations": [{"id": "HUB-7", "chargePoints": 2, "connectors": 2}, {"id": "CP-0043"}]}]
         },
     )
 
-    siteId: str
     stations: list[ImportedStation] = Field(min_length=1, max_length=MAX_IMPORT_ROWS)
 
 
 class StationChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"password": "fedcba9876543210"}]})
 
-    password: str | None = None
-    upstreamPassword: str | None = None
-    removePassword: bool = Field(default=False, description="no AuthorizationKey: security profile 0")
-    removeUpstreamPassword: bool = Field(default=False, description="the site's upstream password is used")
+    password: AuthorizationKey | None = None
+    upstreamPassword: Secret | None = None
+    removePassword: StrictBool = Field(default=False, description="no AuthorizationKey: security profile 0")
+    removeUpstreamPassword: StrictBool = Field(default=False, description="the site's upstream password is used")
 
 
 class LocalAuthEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"status": "Accepted", "expiresAt": "2027-01-01T00:00:00Z"}]}
+    )
 
     status: Literal["Accepted", "Blocked", "Expired", "Invalid"] = "Accepted"
-    expiresAt: AwareDatetime | None = None
-    parentIdTag: str | None = None
+    expiresAt: DateTime | None = None
+    parentIdTag: IdTag | None = None
+
+
+TagPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_TAG, description="the idTag (OCPP IdToken)")]
 
 
 @router.get("/stations", response_model=Page[StationView])
@@ -85,7 +114,7 @@ async def list_stations(
     context: Context,
     caller: SiteReader,
     page: PageParams,
-    site_id: Annotated[str | None, Query(alias="siteId")] = None,
+    site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
 ) -> Page[StationView]:
     async with context.store.read() as session:
         return await stations.list_stations(session, caller, page, site_id=site_id)
@@ -116,8 +145,8 @@ async def create_station(body: NewStation, context: Context, caller: SiteWriter)
         )
 
 
-@router.post("/stations/import", status_code=201, response_model=ImportResult)
-async def import_stations(body: StationImport, context: Context, caller: SiteWriter) -> ImportResult:
+@router.post("/sites/{site_id}/stations/import", status_code=201, response_model=ImportResult, tags=["sites"])
+async def import_stations(site_id: str, body: StationImport, context: Context, caller: SiteWriter) -> ImportResult:
     """Register many stations of one site at once: every row is checked first, then all are created or none
     (a refusal lists each bad row by its position, from 1). Larger sets: `chargenet admin station import`."""
     rows = station_import.rows_of(
@@ -129,7 +158,7 @@ async def import_stations(body: StationImport, context: Context, caller: SiteWri
             caller,
             context.keys.secret_hasher(),
             context.keys.credential_cipher(),
-            site_id=body.siteId,
+            site_id=site_id,
             rows=rows,
             now=context.clock.now(),
         )
@@ -164,7 +193,7 @@ async def list_local_authorization(
 
 @router.put("/sites/{site_id}/local-authorization-list/{id_tag}", response_model=LocalAuthView, tags=["sites"])
 async def put_local_authorization(
-    site_id: str, id_tag: str, body: LocalAuthEntry, context: Context, caller: SiteWriter
+    site_id: str, id_tag: TagPath, body: LocalAuthEntry, context: Context, caller: SiteWriter
 ) -> LocalAuthView:
     """Add the tag to the site's list, or change its entry."""
     async with context.store.transaction() as session:
@@ -183,7 +212,7 @@ async def put_local_authorization(
 @router.delete(
     "/sites/{site_id}/local-authorization-list/{id_tag}", status_code=204, response_class=Response, tags=["sites"]
 )
-async def delete_local_authorization(site_id: str, id_tag: str, context: Context, caller: SiteWriter) -> Response:
+async def delete_local_authorization(site_id: str, id_tag: TagPath, context: Context, caller: SiteWriter) -> Response:
     async with context.store.transaction() as session:
         await localauth.remove_entry(session, caller, site_id=site_id, id_tag=id_tag, now=context.clock.now())
     return Response(status_code=204)

@@ -1,16 +1,18 @@
-"""Webhooks, their dead letters, and the events feed over the API (`webhooks:read`, `webhooks:write`,
-`events:read`). The use cases in `chargenet.services.webhooks` and `.events` apply decisions.md §4's object rules:
-an object outside the caller's reach is 404, a list shows only what the caller reaches."""
+"""Webhooks, their delivery log, test events, dead letters, and the events feed over the API (`webhooks:read`,
+`webhooks:write`, `events:read`). The use cases in `chargenet.services.webhooks` and `.events` apply decisions.md
+§4's object rules (an object outside the caller's reach is 404, a list shows only what the caller reaches) and write
+every change to the audit log."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, StrictBool, StrictStr, Tag
 
 from chargenet.api.dependencies import Context
-from chargenet.api.pagination import PageParams
+from chargenet.api.fields import HttpUrl, ObjectId, Secret
+from chargenet.api.pagination import Cursor, PageParams
 from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
@@ -18,8 +20,15 @@ from chargenet.services import events as event_service
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import ApiApplication
 from chargenet.services.events import EventPage
-from chargenet.services.pages import Page
-from chargenet.services.webhooks import DeadLetterView, Replayed, WebhookDetail, WebhookView
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.webhooks import (
+    DeadLetterView,
+    DeliveryFilter,
+    DeliveryView,
+    Replayed,
+    WebhookDetail,
+    WebhookView,
+)
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
@@ -30,25 +39,49 @@ EventReader = Annotated[ApiApplication, Depends(require(Scope.EVENTS_READ))]
 router = APIRouter(tags=["webhooks"])
 
 
-class AuthSettings(BaseModel):
+class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: AuthType = AuthType.NONE
-    username: str | None = None
-    password: str | None = None
-    token: str | None = None
-    tokenUrl: str | None = None
-    clientId: str | None = None
-    clientSecret: str | None = None
+
+# How the service authenticates to the partner's endpoint: one shape per `type`, each with the settings that type
+# needs and no other (`webhooks.outbound_auth.build_auth` refuses a missing or a foreign one).
+class NoAuthSettings(_Body):
+    type: Literal[AuthType.NONE] = AuthType.NONE
+
+    def build(self) -> OutboundAuth:
+        return build_auth(self.type)
+
+
+class BasicAuthSettings(_Body):
+    type: Literal[AuthType.BASIC]
+    username: Annotated[StrictStr, Field(min_length=1, max_length=500, pattern="^[^:\\x00]*$")] = Field(
+        description="HTTP Basic user name (RFC 7617: no ':')"
+    )
+    password: Secret
+
+    def build(self) -> OutboundAuth:
+        return build_auth(self.type, username=self.username, password=self.password)
+
+
+class TokenAuthSettings(_Body):
+    type: Literal[AuthType.TOKEN]
+    token: Secret = Field(description="sent as `Authorization: Bearer <token>`")
+
+    def build(self) -> OutboundAuth:
+        return build_auth(self.type, token=self.token)
+
+
+class OAuth2AuthSettings(_Body):
+    type: Literal[AuthType.OAUTH2]
+    tokenUrl: HttpUrl = Field(description="the partner's token endpoint (client credentials grant)")
+    clientId: Secret
+    clientSecret: Secret
     tokenAuthMethod: TokenAuthMethod = TokenAuthMethod.BASIC
-    tokenScope: str | None = None
+    tokenScope: Annotated[StrictStr, Field(min_length=1, max_length=500)] | None = None
 
     def build(self) -> OutboundAuth:
         return build_auth(
             self.type,
-            username=self.username,
-            password=self.password,
-            token=self.token,
             token_url=self.tokenUrl,
             client_id=self.clientId,
             client_secret=self.clientSecret,
@@ -57,32 +90,84 @@ class AuthSettings(BaseModel):
         )
 
 
-class WebhookCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _auth_type(value: object) -> str:
+    """The settings' `type`; `none` when absent, as it defaults to."""
+    if isinstance(value, dict):
+        return str(value.get("type", AuthType.NONE.value))
+    return str(getattr(value, "type", AuthType.NONE.value))
 
-    siteId: str
-    url: str = Field(max_length=2000)
-    events: list[EventType] = Field(min_length=1)
-    auth: AuthSettings = AuthSettings()
+
+AuthSettings = Annotated[
+    Annotated[NoAuthSettings, Tag(AuthType.NONE.value)]
+    | Annotated[BasicAuthSettings, Tag(AuthType.BASIC.value)]
+    | Annotated[TokenAuthSettings, Tag(AuthType.TOKEN.value)]
+    | Annotated[OAuth2AuthSettings, Tag(AuthType.OAUTH2.value)],
+    Discriminator(_auth_type),
+]
+
+# `rsa-pss-sha256` only with the legacy format (`webhooks.signing.check_format`): a new webhook names the legacy
+# format with it (the format defaults to RFC 9421); a change does not ask for both with RFC 9421, and where it
+# changes only one, the webhook's other one decides (409 when it does not allow it).
+_ALG_NEEDS_LEGACY: dict[str, JsonValue] = {
+    "anyOf": [
+        {"properties": {"alg": {"not": {"const": SignatureAlgorithm.RSA_PSS_SHA256.value}}}},
+        {"required": ["signatureFormat"], "properties": {"signatureFormat": {"const": SignatureFormat.LEGACY.value}}},
+    ]
+}
+_ALG_NOT_WITH_RFC9421: dict[str, JsonValue] = {
+    "not": {
+        "required": ["alg", "signatureFormat"],
+        "properties": {
+            "alg": {"const": SignatureAlgorithm.RSA_PSS_SHA256.value},
+            "signatureFormat": {"const": SignatureFormat.RFC9421.value},
+        },
+    }
+}
+
+
+class WebhookCreate(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            **_ALG_NEEDS_LEGACY,
+            "examples": [
+                {
+                    "siteId": "site_4f9q2x7m1cae",
+                    "url": "https://partner.example/hooks/chargenet",
+                    "events": ["ChargePointStatus", "StartTransaction", "StopTransaction"],
+                    "auth": {"type": "token", "token": "partner-issued-token"},
+                }
+            ],
+        }
+    )
+
+    siteId: ObjectId
+    url: HttpUrl
+    events: list[EventType] = Field(min_length=1, max_length=len(EventType))
+    auth: AuthSettings = Field(default_factory=NoAuthSettings)
     alg: SignatureAlgorithm = SignatureAlgorithm.ED25519
     signatureFormat: SignatureFormat = SignatureFormat.RFC9421
 
 
-class WebhookUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class WebhookUpdate(_Body):
+    model_config = ConfigDict(json_schema_extra={**_ALG_NOT_WITH_RFC9421, "examples": [{"enabled": False}]})
 
-    url: str | None = Field(default=None, max_length=2000)
-    events: list[EventType] | None = Field(default=None, min_length=1)
+    url: HttpUrl | None = None
+    events: list[EventType] | None = Field(default=None, min_length=1, max_length=len(EventType))
     auth: AuthSettings | None = None
-    alg: SignatureAlgorithm | None = None
-    signatureFormat: SignatureFormat | None = None
-    enabled: bool | None = None
+    alg: SignatureAlgorithm | None = Field(
+        default=None, description="with the webhook's format: 409 when it does not allow the algorithm"
+    )
+    signatureFormat: SignatureFormat | None = Field(
+        default=None, description="with the webhook's algorithm: 409 when it does not allow the format"
+    )
+    enabled: StrictBool | None = None
+    version: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
+    )
 
 
-class ReplayRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    eventId: str | None = None
+class ReplayRequest(_Body):
+    eventId: ObjectId | None = Field(default=None, description="only the dead letters of this event")
 
 
 Limit = Annotated[int, Query(ge=1, le=500)]
@@ -90,7 +175,10 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 
 @router.get("/webhooks", response_model=Page[WebhookView])
 async def list_webhooks(
-    context: Context, caller: Reader, page: PageParams, siteId: str | None = None
+    context: Context,
+    caller: Reader,
+    page: PageParams,
+    siteId: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Page[WebhookView]:
     """The webhooks the caller reaches with `webhooks:read`, ordered by id."""
     async with context.store.read() as session:
@@ -140,6 +228,7 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
             auth=body.auth.build() if body.auth else None,
             algorithm=body.alg,
             signature_format=body.signatureFormat,
+            expected_version=body.version,
         )
         if body.enabled is not None:
             view = await webhook_service.set_enabled(session, caller, webhook_id, body.enabled, now=context.clock.now())
@@ -150,7 +239,7 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
 @router.delete("/webhooks/{webhook_id}", status_code=204, response_class=Response)
 async def delete_webhook(webhook_id: str, context: Context, caller: Writer) -> Response:
     async with context.store.transaction() as session:
-        await webhook_service.delete_webhook(session, caller, webhook_id)
+        await webhook_service.delete_webhook(session, caller, webhook_id, now=context.clock.now())
     context.webhooks_changed()
     return Response(status_code=204)
 
@@ -183,14 +272,47 @@ async def replay_dead_letters(
     return Replayed(replayed=[d.event_id for d in replayed])
 
 
+@router.get("/webhooks/{webhook_id}/deliveries", response_model=Page[DeliveryView])
+async def list_deliveries(
+    webhook_id: str,
+    context: Context,
+    caller: Reader,
+    limit: Limit = 50,
+    cursor: Annotated[str | None, Cursor(1000)] = None,
+    eventType: Annotated[
+        str | None, Query(min_length=1, max_length=32, description="an event type, or WebhookTest")
+    ] = None,
+    eventId: Annotated[str | None, Query(min_length=1, max_length=36)] = None,
+    outcome: Literal["delivered", "failed"] | None = None,
+) -> Page[DeliveryView]:
+    """The delivery log: every attempt (of a lane, or a test event) with its status code or error, duration and
+    the first 1 KiB of the response, newest first, kept as long as delivered events (7 days by default)."""
+    where = DeliveryFilter(
+        event_type=eventType, event_id=eventId, delivered=None if outcome is None else outcome == "delivered"
+    )
+    async with context.store.read() as session:
+        page = PageRequest(limit, webhook_service.delivery_cursor(cursor))
+        return await webhook_service.list_deliveries(session, caller, webhook_id, page, where=where)
+
+
+@router.post("/webhooks/{webhook_id}/test", response_model=DeliveryView)
+async def send_test_event(webhook_id: str, context: Context, caller: Writer) -> DeliveryView:
+    """Send one `WebhookTest` event (docs/schemas/WebhookTest.json) to the webhook now, signed and authenticated
+    like any other, outside its lanes and without retries; the answer is the attempt as the delivery log
+    recorded it (`delivered` false when the receiver failed: the request itself succeeded)."""
+    return await webhook_service.send_test_event(
+        context.store.transaction, caller, context.webhook_tests, webhook_id, clock=context.clock
+    )
+
+
 @router.get("/events", tags=["events"], response_model=EventPage)
 async def list_events(
     context: Context,
-    siteId: str,
+    siteId: Annotated[str, Query(min_length=1, max_length=64)],
     caller: EventReader,
     eventType: Annotated[list[EventType] | None, Query()] = None,
     limit: Limit = 50,
-    cursor: str | None = None,
+    cursor: Annotated[str | None, Cursor(1000)] = None,
 ) -> EventPage:
     """The site's events of the retention window, oldest first; poll again from `next` (always set)."""
     async with context.store.read() as session:

@@ -29,6 +29,13 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         verb = add_verb(verbs, name, text, run)
         verb.add_argument("group_id", metavar="GROUP_ID")
         verb.add_argument("client_id", metavar="CLIENT_ID")
+    update = add_verb(verbs, "update", "rename a group, change its scopes or move its anchor", _update)
+    update.add_argument("group_id", metavar="GROUP_ID")
+    update.add_argument("--name")
+    update.add_argument("--scope", action="append", dest="scopes", metavar="S", help="the scopes (replaces them all)")
+    anchor = update.add_mutually_exclusive_group()
+    anchor.add_argument("--site", dest="site_id", metavar="ID", help="anchor at this site of the group's company")
+    anchor.add_argument("--company-level", dest="company_level", action="store_true", help="anchor at the company")
     for name, text, run in (("show", "show one group", _show), ("delete", "delete a group", _delete)):
         add_verb(verbs, name, text, run).add_argument("group_id", metavar="GROUP_ID")
     listing = add_verb(verbs, "list", "list groups", _list)
@@ -51,13 +58,30 @@ def _create(args: argparse.Namespace) -> None:
     emit(args, {"id": group.id}, f"created group {group.id} ({group.name})")
 
 
+def _update(args: argparse.Namespace) -> None:
+    anchor: str | groups.Keep | None = groups.KEEP
+    if args.site_id:
+        anchor = args.site_id
+    elif args.company_level:
+        anchor = None
+    group = in_transaction(
+        args,
+        lambda ctx, s: groups.update_group(
+            s, OPERATOR, args.group_id, now=ctx.clock.now(), name=args.name, scopes=args.scopes, site_id=anchor
+        ),
+    )
+    emit_view(args, group)
+
+
 def _add_app(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.add_app(s, OPERATOR, args.group_id, args.client_id))
+    in_transaction(args, lambda ctx, s: groups.add_app(s, OPERATOR, args.group_id, args.client_id, now=ctx.clock.now()))
     emit(args, {"groupId": args.group_id, "client_id": args.client_id}, f"{args.client_id} added to {args.group_id}")
 
 
 def _remove_app(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.remove_app(s, OPERATOR, args.group_id, args.client_id))
+    in_transaction(
+        args, lambda ctx, s: groups.remove_app(s, OPERATOR, args.group_id, args.client_id, now=ctx.clock.now())
+    )
     emit(
         args, {"groupId": args.group_id, "client_id": args.client_id}, f"{args.client_id} removed from {args.group_id}"
     )
@@ -68,7 +92,7 @@ def _show(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, s: groups.delete_group(s, OPERATOR, args.group_id))
+    in_transaction(args, lambda ctx, s: groups.delete_group(s, OPERATOR, args.group_id, now=ctx.clock.now()))
     emit(args, {"id": args.group_id, "deleted": True}, f"group {args.group_id} deleted")
 
 

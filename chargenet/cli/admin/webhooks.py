@@ -1,4 +1,4 @@
-"""`chargenet admin webhook ...` and `chargenet admin deadletter ...` (decisions.md §1)."""
+"""`chargenet admin webhook ...` (with `test` and `deliveries`) and `chargenet admin deadletter ...`."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import argparse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction, run_with_context
 from chargenet.context import AppContext
 from chargenet.errors import InvalidInput
 from chargenet.services import webhooks
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest, every_page
 from chargenet.services.views import rendered
+from chargenet.webhooks import oneshot
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
@@ -51,6 +52,15 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_verb(verbs, "list", "list webhooks", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show a webhook and its lanes", _show).add_argument("webhook_id", metavar="WEBHOOK_ID")
+    add_verb(verbs, "test", "send one WebhookTest event now (no retries) and show the attempt", _test).add_argument(
+        "webhook_id", metavar="WEBHOOK_ID"
+    )
+    deliveries = add_verb(verbs, "deliveries", "the delivery log: every attempt, newest first", _deliveries)
+    deliveries.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    deliveries.add_argument("--event-type", dest="event_type", metavar="TYPE")
+    deliveries.add_argument("--event", dest="event_id", metavar="EVENT_ID")
+    deliveries.add_argument("--outcome", choices=["delivered", "failed"])
+    deliveries.add_argument("--limit", type=int, default=50)
 
     dead = nouns.add_parser("deadletter", help=NOUNS["deadletter"][1])
     dead_verbs = dead.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -149,7 +159,9 @@ def _set_enabled(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    in_transaction(args, lambda ctx, session: webhooks.delete_webhook(session, OPERATOR, args.webhook_id))
+    in_transaction(
+        args, lambda ctx, session: webhooks.delete_webhook(session, OPERATOR, args.webhook_id, now=ctx.clock.now())
+    )
     emit(args, {"id": args.webhook_id, "deleted": True}, f"deleted webhook {args.webhook_id}")
 
 
@@ -165,6 +177,36 @@ def _list(args: argparse.Namespace) -> None:
 
 def _show(args: argparse.Namespace) -> None:
     emit_view(args, in_transaction(args, lambda ctx, session: webhooks.get_webhook(session, OPERATOR, args.webhook_id)))
+
+
+def _test(args: argparse.Namespace) -> None:
+    async def action(ctx: AppContext) -> webhooks.DeliveryView:
+        sender = oneshot.standalone(ctx.store, ctx.keys, ctx.clock, allow_private=ctx.settings.webhook_allow_private)
+        try:
+            return await webhooks.send_test_event(
+                ctx.store.transaction, OPERATOR, sender, args.webhook_id, clock=ctx.clock
+            )
+        finally:
+            await sender.aclose()
+
+    attempt = run_with_context(args, action)
+    outcome = "delivered" if attempt.delivered else f"failed: {attempt.error}"
+    emit(args, rendered(attempt), f"test event {attempt.event_id} to webhook {args.webhook_id}: {outcome}")
+
+
+def _deliveries(args: argparse.Namespace) -> None:
+    where = webhooks.DeliveryFilter(
+        event_type=args.event_type,
+        event_id=args.event_id,
+        delivered=None if args.outcome is None else args.outcome == "delivered",
+    )
+    page = in_transaction(
+        args,
+        lambda ctx, session: webhooks.list_deliveries(
+            session, OPERATOR, args.webhook_id, PageRequest.of(args.limit), where=where
+        ),
+    )
+    emit_views(args, page.items, ["at", "eventType", "eventId", "attempt", "status", "error", "durationMs"])
 
 
 def _dead_list(args: argparse.Namespace) -> None:

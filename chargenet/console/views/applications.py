@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted, version_of
+from chargenet.console.views import groups
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
@@ -69,7 +70,8 @@ async def _create(request: Request, signed: Signed) -> Response:
 async def _show(request: Request, signed: Signed) -> Response:
     async with console_of(request).reading() as session:
         shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
-    return render(request, "application.html", {"app": shown}, signed=signed, active="applications")
+    context = {"app": shown, **await groups.application_groups(request, signed, shown.client_id)}
+    return render(request, "application.html", context, signed=signed, active="applications")
 
 
 def _set_enabled(enabled: bool) -> Any:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chargenet.console.exports import Cell, csv_chunks, download, ndjson_chunks
-from chargenet.console.forms import address, page_of, utc_instant
+from chargenet.console.forms import address, numbered, page_of, utc_instant
 from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.errors import InvalidInput
 from chargenet.services import companies, message_log, sites, stations
@@ -56,7 +56,7 @@ async def _show(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     station_id = request.path_params["station_id"]
     typed = _filters(request.query_params)
-    wanted, after = page_of(request, PER_PAGE)
+    wanted, after = page_of(request, PER_PAGE, key=numbered)
     errors: dict[str, str] = {}
     try:
         where = _filter_of(typed)

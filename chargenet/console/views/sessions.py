@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chargenet.console.exports import Cell, csv_chunks, download
-from chargenet.console.forms import address, page_of, utc_instant
+from chargenet.console.forms import address, numbered, page_of, utc_instant
 from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.console.views.message_log import ARROWS
 from chargenet.domain.energy import wh_to_kwh
@@ -90,7 +90,7 @@ FIELD_NAMES = {"site_id": "site", "station_id": "station", "id_tag": "id_tag"}
 async def _list(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     typed = _filters(request.query_params)
-    wanted, after = page_of(request, PER_PAGE)
+    wanted, after = page_of(request, PER_PAGE, key=numbered)
     errors: dict[str, str] = {}
     listed = None
     try:

@@ -19,7 +19,13 @@ from chargenet.store.models.meters import Meter, MeterBusLease, MeterSession, Me
 from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
 from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
-from chargenet.store.models.webhooks import Webhook, WebhookDeadLetter, WebhookLane, WebhookLaneEntry
+from chargenet.store.models.webhooks import (
+    Webhook,
+    WebhookDeadLetter,
+    WebhookDelivery,
+    WebhookLane,
+    WebhookLaneEntry,
+)
 
 __all__ = [
     "Application",
@@ -55,6 +61,7 @@ __all__ = [
     "UtcDateTime",
     "Webhook",
     "WebhookDeadLetter",
+    "WebhookDelivery",
     "WebhookLane",
     "WebhookLaneEntry",
 ]

@@ -1,4 +1,4 @@
-"""Webhooks, their lanes (one per webhook and event type), lane entries and dead letters.
+"""Webhooks, their lanes (one per webhook and event type), lane entries, dead letters and the delivery log.
 
 A lane entry carries its own copy of the event body: outbox retention may purge the event while the lane
 of a disabled webhook still holds it, and the signed body must never change between attempts.
@@ -66,6 +66,8 @@ class WebhookLane(Base):
     last_consumed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_request_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_request_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    # Failed attempts since the lane last delivered, whichever heads they were at (a dead letter does not reset it).
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class WebhookLaneEntry(Base):
@@ -97,3 +99,34 @@ class WebhookDeadLetter(Base):
     attempts: Mapped[int] = mapped_column(Integer)
     dead_at: Mapped[datetime] = mapped_column(UtcDateTime())
     replayed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class WebhookDelivery(Base):
+    """One attempt to deliver an event (or a test event) to a webhook: the delivery log (decisions.md "Delivery
+    log"). A lane writes its attempts in the transaction that records their outcome (an acknowledgement's group
+    commit, a retry, a dead letter), so the log never shows an attempt the lane's state does not; kept as long as
+    delivered events are (`CHARGENET_EVENT_RETENTION_DAYS`, 7 by default)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_webhook", "webhook_id", "id"),
+        Index("ix_webhook_deliveries_at", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(_BIGINT_ID, primary_key=True, autoincrement=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(32))
+    event_id: Mapped[str] = mapped_column(String(36))
+    attempt: Mapped[int] = mapped_column(Integer)
+    request_id: Mapped[str] = mapped_column(String(36))
+    at: Mapped[datetime] = mapped_column(UtcDateTime())
+    """When the attempt started."""
+    duration_ms: Mapped[float] = mapped_column(Float)
+    delivered: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[int | None] = mapped_column(Integer, default=None)
+    """The HTTP status the receiver answered, when it answered."""
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    """Why the attempt failed (`HTTP 503`, `timeout after 10 s`, `connection failed: ...`); None when delivered."""
+    response: Mapped[str | None] = mapped_column(Text, default=None)
+    """The first 1 KiB of the response body as text (invalid UTF-8 replaced), exactly as the receiver sent it:
+    partner-supplied, so it is escaped wherever it is shown."""

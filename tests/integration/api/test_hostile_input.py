@@ -94,3 +94,33 @@ async def test_the_store_still_answers_after_hostile_input(api: httpx.AsyncClien
     await api.post("/sessions/99999999999999999999999/stop")
     response = await api.get("/transactions")
     assert response.status_code == 200
+
+
+async def test_a_method_the_path_lacks_is_405_naming_every_method_it_has(api: httpx.AsyncClient) -> None:
+    # RFC 9110 §15.5.6: the `Allow` of a 405 lists the methods of the resource, not of one route of it.
+    for method, path, allowed in (
+        ("PUT", "/sites", "GET, POST"),
+        ("OPTIONS", "/sites/site_x", "GET, PATCH"),
+        ("POST", "/webhooks/wh_x", "GET, PATCH, DELETE"),
+    ):
+        response = await api.request(method, path)
+        assert is_problem(response, 405), (method, path, response.text)
+        assert response.headers["allow"] == allowed, (method, path)
+
+
+async def test_a_path_nothing_serves_is_a_problem(served: Served) -> None:  # noqa: F811
+    async with httpx.AsyncClient(base_url=served.http_url, timeout=10) as client:
+        for path in ("/api/v1/no-such-thing", "/no-such-thing", "/auth/no-such-thing"):
+            assert is_problem(await client.get(path), 404), path
+        response = await client.put("/health")
+        assert is_problem(response, 405) and response.headers["allow"] == "GET, HEAD"
+
+
+async def test_an_integer_written_with_a_zero_fraction_is_that_integer(api: httpx.AsyncClient) -> None:
+    # JSON Schema's `integer` is any number without a fractional part: 1.0 is 1, so it reaches the use case (404:
+    # no such charge point), while 1.5, "1" and true do not match the document and are 422.
+    body = {"chargePointId": "NOPE", "connectorId": 1.0, "idTag": "T"}
+    assert is_problem(await api.post(START, json=body), 404)
+    for wrong in (1.5, "1", True):
+        response = await api.post(START, json={**body, "connectorId": wrong})
+        assert is_problem(response, 422) and response.json()["field"] == "connectorId", wrong

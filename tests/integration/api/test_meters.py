@@ -80,7 +80,7 @@ async def test_malformed_meter_is_a_problem_naming_the_field(
     response = await client.post("/api/v1/meters", json=body)
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
-    assert response.json()["field"] == "unit"
+    assert response.json()["field"] == "unitId"  # named as the body names it
 
 
 async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.AsyncClient, clock: ManualClock) -> None:

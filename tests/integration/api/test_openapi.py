@@ -4,7 +4,8 @@ checks, read from a real app as a partner's client generator would."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,58 @@ async def test_the_security_scheme_is_the_client_credentials_flow_with_each_oper
     assert security[("post", "/stations/{station_id}/reset")] == [{"OAuth2": ["charge-points:write"]}]
     for (method, path), requirement in security.items():
         assert len(requirement) == 1 and len(requirement[0]["OAuth2"]) == 1, (method, path)
+
+
+async def test_every_string_of_the_document_refuses_u0000(document: dict[str, Any]) -> None:
+    # The input check refuses U+0000 in every string (decisions.md "Input the service refuses"): so does the
+    # document, by a pattern, a format or an enumeration on each.
+    strings = list(typed(document, "string"))
+    assert len(strings) > 100
+    for schema in strings:
+        assert {"pattern", "format", "enum", "const"} & schema.keys(), schema
+        if "pattern" in schema:
+            assert not any(re.search(schema["pattern"], text) for text in ("\x00", "A\x00A", "Depot\x00")), schema
+
+
+async def test_request_bodies_refuse_unknown_members_and_bound_every_integer(document: dict[str, Any]) -> None:
+    # A member the document does not name, or an integer it does not bound, could hold what the input check
+    # refuses (an integer beyond 32 bits): then a body the document allows would be refused.
+    schemas = document["components"]["schemas"]
+    sent = [op["requestBody"] for _, _, op in operations(document) if "requestBody" in op]
+    sent += [parameter for _, _, op in operations(document) for parameter in op.get("parameters", [])]
+    names = referenced(sent, schemas)
+    assert len(names) > 20
+    for name in names:
+        if schemas[name].get("type") == "object":
+            assert schemas[name].get("additionalProperties") is False, name
+    for schema in typed(sent + [schemas[name] for name in names], "integer"):
+        assert ("minimum" in schema and "maximum" in schema) or "enum" in schema, schema
+
+
+def referenced(node: Any, schemas: dict[str, Any], seen: set[str] | None = None) -> set[str]:
+    """The names of the component schemas `node` refers to, directly or through others."""
+    seen = set() if seen is None else seen
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                name = value.rsplit("/", 1)[1]
+                if name not in seen:
+                    seen.add(name)
+                    referenced(schemas[name], schemas, seen)
+            else:
+                referenced(value, schemas, seen)
+    elif isinstance(node, list):
+        for value in node:
+            referenced(value, schemas, seen)
+    return seen
+
+
+def typed(node: Any, kind: str) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        if node.get("type") == kind:
+            yield node
+        for value in node.values():
+            yield from typed(value, kind)
+    elif isinstance(node, list):
+        for value in node:
+            yield from typed(value, kind)

@@ -171,3 +171,38 @@ async def test_a_bad_body_is_422_and_reaches_no_station(
     response = await api.post(f"/stations/CS-1/{verb}", json=body)
     assert response.status_code == 422
     assert station.received_calls == []
+
+
+async def test_a_data_transfer_the_document_allows_fits_one_frame_and_a_longer_one_is_refused(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    # The longest the document allows, of the characters JSON writes longest (control characters, six bytes each):
+    # one 64 KiB frame still holds it. Over the document's bound it is 422, before the station is asked.
+    longest = {"vendorId": "v" * 255, "messageId": "\x01" * 50, "data": "\x01" * 10_000}
+    answered = await api.post("/stations/CS-1/data-transfer", json=longest)
+    assert (answered.status_code, answered.json()) == (200, {"status": "UnknownVendorId"})
+    refused = await api.post("/stations/CS-1/data-transfer", json={"vendorId": "v", "data": "d" * 70_000})
+    assert (refused.status_code, refused.json()["field"]) == (422, "data")
+    assert [action for action, _ in station.received_calls] == ["DataTransfer"]
+
+
+async def test_a_command_over_the_frame_limit_is_refused_before_the_station_is_asked(
+    served: Served,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    from chargenet.edge.protocol.frames import FrameLimits
+    from chargenet.errors import InvalidInput
+    from chargenet.services import station_commands
+
+    with pytest.raises(InvalidInput, match="does not fit in one OCPP frame"):
+        await station_commands.central_command(
+            served.context.store,
+            served.context.stations,
+            OPERATOR,
+            station_id="CS-1",
+            action="DataTransfer",
+            payload={"vendorId": "v", "data": "d" * 2000},
+            limits=FrameLimits(max_frame_bytes=1024),
+        )
+    assert station.received_calls == []

@@ -314,7 +314,7 @@ async def test_storm_of_hostile_requests_gets_no_5xx_and_no_traceback(
             scopes=["sites:read"],
             now=served.context.clock.now(),
         )
-        await groups.add_app(session, OPERATOR, group.id, credentials.client_id)
+        await groups.add_app(session, OPERATOR, group.id, credentials.client_id, now=served.context.clock.now())
     async with httpx.AsyncClient(base_url=served.http_url, timeout=30) as client:
         document = (await client.get("/api/v1/openapi.json")).json()
         storm = Storm(client, token)

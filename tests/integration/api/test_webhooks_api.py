@@ -140,7 +140,21 @@ async def test_oauth2_without_client_secret_is_refused(api: Api) -> None:
     refused = await api.client.post(
         "/webhooks", json=_create_body(api, auth=auth), headers=await api.grants("webhooks:write")
     )
-    assert (refused.status_code, refused.json()["field"]) == (422, "clientSecret")
+    # The settings of each auth type are their own shape (the OpenAPI document's `oneOf`), named by the type.
+    assert (refused.status_code, refused.json()["field"]) == (422, "auth.oauth2.clientSecret")
+
+
+async def test_an_algorithm_the_format_refuses_is_422_in_one_body_and_409_against_the_webhook(api: Api) -> None:
+    write = await api.grants("webhooks:write")
+    refused = await api.client.post("/webhooks", json=_create_body(api, alg="rsa-pss-sha256"), headers=write)
+    assert (refused.status_code, refused.json()["field"]) == (422, "alg")
+    body = _create_body(api, alg="rsa-pss-sha256", signatureFormat="legacy")
+    webhook_id = (await api.client.post("/webhooks", json=body, headers=write)).json()["id"]
+    both = {"alg": "rsa-pss-sha256", "signatureFormat": "rfc9421"}
+    assert (await api.client.patch(f"/webhooks/{webhook_id}", json=both, headers=write)).status_code == 422
+    # Only the format changes: the webhook's algorithm does not allow it, a conflict with its state.
+    one = await api.client.patch(f"/webhooks/{webhook_id}", json={"signatureFormat": "rfc9421"}, headers=write)
+    assert one.status_code == 409 and one.headers["content-type"] == "application/problem+json"
 
 
 async def test_dead_letters_list_and_replay_answer_for_an_empty_webhook(api: Api) -> None:
@@ -185,10 +199,17 @@ async def test_events_of_a_site_outside_the_reach_are_not_found(api: Api) -> Non
     assert answer.status_code == 404
 
 
-async def test_bad_cursor_is_invalid_input(api: Api) -> None:
-    params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
+async def test_cursor_of_another_form_is_invalid_input(api: Api) -> None:
+    params = {"siteId": api.site_id, "cursor": "not a cursor!"}
     answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
     assert (answer.status_code, answer.json()["field"]) == (422, "cursor")
+
+
+async def test_cursor_no_page_gave_names_no_page(api: Api) -> None:
+    # Of the documented form (base64url), but not a position of the feed: like an id of no object.
+    params = {"siteId": api.site_id, "cursor": "not-a-cursor"}
+    answer = await api.client.get("/events", params=params, headers=await api.grants("events:read"))
+    assert answer.status_code == 404 and answer.headers["content-type"] == "application/problem+json"
 
 
 DEAD_LETTER_BODY = '{"eventId":"e-1","eventType":"Authorize","payload":{"idTag":"T"}}'

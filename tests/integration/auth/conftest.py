@@ -62,7 +62,7 @@ class Served:
                     scopes=scopes,
                     now=self.clock.now(),
                 )
-                await groups.add_app(session, OPERATOR, group.id, created.client_id)
+                await groups.add_app(session, OPERATOR, group.id, created.client_id, now=self.clock.now())
         return created
 
     async def token(self, credentials: applications.Credentials) -> str:

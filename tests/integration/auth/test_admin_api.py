@@ -116,7 +116,7 @@ async def test_unknown_scope_in_a_group_is_422(served: Served) -> None:
         json={"name": "g", "scopes": ["root"]},
         headers={"Authorization": f"Bearer {token}"},
     )
-    assert response.status_code == 422 and response.json()["field"] == "scope"
+    assert response.status_code == 422 and response.json()["field"] == "scopes.0"  # the document lists the scopes
 
 
 async def test_site_level_admin_cannot_manage_applications(served: Served) -> None:

@@ -119,7 +119,7 @@ async def test_site_level_group_admin_pages_only_its_sites_groups(served: Served
 
 
 @pytest.mark.parametrize("path", ["/applications", "/groups"])
-@pytest.mark.parametrize("cursor", ["!!!", "not a cursor", "=", "gICA"])
+@pytest.mark.parametrize("cursor", ["!!!", "not a cursor", "=", "A"])
 async def test_bad_cursor_is_422_naming_cursor(
     served: Served, two_companies: tuple[str, str, str], path: str, cursor: str
 ) -> None:
@@ -127,6 +127,16 @@ async def test_bad_cursor_is_422_naming_cursor(
     response = await served.get(path, token, cursor=cursor)
     assert_problem(422, response)
     assert response.json()["field"] == "cursor"
+
+
+@pytest.mark.parametrize("path", ["/applications", "/groups"])
+@pytest.mark.parametrize("cursor", ["gICA", "0000"])
+async def test_cursor_no_page_gave_is_404(
+    served: Served, two_companies: tuple[str, str, str], path: str, cursor: str
+) -> None:
+    # Base64url as the document says a cursor is, but of no key a page showed: it names no page.
+    _, _, token = two_companies
+    assert_problem(404, await served.get(path, token, cursor=cursor))
 
 
 @pytest.mark.parametrize("path", ["/applications", "/groups"])

@@ -224,7 +224,7 @@ async def test_leaving_the_group_revokes_the_permission_within_5_seconds(served:
     assert (await served.get("/charge-points", token)).status_code == 200
     async with served.context.store.transaction() as session:
         (group_id,) = (await applications.get_application(session, OPERATOR, app.client_id)).group_ids
-        await groups.remove_app(session, OPERATOR, group_id, app.client_id)
+        await groups.remove_app(session, OPERATOR, group_id, app.client_id, now=served.clock.now())
     served.clock.advance(REVOCATION_WINDOW)
     assert_problem(403, await served.get("/charge-points", token))
 
@@ -238,7 +238,7 @@ async def test_joining_a_group_grants_at_once_to_issued_tokens(served: Served) -
         group = await groups.create_group(
             session, OPERATOR, company_id=mine.company_id, name="late", scopes=["sites:read"], now=served.clock.now()
         )
-        await groups.add_app(session, OPERATOR, group.id, app.client_id)
+        await groups.add_app(session, OPERATOR, group.id, app.client_id, now=served.clock.now())
     served.clock.advance(REVOCATION_WINDOW)
     assert (await served.get("/sites", token)).status_code == 200
 

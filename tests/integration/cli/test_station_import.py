@@ -44,7 +44,7 @@ async def test_one_bad_row_imports_nothing_and_every_bad_row_is_named(cli, tmp_p
     assert "line 4: password: must be 16 to 40 characters, got 5" in result.err
     path.write_text("id\nST-1\nST-OLD\n")
     result = await cli("admin", "station", "import", "--site", site, str(path))
-    assert result.code == 2 and "line 3: id: station 'ST-OLD' already exists" in result.err
+    assert result.code == 5 and "line 3: id: station 'ST-OLD' already exists" in result.err
     assert await station_ids(cli, site) == ["ST-OLD"]
 
 

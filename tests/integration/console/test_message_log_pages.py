@@ -142,6 +142,9 @@ async def test_a_long_log_is_paged_by_keyset_newest_first(harness: ConsoleHarnes
     second = await viewer.get(next_url.group(1).replace("&amp;", "&"))
     assert [row[3] for row in rows_of(second.text)] == [f"h-{n}" for n in range(149, 49, -1)]
     assert "action=Heartbeat" in next_url.group(1)  # the filter goes along
+    for edited in ("not a cursor", "YWJj"):  # an edited address is the first page
+        again = await viewer.get("/console/stations/CS-1/messages", params={"after": edited})
+        assert again.status_code == 200 and rows_of(again.text)[0][3] == "h-249", edited
 
 
 async def test_dropped_frames_show_as_a_gap_with_their_count(

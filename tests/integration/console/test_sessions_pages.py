@@ -185,6 +185,9 @@ async def test_a_long_list_is_paged_by_keyset_with_its_filter(harness: ConsoleHa
     assert next_url and "station=CS-1" in next_url.group(1)
     second = await viewer.get(next_url.group(1).replace("&amp;", "&"))
     assert [row[0].split()[0] for row in rows_of(second.text)] == [str(n) for n in range(70, 20, -1)]
+    for edited in ("not a cursor", "YWJj", "OTk5OTk5OTk5OTk5"):  # garbage, "abc", "999999999999"
+        again = await viewer.get("/console/sessions", params={"station": "CS-1", "after": edited})
+        assert again.status_code == 200 and rows_of(again.text)[0][0].split()[0] == "120", edited
 
 
 async def test_a_session_shows_its_timeline_from_the_message_log(harness: ConsoleHarness) -> None:

@@ -80,10 +80,11 @@ class Served:
 
 
 async def serve_chargenet(
-    tmp_path: Path, database_url: str | None = None, clock: Clock | None = None
+    tmp_path: Path, database_url: str | None = None, clock: Clock | None = None, **settings: Any
 ) -> tuple[AppContext, uvicorn.Server, asyncio.Task[None], int]:
+    """chargenet on a free loopback port; `settings` are more settings, as flags name them."""
     port = free_port()
-    flags = {"data_dir": str(tmp_path / "data"), "port": str(port)}
+    flags = {**settings, "data_dir": str(tmp_path / "data"), "port": str(port)}
     if database_url:
         flags["database_url"] = database_url
     settings = load_settings(flags, {})

@@ -74,16 +74,15 @@ async def test_unknown_station_is_not_found(store: Store, clock: ManualClock, te
             )
 
 
-async def test_charge_point_of_another_station_is_refused(store: Store, clock: ManualClock, tenant: Tenant) -> None:
-    with pytest.raises(InvalidInput) as raised:
+async def test_charge_point_of_another_station_is_not_found(store: Store, clock: ManualClock, tenant: Tenant) -> None:
+    # An object named in the request that does not exist as named: not found, as an id in an API path is.
+    with pytest.raises(NotFound):
         await create(store, clock, tenant, charge_point_id="ELSEWHERE")
-    assert raised.value.field == "charge-point"
 
 
-async def test_connector_beyond_the_charge_point_is_refused(store: Store, clock: ManualClock, tenant: Tenant) -> None:
-    with pytest.raises(InvalidInput) as raised:
+async def test_connector_beyond_the_charge_point_is_not_found(store: Store, clock: ManualClock, tenant: Tenant) -> None:
+    with pytest.raises(NotFound):
         await create(store, clock, tenant, connector_id=3)
-    assert raised.value.field == "connector"
 
 
 async def test_second_meter_on_the_same_connector_is_a_conflict(

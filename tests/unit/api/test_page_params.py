@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chargenet.api.pagination import decode_cursor, encode_cursor, page_params
-from chargenet.errors import InvalidInput
+from chargenet.errors import NotFound
+from chargenet.services.pages import CURSOR_PATTERN
 
 
 def test_cursor_round_trips() -> None:
@@ -14,11 +17,21 @@ def test_cursor_is_url_safe() -> None:
     assert all(c.isalnum() or c in "-_" for c in encode_cursor("a?b&c=d/+"))
 
 
-@pytest.mark.parametrize("cursor", ["!!!", "_w"])
-def test_foreign_cursor_is_invalid_input(cursor: str) -> None:
-    with pytest.raises(InvalidInput) as info:
+@pytest.mark.parametrize("cursor", ["!!!", "_w", "gICA"])
+def test_foreign_cursor_names_no_page(cursor: str) -> None:
+    # Not the base64url of a key a page showed: like an id of no object, a 404 (the API refuses another form, 422).
+    with pytest.raises(NotFound):
         decode_cursor(cursor)
-    assert info.value.field == "cursor"
+
+
+@pytest.mark.parametrize("cursor", ["", "AB", "ABC", "ABCD", "ABCDEF", "a-_z"])
+def test_cursor_form_is_base64url_without_padding(cursor: str) -> None:
+    assert re.fullmatch(CURSOR_PATTERN, cursor)
+
+
+@pytest.mark.parametrize("cursor", ["A", "ABCDE", "AB==", "a+/b", "!!!"])
+def test_other_forms_are_not_cursors(cursor: str) -> None:
+    assert not re.fullmatch(CURSOR_PATTERN, cursor)
 
 
 def test_page_params_decode_the_cursor() -> None:

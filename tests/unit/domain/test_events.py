@@ -16,7 +16,9 @@ from chargenet.domain.events import (
     EventType,
     StopReason,
     StopTransactionPayload,
+    WebhookTestEvent,
     build_event,
+    build_test_event,
     parse_event,
     parse_event_json,
 )
@@ -261,3 +263,29 @@ def test_enums_hold_exactly_the_spec_values() -> None:
     assert len(StopReason) == 11
     assert "SuspendedEVSE" in {s.value for s in ConnectorStatus}
     assert "WeakSignal" in {c.value for c in ChargePointErrorCode}
+
+
+def test_the_test_event_is_documented_and_its_envelope_validates_against_the_published_schema() -> None:
+    schema = json.loads((SCHEMAS / "WebhookTest.json").read_text())
+    assert (SCHEMAS / "WebhookTest.json").read_text() == render("WebhookTest"), (
+        "docs/schemas is stale: run python scripts/generate_schemas.py"
+    )
+    event = build_test_event(
+        event_id=ENVELOPE["eventId"],
+        site_id="site_1",
+        raised_at=datetime(2026, 1, 15, 9, 30, tzinfo=UTC),
+        webhook_id="wh_1",
+        requested_by="operator ana@example.org",
+    )
+    data = event.to_json_dict()
+    assert data == {
+        "eventId": ENVELOPE["eventId"],
+        "eventType": "WebhookTest",
+        "siteId": "site_1",
+        "timestamp": "2026-01-15T10:30:00.000+01:00",
+        "payload": {"webhookId": "wh_1", "requestedBy": "operator ana@example.org"},
+    }
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert WebhookTestEvent.model_validate(data) == event
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate({**data, "payload": {"webhookId": "wh_1"}})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chargenet.errors import ImportRefused
+from chargenet.errors import ImportClash, ImportRefused
 from chargenet.services.station_import import read_csv, read_json_lines
 
 
 def refusal(read: object, text: str) -> list[str]:
-    with pytest.raises(ImportRefused) as caught:
+    with pytest.raises((ImportRefused, ImportClash)) as caught:
         read(text)  # type: ignore[operator]
     return [str(fault) for fault in caught.value.faults]
 

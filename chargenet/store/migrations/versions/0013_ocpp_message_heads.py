@@ -3,8 +3,8 @@
 Frames logged before this revision keep NULL there (no backfill: the log is kept 30 days, and the action of an
 answer comes from its CALL, which only the logger knew); a time filter still finds them.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-25 12:54:48.698463
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
