@@ -33,7 +33,7 @@ class LoopWorker(ABC):
 
     async def pause(self, stopping: asyncio.Event) -> None:
         """Between two iterations: `interval` on the clock, or less when the process is stopping. A worker
-        that can be told of news (`chargenet.store.notify`) wakes on it as well."""
+        that can be told of news overrides this to wake on it as well."""
         sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
         stopper = asyncio.ensure_future(stopping.wait())
         await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -39,11 +39,6 @@ CLOCK_SKEW = timedelta(seconds=60)
 no longer ago than this, which keeps it from sending a command an asker that died left pending long ago."""
 RELAY_INTERVAL = 0.1
 ASKER_POLL = 0.05
-# Where the store notifies other processes (PostgreSQL), a wait is woken by the news itself; these intervals are
-# then only a safety net for a notification lost with the listening connection.
-NOTIFIED_INTERVAL = 1.0
-COMMANDS = "chargenet_station_commands"  # a command was written for some station
-ANSWERS = "chargenet_station_command_answers"  # a command was answered, failed or expired
 FORGOTTEN_AFTER = timedelta(hours=1)
 
 PENDING, CLAIMED, ANSWERED, FAILED, EXPIRED = "pending", "claimed", "answered", "failed", "expired"
@@ -93,7 +88,6 @@ async def forward(
                 created_at=clock.now(),
             )
         )
-        await store.notifications.notify(session, COMMANDS)
     try:
         return await _await_answer(store, clock, command_id, station_id, action, answer_timeout)
     finally:
@@ -106,10 +100,8 @@ async def _await_answer(
 ) -> Payload:
     claim_by = clock.now() + CLAIM_WINDOW
     answer_by: datetime | None = None  # by this process's clock, not the holder's
-    notifications = store.notifications
-    mark = notifications.mark(ANSWERS)
     while True:
-        mark = await notifications.wait(ANSWERS, NOTIFIED_INTERVAL if notifications.live else ASKER_POLL, since=mark)
+        await asyncio.sleep(ASKER_POLL)
         async with store.transaction() as session:
             row = await session.get(StationCommand, command_id)
             if row is None:
@@ -161,19 +153,8 @@ class CommandRelay(LoopWorker):
         self.owner = process_owner()
         self._sending: set[asyncio.Task[None]] = set()
         self._last_purge = datetime.min.replace(tzinfo=UTC)  # purge at the first round
-        self._mark = 0
-
-    async def pause(self, stopping: asyncio.Event) -> None:
-        notifications = self.store.notifications
-        within = NOTIFIED_INTERVAL if notifications.live else self.interval
-        waiting = asyncio.ensure_future(notifications.wait(COMMANDS, within, since=self._mark))
-        stopper = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait({waiting, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (waiting, stopper):
-            task.cancel()
 
     async def run_once(self) -> None:
-        self._mark = self.store.notifications.mark(COMMANDS)  # what this round reads covers the news so far
         stations = self.connected()
         now = self.clock.now()
         claimed: list[StationCommand] = []
@@ -227,4 +208,3 @@ class CommandRelay(LoopWorker):
             values = {"state": FAILED, "error_kind": NO_ANSWER, "error": type(exc).__name__}
         async with self.store.transaction() as session:
             await session.execute(update(StationCommand).where(StationCommand.id == command_id).values(**values))
-            await self.store.notifications.notify(session, ANSWERS)

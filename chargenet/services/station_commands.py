@@ -44,10 +44,8 @@ class StationTarget:
         if charge_point_id is None:
             if len(self.charge_point_ids) == 1:
                 return self.charge_point_ids[0]
-            raise InvalidInput(
-                f"station {self.station_id} has charge points {', '.join(self.charge_point_ids)}: name one",
-                field="charge-point",
-            )
+            # The body is sound; the station's layout (several charge points) is what leaves it ambiguous: 409.
+            raise Conflict(f"station {self.station_id} has charge points {', '.join(self.charge_point_ids)}: name one")
         if charge_point_id not in self.charge_point_ids:
             raise NotFound("charge point", f"{charge_point_id} of station {self.station_id}")
         return charge_point_id

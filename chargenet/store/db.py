@@ -24,8 +24,6 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from chargenet.store.notify import Notifications
-
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -54,7 +52,6 @@ class Store:
         # which polls with sleeps of up to 100 ms: under load that alone took webhook latency from tens of
         # milliseconds to over a second. Other processes still meet the busy handler.
         self._sqlite_writer = asyncio.Lock() if self.dialect == "sqlite" else None
-        self.notifications = Notifications(url, self.dialect)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -77,7 +74,6 @@ class Store:
             yield session
 
     async def dispose(self) -> None:
-        await self.notifications.close()
         if self._read_engine is not None:
             await self._read_engine.dispose()
         await self.engine.dispose()

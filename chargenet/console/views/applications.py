@@ -19,7 +19,7 @@ from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
 from chargenet.services import applications
-from chargenet.services.pages import PageRequest
+from chargenet.services.pages import PageRequest, UnknownCursor
 
 PAGE_SIZE = 50
 
@@ -34,7 +34,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     after = request.query_params.get("after") or None
     try:
         wanted = PageRequest.of(PAGE_SIZE, after)
-    except InvalidInput:
+    except (InvalidInput, UnknownCursor):
         # A cursor we never gave out (an edited address): the first page rather than an error page.
         wanted, after = PageRequest(PAGE_SIZE), None
     async with console_of(request).reading() as session:

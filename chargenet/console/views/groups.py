@@ -21,7 +21,7 @@ from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, StaleChange
 from chargenet.services import groups
-from chargenet.services.pages import PageRequest
+from chargenet.services.pages import PageRequest, UnknownCursor
 
 PAGE_SIZE = 50
 FILTERS = ("q", "grants", "at", "app")  # name contains, grants scope, anchored at, application in it
@@ -68,7 +68,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     after = request.query_params.get("after") or None
     try:
         wanted = PageRequest.of(PAGE_SIZE, after)
-    except InvalidInput:
+    except (InvalidInput, UnknownCursor):
         wanted, after = PageRequest(PAGE_SIZE), None
     console = console_of(request)
     async with console.reading() as session:

@@ -200,8 +200,8 @@ async def _create(request: Request, signed: Signed) -> Response:
             )
     except InvalidInput as error:
         return _new_page(request, signed, form, status_code=422, errors=field_errors(error, FIELDS, "station_id"))
-    except NotFound as error:  # the site or the station is not this company's, or does not exist
-        field = "site_id" if error.kind == "site" else "station_id"
+    except NotFound as error:  # the site, station or connector is not this company's, or does not exist
+        field = {"site": "site_id", "connector": "connector_id"}.get(error.kind, "station_id")
         errors = {field: f"no {error.kind} {error.identifier!r} in this company"}
         return _new_page(request, signed, form, status_code=422, errors=errors)
     except Conflict as error:  # the connector is measured already, or the bus address is taken

@@ -305,6 +305,7 @@ def chargenet(tmp_path: Path) -> Iterator[Chargenet]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # about 30 s alone; a machine busy with the rest of the suite has taken 2 minutes
 def test_schemathesis_finds_nothing_with_every_check_and_phase(chargenet: Chargenet) -> None:
     base_url = f"{chargenet.url}{API_PATH}"
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=fuzz_config(base_url))

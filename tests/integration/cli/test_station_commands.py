@@ -76,9 +76,9 @@ async def test_unlock_on_a_charge_point_among_several_names_its_ocpp_connector(c
     assert duo.received_calls == [("UnlockConnector", {"connectorId": 3})]
 
 
-async def test_unlock_on_a_station_with_several_charge_points_needs_one_named_exit_2(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_unlock_on_a_station_with_several_charge_points_needs_one_named_exit_5(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     result = await cli("admin", "station", "unlock", "DUO", "--connector", "1")
-    assert result.code == 2 and "DUO-1, DUO-2" in result.err
+    assert result.code == 5 and "DUO-1, DUO-2" in result.err
     assert duo.received_calls == []
 
 
