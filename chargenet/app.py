@@ -105,6 +105,7 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     webhook_allow_private=context.settings.webhook_allow_private,
                     webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,
+                    store=context.store,
                 )
             ),
         ),

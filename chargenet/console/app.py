@@ -19,10 +19,13 @@ from chargenet.console.views import (
     audit,
     auth,
     groups,
+    message_log,
     meters,
     operators,
     overview,
+    sessions,
     sites,
+    stations,
     webhooks,
 )
 
@@ -65,6 +68,9 @@ def create_console(console: Console) -> Starlette:
         *webhooks.routes(),
         *audit.routes(),
         *sites.routes(),
+        *stations.routes(),
+        *message_log.routes(),
+        *sessions.routes(),
         *meters.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]

@@ -4,7 +4,7 @@ error of the form field it is about."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
@@ -22,14 +22,24 @@ def version_of(form: Mapping[str, str]) -> int | None:
         return None
 
 
-def page_of(request: Request, size: int, parameter: str = "after") -> tuple[PageRequest, str | None]:
-    """The keyset page a list address asks for; a cursor we never gave out (an edited address) is the first page
-    rather than an error page."""
+def page_of(
+    request: Request, size: int, parameter: str = "after", *, key: Callable[[str], bool] | None = None
+) -> tuple[PageRequest, str | None]:
+    """The keyset page a list address asks for; a cursor we never gave out (an edited address), or one whose key
+    is not what the list's keys look like (`key`), is the first page rather than an error page."""
     after = request.query_params.get(parameter) or None
     try:
-        return PageRequest.of(size, after), after
+        wanted = PageRequest.of(size, after)
     except (InvalidInput, UnknownCursor):
         return PageRequest(size), None
+    if key is not None and wanted.after is not None and not key(wanted.after):
+        return PageRequest(size), None
+    return wanted, after
+
+
+def numbered(key: str) -> bool:
+    """Whether a page's key is a row number, as the keys of lists ordered by id are."""
+    return key.isascii() and key.isdigit() and len(key) <= 18
 
 
 def address(path: str, **parameters: str | None) -> str:

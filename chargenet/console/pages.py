@@ -33,6 +33,7 @@ from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
+from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ STATIC = Path(__file__).parent / "static"
 NAVIGATION = (
     ("overview", "Overview", ""),
     ("sites", "Sites", "/sites"),
+    ("sessions", "Sessions", "/sessions"),
     ("applications", "Applications", "/applications"),
     ("groups", "Groups", "/groups"),
     ("webhooks", "Webhooks", "/webhooks"),
@@ -77,6 +79,7 @@ class Console:
     webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
     webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
+    store: Store | None = None  # what station commands are sent through (`services.station_commands`)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""

@@ -3,11 +3,20 @@
 Writing each frame in its own transaction would cost a commit per Heartbeat; frames are buffered in memory
 and flushed every second by a worker, so the log lags by at most a second and costs one insert per batch.
 Rows older than `RETENTION_DAYS` are purged by the same worker (decisions.md §4: 30 days).
+
+Each frame is logged with its head (message type, message id, and action; an answer's action is its CALL's,
+which the logger of that connection remembers), so the log can be searched by them. The buffer is bounded:
+when it is full the oldest frames are dropped, and never silently. The log counts them per station and writes,
+with the next batch and ahead of its frames, one `gap` row per station and peer saying how many frames, from
+when to when, are missing there; a batch the store refused is counted the same way.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import deque
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -22,6 +31,38 @@ from chargenet.workers import LoopWorker
 RETENTION_DAYS = 30
 PURGE_EVERY = timedelta(minutes=1)
 MAX_BUFFERED = 100_000  # beyond this the oldest unflushed frames are dropped rather than memory growing
+MAX_PENDING_CALLS = 256  # CALLs per connection whose answer's action the logger remembers
+GAP = "gap"
+
+# The head of an OCPP-J frame: `[2, "id", "Action", ...`, `[3, "id", ...` or `[4, "id", ...`.
+_HEAD = re.compile(r'\s*\[\s*([234])\s*,\s*"([^"\\\x00-\x1f]{1,64})"\s*(?:,\s*"([A-Za-z0-9_]{1,64})")?')
+
+
+@dataclass(frozen=True, slots=True)
+class FrameHead:
+    message_type: int | None
+    message_id: str | None
+    action: str | None
+
+
+NO_HEAD = FrameHead(None, None, None)
+
+
+def frame_head(frame: str) -> FrameHead:
+    """The message type, message id and (for a CALL) action of a frame, read from its first bytes only; NO_HEAD
+    for a frame that does not start as OCPP-J does. A CALLERROR's third element is its error code, not an action."""
+    found = _HEAD.match(frame)
+    if found is None:
+        return NO_HEAD
+    kind = int(found.group(1))
+    return FrameHead(kind, found.group(2), found.group(3) if kind == 2 else None)
+
+
+@dataclass(slots=True)
+class _Gap:
+    dropped: int
+    first: datetime
+    last: datetime
 
 
 class MessageLog(LoopWorker):
@@ -33,17 +74,61 @@ class MessageLog(LoopWorker):
         self._buffer: deque[dict[str, object]] = deque(maxlen=MAX_BUFFERED)
         self._heartbeats: dict[str, datetime] = {}
         self._presence: dict[str, dict[str, object]] = {}
+        self._gaps: dict[tuple[str, str], _Gap] = {}
         self.dropped = 0
         self._purged_at: datetime | None = None
 
     def logger(self, station_id: str, peer: str) -> _FrameLogger:
         return _FrameLogger(self, station_id, peer)
 
-    def add(self, station_id: str, peer: str, direction: str, frame: str) -> None:
+    def add(self, station_id: str, peer: str, direction: str, frame: str, head: FrameHead | None = None) -> None:
         if len(self._buffer) == MAX_BUFFERED:
             self.dropped += 1  # the deque drops the oldest
-        row = {"station_id": station_id, "peer": peer, "direction": direction, "frame": frame, "at": self.clock.now()}
+            self._count_lost([self._buffer[0]])
+        head = head or frame_head(frame)
+        row = {
+            "station_id": station_id,
+            "peer": peer,
+            "direction": direction,
+            "frame": frame,
+            "at": self.clock.now(),
+            "message_type": head.message_type,
+            "message_id": head.message_id,
+            "action": head.action,
+        }
         self._buffer.append(row)
+
+    def _count_lost(self, rows: list[dict[str, object]]) -> None:
+        for row in rows:
+            # A gap row lost again carries its count over.
+            dropped = int(json.loads(cast(str, row["frame"]))["dropped"]) if row["direction"] == GAP else 1
+            at = cast(datetime, row["at"])
+            key = (cast(str, row["station_id"]), cast(str, row["peer"]))
+            gap = self._gaps.get(key)
+            if gap is None:
+                self._gaps[key] = _Gap(dropped, at, at)
+            else:
+                gap.dropped += dropped
+                gap.first, gap.last = min(gap.first, at), max(gap.last, at)
+
+    def _gap_rows(self) -> list[dict[str, object]]:
+        rows: list[dict[str, object]] = []
+        for (station_id, peer), gap in self._gaps.items():
+            note = {"dropped": gap.dropped, "from": gap.first.isoformat(), "to": gap.last.isoformat()}
+            rows.append(
+                {
+                    "station_id": station_id,
+                    "peer": peer,
+                    "direction": GAP,
+                    "frame": json.dumps(note),
+                    "at": gap.first,
+                    "message_type": None,
+                    "message_id": None,
+                    "action": None,
+                }
+            )
+        self._gaps = {}
+        return rows
 
     def heartbeat(self, station_id: str, at: datetime) -> None:
         """A station's heartbeat, written with the next batch: Heartbeats are the most frequent message and
@@ -60,9 +145,28 @@ class MessageLog(LoopWorker):
             fields["last_seen_at"] = at
 
     async def run_once(self) -> None:
-        batch, self._buffer = list(self._buffer), deque(maxlen=MAX_BUFFERED)
+        # Gaps first: the frames they stand for were older than every frame still buffered.
+        batch = self._gap_rows() + list(self._buffer)
+        self._buffer = deque(maxlen=MAX_BUFFERED)
         heartbeats, self._heartbeats = self._heartbeats, {}
         presence, self._presence = self._presence, {}
+        try:
+            await self._write(batch, heartbeats, presence)
+        except BaseException:
+            self.dropped += sum(1 for row in batch if row["direction"] != GAP)
+            self._count_lost(batch)  # shown as a gap by the next batch that is written
+            for station_id, fields in presence.items():  # the newer news, if any came meanwhile, wins
+                self._presence[station_id] = {**fields, **self._presence.get(station_id, {})}
+            for station_id, at in heartbeats.items():
+                self._heartbeats.setdefault(station_id, at)
+            raise
+
+    async def _write(
+        self,
+        batch: list[dict[str, object]],
+        heartbeats: dict[str, datetime],
+        presence: dict[str, dict[str, object]],
+    ) -> None:
         async with self._store.transaction() as session:
             if batch:
                 # The table's own insert (not the ORM's bulk path): thousands of rows a second, so the per-row
@@ -85,10 +189,22 @@ class MessageLog(LoopWorker):
 
 
 class _FrameLogger:
-    __slots__ = ("_log", "_peer", "_station_id")
+    """Logs one connection's frames, remembering its open CALLs so that each answer is logged with its action."""
+
+    __slots__ = ("_calls", "_log", "_peer", "_station_id")
 
     def __init__(self, log: MessageLog, station_id: str, peer: str) -> None:
         self._log, self._station_id, self._peer = log, station_id, peer
+        self._calls: dict[str, str] = {}
 
     def __call__(self, direction: str, frame: str) -> None:
-        self._log.add(self._station_id, self._peer, direction, frame)
+        head = frame_head(frame)
+        if head.message_id is not None:
+            if head.action is not None:
+                if len(self._calls) >= MAX_PENDING_CALLS:
+                    del self._calls[next(iter(self._calls))]  # the oldest: never answered
+                self._calls[head.message_id] = head.action
+            elif head.message_type in (3, 4):
+                action = self._calls.pop(head.message_id, None)
+                head = FrameHead(head.message_type, head.message_id, action)
+        self._log.add(self._station_id, self._peer, direction, frame, head)

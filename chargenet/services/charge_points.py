@@ -16,7 +16,7 @@ from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View
-from chargenet.store.models import ChargePoint, Connector, Site, StationPresence
+from chargenet.store.models import ChargePoint, Connector, Meter, Site, Station, StationPresence
 
 Connection = Literal["connected", "meter", "disconnected"]
 
@@ -171,6 +171,68 @@ async def _views(
             )
         )
     return views
+
+
+class StationStateView(View):
+    """How a station is reached now and what it said it is, as an operator's page shows it.
+
+    `connection`: `connected` while this process holds its OCPP connection; `elsewhere` while another process
+    sharing the store does (its commands go through the store's relay); `meter` for a station known only through
+    meters; `offline` otherwise, whatever its connectors last reported. The identity is what its last
+    BootNotification said (station-supplied text)."""
+
+    station_id: str
+    site_id: str
+    connection: Literal["connected", "elsewhere", "meter", "offline"]
+    connected_at: Instant | None
+    disconnected_at: Instant | None
+    last_heartbeat: Instant | None
+    last_seen: Instant | None
+    vendor: str | None
+    model: str | None
+    firmware_version: str | None
+    booted_at: Instant | None
+    site_has_upstream: bool
+
+    @property
+    def reachable(self) -> bool:
+        """Whether a command can be sent to it now (here or through the process that holds it)."""
+        return self.connection in ("connected", "elsewhere")
+
+
+async def station_state(
+    session: AsyncSession, caller: Caller, stations: StationCommands | None, station_id: str
+) -> StationStateView:
+    """The station's connection and identity, if the caller's `charge-points:read` reaches it; `NotFound` else."""
+    station = await session.get(Station, station_id)
+    site = await session.get(Site, station.site_id) if station is not None else None
+    if station is None or site is None or not caller.allows(Scope.CHARGE_POINTS_READ, site.company_id, site.id):
+        raise NotFound("station", station_id)
+    row = await session.get(StationPresence, station_id)
+    connection: Literal["connected", "elsewhere", "meter", "offline"]
+    if stations is not None and stations.is_connected(station_id):
+        connection = "connected"
+    elif row is not None and row.connected:
+        # What the relay goes by too (`edge.relay.forward`): a command is sent through the store to that process.
+        connection = "elsewhere"
+    elif row is None and await session.scalar(select(Meter.id).where(Meter.station_id == station_id).limit(1)):
+        connection = "meter"
+    else:
+        connection = "offline"
+    return StationStateView(
+        station_id=station_id,
+        site_id=site.id,
+        connection=connection,
+        connected_at=row.connected_at if row else None,
+        disconnected_at=row.disconnected_at if row else None,
+        last_heartbeat=row.last_heartbeat_at if row else None,
+        last_seen=row.last_seen_at if row else None,
+        vendor=row.vendor if row else None,
+        model=row.model if row else None,
+        firmware_version=row.firmware_version if row else None,
+        booted_at=row.booted_at if row else None,
+        site_has_upstream=site.upstream_url is not None,
+    )
 
 
 class StationPresenceView(View):

@@ -66,13 +66,13 @@ STATION_FIELDS = {
 TAG_FIELDS = {"idTag": "id_tag", "parentIdTag": "parent_id_tag", "status": "status", "expires": "expires"}
 
 
-def _cipher(request: Request) -> CredentialCipher:
+def cipher_of(request: Request) -> CredentialCipher:
     cipher = console_of(request).credential_cipher
     assert cipher is not None, "the console was built without the credential cipher sites need"
     return cipher
 
 
-def _hasher(request: Request) -> SecretHasher:
+def hasher_of(request: Request) -> SecretHasher:
     hasher = console_of(request).secret_hasher
     assert hasher is not None, "the console was built without the secret hasher stations need"
     return hasher
@@ -128,7 +128,7 @@ async def _create(request: Request, signed: Signed) -> Response:
             created = await sites.create_site(
                 session,
                 signed.caller,
-                _cipher(request),
+                cipher_of(request),
                 company_id=signed.caller.company_id,
                 name=kept["name"],
                 now=console.clock.now(),
@@ -209,7 +209,7 @@ async def _update(request: Request, signed: Signed) -> Response:
             await sites.update_site(
                 session,
                 signed.caller,
-                _cipher(request),
+                cipher_of(request),
                 site_id,
                 now=console.clock.now(),
                 name=form.get("name", ""),
@@ -222,7 +222,7 @@ async def _update(request: Request, signed: Signed) -> Response:
     except InvalidInput as error:
         errors = field_errors(error, SITE_FIELDS, "name")
         return await _site_page(
-            request, signed, site_id, status_code=422, site_form=kept, errors=errors, failed="site", **_edited(form)
+            request, signed, site_id, status_code=422, site_form=kept, errors=errors, failed="site", **edited(form)
         )
     except StaleChange as error:
         return await _site_page(
@@ -231,13 +231,13 @@ async def _update(request: Request, signed: Signed) -> Response:
     return redirect(console.url(f"/sites/{site_id}"))
 
 
-def _edited(form: dict[str, str]) -> dict[str, int]:
+def edited(form: dict[str, str]) -> dict[str, int]:
     """A refused form is shown again with the version it was edited from, not a newer one."""
     version = version_of(form)
     return {} if version is None else {"version": version}
 
 
-def _key_choice(form: dict[str, str], choices: tuple[tuple[str, str], ...]) -> str:
+def key_choice(form: dict[str, str], choices: tuple[tuple[str, str], ...]) -> str:
     choice = form.get("key", "")
     if choice not in {value for value, _ in choices}:
         raise InvalidInput("choose one of the options", field="key")
@@ -255,7 +255,7 @@ async def _create_station(request: Request, signed: Signed) -> Response:
         "key": form.get("key", ""),
     }
     try:
-        choice = _key_choice(form, KEY_CHOICES_NEW)
+        choice = key_choice(form, KEY_CHOICES_NEW)
         station_id = text(form, "station_id")
         if not station_id:
             raise InvalidInput("is required", field="station_id")
@@ -268,8 +268,8 @@ async def _create_station(request: Request, signed: Signed) -> Response:
             created = await stations.create_station(
                 session,
                 signed.caller,
-                _hasher(request),
-                _cipher(request),
+                hasher_of(request),
+                cipher_of(request),
                 site_id=site_id,
                 station_id=station_id,
                 now=console.clock.now(),
@@ -289,104 +289,15 @@ async def _create_station(request: Request, signed: Signed) -> Response:
             request, signed, site_id, status_code=422, station_form=kept, errors=errors, failed="station"
         )
     if choice == "generate":
-        return _key_page(request, signed, created, key, created_now=True)
+        return key_page(request, signed, created, key, created_now=True)
     return redirect(console.url(f"/stations/{created.id}"))
 
 
-def _key_page(
+def key_page(
     request: Request, signed: Signed, station: stations.StationView, key: str | None, *, created_now: bool
 ) -> Response:
     context = {"station": station, "key": key, "created_now": created_now}
     return render(request, "station_key.html", context, signed=signed, active="sites")
-
-
-# --- one station -------------------------------------------------------------------------------------------
-
-
-async def _station_page(
-    request: Request, signed: Signed, station_id: str, *, status_code: int = 200, **context: Any
-) -> Response:
-    console = console_of(request)
-    async with console.reading() as session:
-        station = await stations.get_station(session, signed.caller, station_id)
-        site = await sites.get_site(session, signed.caller, station.site_id)
-        company = await companies.get_company(session, signed.caller, site.company_id)
-        points = await charge_points.charge_points_of_stations(session, signed.caller, console.stations, [station_id])
-    values = {
-        "company": company,
-        "site": site,
-        "station": station,
-        "points": points,
-        "form": {"key": "keep", "clear_upstream_password": False},
-        "version": station.version,  # an edit refused as stale saves, the next time, over what is now shown
-        "key_choices": KEY_CHOICES_EDIT,
-        "stale": None,
-        "delete_error": None,
-        **context,
-    }
-    return render(request, "station.html", values, status_code=status_code, signed=signed, active="sites")
-
-
-async def _show_station(request: Request, signed: Signed) -> Response:
-    return await _station_page(request, signed, request.path_params["station_id"])
-
-
-async def _update_station(request: Request, signed: Signed) -> Response:
-    console = console_of(request)
-    station_id = request.path_params["station_id"]
-    form = await submitted(request)
-    kept = {"key": form.get("key", ""), "clear_upstream_password": bool(form.get("clear_upstream_password"))}
-    try:
-        choice = _key_choice(form, KEY_CHOICES_EDIT)
-        key = {"keep": None, "generate": new_authorization_key(), "given": form.get("password", ""), "none": None}[
-            choice
-        ]
-        if choice == "given" and not key:
-            raise InvalidInput("type the key, or choose another option", field="password")
-        async with console.transaction() as session:
-            changed = await stations.update_station(
-                session,
-                signed.caller,
-                _hasher(request),
-                _cipher(request),
-                station_id,
-                now=console.clock.now(),
-                password=key,
-                clear_password=choice == "none",
-                upstream_password=form.get("station_upstream_password") or None,
-                clear_upstream_password=bool(kept["clear_upstream_password"]),
-                expected_version=version_of(form),
-            )
-    except InvalidInput as error:
-        errors = field_errors(error, STATION_FIELDS, "key")
-        return await _station_page(
-            request, signed, station_id, status_code=422, form=kept, errors=errors, **_edited(form)
-        )
-    except StaleChange as error:
-        return await _station_page(request, signed, station_id, status_code=409, form=kept, stale=error.message)
-    if choice == "generate":
-        return _key_page(request, signed, changed, key, created_now=False)
-    return redirect(console.url(f"/stations/{station_id}"))
-
-
-async def _delete_station(request: Request, signed: Signed) -> Response:
-    console = console_of(request)
-    station_id = request.path_params["station_id"]
-    form = await submitted(request)
-    try:
-        async with console.transaction() as session:
-            station = await stations.get_station(session, signed.caller, station_id)
-            await stations.delete_station(
-                session,
-                signed.caller,
-                station_id,
-                now=console.clock.now(),
-                stations=console.stations,
-                expected_version=version_of(form),
-            )
-    except Conflict as error:  # connected, metered, has transactions, or changed meanwhile
-        return await _station_page(request, signed, station_id, status_code=409, delete_error=error.message)
-    return go_to(request, console.url(f"/sites/{station.site_id}"))
 
 
 # --- a site's local authorization list ---------------------------------------------------------------------
@@ -510,7 +421,4 @@ def routes() -> list[Route]:
             Route(f"/sites/{{site_id}}/local-list/{verb}", page(_tag_action(verb), role=admin), methods=["POST"])
             for verb in ("block", "expire", "accept", "remove")
         ),
-        Route("/stations/{station_id}", page(_show_station), methods=["GET"]),
-        Route("/stations/{station_id}", page(_update_station, role=admin), methods=["POST"]),
-        Route("/stations/{station_id}/delete", page(_delete_station, role=admin), methods=["POST"]),
     ]

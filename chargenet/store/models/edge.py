@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, SmallInteger, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chargenet.store.models.base import Base, UtcDateTime
@@ -154,14 +154,27 @@ class StationCommand(Base):
 
 
 class OcppMessage(Base):
-    """The OCPP message log (kept 30 days): every frame to and from stations and upstreams."""
+    """The OCPP message log (kept 30 days): every frame to and from stations and upstreams.
+
+    `message_type`, `message_id` and `action` are read from the frame's head as it is logged (the action of a
+    CALLRESULT or CALLERROR is its CALL's), so the log can be searched by them; NULL for a frame that has none.
+    A row with direction `gap` stands for frames the log had to drop (its buffer is bounded): its frame is
+    `{"dropped": N, "from": ..., "to": ...}`, and it sits where they would have been."""
 
     __tablename__ = "ocpp_messages"
-    __table_args__ = (Index("ix_ocpp_messages_station", "station_id", "id"), Index("ix_ocpp_messages_at", "at"))
+    __table_args__ = (
+        Index("ix_ocpp_messages_station", "station_id", "id"),
+        Index("ix_ocpp_messages_at", "at"),
+        Index("ix_ocpp_messages_station_action", "station_id", "action", "id"),
+        Index("ix_ocpp_messages_station_message", "station_id", "message_id"),
+    )
 
     id: Mapped[int] = mapped_column(_AutoId, primary_key=True)
     station_id: Mapped[str] = mapped_column(String(48))
     peer: Mapped[str] = mapped_column(String(16))  # station | upstream
-    direction: Mapped[str] = mapped_column(String(8))  # in | out
+    direction: Mapped[str] = mapped_column(String(8))  # in | out | gap
     frame: Mapped[str] = mapped_column(Text)
     at: Mapped[datetime] = mapped_column(UtcDateTime())
+    message_type: Mapped[int | None] = mapped_column(SmallInteger, default=None)  # 2 CALL, 3 CALLRESULT, 4 CALLERROR
+    message_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    action: Mapped[str | None] = mapped_column(String(64), default=None)

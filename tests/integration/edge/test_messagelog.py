@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import insert, select
 
 from chargenet.clock import ManualClock
-from chargenet.edge import records
-from chargenet.edge.messagelog import MessageLog
+from chargenet.edge import messagelog, records
+from chargenet.edge.messagelog import FrameHead, MessageLog, frame_head
 from chargenet.keys import KeyStore
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
@@ -60,3 +63,97 @@ async def test_boot_recorded_while_another_transaction_writes_the_presence_row_k
     async with store.transaction() as session:
         row = await session.get(StationPresence, "CS-1")
         assert row is not None and row.connected and row.model == "SimStation"
+
+
+async def rows(store: Store) -> list[tuple[str, str, str, int | None, str | None, str | None]]:
+    async with store.transaction() as session:
+        found = await session.execute(
+            select(
+                OcppMessage.station_id,
+                OcppMessage.direction,
+                OcppMessage.frame,
+                OcppMessage.message_type,
+                OcppMessage.message_id,
+                OcppMessage.action,
+            ).order_by(OcppMessage.id)
+        )
+        return [tuple(row) for row in found]  # type: ignore[misc]
+
+
+def test_a_frames_head_is_read_from_its_first_bytes() -> None:
+    assert frame_head('[2, "m-1", "BootNotification", {}]') == FrameHead(2, "m-1", "BootNotification")
+    assert frame_head('[3,"m-1",{"status":"Accepted"}]') == FrameHead(3, "m-1", None)
+    assert frame_head('[4,"m-1","NotImplemented","",{}]') == FrameHead(4, "m-1", None)  # an error code, no action
+    for unreadable in ("old", "", "[2,", '{"a": 1}', f'[2,"{"x" * 65}","Heartbeat",{{}}]', "b'\\x00'"):
+        assert frame_head(unreadable) == FrameHead(None, None, None), unreadable
+
+
+async def test_each_frame_is_logged_with_its_type_id_and_action_and_an_answer_with_its_calls(
+    store: Store, clock: ManualClock
+) -> None:
+    log = MessageLog(store, clock)
+    station = log.logger("CS-1", "station")
+    upstream = log.logger("CS-1", "upstream")
+    station("out", '[2,"c-1","Reset",{"type":"Soft"}]')
+    station("in", '[2,"s-1","Heartbeat",{}]')
+    upstream("in", '[3,"c-1",{}]')  # another connection's CALL of the same id: not this one's answer
+    station("out", '[3,"s-1",{"currentTime":"2026-07-01T12:00:00Z"}]')
+    station("in", '[4,"c-1","NotImplemented","no",{}]')
+    station("in", "garbage")
+    await log.run_once()
+    assert [row[1:2] + row[3:] for row in await rows(store)] == [
+        ("out", 2, "c-1", "Reset"),
+        ("in", 2, "s-1", "Heartbeat"),
+        ("in", 3, "c-1", None),
+        ("out", 3, "s-1", "Heartbeat"),
+        ("in", 4, "c-1", "Reset"),
+        ("in", None, None, None),
+    ]
+
+
+async def test_frames_dropped_from_a_full_buffer_leave_a_gap_row_where_they_were(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(messagelog, "MAX_BUFFERED", 3)
+    log = MessageLog(store, clock)
+    log.add("CS-1", "station", "in", "one")
+    log.add("CS-1", "station", "in", "two")
+    await log.run_once()
+    first_at = clock.now()
+    for n in range(5):
+        clock.advance(1)
+        log.add("CS-2" if n == 1 else "CS-1", "station", "in", f"frame {n}")
+    assert log.dropped == 2  # frame 0 (CS-1) and frame 1 (CS-2): the oldest
+    await log.run_once()
+    written = await rows(store)
+    assert [(station, direction, frame) for station, direction, frame, *_ in written[:2]] == [
+        ("CS-1", "in", "one"),
+        ("CS-1", "in", "two"),
+    ]
+    gaps = {row[0]: json.loads(row[2]) for row in written[2:4]}
+    assert all(row[1] == "gap" for row in written[2:4])
+    assert gaps["CS-1"]["dropped"] == 1 and gaps["CS-2"]["dropped"] == 1
+    assert gaps["CS-1"]["from"] == (first_at + timedelta(seconds=1)).isoformat()
+    assert [row[2] for row in written[4:]] == ["frame 2", "frame 3", "frame 4"]
+
+
+async def test_a_batch_the_store_refused_is_shown_as_a_gap_by_the_next_one(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = MessageLog(store, clock)
+    for n in range(3):
+        log.add("CS-1", "station", "in", f"lost {n}")
+    write = log._write
+
+    async def refused(*args: object) -> None:
+        raise ConnectionError("database unreachable")
+
+    monkeypatch.setattr(log, "_write", refused)
+    with pytest.raises(ConnectionError):
+        await log.run_once()
+    monkeypatch.setattr(log, "_write", write)
+    log.add("CS-1", "station", "in", "after")
+    await log.run_once()
+    written = await rows(store)
+    assert [row[1] for row in written] == ["gap", "in"] and json.loads(written[0][2])["dropped"] == 3
+    assert log.dropped == 3

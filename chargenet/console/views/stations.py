@@ -1,0 +1,540 @@
+"""One station: what it is and how it is reached, its connectors, the commands an operator sends it, its
+configuration, and its keys.
+
+A station that is not connected is shown offline whatever its connectors last reported, and its commands are
+disabled with the reason; so are the central-system commands (configuration, cache) on a site with an upstream,
+which owns them (`station_commands` refuses them there as a conflict). Every command goes through the same use
+cases as the API (`services.sessions`, `services.station_commands`), and its outcome is shown as it came: the
+station's answer, its CALLERROR, its silence, or why it was not sent. An htmx request gets only the outcome, in
+the region beside the form that sent it; a plain form post gets the whole page with the outcome in that region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chargenet.console.forms import field_errors, version_of, whole_number
+from chargenet.console.pages import Console, Signed, console_of, go_to, is_htmx, page, redirect, render, submitted
+from chargenet.console.views.sites import (
+    KEY_CHOICES_EDIT,
+    STATION_FIELDS,
+    cipher_of,
+    edited,
+    hasher_of,
+    key_choice,
+    key_page,
+)
+from chargenet.domain.operators import Role
+from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
+from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StaleChange,
+    StationAnswerFailed,
+    StationDidNotAnswer,
+    StationNotConnected,
+    StationRejected,
+)
+from chargenet.ids import new_authorization_key
+from chargenet.ports import StationCommands
+from chargenet.services import charge_points, companies, sessions, sites, station_commands, stations, transactions
+from chargenet.services.callers import OperatorCaller
+from chargenet.store.db import Store
+
+RESET_TYPES = (("Soft", "Soft: restart the software, ending sessions cleanly"), ("Hard", "Hard: reboot"))
+AVAILABILITY = (("Inoperative", "Inoperative"), ("Operative", "Operative"))
+TRIGGERS = (
+    "StatusNotification",
+    "MeterValues",
+    "Heartbeat",
+    "BootNotification",
+    "DiagnosticsStatusNotification",
+    "FirmwareStatusNotification",
+)
+CONNECTOR_TRIGGERS = ("StatusNotification", "MeterValues")  # the messages OCPP 1.6 sends about one connector
+COMMAND_FIELDS = {
+    "idTag": "id_tag",
+    "id-tag": "id_tag",
+    "connectorId": "connector",
+    "connector": "connector",
+    "type": "type",
+    "requestedMessage": "message",
+    "key": "key",
+    "value": "value",
+}
+
+Kind = Literal["answered", "callerror", "silent", "offline", "refused", "invalid"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one command: the station's answer (`status`), its CALLERROR, its silence, or why it was not
+    sent. `region` is the id of the page region beside the form that sent it."""
+
+    region: str
+    label: str
+    action: str
+    target: str
+    kind: Kind
+    status: str | None = None
+    detail: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    configuration: list[dict[str, Any]] | None = None
+    unknown_keys: list[str] | None = None
+    at: datetime | None = None  # when it came (or was refused)
+
+    @property
+    def http_status(self) -> int:
+        return {"answered": 200, "callerror": 502, "silent": 504, "offline": 503, "refused": 409, "invalid": 422}[
+            self.kind
+        ]
+
+
+def _runtime(console: Console, station_id: str) -> tuple[Store, StationCommands]:
+    if console.store is None or console.stations is None:
+        raise StationNotConnected(station_id, "this console was started without a way to reach stations")
+    return console.store, console.stations
+
+
+# --- the page ---------------------------------------------------------------------------------------------------
+
+
+def _connector_ids(station: stations.StationView, point: charge_points.ChargePointView) -> list[int]:
+    """The connectors commands can name: those created ahead or reported, from 1 (0 is the whole charge point)."""
+    known = {connector.connector_id for connector in point.connectors if connector.connector_id >= 1}
+    known |= set(range(1, (station.connectors_per_charge_point or 0) + 1))
+    return sorted(known) or [1]
+
+
+def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCaller) -> dict[str, str | None]:
+    """Why each kind of command cannot be sent now (None: it can)."""
+    if not caller.may_change:
+        role = f"Your role ({caller.role.value}) sees this station but does not send it commands."
+        return {"all": role, "central": role}
+    offline = None
+    if state.connection == "meter":
+        offline = (
+            f"Commands are off: station {state.station_id} has no OCPP connection; chargenet knows it only "
+            "through its meters."
+        )
+    elif not state.reachable:
+        seen = f" (last heard of {state.last_seen:%Y-%m-%d %H:%M:%S} UTC)" if state.last_seen else ""
+        offline = (
+            f"Commands are off: station {state.station_id} is not connected to chargenet{seen}. "
+            "They come back when it connects."
+        )
+    central = offline
+    if central is None and state.site_has_upstream:
+        central = (
+            "Configuration and the authorization cache belong to the site's upstream central system "
+            "(the site has an upstream): send these commands from there."
+        )
+    return {"all": offline, "central": central}
+
+
+async def _station_page(
+    request: Request, signed: Signed, station_id: str, *, status_code: int = 200, **context: Any
+) -> Response:
+    console = console_of(request)
+    async with console.reading() as session:
+        station = await stations.get_station(session, signed.caller, station_id)
+        site = await sites.get_site(session, signed.caller, station.site_id)
+        company = await companies.get_company(session, signed.caller, site.company_id)
+        points = await charge_points.charge_points_of_stations(session, signed.caller, console.stations, [station_id])
+        state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
+        active = await transactions.active_on_station(session, signed.caller, station_id)
+    in_progress = {(tx.charge_point_id, tx.connector_id): tx for tx in active}
+    values = {
+        "company": company,
+        "site": site,
+        "station": station,
+        "points": points,
+        "state": state,
+        "station_offline": not state.reachable,
+        "connector_ids": {point.id: _connector_ids(station, point) for point in points},
+        "in_progress": in_progress,
+        "disabled": _disabled_reasons(state, signed.caller),
+        "reset_types": RESET_TYPES,
+        "availability": AVAILABILITY,
+        "triggers": [(message, message) for message in TRIGGERS],
+        "connector_triggers": [(message, message) for message in CONNECTOR_TRIGGERS],
+        "outcome": None,
+        "form": {"key": "keep", "clear_upstream_password": False},
+        "version": station.version,  # an edit refused as stale saves, the next time, over what is now shown
+        "key_choices": KEY_CHOICES_EDIT,
+        "stale": None,
+        "delete_error": None,
+        **context,
+    }
+    return render(request, "station.html", values, status_code=status_code, signed=signed, active="sites")
+
+
+async def _show(request: Request, signed: Signed) -> Response:
+    return await _station_page(request, signed, request.path_params["station_id"])
+
+
+# --- commands ---------------------------------------------------------------------------------------------------
+
+Send = Callable[[Store, StationCommands, OperatorCaller, str, Mapping[str, str]], Awaitable["Answered"]]
+
+
+@dataclass(frozen=True)
+class Answered:
+    status: str | None
+    configuration: list[dict[str, Any]] | None = None
+    unknown_keys: list[str] | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    label: str
+    action: str
+    send: Send
+    station_wide: bool  # sent to the station as a whole rather than to one connector
+
+
+def _status_of(answer: Payload | BaseModel) -> Answered:
+    if isinstance(answer, sessions.AvailabilityAnswer) and answer.connectors:
+        each = ", ".join(f"connector {c.connector_id}: {c.status}" for c in answer.connectors)
+        return Answered(answer.status, detail=each)
+    if isinstance(answer, BaseModel):
+        return Answered(str(getattr(answer, "status", "")))
+    status = answer.get("status")
+    return Answered(str(status) if status is not None else None)
+
+
+def _charge_point(form: Mapping[str, str]) -> str:
+    value = form.get("charge_point", "")
+    if not value:
+        raise InvalidInput("name the charge point", field="charge_point")
+    return value
+
+
+def _connector(form: Mapping[str, str]) -> int:
+    number = whole_number(form, "connector", low=1, high=MAX_CONNECTORS_PER_CHARGE_POINT)
+    if number is None:
+        raise InvalidInput("name the connector", field="connector")
+    return number
+
+
+def _choice(form: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    value = form.get(name, "")
+    if value not in choices:
+        raise InvalidInput(f"choose one of {', '.join(choices)}", field=name)
+    return value
+
+
+async def _remote_start(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    id_tag = form.get("id_tag", "").strip()
+    if not id_tag:
+        raise InvalidInput("type the idTag the session is for", field="id_tag")
+    answer = await sessions.start_session(
+        store, edge, caller, charge_point_id=_charge_point(form), connector_id=_connector(form), id_tag=id_tag
+    )
+    return Answered(answer.status)
+
+
+async def _remote_stop(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    number = whole_number(form, "transaction_id", low=1, high=2**31 - 1)
+    if number is None:
+        raise InvalidInput("no transaction in progress here", field="transaction_id")
+    async with store.read() as session:
+        active = await transactions.active_on_station(session, caller, station_id)
+    if number not in {tx.transaction_id for tx in active}:
+        raise Conflict(f"transaction {number} is not in progress on station {station_id} (any more)")
+    answer = await sessions.stop_session(store, edge, caller, transaction_id=number)
+    return Answered(answer.status)
+
+
+async def _unlock(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.unlock(
+        store, edge, caller, station_id=station_id, charge_point_id=_charge_point(form), connector_id=_connector(form)
+    )
+    return _status_of(answer)
+
+
+async def _availability(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.change_availability(
+        store,
+        edge,
+        caller,
+        station_id=station_id,
+        charge_point_id=_charge_point(form),
+        connector_id=_connector(form),
+        availability=_choice(form, "type", ("Inoperative", "Operative")),
+    )
+    return _status_of(answer)
+
+
+async def _trigger(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.trigger(
+        store,
+        edge,
+        caller,
+        station_id=station_id,
+        requested_message=_choice(form, "message", CONNECTOR_TRIGGERS),
+        charge_point_id=_charge_point(form),
+        connector_id=_connector(form),
+    )
+    return _status_of(answer)
+
+
+async def _reset(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    kind = _choice(form, "type", ("Soft", "Hard"))
+    return _status_of(await station_commands.reset(store, edge, caller, station_id=station_id, kind=kind))
+
+
+async def _station_availability(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.change_availability(
+        store,
+        edge,
+        caller,
+        station_id=station_id,
+        charge_point_id=None,
+        connector_id=None,
+        availability=_choice(form, "type", ("Inoperative", "Operative")),
+    )
+    return _status_of(answer)
+
+
+async def _station_trigger(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.trigger(
+        store,
+        edge,
+        caller,
+        station_id=station_id,
+        requested_message=_choice(form, "message", TRIGGERS),
+        charge_point_id=None,
+        connector_id=None,
+    )
+    return _status_of(answer)
+
+
+async def _clear_cache(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    answer = await station_commands.central_command(
+        store, edge, caller, station_id=station_id, action="ClearCache", payload={}
+    )
+    return _status_of(answer)
+
+
+def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
+    """The keys as the station listed them; entries that are not what OCPP says they are shown as they came."""
+    keys = answer.get("configurationKey")
+    rows: list[dict[str, Any]] = []
+    for item in keys if isinstance(keys, list) else []:
+        if isinstance(item, dict):
+            value = item.get("value")
+            rows.append(
+                {
+                    "key": str(item.get("key", "")),
+                    "readonly": item.get("readonly") is True,
+                    "value": None if value is None else str(value),
+                }
+            )
+    return sorted(rows, key=lambda row: row["key"])
+
+
+async def _get_configuration(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    wanted = [key.strip() for key in form.get("keys", "").split(",") if key.strip()]
+    payload: Payload = {"key": wanted} if wanted else {}
+    answer = await station_commands.central_command(
+        store, edge, caller, station_id=station_id, action="GetConfiguration", payload=payload
+    )
+    unknown = answer.get("unknownKey")
+    return Answered(
+        None,
+        configuration=_configuration_keys(answer),
+        unknown_keys=[str(key) for key in unknown] if isinstance(unknown, list) else [],
+    )
+
+
+async def _change_configuration(
+    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+) -> Answered:
+    key = form.get("key", "").strip()
+    if not key:
+        raise InvalidInput("type the key to change", field="key")
+    payload: Payload = {"key": key, "value": form.get("value", "")}
+    answer = await station_commands.central_command(
+        store, edge, caller, station_id=station_id, action="ChangeConfiguration", payload=payload
+    )
+    return _status_of(answer)
+
+
+COMMANDS: dict[str, Command] = {
+    "remote-start": Command("Start charging", "RemoteStartTransaction", _remote_start, False),
+    "remote-stop": Command("Stop charging", "RemoteStopTransaction", _remote_stop, False),
+    "unlock": Command("Unlock", "UnlockConnector", _unlock, False),
+    "availability": Command("Change availability", "ChangeAvailability", _availability, False),
+    "trigger": Command("Trigger message", "TriggerMessage", _trigger, False),
+    "reset": Command("Reset", "Reset", _reset, True),
+    "station-availability": Command("Change availability", "ChangeAvailability", _station_availability, True),
+    "station-trigger": Command("Trigger message", "TriggerMessage", _station_trigger, True),
+    "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
+    "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
+    "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
+}
+
+
+def _region(form: Mapping[str, str]) -> str:
+    """The answer region of the form that sent the command: `answer-...`, from the form's own hidden field."""
+    region = form.get("region", "")
+    if region.startswith("answer-") and len(region) <= 40 and region.replace("-", "").isalnum():
+        return region
+    return "answer-station"
+
+
+def _target(command: Command, form: Mapping[str, str], station_id: str) -> str:
+    if command.station_wide:
+        return f"station {station_id}"
+    return f"connector {form.get('connector', '?')} of charge point {form.get('charge_point', '?')}"
+
+
+async def _send(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    station_id = request.path_params["station_id"]
+    form = await submitted(request)
+    async with console.reading() as session:
+        station = await stations.get_station(session, signed.caller, station_id)  # NotFound for another company's
+    command = COMMANDS.get(form.get("command", ""))
+    if command is None:
+        raise InvalidInput("not a command this page sends", field="command")
+    if not command.station_wide and form.get("charge_point", "") not in station.charge_point_ids:
+        raise NotFound("charge point", f"{form.get('charge_point', '')} of station {station_id}")
+    caller = signed.caller
+    outcome = Outcome(
+        _region(form), command.label, command.action, _target(command, form, station_id), "answered", status=None
+    )
+    try:
+        store, edge = _runtime(console, station_id)
+        answered = await command.send(store, edge, caller, station_id, form)
+        outcome = replace(
+            outcome,
+            status=answered.status,
+            detail=answered.detail,
+            configuration=answered.configuration,
+            unknown_keys=answered.unknown_keys,
+        )
+    except StationRejected as error:
+        if error.status == "AlreadyStopped":  # our refusal, before anything was sent
+            outcome = replace(outcome, kind="refused", detail="That transaction has already stopped.")
+        else:
+            outcome = replace(outcome, status=error.status)  # the station's own answer
+    except StationAnswerFailed as error:
+        what = f"CALLERROR {error.code}" if error.code else "an answer that breaks the OCPP schema"
+        outcome = replace(outcome, kind="callerror", status=what, detail=error.description or None)
+    except StationDidNotAnswer as error:
+        outcome = replace(outcome, kind="silent", detail=error.reason)
+    except StationNotConnected as error:
+        outcome = replace(outcome, kind="offline", detail=error.message)
+    except InvalidInput as error:
+        errors = field_errors(error, COMMAND_FIELDS, "command")
+        outcome = replace(outcome, kind="invalid", detail=error.detail, errors=errors)
+    except Conflict as error:
+        outcome = replace(outcome, kind="refused", detail=error.message)
+    outcome = replace(outcome, at=console.clock.now())
+    if is_htmx(request):
+        return render(request, "_command_outcome.html", {"outcome": outcome}, status_code=outcome.http_status)
+    return await _station_page(request, signed, station_id, status_code=outcome.http_status, outcome=outcome)
+
+
+# --- keys and delete ------------------------------------------------------------------------------------------
+
+
+async def _update(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    station_id = request.path_params["station_id"]
+    form = await submitted(request)
+    kept = {"key": form.get("key", ""), "clear_upstream_password": bool(form.get("clear_upstream_password"))}
+    try:
+        choice = key_choice(form, KEY_CHOICES_EDIT)
+        key = {"keep": None, "generate": new_authorization_key(), "given": form.get("password", ""), "none": None}[
+            choice
+        ]
+        if choice == "given" and not key:
+            raise InvalidInput("type the key, or choose another option", field="password")
+        async with console.transaction() as session:
+            changed = await stations.update_station(
+                session,
+                signed.caller,
+                hasher_of(request),
+                cipher_of(request),
+                station_id,
+                now=console.clock.now(),
+                password=key,
+                clear_password=choice == "none",
+                upstream_password=form.get("station_upstream_password") or None,
+                clear_upstream_password=bool(kept["clear_upstream_password"]),
+                expected_version=version_of(form),
+            )
+    except InvalidInput as error:
+        errors = field_errors(error, STATION_FIELDS, "key")
+        return await _station_page(
+            request, signed, station_id, status_code=422, form=kept, errors=errors, **edited(form)
+        )
+    except StaleChange as error:
+        return await _station_page(request, signed, station_id, status_code=409, form=kept, stale=error.message)
+    if choice == "generate":
+        return key_page(request, signed, changed, key, created_now=False)
+    return redirect(console.url(f"/stations/{station_id}"))
+
+
+async def _delete(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    station_id = request.path_params["station_id"]
+    form = await submitted(request)
+    try:
+        async with console.transaction() as session:
+            station = await stations.get_station(session, signed.caller, station_id)
+            await stations.delete_station(
+                session,
+                signed.caller,
+                station_id,
+                now=console.clock.now(),
+                stations=console.stations,
+                expected_version=version_of(form),
+            )
+    except Conflict as error:  # connected, metered, has transactions, or changed meanwhile
+        return await _station_page(request, signed, station_id, status_code=409, delete_error=error.message)
+    return go_to(request, console.url(f"/sites/{station.site_id}"))
+
+
+def routes() -> list[Route]:
+    admin = Role.ADMIN
+    return [
+        Route("/stations/{station_id}", page(_show), methods=["GET"]),
+        Route("/stations/{station_id}", page(_update, role=admin), methods=["POST"]),
+        Route("/stations/{station_id}/delete", page(_delete, role=admin), methods=["POST"]),
+        Route("/stations/{station_id}/commands", page(_send, role=admin), methods=["POST"]),
+    ]
