@@ -13,13 +13,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.forms import page_of
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted, version_of
 from chargenet.console.views import groups
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
 from chargenet.services import applications
-from chargenet.services.pages import PageRequest, UnknownCursor
 
 PAGE_SIZE = 50
 
@@ -31,12 +31,7 @@ def _hasher(request: Request) -> SecretHasher:
 
 
 async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
-    after = request.query_params.get("after") or None
-    try:
-        wanted = PageRequest.of(PAGE_SIZE, after)
-    except (InvalidInput, UnknownCursor):
-        # A cursor we never gave out (an edited address): the first page rather than an error page.
-        wanted, after = PageRequest(PAGE_SIZE), None
+    wanted, after = page_of(request, PAGE_SIZE)
     async with console_of(request).reading() as session:
         listed = await applications.list_applications(session, signed.caller, wanted)
     values = {

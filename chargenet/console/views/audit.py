@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.forms import numbered
 from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.errors import InvalidInput
 from chargenet.services import audit
@@ -42,9 +43,9 @@ async def _list(request: Request, signed: Signed) -> Response:
     context: dict[str, object] = {"params": params, "page": None}
     try:
         where = parse_filter(params)
+        # A position we never gave out (an edited address) is the newest page, as on every list.
         before_text = request.query_params.get("before", "")
-        if before_text and not before_text.isdigit():
-            raise InvalidInput("is not a position in the log", field="before")
+        before_text = before_text if numbered(before_text) else ""
         async with console_of(request).reading() as session:
             context["page"] = await audit.list_records(
                 session,

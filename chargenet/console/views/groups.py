@@ -16,12 +16,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.forms import page_of
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
 from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, StaleChange
 from chargenet.services import groups
-from chargenet.services.pages import PageRequest, UnknownCursor
+from chargenet.services.pages import PageRequest
 
 PAGE_SIZE = 50
 FILTERS = ("q", "grants", "at", "app")  # name contains, grants scope, anchored at, application in it
@@ -65,11 +66,7 @@ async def _listing(request: Request, signed: Signed, **context: Any) -> Response
     where = groups.GroupFilter(
         name=params["q"] or None, scope=scope, anchor=params["at"] or None, member=params["app"] or None
     )
-    after = request.query_params.get("after") or None
-    try:
-        wanted = PageRequest.of(PAGE_SIZE, after)
-    except (InvalidInput, UnknownCursor):
-        wanted, after = PageRequest(PAGE_SIZE), None
+    wanted, after = page_of(request, PAGE_SIZE)
     console = console_of(request)
     async with console.reading() as session:
         listed = await groups.list_groups(session, signed.caller, wanted, where=where)

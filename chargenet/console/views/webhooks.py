@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.forms import page_of
 from chargenet.console.pages import Signed, console_of, go_to, is_htmx, page, redirect, render
 from chargenet.domain.events import WEBHOOK_TEST, EventType
 from chargenet.domain.operators import Role
@@ -126,11 +127,7 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
     params = {key: request.query_params.get(key, "").strip() for key in LIST_FILTERS}
     enabled = {"enabled": True, "disabled": False}.get(params["status"])
     event_type = params["event"] if params["event"] in set(EventType) else None
-    after = request.query_params.get("after") or None
-    try:
-        wanted = PageRequest.of(PAGE_SIZE, after)
-    except InvalidInput:
-        wanted, after = PageRequest(PAGE_SIZE), None
+    wanted, after = page_of(request, PAGE_SIZE)
     async with console_of(request).reading() as session:
         sites = await webhooks.site_choices(session, signed.caller)
         listed = await webhooks.list_webhooks(

@@ -170,3 +170,11 @@ async def test_every_page_of_the_navigation_is_built_and_marked_current(harness:
         response = await client.get(f"/console/{key}")
         assert response.status_code == 200, key
         assert f'href="/console/{key}" aria-current="page"' in response.text, key
+
+
+async def test_an_edited_cursor_on_any_list_is_its_first_page(harness: ConsoleHarness) -> None:
+    client = await harness.signed_in("viewer@acme.test")
+    for key in ("sites", "applications", "groups", "webhooks", "meters", "audit", "sessions"):
+        for edited in ("!!!", "YWJj", "A"):
+            response = await client.get(f"/console/{key}", params={"after": edited, "before": edited})
+            assert response.status_code == 200, (key, edited)
