@@ -394,6 +394,22 @@ async def group_choices(session: AsyncSession, caller: OperatorCaller, *, for_ap
     return _picker((group_id, f"{name} ({', '.join(scopes.split())})") for group_id, name, scopes in rows)
 
 
+async def group_members(session: AsyncSession, caller: Caller, group_id: str, page: PageRequest) -> Page[Choice]:
+    """One page of the group's applications, by client id, with their names: a group may hold thousands."""
+    await _get(session, caller, group_id)
+    query = (
+        select(GroupMember.client_id, Application.name)
+        .outerjoin(Application, Application.client_id == GroupMember.client_id)
+        .where(GroupMember.group_id == group_id)
+        .order_by(GroupMember.client_id)
+        .limit(page.fetch)
+    )
+    if page.after is not None:
+        query = query.where(GroupMember.client_id > page.after)
+    rows = [Choice(client_id, name or client_id) for client_id, name in await session.execute(query)]
+    return page.page(rows, lambda choice: choice.id)
+
+
 async def application_names(session: AsyncSession, caller: OperatorCaller, client_ids: Sequence[str]) -> dict[str, str]:
     """The names of these applications of the operator's company, by client id."""
     if not client_ids:

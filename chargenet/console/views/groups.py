@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import page_of
+from chargenet.console.forms import address, page_of
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
 from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
@@ -116,7 +116,8 @@ async def _detail(request: Request, signed: Signed, group_id: str, *, status: in
     async with console.reading() as session:
         group = await groups.get_group(session, signed.caller, group_id)
         sites = await groups.anchor_choices(session, signed.caller)
-        names = await groups.application_names(session, signed.caller, group.client_ids)
+        members_page, after = page_of(request, PAGE_SIZE)
+        members = await groups.group_members(session, signed.caller, group_id, members_page)
         find = request.query_params.get("find", "")
         candidates = await groups.application_choices(session, signed.caller, not_in_group=group.id, matching=find)
     current = {
@@ -129,7 +130,13 @@ async def _detail(request: Request, signed: Signed, group_id: str, *, status: in
         "sites": sites,
         "site_names": {site.id: site.label for site in sites},
         "scopes": list(Scope),
-        "members": [(client_id, names.get(client_id, client_id)) for client_id in group.client_ids],
+        "members": [(member.id, member.label) for member in members.items],
+        "member_count": len(group.client_ids),
+        "after": after,
+        "first_url": f"{console.url(f'/groups/{group_id}')}#members",
+        "next_url": address(console.url(f"/groups/{group_id}"), after=members.next) + "#members"
+        if members.next
+        else None,
         "candidates": candidates,
         "find": find,
         "form": current,

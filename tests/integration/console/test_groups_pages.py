@@ -285,6 +285,33 @@ async def test_a_picker_offers_the_first_applications_by_name_and_a_search_narro
     )
 
 
+async def test_a_groups_members_are_paged(harness: ConsoleHarness) -> None:
+    group_id = await a_group(harness, "Everyone")
+    async with harness.store.transaction() as session:
+        for n in range(120):
+            created = await applications.create_application(
+                session,
+                OPERATOR,
+                harness.console.secret_hasher,  # type: ignore[arg-type]
+                company_id=harness.team.company_id,
+                name=f"Member {n:03d}",
+                now=harness.clock.now(),
+            )
+            await groups.add_app(session, OPERATOR, group_id, created.client_id, now=harness.clock.now())
+    viewer = await harness.signed_in("viewer@acme.test")
+    seen: list[str] = []
+    path: str | None = f"/console/groups/{group_id}"
+    while path is not None:
+        page = (await viewer.get(path)).text
+        rows = re.findall(r'<td><a href="/console/applications/([^"]+)">Member', page)
+        assert 0 < len(rows) <= 50
+        seen += rows
+        found = re.search(r'href="([^"]+)">Next page', page)
+        path = found.group(1).replace("&amp;", "&") if found else None
+    assert "Applications in this group (120)" in page
+    assert len(seen) == 120 == len(set(seen)) and seen == sorted(seen)
+
+
 async def test_an_applications_page_lists_its_groups_whatever_their_number_and_offers_only_others(
     harness: ConsoleHarness,
 ) -> None:
