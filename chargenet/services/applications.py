@@ -22,11 +22,12 @@ from chargenet.auth.errors import InsufficientScope
 from chargenet.auth.secrets import new_client_id, new_client_secret
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.keys import SecretHasher
 from chargenet.services import audit
 from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, GroupMember
 
@@ -74,8 +75,7 @@ async def _get(
     app = await session.get(Application, client_id)
     if app is None or (company_id is not None and app.company_id != company_id):
         raise NotFound("application", client_id)
-    if expected_version is not None and app.version != expected_version:
-        raise Conflict("the application was changed by someone else since this page was shown; look again")
+    check_version("application", repr(app.name), app.version, expected_version)
     return app
 
 

@@ -24,11 +24,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.auth.errors import InsufficientScope
 from chargenet.domain.scopes import Scope, format_scopes, parse_scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound, StaleChange
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.services import audit
 from chargenet.services.callers import Caller, OperatorCaller, refuse_viewer
 from chargenet.services.pages import Page, PageRequest
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
 from chargenet.store.models import Application, Company, Group, GroupMember, Site
 
@@ -149,11 +150,6 @@ async def _get(session: AsyncSession, caller: Caller, group_id: str, *, change: 
     return group
 
 
-def _check_version(group: Group, expected: int | None) -> None:
-    if expected is not None and group.version != expected:
-        raise StaleChange(f"group {group.name!r} was changed by someone else meanwhile; review it and try again")
-
-
 async def update_group(
     session: AsyncSession,
     caller: Caller,
@@ -168,7 +164,7 @@ async def update_group(
     """Change the name, scopes or anchor (`site_id` None: the company). A new anchor must be in the group's company
     and within the caller's reach. Raises `StaleChange` when `expected_version` is given and the group moved on."""
     group = await _get(session, caller, group_id, change="changing a group")
-    _check_version(group, expected_version)
+    check_version("group", repr(group.name), group.version, expected_version)
     new_name = validate_name(name) if name is not None else group.name
     new_scopes = format_scopes(parse_scopes(scopes)) if scopes is not None else group.scopes
     new_site = group.site_id if isinstance(site_id, Keep) else site_id
@@ -234,7 +230,7 @@ async def delete_group(
 ) -> None:
     """Deleted in the transaction that checked the caller's reach over it."""
     group = await _get(session, caller, group_id, change="deleting a group")
-    _check_version(group, expected_version)
+    check_version("group", repr(group.name), group.version, expected_version)
     await _audit(session, caller, group, "group.delete", now, {"name": group.name})
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)

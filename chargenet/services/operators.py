@@ -38,6 +38,7 @@ from chargenet.errors import (
 from chargenet.ids import new_id
 from chargenet.services import audit
 from chargenet.services.callers import OperatorCaller
+from chargenet.services.versions import check_version
 from chargenet.store.models import Company, Operator, OperatorSession
 
 Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
@@ -126,11 +127,6 @@ async def _get(session: AsyncSession, by: Manager, operator_id: str) -> Operator
     if row is None or (by.company_id is not None and row.company_id != by.company_id):
         raise NotFound("operator", operator_id)
     return row
-
-
-def _check_version(row: Operator, expected: int | None) -> None:
-    if expected is not None and row.version != expected:
-        raise StaleChange(f"operator {row.email} was changed by someone else meanwhile; reload and try again")
 
 
 async def create_operator(
@@ -292,7 +288,7 @@ async def set_role(
     parsed = parse_role(role)
     row = await _get(session, by, operator_id)
     _require_manager(by, row.company_id)
-    _check_version(row, expected_version)
+    check_version("operator", row.email, row.version, expected_version)
     if row.id == by.operator_id:
         raise Conflict("an owner cannot change their own role; another owner can")
     if row.role == parsed.value:
@@ -323,7 +319,7 @@ async def set_enabled(
     """Disabling ends every session of the operator in the same transaction: their next request is signed out."""
     row = await _get(session, by, operator_id)
     _require_manager(by, row.company_id)
-    _check_version(row, expected_version)
+    check_version("operator", row.email, row.version, expected_version)
     if row.enabled == enabled:
         return _view(row)
     if not enabled:

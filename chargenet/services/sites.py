@@ -13,13 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound, StaleChange
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.models import Site
 
@@ -44,12 +45,6 @@ def _view(row: Site) -> SiteView:
         version=row.version,
         created_at=row.created_at,
     )
-
-
-def check_version(kind: str, identifier: str, current: int, expected: int | None) -> None:
-    """Refuse a change made from a version other than the current one (another operator's edit came first)."""
-    if expected is not None and current != expected:
-        raise StaleChange(f"{kind} {identifier} was changed by someone else meanwhile; reload it and try again")
 
 
 def url_shown(url: str | None) -> str:

@@ -19,7 +19,7 @@ from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
-from chargenet.services.sites import check_version
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
 from chargenet.store.models import ChargePoint, Connector, EdgeTransaction, Meter, MeterSession, Site, Station
 

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.clock import Clock
 from chargenet.domain.events import WEBHOOK_TEST, EventType, build_test_event
 from chargenet.domain.scopes import Scope
-from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
+from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.ports import WebhookTests
@@ -36,6 +36,7 @@ from chargenet.services import audit
 from chargenet.services.callers import Caller, refuse_viewer
 from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cursor
 from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
 from chargenet.store.models import (
     Site,
@@ -356,11 +357,6 @@ async def _audit(
     )
 
 
-def _check_version(row: Webhook, expected: int | None) -> None:
-    if expected is not None and row.version != expected:
-        raise StaleChange(f"webhook {row.id} was changed by someone else meanwhile; review it and try again")
-
-
 async def create_webhook(
     session: AsyncSession,
     caller: Caller,
@@ -431,7 +427,7 @@ async def update_webhook(
     stored credentials its blank fields stand for. Raises `StaleChange` when `expected_version` is given and the
     webhook moved on; nothing is changed when any setting is refused."""
     row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
-    _check_version(row, expected_version)
+    check_version("webhook", row.id, row.version, expected_version)
     before = (_settings(row), row.credentials)
     if url is not None:
         check_url(url)
@@ -500,7 +496,7 @@ async def set_enabled(
     enabling resumes them where they were."""
     verb = "enabling" if enabled else "disabling"
     row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
-    _check_version(row, expected_version)
+    check_version("webhook", row.id, row.version, expected_version)
     if row.enabled != enabled:
         row.enabled = enabled
         row.version += 1
@@ -515,7 +511,7 @@ async def delete_webhook(
 ) -> None:
     """Delete the webhook with its lanes, their events, its dead letters and its delivery log."""
     row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="deleting a webhook")
-    _check_version(row, expected_version)
+    check_version("webhook", row.id, row.version, expected_version)
     await _audit(session, caller, row, "webhook.delete", now, _settings(row))
     await session.execute(
         delete(WebhookLaneEntry).where(

@@ -119,7 +119,7 @@ async def test_site_level_group_admin_pages_only_its_sites_groups(served: Served
 
 
 @pytest.mark.parametrize("path", ["/applications", "/groups"])
-@pytest.mark.parametrize("cursor", ["!!!", "not a cursor", "=", "A"])
+@pytest.mark.parametrize("cursor", ["!!!", "not a cursor", "="])
 async def test_bad_cursor_is_422_naming_cursor(
     served: Served, two_companies: tuple[str, str, str], path: str, cursor: str
 ) -> None:
@@ -130,7 +130,7 @@ async def test_bad_cursor_is_422_naming_cursor(
 
 
 @pytest.mark.parametrize("path", ["/applications", "/groups"])
-@pytest.mark.parametrize("cursor", ["gICA", "0000"])
+@pytest.mark.parametrize("cursor", ["gICA", "0000", "A"])  # "A": base64url's alphabet, but no length decodes
 async def test_cursor_no_page_gave_is_404(
     served: Served, two_companies: tuple[str, str, str], path: str, cursor: str
 ) -> None:
