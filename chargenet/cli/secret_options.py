@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from chargenet.config import read_secret_file, without_final_newline
 from chargenet.errors import InvalidInput
@@ -72,6 +73,7 @@ def add_secret_option(
             f"{option.file_flag} or {option.stdin_flag}",
         )
     else:
+        container.add_argument(flag, dest=argparse.SUPPRESS, action=_NeverAnArgument, help=argparse.SUPPRESS)
         container.set_defaults(**{option.dest: None})
     # Without the plain option, `help` has no line of its own: it goes with --X-stdin.
     more = "" if plain else f"; {help}"
@@ -89,6 +91,23 @@ def add_secret_option(
     )
     container.set_defaults(**{_PREFIX + option.dest: option})
     return option
+
+
+class _NeverAnArgument(argparse.Action):
+    """The plain option of a secret that has none: refused with the ways it can be given instead, rather than
+    argparse's "ambiguous option" between them."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        flag = self.option_strings[0]
+        raise argparse.ArgumentError(
+            self, f"is never an argument, which other users can read: use {flag}-stdin or {flag}-file"
+        )
 
 
 def resolve_secrets(args: argparse.Namespace, stdin: TextIO | None = None) -> None:

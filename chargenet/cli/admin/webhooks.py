@@ -79,7 +79,7 @@ def _add_auth_flags(parser: argparse.ArgumentParser, default: str | None = "none
     group.add_argument("--auth", choices=[a.value for a in AuthType], default=default)
     group.add_argument("--username", metavar="U")
     add_secret_option(group, "--password", metavar="P", help="Basic auth password")
-    add_secret_option(group, "--token", metavar="T", help="bearer token")
+    add_secret_option(group, "--token", metavar="T", help="static token, sent as `Authorization: Token T`")
     group.add_argument("--token-url", dest="token_url", metavar="URL")
     group.add_argument("--client-id", dest="client_id", metavar="ID")
     add_secret_option(group, "--client-secret", metavar="S", help="OAuth 2.0 client secret")

@@ -109,9 +109,13 @@ def test_one_secret_from_stdin_and_another_from_a_file(tmp_path: Path) -> None:
     assert (args.password, args.upstream_password) == ("a", "b")
 
 
-def test_a_secret_without_a_plain_option_refuses_it_as_an_argument() -> None:
-    with pytest.raises(SystemExit):
+def test_a_secret_without_a_plain_option_refuses_it_as_an_argument_naming_the_others(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
         parser(plain=False).parse_args(["--password", "x"])
+    assert exited.value.code == 2
+    assert "use --password-stdin or --password-file" in capsys.readouterr().err
 
 
 def test_a_secret_without_a_plain_option_still_comes_from_stdin() -> None:
