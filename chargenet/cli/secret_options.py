@@ -51,17 +51,16 @@ def add_secret_option(
     flag: str,
     *,
     help: str,
-    dest: str | None = None,
     metavar: str = "SECRET",
     name: str | None = None,
     plain: bool = True,
-) -> SecretOption:
+) -> None:
     """Add `flag`, `flag-stdin` and `flag-file`, mutually exclusive, to a parser or an argument group; `help`
     says what the secret is, `name` how the help of the other two calls it (default: from `flag`).
 
     `plain=False` leaves out `flag` itself, for a secret that must never be an argument (an operator's password).
     """
-    option = SecretOption(flag, dest or flag.removeprefix("--").replace("-", "_"))
+    option = SecretOption(flag, flag.removeprefix("--").replace("-", "_"))
     name = name or flag.removeprefix("--").replace("-", " ")
     group = container.add_mutually_exclusive_group()
     if plain:
@@ -90,7 +89,6 @@ def add_secret_option(
         help=f"read the {name} from this file, without its final newline",
     )
     container.set_defaults(**{_PREFIX + option.dest: option})
-    return option
 
 
 class _NeverAnArgument(argparse.Action):

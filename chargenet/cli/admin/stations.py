@@ -5,6 +5,7 @@ import argparse
 from chargenet.cli.admin import NOUNS, station_commands
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, read_input_file
 from chargenet.cli.secret_options import add_secret_option
+from chargenet.errors import InvalidInput
 from chargenet.services import station_import, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
@@ -71,6 +72,10 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    if args.file == "-" and args.database_url_stdin:
+        raise InvalidInput(
+            "standard input holds the stations; give the database URL another way", field="--database-url-stdin"
+        )
     text = read_input_file(args.file)
     kind = args.format or ("jsonl" if args.file.endswith((".jsonl", ".ndjson", ".json")) else "csv")
     rows = station_import.read_json_lines(text) if kind == "jsonl" else station_import.read_csv(text)

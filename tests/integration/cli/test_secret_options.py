@@ -136,3 +136,12 @@ def test_the_database_url_comes_from_the_file_its_variable_names(
     monkeypatch.setenv("CHARGENET_DATABASE_URL_FILE", secret_file(tmp_path, url + "\n"))
     assert main(["migrate", "--data-dir", str(tmp_path / "data")]) == 0
     assert (tmp_path / "from-env-file.db").exists()
+
+
+def test_stations_and_the_database_url_cannot_both_come_on_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("sqlite:///x.db\nid\nST-1\n"))
+    argv = ["admin", "station", "import", "--site", "site_x", "-", "--database-url-stdin", "--data-dir", str(tmp_path)]
+    assert main(argv) == 2
+    assert "--database-url-stdin: standard input holds the stations" in capsys.readouterr().err
