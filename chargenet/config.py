@@ -2,6 +2,10 @@
 
 A flag wins over its environment variable, which wins over the default. Every bad value is refused with a
 `ConfigurationError` naming the setting as the operator typed it (`--port` or `CHARGENET_PORT`).
+
+A setting that is a secret can also come from a file named by `CHARGENET_<NAME>_FILE`, read when
+`CHARGENET_<NAME>` is unset: container secrets and systemd credentials arrive as files, and a value written in a
+unit file or a compose file is read by whoever reads those.
 """
 
 from __future__ import annotations
@@ -70,6 +74,10 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
 }
 
+# Settings that are secrets (a database URL carries its password), so `CHARGENET_<NAME>_FILE` may name a file with
+# the value.
+_SECRETS = frozenset({"database_url"})
+
 
 def default_data_dir(environ: Mapping[str, str]) -> Path:
     xdg = environ.get("XDG_DATA_HOME")
@@ -85,6 +93,10 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     for name, (variable, flag) in _SOURCES.items():
         if flags.get(name) is not None:
             raw[name] = (flag, flags[name])
+        elif name in _SECRETS:
+            found = _secret_from_environment(variable, env)
+            if found is not None:
+                raw[name] = found
         elif env.get(variable) not in (None, ""):
             raw[name] = (variable, env[variable])
 
@@ -125,6 +137,42 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         event_retention_days=retention,
         ocpp_max_frame=max_frame,
     )
+
+
+def _secret_from_environment(variable: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(source, value) of a secret setting from `variable` or from the file `variable_FILE` names; None: neither."""
+    file_variable = f"{variable}_FILE"
+    value, path = env.get(variable, ""), env.get(file_variable, "")
+    if value and path:
+        raise ConfigurationError(f"{variable} / {file_variable}", "both are set; give the value in one of them")
+    if value:
+        return variable, value
+    if not path:
+        return None
+    return file_variable, read_secret_file(file_variable, path)
+
+
+def read_secret_file(source: str, path: str) -> str:
+    """A secret kept in a file, as UTF-8 without one final newline (editors and `echo` add one); a file that
+    cannot be read, is not UTF-8 or holds nothing is a `ConfigurationError` naming `source` and the path."""
+    try:
+        data = Path(path).expanduser().read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(source, f"cannot read {path!r} ({exc.strerror})") from None
+    try:
+        text = without_final_newline(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigurationError(source, f"{path!r} is not UTF-8 text") from None
+    if not text:
+        raise ConfigurationError(source, f"{path!r} is empty")
+    return text
+
+
+def without_final_newline(text: str) -> str:
+    """`text` less one final line break (LF or CRLF): the one a file or a piped `echo` ends with."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text.removesuffix("\n")
 
 
 def _url_host(host: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.cli.secret_options import add_secret_option
 from chargenet.config import load_settings
 from chargenet.context import AppContext, open_store
 from chargenet.errors import (
@@ -73,7 +74,13 @@ def add_store_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("store")
     group.add_argument("--data-dir", dest="data_dir", help="data folder (env CHARGENET_DATA_DIR)")
     group.add_argument("--keys-dir", dest="keys_dir", help="keys folder (env CHARGENET_KEYS_DIR)")
-    group.add_argument("--database-url", dest="database_url", help="database URL (env CHARGENET_DATABASE_URL)")
+    add_secret_option(
+        group,
+        "--database-url",
+        metavar="URL",
+        name="database URL",
+        help="database URL, with its password (env CHARGENET_DATABASE_URL or CHARGENET_DATABASE_URL_FILE)",
+    )
 
 
 def settings_flags(args: argparse.Namespace) -> dict[str, Any]:

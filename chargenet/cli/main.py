@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from chargenet import __version__
 from chargenet.cli.common import fail
+from chargenet.cli.secret_options import resolve_secrets
 from chargenet.errors import ChargenetError
 
 # command -> the module that registers it. Only the module of the command a command line names is imported
@@ -39,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
     try:
+        resolve_secrets(args)
         args._run(args)
     except ChargenetError as error:
         return fail(error)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from chargenet.config import load_settings
+from chargenet.config import load_settings, without_final_newline
 from chargenet.errors import ConfigurationError
 
 
@@ -94,3 +94,65 @@ def test_data_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as caught:
         load_settings({"data_dir": str(file)}, {})
     assert caught.value.setting == "--data-dir"
+
+
+URL_IN_FILE = "postgresql://u:from-file@db/chargenet"
+
+
+def test_database_url_comes_from_the_file_named_by_its_file_variable(tmp_path: Path) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text(URL_IN_FILE + "\n")
+    settings = load_settings({}, {"CHARGENET_DATABASE_URL_FILE": str(secret)})
+    assert settings.database_url == "postgresql+asyncpg://u:from-file@db/chargenet"
+
+
+def test_database_url_and_its_file_variable_together_are_refused_naming_both(tmp_path: Path) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text(URL_IN_FILE)
+    env = {"CHARGENET_DATABASE_URL": URL_IN_FILE, "CHARGENET_DATABASE_URL_FILE": str(secret)}
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings({}, env)
+    assert caught.value.setting == "CHARGENET_DATABASE_URL / CHARGENET_DATABASE_URL_FILE"
+
+
+def test_the_database_url_flag_wins_over_its_file_variable(tmp_path: Path) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text(URL_IN_FILE)
+    settings = load_settings({"database_url": "sqlite:///x.db"}, {"CHARGENET_DATABASE_URL_FILE": str(secret)})
+    assert settings.database_url == "sqlite+aiosqlite:///x.db"
+
+
+def test_a_missing_secret_file_is_refused_naming_the_variable_and_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings({}, {"CHARGENET_DATABASE_URL_FILE": str(missing)})
+    assert caught.value.setting == "CHARGENET_DATABASE_URL_FILE"
+    assert str(missing) in caught.value.message
+
+
+def test_an_empty_secret_file_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text("\n")
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings({}, {"CHARGENET_DATABASE_URL_FILE": str(secret)})
+    assert "empty" in caught.value.message
+
+
+def test_a_bad_url_from_a_file_is_named_by_the_file_variable_and_redacted(tmp_path: Path) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text("oracle://u:hunter2@db/x")
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings({}, {"CHARGENET_DATABASE_URL_FILE": str(secret)})
+    assert caught.value.setting == "CHARGENET_DATABASE_URL_FILE"
+    assert "hunter2" not in caught.value.message
+
+
+def test_a_setting_that_is_no_secret_takes_no_file_variable(tmp_path: Path) -> None:
+    port = tmp_path / "port"
+    port.write_text("9000")
+    assert load_settings({}, {"CHARGENET_PORT_FILE": str(port)}).port == 8080
+
+
+@pytest.mark.parametrize(("text", "stripped"), [("a\n", "a"), ("a\r\n", "a"), ("a\n\n", "a\n"), ("a", "a")])
+def test_without_final_newline_drops_exactly_one_line_break(text: str, stripped: str) -> None:
+    assert without_final_newline(text) == stripped

@@ -1,8 +1,9 @@
 """`chargenet admin operator ...`: the console's operators (decisions.md, "Console").
 
 The first operator of a company can only be made here: the console has no default account and no sign-up.
-Passwords come on standard input (`--password-stdin`), never as an argument, which other users of the machine
-could read in the process list; a terminal is asked twice, without echo.
+Passwords come on standard input (`--password-stdin`) or from a file (`--password-file`), never as an argument,
+which other users of the machine could read in the process list; without either, a terminal is asked twice,
+without echo, and a pipe is read as with `--password-stdin`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_with_context
+from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.services import audit, operators
@@ -47,23 +49,21 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _password_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--password-stdin",
-        dest="password_stdin",
-        action="store_true",
-        help="read the password from standard input (without it, a terminal is asked)",
+    add_secret_option(
+        parser, "--password", plain=False, help="without it or --password-file, a terminal is asked twice"
     )
 
 
 def read_password(args: argparse.Namespace) -> str:
-    if args.password_stdin or not sys.stdin.isatty():
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = getpass.getpass("password: ")
-        if getpass.getpass("again: ") != password:
-            raise InvalidInput("the two passwords differ", field="password")
+    if args.password is not None:
+        return str(args.password)
+    if not sys.stdin.isatty():
+        return secret_from_stdin("--password-stdin")
+    password = getpass.getpass("password: ")
+    if getpass.getpass("again: ") != password:
+        raise InvalidInput("the two passwords differ", field="password")
     if not password:
-        raise InvalidInput("no password on standard input", field="password")
+        raise InvalidInput("is empty", field="password")
     return password
 
 

@@ -4,6 +4,7 @@ import argparse
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
+from chargenet.cli.secret_options import add_secret_option
 from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
@@ -17,7 +18,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--company", required=True, dest="company_id", metavar="ID")
     create.add_argument("name")
     create.add_argument("--upstream-url", dest="upstream_url", metavar="URL", help="ws(s):// of the operator's CSMS")
-    create.add_argument("--upstream-password", dest="upstream_password", metavar="P")
+    add_secret_option(create, "--upstream-password", metavar="P", help="the stations' key to the upstream")
 
     update = add_verb(verbs, "update", "change a site", _update)
     update.add_argument("site_id", metavar="SITE_ID")
@@ -25,7 +26,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     upstream = update.add_mutually_exclusive_group()
     upstream.add_argument("--upstream-url", dest="upstream_url", metavar="URL")
     upstream.add_argument("--no-upstream", dest="no_upstream", action="store_true")
-    update.add_argument("--upstream-password", dest="upstream_password", metavar="P")
+    add_secret_option(update, "--upstream-password", metavar="P", help="the stations' key to the upstream")
 
     add_verb(verbs, "list", "list sites", _list).add_argument("--company", dest="company_id", metavar="ID")
     add_verb(verbs, "show", "show one site", _show).add_argument("site_id", metavar="SITE_ID")

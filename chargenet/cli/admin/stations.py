@@ -4,6 +4,8 @@ import argparse
 
 from chargenet.cli.admin import NOUNS, station_commands
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, read_input_file
+from chargenet.cli.secret_options import add_secret_option
+from chargenet.errors import InvalidInput
 from chargenet.services import station_import, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
@@ -26,15 +28,15 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create = add_verb(verbs, "create", "register a station", _create)
     create.add_argument("--site", required=True, dest="site_id", metavar="ID")
     create.add_argument("station_id", metavar="STATION_ID")
-    create.add_argument("--password", metavar="P", help="AuthorizationKey (16-40 characters); none: profile 0")
-    create.add_argument("--upstream-password", dest="upstream_password", metavar="P")
+    add_secret_option(create, "--password", metavar="P", help="AuthorizationKey (16-40 characters); none: profile 0")
+    add_secret_option(create, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
     create.add_argument("--charge-points", dest="charge_points", type=_positive, default=1, metavar="N")
     create.add_argument("--connectors", type=_positive, metavar="N", help="connectors per charge point")
 
     update = add_verb(verbs, "update", "change a station's keys", _update)
     update.add_argument("station_id", metavar="STATION_ID")
-    update.add_argument("--password", metavar="P")
-    update.add_argument("--upstream-password", dest="upstream_password", metavar="P")
+    add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
+    add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
 
     add_verb(verbs, "list", "list stations", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show one station", _show).add_argument("station_id", metavar="STATION_ID")
@@ -70,6 +72,10 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    if args.file == "-" and args.database_url_stdin:
+        raise InvalidInput(
+            "standard input holds the stations; give the database URL another way", field="--database-url-stdin"
+        )
     text = read_input_file(args.file)
     kind = args.format or ("jsonl" if args.file.endswith((".jsonl", ".ndjson", ".json")) else "csv")
     rows = station_import.read_json_lines(text) if kind == "jsonl" else station_import.read_csv(text)

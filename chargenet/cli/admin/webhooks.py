@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction, run_with_context
+from chargenet.cli.secret_options import add_secret_option
 from chargenet.context import AppContext
 from chargenet.errors import InvalidInput
 from chargenet.services import webhooks
@@ -77,11 +78,11 @@ def _add_auth_flags(parser: argparse.ArgumentParser, default: str | None = "none
     group = parser.add_argument_group("delivery auth")
     group.add_argument("--auth", choices=[a.value for a in AuthType], default=default)
     group.add_argument("--username", metavar="U")
-    group.add_argument("--password", metavar="P")
-    group.add_argument("--token", metavar="T")
+    add_secret_option(group, "--password", metavar="P", help="Basic auth password")
+    add_secret_option(group, "--token", metavar="T", help="static token, sent as `Authorization: Token T`")
     group.add_argument("--token-url", dest="token_url", metavar="URL")
     group.add_argument("--client-id", dest="client_id", metavar="ID")
-    group.add_argument("--client-secret", dest="client_secret", metavar="S")
+    add_secret_option(group, "--client-secret", metavar="S", help="OAuth 2.0 client secret")
     group.add_argument(
         "--token-auth-method", dest="token_auth_method", choices=[m.value for m in TokenAuthMethod], default="basic"
     )

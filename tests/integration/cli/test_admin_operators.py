@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import argon2
 import pytest
 
 from chargenet.cli.admin import operators as operator_cli
+from chargenet.cli.main import main
 from chargenet.services import operators
+from chargenet.store.db import Store
 from tests.integration.cli.test_admin import cli  # noqa: F401 - a fixture
 
 
@@ -65,3 +68,25 @@ async def test_the_last_enabled_owner_cannot_be_disabled(cli, monkeypatch: pytes
     ).json()  # fmt: skip
     refused = await cli("admin", "operator", "disable", owner["id"])
     assert refused.code == 5 and "without an enabled owner" in refused.err
+
+
+async def test_an_operator_signs_in_with_the_password_from_a_file(cli, store: Store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    path = tmp_path / "password"
+    path.write_text("correct horse battery\n")
+    created = await cli(
+        "admin", "operator", "create", "--company", company["id"], "--email", "a@acme.test", "--role", "owner",
+        "--password-file", str(path), "--json",
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    signed_in = await operators.sign_in(
+        store.transaction, operator_cli.passwords(), email="a@acme.test", password="correct horse battery"
+    )
+    assert signed_in.id == created.json()["id"]
+
+
+def test_an_operator_password_is_never_an_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["admin", "operator", "password", "op_x", "--password", "correct horse battery"])
+    assert exited.value.code == 2
+    assert "argument --password: is never an argument" in capsys.readouterr().err
