@@ -19,6 +19,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -33,6 +34,7 @@ from chargenet.console.pages import Console
 from chargenet.context import AppContext, Worker, open_store
 from chargenet.edge import install as edge_install
 from chargenet.meters import install as meters_install
+from chargenet.observability.access_log import AccessLog
 from chargenet.observability.error_kinds import error_kind
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, collect, health_document
 from chargenet.observability.readiness import NotReady, Probe, failed_checks, workers_probe
@@ -201,4 +203,9 @@ def create_app(
         return http_problem(request, exc)
 
     # A path no part serves is a problem like every other error (the API and the console answer their own).
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: on_http_error})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: on_http_error},
+        middleware=[Middleware(AccessLog, enabled=context.settings.access_log)],
+    )
