@@ -8,6 +8,7 @@ own, so even with `max_age` 0 at most one computation runs at a time.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
@@ -41,7 +42,8 @@ class Recent(Generic[T]):
     async def refresh(self) -> T:
         """A new value; joins the computation under way if there is one."""
         if self._running is None:
-            self._running = asyncio.ensure_future(self._run())
+            # In a context of its own: the value is shared, so what it logs belongs to no caller's request.
+            self._running = asyncio.get_running_loop().create_task(self._run(), context=contextvars.Context())
         # Shielded: a caller that gives up (its client went away) does not cancel the others' computation.
         return await asyncio.shield(self._running)
 

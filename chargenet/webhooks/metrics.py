@@ -69,7 +69,8 @@ class LaneHealth:
 
 
 async def lane_health(store: Store) -> list[LaneHealth]:
-    async with store.transaction() as session:
+    # A reading unit of work: /health refreshes every second, and on SQLite a transaction would take the write lock.
+    async with store.read() as session:
         rows = await session.execute(
             select(WebhookLane, Webhook.site_id, Webhook.enabled)
             .join(Webhook, Webhook.id == WebhookLane.webhook_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from chargenet.observability import log_context
 from chargenet.observability.recent import Recent
 
 
@@ -73,3 +74,18 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_computation_for_the_ot
     impatient.cancel()
     compute.gate.set()
     assert await patient == 1
+
+
+async def test_the_shared_computation_carries_no_callers_request_id() -> None:
+    seen: list[str | None] = []
+
+    async def compute() -> int:
+        seen.append(log_context.request_id.get())
+        return 1
+
+    token = log_context.request_id.set("req-1")
+    try:
+        await Recent(compute, max_age=0.0, monotonic=Ticks()).get()
+    finally:
+        log_context.request_id.reset(token)
+    assert seen == [None]
