@@ -121,12 +121,12 @@ def create_app(
 
     recent_health = Recent(components, max_age=HEALTH_MAX_AGE, monotonic=monotonic)
     refresher = RecentRefresher("health-refresh", recent_health, context.clock, HEALTH_REFRESH_INTERVAL)
-    # The workers' tasks once the lifespan has started them (None before): `/health/ready` watches them.
-    started: list[list[asyncio.Task[None]]] = []
+    # The workers' tasks while the lifespan runs them (None before and after): `/health/ready` watches them.
+    running: list[asyncio.Task[None]] | None = None
     probes: dict[str, Probe] = {
         "database": lambda: _ping(context.store),
         "keys": _keys_probe(context),
-        "workers": workers_probe(lambda: started[-1] if started else None),
+        "workers": workers_probe(lambda: running),
     }
 
     async def check_readiness() -> dict[str, str]:
@@ -182,10 +182,11 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
+        nonlocal running
         stopping = asyncio.Event()
         workers = [*context.workers, refresher]
         tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in workers]
-        started.append(tasks)
+        running = tasks
         log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})
         try:
             yield {}
@@ -193,7 +194,7 @@ def create_app(
             # Graceful: workers finish the iteration (one transaction) they are in, then return.
             stopping.set()
             await asyncio.gather(*tasks, return_exceptions=True)
-            started.clear()
+            running = None
             for hook in context.on_shutdown:
                 await hook()
             log.info("chargenet stopped")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -52,6 +54,13 @@ async def _remove_store(context: AppContext) -> None:
     database.mkdir()  # a folder where the file was: SQLite cannot open it
 
 
+async def _aiosqlite_threads_ended() -> None:
+    """aiosqlite ends the thread of a connection that failed to open a moment after the failure, by a call back into
+    the loop: a test that ended first would have closed the loop under it."""
+    threads = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]
+    await asyncio.to_thread(lambda: [thread.join(5) for thread in threads])
+
+
 async def test_live_answers_200_with_a_tiny_body(context: AppContext) -> None:
     async with _client(create_app(context)) as client:
         response = await client.get("/health/live")
@@ -81,6 +90,7 @@ async def test_ready_is_503_naming_the_database_when_the_store_is_gone_while_liv
         await _remove_store(context)
         ready = await client.get("/health/ready")
         live = await client.get("/health/live")
+        await _aiosqlite_threads_ended()
     assert ready.status_code == 503
     assert ready.headers["content-type"] == "application/problem+json"
     problem = ready.json()
@@ -102,6 +112,7 @@ async def test_health_names_the_kind_of_a_failed_database_not_its_text(context: 
     async with _client(create_app(context)) as client:
         await _remove_store(context)
         response = await client.get("/health")
+        await _aiosqlite_threads_ended()
     [database] = [c for c in response.json()["components"] if c["name"] == "database"]
     assert response.status_code == 503
     assert database["status"] == "failing" and database["error"] in {"database_error", "connection_refused"}
