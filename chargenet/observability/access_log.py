@@ -86,8 +86,9 @@ class AccessLog:
         started = self.monotonic()
         try:
             await self.app(scope, receive, send_with_id)
-        except BaseException:
-            # The server answers 500 for what escaped the app (or nothing, for a client that went away).
+        except Exception:
+            # The server answers 500 for what escaped the app. A request cancelled because its client went away
+            # keeps no status: nothing was answered.
             status = status or 500
             raise
         finally:
@@ -107,4 +108,4 @@ class AccessLog:
             duration_ms=round(duration_ms, 1),
             client=client[0] if client else None,
         )
-        log.info(f"{method} {path} {status}", extra={"fields": fields})
+        log.info(f"{method} {path} {status or '-'}", extra={"fields": fields})
