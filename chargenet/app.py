@@ -11,19 +11,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from chargenet.api.app import create_api
-from chargenet.api.problems import http_problem
+from chargenet.api.problems import http_problem, problem
 from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
@@ -32,7 +34,11 @@ from chargenet.console.pages import Console
 from chargenet.context import AppContext, Worker, open_store
 from chargenet.edge import install as edge_install
 from chargenet.meters import install as meters_install
-from chargenet.observability.health import ComponentHealth, HealthCheck, Level, health_document
+from chargenet.observability.access_log import AccessLog
+from chargenet.observability.error_kinds import error_kind
+from chargenet.observability.health import ComponentHealth, HealthCheck, Level, collect, health_document
+from chargenet.observability.readiness import NotReady, Probe, failed_checks, workers_probe
+from chargenet.observability.recent import Recent, RecentRefresher
 from chargenet.outbox.retention import EventRetention
 from chargenet.services.audit import AuditRetention
 from chargenet.services.operators import Passwords
@@ -42,6 +48,12 @@ from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
 __all__ = ["AppContext", "Worker", "create_app", "open_context"]
 
 log = logging.getLogger(__name__)
+
+# `/health` answers from a document refreshed in the background: at most this old, whoever asks how often.
+HEALTH_MAX_AGE = 2.0
+HEALTH_REFRESH_INTERVAL = 1.0
+# Bounds the one query of the database checks: a store that hangs is a store that is not there.
+DATABASE_TIMEOUT = 2.0
 
 
 async def open_context(settings: Settings, *, migrate: bool = False, clock: Clock | None = None) -> AppContext:
@@ -58,35 +70,92 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     return context
 
 
+async def _ping(store: Store) -> None:
+    # A reading unit of work: on SQLite it never queues behind this process's writers for the write lock.
+    async with asyncio.timeout(DATABASE_TIMEOUT), store.read() as session:
+        await session.execute(text("SELECT 1"))
+
+
 def _database_check(store: Store) -> HealthCheck:
     async def check() -> list[ComponentHealth]:
         try:
-            async with store.engine.connect() as connection:
-                await connection.execute(text("SELECT 1"))
+            await _ping(store)
         except Exception as exc:
-            return [ComponentHealth("database", Level.FAILING, {"error": type(exc).__name__})]
+            return [ComponentHealth("database", Level.FAILING, {"error": error_kind(exc)})]
         return [ComponentHealth("database", Level.OK, {"dialect": store.dialect})]
 
     return check
 
 
-def create_app(context: AppContext, *, console_passwords: Passwords | None = None) -> Starlette:
+def _keys_probe(context: AppContext) -> Probe:
+    """Ready while the keys folder holds the keys this process started with, token signing key included."""
+    fingerprint = context.keys.fingerprint()
+
+    async def probe() -> None:
+        try:
+            unchanged = context.keys.fingerprint() == fingerprint
+            if context.auth is not None:
+                context.auth.signing_keys.refresh()
+                context.auth.signing_keys.token_signing_key(context.clock.now())
+        except Exception:
+            raise NotReady("keys_missing") from None
+        if not unchanged:
+            raise NotReady("keys_changed")
+
+    return probe
+
+
+def create_app(
+    context: AppContext,
+    *,
+    console_passwords: Passwords | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Starlette:
     """The one ASGI app: operations endpoints, then every part's routes, then one mount per face.
 
-    `console_passwords` hashes operators' passwords (tests give a cheap argon2 profile; the default is argon2id's)."""
+    `console_passwords` hashes operators' passwords (tests give a cheap argon2 profile; the default is argon2id's);
+    `monotonic` is the clock that ages the `/health` document (tests give a manual one)."""
+
+    async def components() -> list[ComponentHealth]:
+        return await collect(context.health_checks)
+
+    recent_health = Recent(components, max_age=HEALTH_MAX_AGE, monotonic=monotonic)
+    refresher = RecentRefresher("health-refresh", recent_health, context.clock, HEALTH_REFRESH_INTERVAL)
+    # The workers' tasks while the lifespan runs them (None before and after): `/health/ready` watches them.
+    running: list[asyncio.Task[None]] | None = None
+    probes: dict[str, Probe] = {
+        "database": lambda: _ping(context.store),
+        "keys": _keys_probe(context),
+        "workers": workers_probe(lambda: running),
+    }
+
+    async def check_readiness() -> dict[str, str]:
+        return await failed_checks(probes)
+
+    # Age 0: every call probes anew, but callers at the same moment share one probe.
+    readiness = Recent(check_readiness, max_age=0.0, monotonic=monotonic)
 
     async def health(_: Request) -> JSONResponse:
-        components: list[ComponentHealth] = []
-        for check in context.health_checks:
-            components.extend(await check())
-        document = health_document(components)
+        document = health_document(await recent_health.get())
         return JSONResponse(document, status_code=503 if document["status"] == "failing" else 200)
+
+    async def live(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "live"})
+
+    async def ready(_: Request) -> Response:
+        failed = await readiness.get()
+        if not failed:
+            return JSONResponse({"status": "ready"})
+        detail = ", ".join(f"{name}: {kind}" for name, kind in failed.items())
+        return problem(503, "Not ready", detail, checks=failed)
 
     async def metrics(_: Request) -> Response:
         return Response(generate_latest(context.metrics), media_type=CONTENT_TYPE_LATEST)
 
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
+        Route("/health/live", live, methods=["GET"]),
+        Route("/health/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *context.routes,
         Mount("/api/v1", app=create_api(context)),
@@ -113,8 +182,11 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
+        nonlocal running
         stopping = asyncio.Event()
-        tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in context.workers]
+        workers = [*context.workers, refresher]
+        tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in workers]
+        running = tasks
         log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})
         try:
             yield {}
@@ -122,6 +194,7 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
             # Graceful: workers finish the iteration (one transaction) they are in, then return.
             stopping.set()
             await asyncio.gather(*tasks, return_exceptions=True)
+            running = None
             for hook in context.on_shutdown:
                 await hook()
             log.info("chargenet stopped")
@@ -131,4 +204,9 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
         return http_problem(request, exc)
 
     # A path no part serves is a problem like every other error (the API and the console answer their own).
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: on_http_error})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: on_http_error},
+        middleware=[Middleware(AccessLog, enabled=context.settings.access_log)],
+    )

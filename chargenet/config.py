@@ -39,6 +39,7 @@ class Settings:
     forwarded_allow_ips: str | None = None
     log_format: str = "plain"
     log_level: str = "info"
+    access_log: bool = True
     webhook_allow_private: bool = False
     event_retention_days: int = 7
     ocpp_max_frame: int = 65536
@@ -69,6 +70,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "forwarded_allow_ips": ("CHARGENET_FORWARDED_ALLOW_IPS", "--forwarded-allow-ips"),
     "log_format": ("CHARGENET_LOG_FORMAT", "--log-format"),
     "log_level": ("CHARGENET_LOG_LEVEL", "--log-level"),
+    "access_log": ("CHARGENET_ACCESS_LOG", "--no-access-log"),
     "webhook_allow_private": ("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "--webhook-allow-private"),
     "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
@@ -117,6 +119,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     database_url = pick("database_url", _database_url, _sqlite_url(data_dir))
     log_format = pick("log_format", lambda s, v: _choice(s, v, LOG_FORMATS), "plain")
     log_level = pick("log_level", lambda s, v: _choice(s, v, LOG_LEVELS), "info")
+    access_log = pick("access_log", _boolean, True)
     allow_private = pick("webhook_allow_private", _boolean, False)
     retention = pick("event_retention_days", _positive_int, 7)
     max_frame = pick("ocpp_max_frame", _positive_int, 65536)
@@ -133,6 +136,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         forwarded_allow_ips=forwarded,
         log_format=log_format,
         log_level=log_level,
+        access_log=access_log,
         webhook_allow_private=allow_private,
         event_retention_days=retention,
         ocpp_max_frame=max_frame,

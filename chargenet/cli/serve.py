@@ -66,6 +66,13 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--log-format", dest="log_format", help="plain or json (env CHARGENET_LOG_FORMAT)")
     group.add_argument("--log-level", dest="log_level", help="debug, info, warning, error")
     group.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_const",
+        const=False,
+        help="no line per HTTP request (env CHARGENET_ACCESS_LOG=0)",
+    )
+    group.add_argument(
         "--webhook-allow-private",
         dest="webhook_allow_private",
         action="store_const",

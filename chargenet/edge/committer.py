@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -97,7 +98,7 @@ class GroupCommitter:
         self._queue.append(lease)
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._loop(), name="edge-group-commit")
+            self._start()
         session = await lease.handoff
         try:
             yield session
@@ -117,8 +118,13 @@ class GroupCommitter:
         self._bulk.setdefault(handler, []).append((item, future))
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._loop(), name="edge-group-commit")
+            self._start()
         await future
+
+    def _start(self) -> None:
+        # In a context of its own: the loop serves every station, so it must not inherit the station id (or the
+        # request id) of the caller that happened to start it, which every line it logs would then carry.
+        self._task = asyncio.create_task(self._loop(), name="edge-group-commit", context=contextvars.Context())
 
     async def close(self) -> None:
         if self._task is not None:

@@ -23,6 +23,7 @@ from chargenet.edge.hub import Edge
 from chargenet.edge.transport import activity_of
 from chargenet.ids import STATION_ID_PATTERN
 from chargenet.keys import SecretHasher
+from chargenet.observability import log_context
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,9 @@ def ocpp_route(edge: Edge) -> WebSocketRoute:
             await websocket.close(1002, f"subprotocol {SUBPROTOCOL} required")
             return
         await websocket.accept(subprotocol=SUBPROTOCOL)
-        await _serve(edge, websocket, station)
+        # Every line logged while the station is connected names it, from this task and those started from it.
+        with log_context.station(station.station_id):
+            await _serve(edge, websocket, station)
 
     return WebSocketRoute("/ocpp/{station_id:str}", endpoint)
 

@@ -132,7 +132,7 @@ class BusPoller:
                 health.failures[failure.failure] = health.failures.get(failure.failure, 0) + 1
                 if failure.failure is ReadFailure.TIMEOUT:
                     health.timeouts += 1
-                health.last_error = failure.message
+                health.last_error = failure.failure.value  # its kind: /health is public, the message names the bus
                 health.dead = self._scheduler.is_dead(meter_id)
                 await self._deliver(self._sink.on_failure(meter_id, failure, now), meter_id)
                 continue

@@ -6,10 +6,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from chargenet.observability.error_kinds import error_kind
 
 
 class Level(StrEnum):
@@ -29,6 +32,22 @@ class ComponentHealth:
 
 
 HealthCheck = Callable[[], Awaitable[list[ComponentHealth]]]
+
+CHECK_TIMEOUT = 3.0
+
+
+async def collect(checks: Sequence[HealthCheck], each_within: float = CHECK_TIMEOUT) -> list[ComponentHealth]:
+    """Every check's components, one after the other (each costs the store a query at most), each bounded by
+    `each_within` seconds. A check that raises or runs late is one `degraded` component naming the kind of its
+    error: the part it watches may be fine, and the database check says whether the store is the reason."""
+    components: list[ComponentHealth] = []
+    for check in checks:
+        try:
+            async with asyncio.timeout(each_within):
+                components.extend(await check())
+        except Exception as exc:
+            components.append(ComponentHealth("health check", Level.DEGRADED, {"error": error_kind(exc)}))
+    return components
 
 
 def overall(components: Iterable[ComponentHealth]) -> Level:

@@ -1,6 +1,7 @@
 """Structured logs: one line per record, plain for people or JSON for collectors.
 
-Extra fields passed with `logger.info(..., extra={"fields": {...}})` appear as key=value pairs or JSON keys.
+Extra fields passed with `logger.info(..., extra={"fields": {...}})` appear as key=value pairs or JSON keys, and so
+do the request id and station id of the work a line was logged for (`chargenet.observability.log_context`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
+
+from chargenet.observability.log_context import ContextFilter
 
 _RESERVED = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "color_message"}
 
@@ -50,6 +53,8 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 def configure_logging(log_format: str = "plain", level: str = "info") -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+    # On the handler, not a logger: a logger's filters do not see the records its children propagate.
+    handler.addFilter(ContextFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -18,6 +18,7 @@ from chargenet.observability.health import ComponentHealth, HealthCheck
 from chargenet.observability.health import Level as HealthLevel
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
+from chargenet.webhooks.failures import failure_kind
 from chargenet.webhooks.health import Level, queue_size_level, request_duration_level, worst
 from chargenet.webhooks.lane import Delivered
 from chargenet.webhooks.queue import watch_dead_letters
@@ -62,12 +63,14 @@ class LaneHealth:
             "lastRequestDurationMs": round(self.last_request_ms, 1) if self.last_request_ms is not None else None,
             "lastRequestDurationLevel": self.duration_level.value,
             "headAttempts": self.head_attempts,
-            "lastError": self.last_error,
+            # Its kind only: the message can carry what the partner answered, and /health is public.
+            "lastError": failure_kind(self.last_error),
         }
 
 
 async def lane_health(store: Store) -> list[LaneHealth]:
-    async with store.transaction() as session:
+    # A reading unit of work: /health refreshes every second, and on SQLite a transaction would take the write lock.
+    async with store.read() as session:
         rows = await session.execute(
             select(WebhookLane, Webhook.site_id, Webhook.enabled)
             .join(Webhook, Webhook.id == WebhookLane.webhook_id)

@@ -9,6 +9,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from chargenet.edge.committer import GroupCommitter
+from chargenet.observability import log_context
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
 
@@ -82,3 +83,19 @@ async def test_unit_whose_pending_row_collides_at_flush_fails_alone(store: Store
     assert isinstance(results[1], IntegrityError)
     assert await keys(store) == ["t-0", "t-1", "t-2"]
     await committer.close()
+
+
+async def test_the_shared_loop_does_not_carry_the_station_of_the_unit_that_started_it(store: Store) -> None:
+    committer = GroupCommitter(store)
+    seen: list[str | None] = []
+    loop = committer._loop
+
+    async def watched() -> None:
+        seen.append(log_context.station_id.get())
+        await loop()
+
+    committer._loop = watched  # type: ignore[method-assign]
+    with log_context.station("CS-1"):
+        assert await write(committer, "t-1") == "t-1"
+    await committer.close()
+    assert seen == [None]

@@ -14,6 +14,7 @@ from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation, StationCallError
 from tests.integration.edge.conftest import PASSWORD, Served
+from tests.support.logs import collected_logs
 
 
 async def test_unknown_station_gets_404_before_the_upgrade(served: Served) -> None:
@@ -178,6 +179,14 @@ async def test_four_unreadable_frames_then_a_good_one_keep_the_connection(statio
     for frame in ["not json", "{}", "[]", "[2]"]:
         await station.send_raw(frame)
     assert "currentTime" in await station.heartbeat()
+
+
+async def test_a_line_logged_while_a_station_is_connected_names_it(station, served: Served) -> None:  # type: ignore[no-untyped-def]
+    with collected_logs() as records:
+        await station.send_raw("not json")
+        assert "currentTime" in await station.heartbeat()  # the unreadable frame was handled before this answer
+    [line] = [r for r in records if r.getMessage() == "unreadable frame"]
+    assert line.station == served.tenant.station_id
 
 
 async def test_two_megabyte_frame_closes_the_connection_as_too_big(station) -> None:  # type: ignore[no-untyped-def]

@@ -205,7 +205,7 @@ async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
         "degraded",
         1,
         1,
-        "HTTP 500",
+        "http_5xx",
     )
     assert lane["lastRequestDurationMs"] is not None and lane["lastRequestDurationLevel"] == "ok"
     assert f'chargenet_webhook_failures_total{{event_type="Authorize",webhook_id="{webhook_id}"}} 1.0' in metrics
