@@ -28,6 +28,7 @@ from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
 from chargenet.console.app import create_console
+from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console
 from chargenet.context import AppContext, Worker, open_store
 from chargenet.edge import install as edge_install
@@ -85,6 +86,9 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
     async def metrics(_: Request) -> Response:
         return Response(generate_latest(context.metrics), media_type=CONTENT_TYPE_LATEST)
 
+    # One live feed per process, whatever number of browsers follow it (the console's live status page).
+    live = LiveFeed(context.store.read, context.clock)
+    context.on_stopping.append(live.end_all)
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -106,6 +110,7 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
                     webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,
                     store=context.store,
+                    live=live,
                 )
             ),
         ),
@@ -114,7 +119,8 @@ def create_app(context: AppContext, *, console_passwords: Passwords | None = Non
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
         stopping = asyncio.Event()
-        tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in context.workers]
+        workers: list[Worker] = [*context.workers, live]
+        tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in workers]
         log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})
         try:
             yield {}
