@@ -160,3 +160,51 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
         server.should_exit = True
         await here
         await context.close()
+
+
+async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    context = await open_context(load_settings({"data_dir": str(data_dir)}, environ={}))
+    try:
+        async with context.store.transaction() as session:
+            company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())
+        await operators.create_operator(
+            context.store.transaction,
+            operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            company_id=company.id,
+            email="owner@acme.test",
+            role="owner",
+            password=PASSWORD,
+            now=context.clock.now(),
+        )
+    finally:
+        await context.close()
+    port = free_port()
+    process = await serve_elsewhere(data_dir, f"sqlite+aiosqlite:///{data_dir / 'chargenet.db'}", port)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
+            signed = await browser.post(
+                "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
+            )
+            assert signed.status_code == 303
+            page = await browser.get("/console/connectors")
+            found = re.search(r'data-live-stream="([^"]+)"', page.text)
+            assert found
+            async with browser.stream("GET", html.unescape(found.group(1))) as response:
+                lines = response.aiter_lines()
+                await anext(lines)  # the stream is open
+                started = time.monotonic()
+                process.terminate()
+                # Well before the server's 10 s graceful timeout: the stream ended first, without `event: end`
+                # (which would send the browser to the sign-in page rather than reconnect).
+                rest = [line async for line in lines]
+                assert not any(line.startswith("event: ") for line in rest)
+        assert await asyncio.wait_for(process.wait(), 10) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
