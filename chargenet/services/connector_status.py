@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.events import ConnectorStatus, EventType
 from chargenet.domain.live import ConnectorKey, ConnectorState, LiveRow, StationLink
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import is_storable
 from chargenet.errors import InvalidInput
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest, UnknownCursor
@@ -52,6 +53,9 @@ class Filters:
     station: str | None = None  # part of a station id, any case
 
     def __post_init__(self) -> None:
+        for name, value in (("site", self.site_id), ("station", self.station)):
+            if value is not None and (not is_storable(value) or len(value) > 255):
+                raise InvalidInput("is not an id this service stores", field=name)
         if self.status is not None and self.status not in STATUSES:
             raise InvalidInput(f"must be one of {', '.join(STATUSES)}", field="status")
         if self.connection is not None and self.connection not in ("connected", "offline"):

@@ -418,6 +418,13 @@ async def test_an_unknown_status_filter_is_refused_naming_the_field(served: Serv
     assert 'aria-invalid="true"' in page.text
 
 
+async def test_a_filter_holding_text_no_id_can_hold_is_refused_naming_the_field(served: Served) -> None:
+    acme = await served.signed_in("owner@acme.test")
+    page = await acme.get("/console/connectors", params={"station": "A\x00B"})
+    assert page.status_code == 422
+    assert 'aria-invalid="true"' in page.text
+
+
 async def test_the_table_is_paged_by_keyset_a_hundred_rows_at_a_time(served: Served) -> None:
     async with served.store.transaction() as session:
         await stations.create_station(
