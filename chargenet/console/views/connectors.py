@@ -11,7 +11,8 @@ browser reloads the table), and `event: end` when the operator signed out.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Literal, cast
 
 from starlette.requests import Request
@@ -98,6 +99,29 @@ async def _list(request: Request, signed: Signed) -> Response:
     )
 
 
+class RenderedRows:
+    """Each changed row rendered once, however many streams send it: the feed hands every subscriber the same
+    `LiveRow` object, so the rows recently rendered are kept by identity (holding the row keeps its id unique)."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._rendered: OrderedDict[tuple[int, str], tuple[LiveRow, str]] = OrderedDict()
+
+    def event(self, row: LiveRow, base: str, render: Callable[[LiveRow], str]) -> str:
+        """The `row` event of `row` as the console at `base` renders it."""
+        found = self._rendered.get((id(row), base))
+        if found is not None and found[0] is row:
+            return found[1]
+        text = _event("row", render(row))
+        self._rendered[(id(row), base)] = (row, text)
+        if len(self._rendered) > self._size:
+            self._rendered.popitem(last=False)
+        return text
+
+
+_rendered = RenderedRows()
+
+
 def _event(name: str, data: str) -> str:
     lines = data.splitlines() or [""]
     return f"event: {name}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
@@ -115,6 +139,10 @@ async def _stream(request: Request, signed: Signed) -> Response:
     since = Mark.decode(request.query_params.get("since", ""))
     token = request.cookies.get(protection.COOKIE_NAME, "")
     template = console.templates.get_template("_live_row.html")
+
+    def render(row: LiveRow) -> str:
+        return template.render(row=row, row_id=row_id, base=console.base)
+
     subscription = feed.subscribe(signed.caller.company_id, session_hash=signed.session_hash, since=since)
     if since is None:
         subscription.behind = True  # a page without a mark: it reads the table again (domain.live Rule 5)
