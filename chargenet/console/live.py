@@ -89,12 +89,12 @@ class LiveFeed:
         """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""
         async with self._read() as session:
             if self._marks is None:
-                first = await connector_status.read_everything(session)
+                first = await connector_status.read_everything(session, now=self.clock.now())
                 self.state.absorb(first.connectors, first.links)
                 self._marks = first.marks
                 self.started.set()
                 return 0
-            read = await connector_status.read_changes(session, self._marks, overlap=self.overlap)
+            read = await connector_status.read_changes(session, self._marks, now=self.clock.now(), overlap=self.overlap)
             # A station met first through its link (created after the first read): its connectors, so that its
             # rows follow its connection too.
             unknown = sorted({link.station_id for link in read.links if not self.state.knows_station(link.station_id)})

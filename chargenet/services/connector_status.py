@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Row, Select, and_, false, func, or_, select, true
+from sqlalchemy import ColumnElement, Row, Select, and_, false, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import ConnectorStatus, EventType
@@ -174,11 +174,15 @@ async def list_connectors(session: AsyncSession, caller: Caller, filters: Filter
 @dataclass(slots=True)
 class Marks:
     """How far the feed has read: per site, the last ChargePointStatus sequence taken; and the newest connector
-    and presence instants seen, behind which the next read re-reads an overlap window."""
+    and presence instants seen, with when (on the reader's clock) each became the newest. A read re-reads an
+    overlap window behind the newest instant until the newest has stood for the overlap (whatever was stamped
+    before it has committed by then); then only what is newer, so a quiet store is not read again and again."""
 
     streams: dict[str, int] = field(default_factory=dict)
     received: datetime | None = None
+    received_since: datetime | None = None
     link: datetime | None = None
+    link_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,19 +206,40 @@ async def _streams(session: AsyncSession) -> dict[str, int]:
     return {site_id: int(last_seq) for site_id, last_seq in rows}
 
 
-async def read_everything(session: AsyncSession) -> Read:
-    """Every connector and station link (the feed's start), and the marks to follow the store from."""
+def _window(
+    newest: datetime | None, since: datetime | None, now: datetime, overlap: timedelta
+) -> tuple[datetime, bool] | None:
+    """From where to re-read (and whether that instant itself is included): None to read everything."""
+    if newest is None:
+        return None
+    if since is not None and now - since >= overlap:
+        return newest, False
+    return newest - overlap, True
+
+
+def _advance(
+    newest: datetime | None, since: datetime | None, found: datetime | None, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    if found is not None and (newest is None or found > newest):
+        return found, now
+    return newest, since
+
+
+async def read_everything(session: AsyncSession, *, now: datetime) -> Read:
+    """Every connector and station link (the feed's start), and the marks to follow the store from; `now` is the
+    reader's clock."""
     streams = await _streams(session)  # first: what is committed after this is read again, never missed
     connectors = [_connector(row) for row in await session.execute(_columns())]
     links = [_link(row) for row in await session.scalars(select(StationPresence))]
-    marks = Marks(streams=streams)
+    marks = Marks(streams=streams, received_since=now, link_since=now)
     marks.received = _newest(None, *(c.received_at for c in connectors))
     marks.link = _newest(None, *(link.newest for link in links))
     return Read(connectors, links, marks)
 
 
-async def read_changes(session: AsyncSession, marks: Marks, *, overlap: timedelta) -> Read:
-    """What may have changed since `marks` (a superset: `LiveState.absorb` drops what is known), and new marks."""
+async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, overlap: timedelta) -> Read:
+    """What may have changed since `marks` (a superset: `LiveState.absorb` drops what is known), and new marks;
+    `now` is the reader's clock."""
     streams = await _streams(session)
     advanced = [
         (site, seq, marks.streams.get(site, 0)) for site, seq in streams.items() if seq > marks.streams.get(site, 0)
@@ -243,30 +268,32 @@ async def read_changes(session: AsyncSession, marks: Marks, *, overlap: timedelt
             state = _connector(row)
             if state.key in keys:
                 connectors[state.key] = state
-    window = marks.received - overlap if marks.received is not None else None
-    recent = (
-        _columns().where(Connector.updated_at >= window)
-        if window is not None
-        else _columns().where(Connector.updated_at.is_not(None))
-    )
+    window = _window(marks.received, marks.received_since, now, overlap)
+    if window is None:
+        recent = _columns().where(Connector.updated_at.is_not(None))
+    else:
+        start_at, inclusive = window
+        recent = _columns().where(Connector.updated_at >= start_at if inclusive else Connector.updated_at > start_at)
     for row in await session.execute(recent):
         state = _connector(row)
         connectors[state.key] = state
-    link_window = marks.link - overlap if marks.link is not None else None
-    since = (
-        or_(
-            StationPresence.connected_at >= link_window,
-            StationPresence.disconnected_at >= link_window,
-            StationPresence.last_heartbeat_at >= link_window,
-        )
-        if link_window is not None
-        else true()
-    )
+    link_window = _window(marks.link, marks.link_since, now, overlap)
+    since: ColumnElement[bool] = true()
+    if link_window is not None:
+        start_at, inclusive = link_window
+        columns = (StationPresence.connected_at, StationPresence.disconnected_at, StationPresence.last_heartbeat_at)
+        since = or_(*(column >= start_at if inclusive else column > start_at for column in columns))
     links = [_link(row) for row in await session.scalars(select(StationPresence).where(since))]
+    received, received_since = _advance(
+        marks.received, marks.received_since, _newest(None, *(c.received_at for c in connectors.values())), now
+    )
+    link, link_since = _advance(marks.link, marks.link_since, _newest(None, *(x.newest for x in links)), now)
     new = Marks(
         streams={**marks.streams, **{site: seq for site, seq, _ in advanced}},
-        received=_newest(marks.received, *(c.received_at for c in connectors.values())),
-        link=_newest(marks.link, *(link.newest for link in links)),
+        received=received,
+        received_since=received_since,
+        link=link,
+        link_since=link_since,
     )
     return Read(list(connectors.values()), links, new)
 

@@ -141,7 +141,9 @@ async def _stream(request: Request, signed: Signed) -> Response:
     template = console.templates.get_template("_live_row.html")
 
     def render(row: LiveRow) -> str:
-        return template.render(row=row, row_id=row_id, base=console.base)
+        # One line: an event's data is sent a line at a time, and HTML needs none of the template's layout.
+        text = template.render(row=row, row_id=row_id, base=console.base)
+        return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
     subscription = feed.subscribe(signed.caller.company_id, session_hash=signed.session_hash, since=since)
     if since is None:

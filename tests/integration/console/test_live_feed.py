@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from chargenet.domain.live import LiveRow, Subscription
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import companies, sites, stations
+from chargenet.services import companies, connector_status, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence
@@ -136,3 +137,20 @@ async def test_a_heartbeat_changes_the_rows_of_its_station(running: Running) -> 
     rows = await rows_for(running.feed, subscription)
     assert sorted(row.key for row in rows) == [("ST-1", 1), ("ST-1", 2)]
     assert all(row.link is not None and row.link.last_heartbeat_at == beat for row in rows)
+
+
+async def test_rows_stamped_behind_the_newest_are_read_again_only_for_the_overlap(running: Running) -> None:
+    async with running.store.transaction() as session:
+        session.add(StationPresence(station_id="ST-1", connected=True, connected_at=running.clock.now()))
+    await running.status("Available")
+    overlap = timedelta(seconds=2)
+    now = running.clock.now()
+    async with running.store.read() as session:
+        first = await connector_status.read_everything(session, now=now)
+        within = await connector_status.read_changes(
+            session, first.marks, now=now + timedelta(seconds=1), overlap=overlap
+        )
+        settled = await connector_status.read_changes(session, within.marks, now=now + overlap, overlap=overlap)
+    assert [c.key for c in within.connectors] == [("ST-1", 1)]  # a row stamped earlier may still have committed late
+    assert [link.station_id for link in within.links] == ["ST-1"]
+    assert settled.connectors == [] and settled.links == []  # a quiet store is not read again and again
