@@ -120,7 +120,8 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
                 now=clock.now(),
                 connectors=2,
             )
-    for company_id, email in ((acme.id, "owner@acme.test"), (other.id, "owner@other.test")):
+    people = ((acme.id, "owner@acme.test", "owner"), (acme.id, "viewer@acme.test", "viewer"))
+    for company_id, email, role in (*people, (other.id, "owner@other.test", "owner")):
         await operators.create_operator(
             store.transaction,
             passwords,
@@ -128,7 +129,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
             audit.LOCAL_OPERATOR,
             company_id=company_id,
             email=email,
-            role="owner",
+            role=role,
             password=PASSWORD,
             now=clock.now(),
         )
@@ -296,6 +297,14 @@ async def test_a_stream_whose_session_expired_ends_at_its_next_heartbeat(served:
         served.clock.advance(timedelta(hours=13).total_seconds())  # beyond the absolute lifetime (12 h)
         name, _ = await opened.stream.event()
         assert name == "end"
+
+
+async def test_a_viewer_follows_the_live_table_too(served: Served) -> None:
+    viewer = await served.signed_in("viewer@acme.test")
+    await served.presence("ST-A", connected=True)
+    async with live_page(viewer) as opened:
+        await served.status("ST-A", 1, "Available")
+        await opened.stream.row('id="live-ST-A-1"', "status-available")
 
 
 async def test_the_stream_needs_a_signed_in_operator(served: Served) -> None:
