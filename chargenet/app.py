@@ -30,6 +30,7 @@ from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
 from chargenet.console.app import create_console
+from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console
 from chargenet.context import AppContext, Worker, open_store
 from chargenet.edge import install as edge_install
@@ -152,6 +153,9 @@ def create_app(
     async def metrics(_: Request) -> Response:
         return Response(generate_latest(context.metrics), media_type=CONTENT_TYPE_LATEST)
 
+    # One live feed per process, whatever number of browsers follow it (the console's live status page).
+    live_feed = LiveFeed(context.store.read, context.clock)
+    context.on_stopping.append(live_feed.end_all)
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/health/live", live, methods=["GET"]),
@@ -175,6 +179,7 @@ def create_app(
                     webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,
                     store=context.store,
+                    live=live_feed,
                 )
             ),
         ),
@@ -184,7 +189,7 @@ def create_app(
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
         nonlocal running
         stopping = asyncio.Event()
-        workers = [*context.workers, refresher]
+        workers: list[Worker] = [*context.workers, refresher, live_feed]
         tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in workers]
         running = tasks
         log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})

@@ -53,6 +53,9 @@ class AppContext:
     health_checks: list[HealthCheck] = field(default_factory=list)
     routes: list[BaseRoute] = field(default_factory=list)
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # Called as soon as the process is asked to stop, before the server waits for open answers to finish: the
+    # long-lived ones (the console's event streams) end here, or they would hold the stop until its timeout.
+    on_stopping: list[Callable[[], None]] = field(default_factory=list)
     auth: AuthServer | None = None
     # The edge when this process serves stations; `chargenet admin` reaches them through the command relay.
     edge: StationCommands | None = None

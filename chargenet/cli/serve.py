@@ -7,6 +7,7 @@ import asyncio
 import gc
 import logging
 import os
+import socket
 import sys
 from types import FrameType
 
@@ -43,6 +44,15 @@ DEMO_SITE = "Demo Site"
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, context: AppContext) -> None:
+        super().__init__(config)
+        self._context = context
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for hook in self._context.on_stopping:
+            hook()
+        await super().shutdown(sockets)
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         # uvicorn re-raises the signal after shutting down, so the process would die by it. The stop was
@@ -126,7 +136,7 @@ async def serve(settings: Settings, *, migrate: bool = False, context: AppContex
             lifespan="on",
         )
         log.info("serving", extra={"fields": {"url": settings.public_url, "database": context.store.dialect}})
-        await _Server(config).serve()
+        await _Server(config, context).serve()
     finally:
         await context.close()
 

@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from chargenet.auth.limiter import FailureLimiter
 from chargenet.clock import Clock
 from chargenet.console import protection
+from chargenet.console.live import LiveFeed
 from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -43,6 +44,7 @@ STATIC = Path(__file__).parent / "static"
 NAVIGATION = (
     ("overview", "Overview", ""),
     ("sites", "Sites", "/sites"),
+    ("connectors", "Live status", "/connectors"),
     ("sessions", "Sessions", "/sessions"),
     ("applications", "Applications", "/applications"),
     ("groups", "Groups", "/groups"),
@@ -80,6 +82,7 @@ class Console:
     webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     store: Store | None = None  # what station commands are sent through (`services.station_commands`)
+    live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""

@@ -71,6 +71,8 @@ async def _logout(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     async with console.transaction() as session:
         await console_sessions.end(session, request.cookies[protection.COOKIE_NAME])
+    if console.live is not None:
+        console.live.end_session(signed.session_hash)  # its open live streams close now
     response = redirect(console.url("/login"))
     response.headers.append("set-cookie", console.cookies.clear_cookie())
     return response

@@ -1,0 +1,153 @@
+"""The process's one live feed of connector status, and the waits of the browser streams it serves.
+
+One reader per process follows the store (`services.connector_status.read_changes`), never a query per browser:
+it wakes at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
+a StatusNotification's write does) and otherwise every `poll_every` seconds of the injected clock, which is how
+it learns what other processes sharing the store committed, and what raises no event (a connection, a
+heartbeat, a new error code under the same status). What changed goes through the sans-IO core
+(`domain.live`): `LiveState` drops what is already known, `Fanout` queues it for each open stream of the row's
+company, bounded, and drops a stream that falls behind to a resync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.clock import Clock
+from chargenet.domain.live import DEFAULT_CAPACITY, Fanout, LiveRow, LiveState, Mark, StreamEnd, Subscription
+from chargenet.outbox.signal import outbox_committed
+from chargenet.services import connector_status
+
+log = logging.getLogger(__name__)
+
+POLL_EVERY = 0.5  # seconds between reads for what other processes committed
+OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
+
+
+class LiveFeed:
+    """A worker (`run`) that follows the store, and the subscriptions of this process's browser streams."""
+
+    name = "console-live-feed"
+
+    def __init__(
+        self,
+        read: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+        clock: Clock,
+        *,
+        poll_every: float = POLL_EVERY,
+        overlap: timedelta = OVERLAP,
+        capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
+        self._read = read
+        self.clock = clock
+        self.poll_every = poll_every
+        self.overlap = overlap
+        self.capacity = capacity
+        self.state = LiveState()
+        self.fanout = Fanout(secrets.token_hex(8))
+        self._marks: connector_status.Marks | None = None
+        self._wakers: dict[int, asyncio.Event] = {}
+        self.started = asyncio.Event()  # set once the first read is in
+        self.stopped = False  # the process is stopping: streams end without telling browsers to reload
+
+    # --- the reader -----------------------------------------------------------------------------------------
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        committed = outbox_committed()
+        try:
+            while not stopping.is_set():
+                committed.clear()  # a commit while reading sets it again: the next wait returns at once
+                try:
+                    await self.run_once()
+                except Exception:
+                    # The store may be away for a moment; the streams stay open and the next read catches up.
+                    log.exception("the live feed could not read the store")
+                await self._wait(committed, stopping)
+        finally:
+            self.end_all()
+
+    async def _wait(self, committed: asyncio.Event, stopping: asyncio.Event) -> None:
+        waits = [
+            asyncio.create_task(self.clock.sleep(self.poll_every)),
+            asyncio.create_task(committed.wait()),
+            asyncio.create_task(stopping.wait()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def run_once(self) -> int:
+        """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""
+        async with self._read() as session:
+            if self._marks is None:
+                first = await connector_status.read_everything(session, now=self.clock.now())
+                self.state.absorb(first.connectors, first.links)
+                self._marks = first.marks
+                self.started.set()
+                return 0
+            read = await connector_status.read_changes(session, self._marks, now=self.clock.now(), overlap=self.overlap)
+            # A station met first through its link (created after the first read): its connectors, so that its
+            # rows follow its connection too.
+            unknown = sorted({link.station_id for link in read.links if not self.state.knows_station(link.station_id)})
+            extra = await connector_status.read_station_connectors(session, unknown)
+        self._marks = read.marks
+        rows = self.state.absorb([*extra, *read.connectors], read.links)
+        if rows:
+            for subscription in self.fanout.publish(rows, self.clock.now()):
+                self._wake(subscription)
+        return len(rows)
+
+    # --- the streams ----------------------------------------------------------------------------------------
+
+    def mark(self) -> Mark:
+        """Where a page read from the store now stands in this feed (its stream resumes from there)."""
+        return self.fanout.mark(self.clock.now())
+
+    def subscribe(self, company_id: str, *, session_hash: str | None = None, since: Mark | None = None) -> Subscription:
+        subscription = self.fanout.subscribe(company_id, capacity=self.capacity, session_hash=session_hash, since=since)
+        self._wakers[id(subscription)] = asyncio.Event()
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.fanout.unsubscribe(subscription)
+        self._wakers.pop(id(subscription), None)
+
+    async def next(self, subscription: Subscription, quiet: float) -> list[LiveRow] | StreamEnd:
+        """What to send the stream now: its queued rows, or the end of the stream; an empty list after
+        `quiet` seconds (of the injected clock) without anything."""
+        waker = self._wakers.get(id(subscription))
+        if waker is not None and not subscription.ready:
+            waker.clear()
+            timer = asyncio.create_task(self.clock.sleep(quiet))
+            woken = asyncio.create_task(waker.wait())
+            try:
+                await asyncio.wait([timer, woken], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                timer.cancel()
+                woken.cancel()
+        return subscription.take()
+
+    def end_session(self, session_hash: str) -> None:
+        """The operator signed out: the streams of that console session close."""
+        for subscription in self.fanout.end_session(session_hash):
+            self._wake(subscription)
+
+    def end_all(self) -> None:
+        """The process is stopping: every stream closes (the browsers reconnect to whichever process serves)."""
+        self.stopped = True
+        for subscription in self.fanout.end_all():
+            self._wake(subscription)
+
+    def _wake(self, subscription: Subscription) -> None:
+        waker = self._wakers.get(id(subscription))
+        if waker is not None:
+            waker.set()

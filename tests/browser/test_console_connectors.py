@@ -1,0 +1,87 @@
+"""The live connector status page in Debian's Chromium, with a simulated station: a status the station reports
+changes its row in the open page without a reload, and the row turns offline when the station goes away. The
+page passes axe-core and its script keeps to the CSP. Waits are on conditions, never on time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, ConsoleMessage, expect
+
+from chargenet.services import sites, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.simulators.station import SimulatedStation
+from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
+    async with served_console(tmp_path) as served:
+        yield served
+
+
+async def test_a_status_the_station_reports_changes_its_row_in_the_open_page(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = console.context
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            company_id=console.company_id,
+            name="Harbour",
+            now=context.clock.now(),
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=site.id,
+            station_id="CS-TABLE",
+            now=context.clock.now(),
+            connectors=2,
+        )
+    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
+    station = SimulatedStation(ocpp, "CS-TABLE")
+    page = await (await browser.new_context(viewport={"width": 1400, "height": 900})).new_page()
+    complaints: list[str] = []
+
+    def listen(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            complaints.append(message.text)
+
+    page.on("console", listen)
+    try:
+        await station.connect()
+        await station.boot(vendor="Sim", model="Table")
+        await station.status(1, "Available")
+        await sign_in(page, console)
+        await page.get_by_role("navigation", name="Console").get_by_role("link", name="Live status").click()
+        await expect(page.get_by_role("heading", name="Live connector status")).to_be_visible()
+        await expect(page.locator("#live-state")).to_have_text("Live updates: on.")
+        await page.evaluate("window.notReloaded = true")  # gone if the page were read again
+        row = page.locator("#live-CS-TABLE-1")
+        await expect(row).to_contain_text("connected")
+        await assert_accessible(page, "live status")
+
+        await station.status(1, "Preparing")
+        await station.status(1, "Charging")
+        await expect(row.locator(".status")).to_have_text("Charging")
+        await expect(row).to_contain_text("StatusNotification")
+
+        await station.close()
+        await expect(row.locator(".status")).to_have_text("Offline")
+        await expect(row).to_contain_text("last reported Charging")
+        assert await page.evaluate("window.notReloaded === true")
+        await assert_accessible(page, "live status, station offline")
+        assert not complaints
+    finally:
+        await page.context.close()
+        await station.close()

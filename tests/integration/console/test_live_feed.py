@@ -1,0 +1,156 @@
+"""The process's live feed against a real store, on both backends: what wakes it, and what it finds by polling."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from chargenet.clock import ManualClock
+from chargenet.console.live import LiveFeed
+from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.domain.live import LiveRow, Subscription
+from chargenet.edge.statuses import record_status
+from chargenet.keys import KeyStore
+from chargenet.outbox import Outbox
+from chargenet.services import companies, connector_status, sites, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.store.db import Store
+from chargenet.store.models import StationPresence
+
+
+@dataclass
+class Running:
+    store: Store
+    clock: ManualClock
+    feed: LiveFeed
+    company_id: str
+    site_id: str
+    keys: KeyStore
+
+    async def status(self, status: str, error_code: str = "NoError", *, station_id: str = "ST-1") -> None:
+        async with self.store.transaction() as session:
+            await record_status(
+                session,
+                Outbox(self.clock),
+                station_id=station_id,
+                ocpp_connector_id=1,
+                status=ConnectorStatus(status),
+                error_code=ChargePointErrorCode(error_code),
+                timestamp=self.clock.now(),
+                now=self.clock.now(),
+            )
+
+    async def station(self, station_id: str) -> None:
+        async with self.store.transaction() as session:
+            await stations.create_station(
+                session,
+                OPERATOR,
+                self.keys.secret_hasher(),
+                self.keys.credential_cipher(),
+                site_id=self.site_id,
+                station_id=station_id,
+                now=self.clock.now(),
+                connectors=2,
+            )
+
+
+@pytest.fixture
+async def running(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncIterator[Running]:
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    async with store.transaction() as session:
+        company = await companies.create_company(session, OPERATOR, name="Acme", now=clock.now())
+        site = await sites.create_site(
+            session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Harbour", now=clock.now()
+        )
+    feed = LiveFeed(store.read, clock, poll_every=3600)  # a poll only when a test moves the clock an hour
+    running = Running(store, clock, feed, company.id, site.id, keys)
+    await running.station("ST-1")
+    stopping = asyncio.Event()
+    task = asyncio.create_task(feed.run(stopping))
+    await feed.started.wait()
+    try:
+        yield running
+    finally:
+        stopping.set()
+        await task
+
+
+async def rows_for(feed: LiveFeed, subscription: Subscription, within: float = 5.0) -> list[LiveRow]:
+    """The next rows sent to `subscription` (a quiet spell of an hour on the clock is never reached)."""
+    async with asyncio.timeout(within):
+        while True:
+            got = await feed.next(subscription, 3600)
+            assert isinstance(got, list)
+            if got:
+                return got
+
+
+async def test_a_status_committed_in_this_process_wakes_the_feed_without_a_poll(running: Running) -> None:
+    subscription = running.feed.subscribe(running.company_id)
+    await running.status("Available")
+    [row] = await rows_for(running.feed, subscription)
+    assert (row.key, row.connector.status) == (("ST-1", 1), "Available")
+
+
+async def test_a_new_error_code_under_the_same_status_is_found_by_the_poll(running: Running) -> None:
+    subscription = running.feed.subscribe(running.company_id)
+    await running.status("Faulted")
+    await rows_for(running.feed, subscription)
+    running.clock.advance(1)
+    await running.status("Faulted", "GroundFailure")  # no event: the status did not change
+    running.clock.advance(3600)
+    [row] = await rows_for(running.feed, subscription)
+    assert row.connector.error_code == "GroundFailure"
+
+
+async def test_a_station_created_after_the_feed_started_follows_its_link(running: Running) -> None:
+    await running.station("ST-NEW")
+    subscription = running.feed.subscribe(running.company_id)
+    async with running.store.transaction() as session:
+        session.add(StationPresence(station_id="ST-NEW", connected=True, connected_at=running.clock.now()))
+    running.clock.advance(3600)
+    rows = await rows_for(running.feed, subscription)
+    assert sorted(row.key for row in rows) == [("ST-NEW", 1), ("ST-NEW", 2)]
+    assert all(row.online for row in rows)
+
+
+async def test_a_heartbeat_changes_the_rows_of_its_station(running: Running) -> None:
+    async with running.store.transaction() as session:
+        session.add(StationPresence(station_id="ST-1", connected=True, connected_at=running.clock.now()))
+    running.clock.advance(3600)
+    subscription = running.feed.subscribe(running.company_id)
+    await rows_for(running.feed, subscription)  # the connection
+    running.clock.advance(60)
+    beat = running.clock.now()
+    async with running.store.transaction() as session:
+        await session.execute(
+            update(StationPresence).where(StationPresence.station_id == "ST-1").values(last_heartbeat_at=beat)
+        )
+    running.clock.advance(3600)
+    rows = await rows_for(running.feed, subscription)
+    assert sorted(row.key for row in rows) == [("ST-1", 1), ("ST-1", 2)]
+    assert all(row.link is not None and row.link.last_heartbeat_at == beat for row in rows)
+
+
+async def test_rows_stamped_behind_the_newest_are_read_again_only_for_the_overlap(running: Running) -> None:
+    async with running.store.transaction() as session:
+        session.add(StationPresence(station_id="ST-1", connected=True, connected_at=running.clock.now()))
+    await running.status("Available")
+    overlap = timedelta(seconds=2)
+    now = running.clock.now()
+    async with running.store.read() as session:
+        first = await connector_status.read_everything(session, now=now)
+        within = await connector_status.read_changes(
+            session, first.marks, now=now + timedelta(seconds=1), overlap=overlap
+        )
+        settled = await connector_status.read_changes(session, within.marks, now=now + overlap, overlap=overlap)
+    assert [c.key for c in within.connectors] == [("ST-1", 1)]  # a row stamped earlier may still have committed late
+    assert [link.station_id for link in within.links] == ["ST-1"]
+    assert settled.connectors == [] and settled.links == []  # a quiet store is not read again and again

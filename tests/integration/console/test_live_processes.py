@@ -1,0 +1,210 @@
+"""Two processes on one PostgreSQL: a station connected to a real `chargenet serve` process, the live status page
+open on another process (this one, served by uvicorn), and the station's row changes in that page's stream, then
+turns offline when the station goes. Nothing tells this process: its live feed finds it all by polling the store."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import argon2
+import httpx
+import pytest
+import uvicorn
+
+from chargenet.app import create_app, open_context
+from chargenet.config import load_settings
+from chargenet.services import audit, companies, operators, sites, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.simulators.station import SimulatedStation
+from chargenet.store import schema
+from chargenet.store.db import Store
+from tests.browser.console import free_port
+from tests.conftest import create_pg_database, drop_pg_database
+
+ROOT = Path(__file__).resolve().parents[3]
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    url = await create_pg_database()
+    first = Store(url)
+    await schema.prepare_schema(first)
+    await first.dispose()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
+async def serve_elsewhere(data_dir: Path, pg_url: str, port: int) -> asyncio.subprocess.Process:
+    """`chargenet serve` in a process of its own, once its /health answers."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "chargenet", "serve", "--port", str(port), "--data-dir", str(data_dir)),
+        *("--database-url", pg_url, "--log-level", "error"),
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    async with httpx.AsyncClient() as client:
+        while True:
+            assert process.returncode is None, "chargenet serve exited early"
+            try:
+                if (await client.get(f"http://127.0.0.1:{port}/health", timeout=1)).status_code < 500:
+                    return process
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "chargenet serve did not answer within 60 s"
+            await asyncio.sleep(0.1)
+
+
+async def next_row(lines: AsyncIterator[str], *containing: str, within: float = 20.0) -> str:
+    """The first `row` event of the stream whose HTML holds each of `containing`."""
+    data: list[str] = []
+    name = ""
+    async with asyncio.timeout(within):
+        async for line in lines:
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data.append(line.removeprefix("data: "))
+            elif line == "" and data:
+                text = "\n".join(data)
+                assert name == "row", (name, text)
+                if all(part in text for part in containing):
+                    return text
+                data, name = [], ""
+    raise AssertionError("the stream ended")
+
+
+async def test_a_station_held_by_another_process_changes_its_row_in_this_processs_stream(
+    pg_url: str, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    settings = load_settings({"database_url": pg_url, "data_dir": str(data_dir), "port": port}, environ={})
+    context = await open_context(settings)
+    passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    now = context.clock.now()
+    async with context.store.transaction() as session:
+        company = await companies.create_company(session, OPERATOR, name="Acme", now=now)
+        site = await sites.create_site(
+            session, OPERATOR, context.keys.credential_cipher(), company_id=company.id, name="Harbour", now=now
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=site.id,
+            station_id="CS-AWAY",
+            now=now,
+            connectors=1,
+        )
+    await operators.create_operator(
+        context.store.transaction,
+        passwords,
+        operators.LOCAL,
+        audit.LOCAL_OPERATOR,
+        company_id=company.id,
+        email="owner@acme.test",
+        role="owner",
+        password=PASSWORD,
+        now=now,
+    )
+    app = create_app(context, console_passwords=passwords)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    here = asyncio.create_task(server.serve())
+    other_port = free_port()
+    elsewhere = await serve_elsewhere(data_dir, pg_url, other_port)
+    station = SimulatedStation(f"ws://127.0.0.1:{other_port}/ocpp", "CS-AWAY")
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        origin = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
+            signed = await browser.post(
+                "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
+            )
+            assert signed.status_code == 303
+            page = await browser.get("/console/connectors")
+            found = re.search(r'data-live-stream="([^"]+)"', page.text)
+            assert found
+            async with browser.stream("GET", html.unescape(found.group(1))) as response:
+                lines = response.aiter_lines()
+                await station.connect()
+                await station.boot(vendor="Sim", model="Away")
+                await station.status(1, "Available")
+                await next_row(lines, 'id="live-CS-AWAY-1"', "status-available")
+                await station.status(1, "Preparing")
+                await station.status(1, "Charging")
+                await next_row(lines, 'id="live-CS-AWAY-1"', "status-charging")
+                await station.close()
+                await next_row(lines, 'id="live-CS-AWAY-1"', "status-offline", "last reported Charging")
+    finally:
+        await station.close()
+        elsewhere.terminate()
+        await elsewhere.wait()
+        if context.on_stopping:
+            for hook in context.on_stopping:
+                hook()
+        server.should_exit = True
+        await here
+        await context.close()
+
+
+async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    context = await open_context(load_settings({"data_dir": str(data_dir)}, environ={}))
+    try:
+        async with context.store.transaction() as session:
+            company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())
+        await operators.create_operator(
+            context.store.transaction,
+            operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
+            operators.LOCAL,
+            audit.LOCAL_OPERATOR,
+            company_id=company.id,
+            email="owner@acme.test",
+            role="owner",
+            password=PASSWORD,
+            now=context.clock.now(),
+        )
+    finally:
+        await context.close()
+    port = free_port()
+    process = await serve_elsewhere(data_dir, f"sqlite+aiosqlite:///{data_dir / 'chargenet.db'}", port)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
+            signed = await browser.post(
+                "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
+            )
+            assert signed.status_code == 303
+            page = await browser.get("/console/connectors")
+            found = re.search(r'data-live-stream="([^"]+)"', page.text)
+            assert found
+            async with browser.stream("GET", html.unescape(found.group(1))) as response:
+                lines = response.aiter_lines()
+                await anext(lines)  # the stream is open
+                started = time.monotonic()
+                process.terminate()
+                # Well before the server's 10 s graceful timeout: the stream ended first, without `event: end`
+                # (which would send the browser to the sign-in page rather than reconnect).
+                rest = [line async for line in lines]
+                assert not any(line.startswith("event: ") for line in rest)
+        assert await asyncio.wait_for(process.wait(), 10) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
