@@ -27,7 +27,7 @@ from chargenet.domain.live import ENDED, RESYNC, LiveRow, Mark
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies, connector_status, console_sessions
 
-PER_PAGE = 100
+PER_PAGE = 50  # as every other list of the console
 HEARTBEAT = 15.0  # seconds between comments on a quiet stream (proxies close idle connections)
 RECONNECT_MS = 5_000  # how long a browser waits before reopening a stream that closed
 FILTER_FIELDS = ("site", "status", "connection", "station")

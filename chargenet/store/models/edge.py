@@ -121,6 +121,12 @@ class StationPresence(Base):
     """Whether a station is connected (and to which process), its last heartbeat and what it booted as."""
 
     __tablename__ = "station_presence"
+    # The live status feed reads the links that changed since its last look (connect, disconnect, heartbeat).
+    __table_args__ = (
+        Index("ix_station_presence_connected_at", "connected_at"),
+        Index("ix_station_presence_disconnected_at", "disconnected_at"),
+        Index("ix_station_presence_last_heartbeat_at", "last_heartbeat_at"),
+    )
 
     station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
     connected: Mapped[bool] = mapped_column(Boolean, default=False)
