@@ -134,7 +134,7 @@ async def _detail(request: Request, signed: Signed, group_id: str, *, status: in
         "member_count": len(group.client_ids),
         "after": after,
         "first_url": f"{console.url(f'/groups/{group_id}')}#members",
-        "next_url": address(console.url(f"/groups/{group_id}"), after=members.next) + "#members"
+        "next_url": address(console.url(f"/groups/{group_id}"), after=members.next, find=find) + "#members"
         if members.next
         else None,
         "candidates": candidates,

@@ -62,12 +62,6 @@ EXAMPLES = 5  # fuzzing examples per operation; the coverage phase adds about 2,
 STATEFUL_SCENARIOS = 30
 STATEFUL_STEPS = 10  # calls per stateful scenario at most
 RESPONSE_TIME = 10.0  # seconds; a station command waits at most 2 s
-# On a starved CPU, Hypothesis has twice reported schemathesis' own building of a request (in the examples phase,
-# before anything was sent) as "produces unreliable results", for a different operation each time and never
-# when run again. That is the tool failing to generate, not a finding about the server: such an error is
-# reported, and tolerated for at most MAX_GENERATION_FLAKES operations, whose other phases still run and are checked.
-UNRELIABLE_GENERATION = "produces unreliable results"
-MAX_GENERATION_FLAKES = 2
 
 
 class Chargenet:
@@ -199,15 +193,18 @@ class Partner:
         if not self.unsure:
             return self.token
         if self.enlisted is None or not self.server.run(still_enlisted(context, self.enlisted)):
-            self.enlisted = self.server.run(enlist(context, tenant.company_id))
+            # Schemathesis asks for the token while it builds a case, inside Hypothesis, which replays a draw that
+            # raised: nothing is remembered until the token is in hand, so a replay does the same work and fails
+            # the same way (reported as what it is) instead of passing with a token that was never issued.
+            enlisted = self.server.run(enlist(context, tenant.company_id))
             response = requests.post(
                 f"{self.server.url}/auth/oauth2/token",
                 data={"grant_type": "client_credentials"},
-                auth=(self.enlisted.client_id, self.enlisted.client_secret),
-                timeout=10,
+                auth=(enlisted.client_id, enlisted.client_secret),
+                timeout=RESPONSE_TIME * 3,  # the secret check and a signature, on a machine busy with the suite
             )
             assert response.status_code == 200, response.text
-            self.token = response.json()["access_token"]
+            self.enlisted, self.token = enlisted, response.json()["access_token"]
             self.issued += 1
         self.unsure = False
         return self.token
@@ -252,7 +249,6 @@ class Findings:
     scenarios: Counter[str] = field(default_factory=Counter)
     failures: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (operation, check, title) -> details
     errors: list[str] = field(default_factory=list)
-    generation_flakes: list[str] = field(default_factory=list)  # see UNRELIABLE_GENERATION
     statuses: Counter[int] = field(default_factory=Counter)
     commands: Counter[int] = field(default_factory=Counter)  # statuses of the station commands
     stop: str = ""
@@ -288,11 +284,7 @@ class Findings:
                     answer = f"{response.status_code} {response.text[:300]}" if response is not None else "no answer"
                     self.failures.setdefault(key, f"{failure.message}\n{check.failure_info.code_sample}\n-> {answer}")
         elif isinstance(event, events.NonFatalError):
-            text = event.info.format()
-            if UNRELIABLE_GENERATION in text and "example_generating_inner_function" in text:
-                self.generation_flakes.append(f"{event.label}: {text}")
-            else:
-                self.errors.append(f"{event.label}: {text}")
+            self.errors.append(f"{event.label}: {event.info.format()}")
         elif isinstance(event, events.FatalError):
             self.errors.append(f"fatal: {event.exception!r}")
 
@@ -305,8 +297,7 @@ class Findings:
         ]
         for (operation, check, title), details in sorted(self.failures.items()):
             lines.append(f"\n== {operation} [{check}] {title}\n{details[:1500]}")
-        lines.extend(f"\n== error {error[:1500]}" for error in self.errors)
-        lines.extend(f"\n== generation flake (tolerated) {flake[:3000]}" for flake in self.generation_flakes)
+        lines.extend(f"\n== error {error[:4000]}" for error in self.errors)
         return "\n".join(lines)
 
 
@@ -342,7 +333,6 @@ def test_schemathesis_finds_nothing_with_every_check_and_phase(chargenet: Charge
     elapsed = time.monotonic() - started
     print(f"schemathesis {schemathesis.__version__}: {elapsed:.1f} s, {partner.issued} token(s)\n{findings.report()}")
     assert not findings.failures and not findings.errors, findings.report()
-    assert len(findings.generation_flakes) <= MAX_GENERATION_FLAKES, findings.report()
     # It ran to its end over every operation of the document, the stateful phase too.
     assert findings.stop == "completed", findings.report()
     documented = {f"{m.upper()} {p}" for p, item in schema.raw_schema["paths"].items() for m in item}
