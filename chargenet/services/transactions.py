@@ -155,44 +155,31 @@ def _columns(model: type[EdgeTransaction] | type[MeterSession]) -> list[ColumnEl
     return list(cast(Table, model.__table__).columns)
 
 
-def _edge_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
-    if where.source == "meter":
-        return None
-    clauses: list[ColumnElement[bool]] = [EdgeTransaction.site_id.in_(sites)]
+def _query(model: type[EdgeTransaction] | type[MeterSession], sites: Any, where: SessionFilter) -> Select[Any]:
+    """The filter over either table: OCPP transactions and meter sessions have the same columns for it."""
+    clauses: list[ColumnElement[bool]] = [model.site_id.in_(sites)]
     if where.site_id is not None:
-        clauses.append(EdgeTransaction.site_id == where.site_id)
+        clauses.append(model.site_id == where.site_id)
     if where.station_id is not None:
-        clauses.append(EdgeTransaction.station_id == where.station_id)
+        clauses.append(model.station_id == where.station_id)
     if where.id_tag is not None:
-        clauses.append(EdgeTransaction.id_tag == where.id_tag)
+        clauses.append(model.id_tag == where.id_tag)
     if where.since is not None:
-        clauses.append(EdgeTransaction.started_at >= where.since)
+        clauses.append(model.started_at >= where.since)
     if where.until is not None:
-        clauses.append(EdgeTransaction.started_at < where.until)
+        clauses.append(model.started_at < where.until)
     if where.state is not None:
-        stopped = EdgeTransaction.stopped_at
+        stopped = model.stopped_at
         clauses.append(stopped.is_(None) if where.state == "active" else stopped.is_not(None))
-    return select(*_columns(EdgeTransaction)).where(*clauses)
+    return select(*_columns(model)).where(*clauses)
+
+
+def _edge_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
+    return None if where.source == "meter" else _query(EdgeTransaction, sites, where)
 
 
 def _meter_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
-    if where.source == "ocpp":
-        return None
-    clauses: list[ColumnElement[bool]] = [MeterSession.site_id.in_(sites)]
-    if where.site_id is not None:
-        clauses.append(MeterSession.site_id == where.site_id)
-    if where.station_id is not None:
-        clauses.append(MeterSession.station_id == where.station_id)
-    if where.id_tag is not None:
-        clauses.append(MeterSession.id_tag == where.id_tag)
-    if where.since is not None:
-        clauses.append(MeterSession.started_at >= where.since)
-    if where.until is not None:
-        clauses.append(MeterSession.started_at < where.until)
-    if where.state is not None:
-        stopped = MeterSession.stopped_at
-        clauses.append(stopped.is_(None) if where.state == "active" else stopped.is_not(None))
-    return select(*_columns(MeterSession)).where(*clauses)
+    return None if where.source == "ocpp" else _query(MeterSession, sites, where)
 
 
 async def _batch(
