@@ -107,6 +107,9 @@ class RenderedRows:
         self._size = size
         self._rendered: OrderedDict[tuple[int, str], tuple[LiveRow, str]] = OrderedDict()
 
+    def __len__(self) -> int:
+        return len(self._rendered)
+
     def event(self, row: LiveRow, base: str, render: Callable[[LiveRow], str]) -> str:
         """The `row` event of `row` as the console at `base` renders it."""
         found = self._rendered.get((id(row), base))
@@ -119,7 +122,7 @@ class RenderedRows:
         return text
 
 
-_rendered = RenderedRows()
+rendered_rows = RenderedRows()
 
 
 def _event(name: str, data: str) -> str:
@@ -174,7 +177,7 @@ async def _stream(request: Request, signed: Signed) -> Response:
                         return
                     yield ": still here\n\n"
                     continue
-                yield "".join(_event("row", template.render(row=row, row_id=row_id, base=console.base)) for row in got)
+                yield "".join(rendered_rows.event(row, console.base, render) for row in got)
         finally:
             feed.unsubscribe(subscription)
 

@@ -28,6 +28,7 @@ from chargenet.clock import ManualClock
 from chargenet.console.app import create_console
 from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console
+from chargenet.console.views import connectors
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
@@ -164,6 +165,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
 class Stream:
     response: httpx.Response
     lines: AsyncIterator[str]
+    rows: int = 0  # row events read so far
 
     async def event(self, within: float = 10.0) -> tuple[str, str]:
         """The next event (its name and data); comments are skipped."""
@@ -187,6 +189,7 @@ class Stream:
             while True:
                 name, data = await self.event()
                 assert name == "row", (name, data)
+                self.rows += 1
                 assert never is None or never not in data, data
                 if all(text in data for text in containing):
                     return data
@@ -231,6 +234,18 @@ async def test_a_status_committed_by_the_edge_reaches_the_open_stream_of_its_com
         await theirs.stream.row('id="live-ST-B-1"', "Faulted", never="/stations/ST-A")
         await served.status("ST-A", 1, "Charging")
         await ours.stream.row('id="live-ST-A-1"', "status-charging")
+
+
+async def test_a_row_sent_to_several_streams_is_rendered_once(served: Served) -> None:
+    acme = await served.signed_in("owner@acme.test")
+    await served.presence("ST-A", connected=True)
+    async with live_page(acme) as first, live_page(acme) as second:
+        before = len(connectors.rendered_rows)
+        await served.status("ST-A", 1, "Charging")
+        await first.stream.row('id="live-ST-A-1"', "status-charging")
+        await second.stream.row('id="live-ST-A-1"', "status-charging")
+        assert first.stream.rows == second.stream.rows
+        assert len(connectors.rendered_rows) == before + first.stream.rows
 
 
 async def test_a_disconnected_station_turns_offline_in_the_stream_with_its_last_status(served: Served) -> None:
