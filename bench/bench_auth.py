@@ -155,7 +155,7 @@ async def _measure() -> list[Result]:
         finally:
             server.terminate()
             server.wait(timeout=20)
-    print(f"token grants: {ours_tokens:,.0f}/s on one server process (issue target: 1,500/s)", flush=True)
+    print(f"token grants: {ours_tokens:,.0f}/s on one server process (target: 1,500/s)", flush=True)
     return [
         Result("token grants vs bare JWT signing endpoint", ours_tokens, base_tokens, "req/s"),
         Result("GET /charge-points with bearer check vs without", ours_list, base_list, "req/s", target=0.85),

@@ -1,4 +1,4 @@
-"""Console page latency with a full store (issue target: p99 under 100 ms for every page but the sign-in POST, which
+"""Console page latency with a full store (target: p99 under 100 ms for every page but the sign-in POST, which
 argon2id makes slow on purpose): 10,000 stations over 10 sites, 100 webhooks whose delivery logs hold 100,000
 attempts, 1,000 applications and 200 groups of five.
 

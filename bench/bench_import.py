@@ -1,4 +1,4 @@
-"""Bulk provisioning: `chargenet admin station import` of 10,000 stations (issue target: under 10 s, at least
+"""Bulk provisioning: `chargenet admin station import` of 10,000 stations (target: under 10 s, at least
 1,000 stations/s), against a baseline that writes the same rows with bare multi-row inserts and no checks, in the
 same run on the same machine. SQLite, and PostgreSQL too when CHARGENET_BENCH_DATABASE_URL names one."""
 

@@ -1,4 +1,4 @@
-"""The live connector table's event stream (issue 16: a station's status reaches every open browser within one
+"""The live connector table's event stream (target: a station's status reaches every open browser within one
 second at p99, with 10,000 stations, 500 status changes a second and 50 browsers; and the memory per browser).
 
 A real `chargenet serve` (SQLite) in its own process holds the 50 browser streams (SSE clients in this process,
@@ -14,6 +14,7 @@ over their number.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -122,26 +123,6 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
 
 
-async def _browser(base: str, cookies: httpx.Cookies, stream_url: str, seen: list[dict[int, float]]) -> None:
-    """One browser's stream, read as bytes (parsing it line by line in this one process, for 50 browsers, cost
-    more than the server's sending it and made this process the bottleneck of the measure)."""
-    received: dict[int, float] = {}
-    seen.append(received)
-    tail = b""
-    async with (
-        httpx.AsyncClient(base_url=base, cookies=cookies, timeout=None) as client,
-        client.stream("GET", stream_url) as response,
-    ):
-        async for chunk in response.aiter_raw():
-            now = time.monotonic()
-            text = tail + chunk
-            for found in _MARK.finditer(text):
-                received.setdefault(int(found.group(1)), now)
-            if b"event: resync" in text or b"event: end" in text:
-                raise RuntimeError("a browser's stream was told to resync or end")
-            tail = text[-64:]
-
-
 async def _write(store: Store, committed: dict[int, float]) -> None:
     """RATE changes a second for SECONDS, BATCH a commit, each connector toggling between two statuses."""
     clock = SystemClock()
@@ -187,7 +168,6 @@ async def _measure() -> list[Result]:
         )
         base = f"http://127.0.0.1:{port}"
         store = Store(load_settings({"data_dir": scratch}, environ={}).database_url)
-        seen: list[dict[int, float]] = []
         committed: dict[int, float] = {}
         try:
             async with httpx.AsyncClient(base_url=base, timeout=30) as client:
@@ -209,36 +189,47 @@ async def _measure() -> list[Result]:
                 if not found:
                     raise RuntimeError("the live page names no stream")
                 stream_url = found.group(1).replace("&amp;", "&")
+                cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
                 before = _rss_kib(server.pid)
-                browsers = [
-                    asyncio.create_task(_browser(base, client.cookies, stream_url, seen)) for _ in range(BROWSERS)
-                ]
+                browsers = await asyncio.create_subprocess_exec(
+                    *(sys.executable, "-m", "bench.sse_browsers", "127.0.0.1", str(port), stream_url, cookie),
+                    str(BROWSERS),
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    env=ENV,
+                    cwd=ROOT,
+                )
+                assert browsers.stdin is not None and browsers.stdout is not None
+                if (await browsers.stdout.readline()).strip() != b"ready":
+                    raise RuntimeError("the browsers' streams did not open")
                 await asyncio.sleep(2)  # the streams are open and settled
                 with_streams = _rss_kib(server.pid)
                 cpu_before, wall_before = _cpu_seconds(server.pid), time.monotonic()
                 await _write(store, committed)
-                busy = (_cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
-                last = max(committed)
-                for _ in range(100):  # at most 10 s for the last change to reach every browser
-                    if all(last in got for got in seen):
-                        break
-                    await asyncio.sleep(0.1)
-                for browser in browsers:
-                    browser.cancel()
-                await asyncio.gather(*browsers, return_exceptions=True)
+                written = time.monotonic() - wall_before
+                busy = (_cpu_seconds(server.pid) - cpu_before) / written
+                await asyncio.sleep(3)  # the last changes reach the browsers (a poll is 0.5 s)
+                browsers.stdin.close()
+                out, _ = await browsers.communicate()
+                if browsers.returncode != 0:
+                    raise RuntimeError("the browsers' process failed")
+                seen = [{int(mark): at for mark, at in got.items()} for got in json.loads(out)]
         finally:
             await store.dispose()
             server.terminate()
             server.wait(timeout=30)
-    latencies = [(got[n] - committed[n]) * 1000 for got in seen for n in committed if n in got]
     missing = sum(1 for got in seen for n in committed if n not in got)
-    p50, p99 = _p(latencies, 50), _p(latencies, 99)
+    # A change is shown everywhere once the last browser has it: that is the figure the budget is for.
+    everywhere = [max(got[n] for got in seen) - committed[n] for n in committed if all(n in got for got in seen)]
+    each = [got[n] - committed[n] for got in seen for n in committed if n in got]
+    p99 = _p(everywhere, 99) * 1000
     per_browser = (with_streams - before) / BROWSERS
     print(
-        f"live: {STATIONS:,} stations, {BROWSERS} browsers, {len(committed):,} changes at {RATE}/s committed by "
-        f"another process; commit to browser p50 {p50:.0f} ms, p99 {p99:.0f} ms, {missing} not received; "
-        f"server memory {before / 1024:.0f} MiB, {per_browser:.0f} KiB a browser; server CPU {busy:.0%} of a core "
-        "while the changes came",
+        f"live: {STATIONS:,} stations, {BROWSERS} browsers, {len(committed):,} changes committed by another process "
+        f"at {len(committed) / written:.0f}/s (asked {RATE}/s); commit to every browser p50 "
+        f"{_p(everywhere, 50) * 1000:.0f} ms, p99 {p99:.0f} ms (to each browser p50 {_p(each, 50) * 1000:.0f} ms, "
+        f"p99 {_p(each, 99) * 1000:.0f} ms), {missing} not received; server memory {before / 1024:.0f} MiB, "
+        f"{per_browser:.0f} KiB a browser; server CPU {busy:.0%} of a core while the changes came",
         flush=True,
     )
     failures = []

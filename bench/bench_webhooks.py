@@ -2,7 +2,7 @@
 latency at a steady 500 events/s, each against a bare httpx POST loop to the same local receiver in the same run.
 The receiver is a process of its own (bench/webhook_receiver.py), as a partner's would be.
 
-Targets (issue 5): with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. The store is
+Targets: with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. The store is
 the embedded SQLite (WAL, synchronous=FULL), so every acknowledged delivery is on disk before the next one.
 """
 
