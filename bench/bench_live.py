@@ -1,14 +1,14 @@
 """The live connector table's event stream (target: a station's status reaches every open browser within one
 second at p99, with 10,000 stations, 500 status changes a second and 50 browsers; and the memory per browser).
 
-A real `chargenet serve` (SQLite) in its own process holds the 50 browser streams (SSE clients in this process,
-one connection each, all of the one company that owns every station). This process is "another process sharing
-the store": it commits the status changes as the edge's writer does (`edge.statuses.record_status`, in batches of
-50 every 100 ms), so the server's feed finds them by its poll, the slower of its two ways (its own commits wake
-it at once). Latency is from a batch's commit to a browser's receipt of the row, both on this process's clock;
-each change is marked by its `info` text. The baseline is the poll interval (500 ms): the ratio is how much of
-it the stream costs on top. Memory per browser is the server's resident size with the streams open, less before,
-over their number.
+A real `chargenet serve` (SQLite) in its own process holds the 50 browser streams, opened by a third process
+(`bench.sse_browsers`: one connection each, all of the one company that owns every station). This process is
+"another process sharing the store": it commits the status changes as the edge's writer does
+(`edge.statuses.record_status`, in batches of 50 every 100 ms), so the server's feed finds them by its poll, the
+slower of its two ways (its own commits wake it at once). Latency is from a batch's commit to the receipt of the
+row by the last of the browsers, on the machine's monotonic clock; each change is marked by its `info` text. The
+baseline is the poll interval (500 ms): the ratio is how much of it the stream costs on top. Memory per browser is
+the server's resident size with the streams open, less before, over their number.
 """
 
 from __future__ import annotations
