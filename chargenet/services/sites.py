@@ -8,12 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.services import audit
@@ -22,7 +22,7 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
-from chargenet.store.models import Site
+from chargenet.store.models import AuthCacheEntry, Group, LocalAuthEntry, Meter, Site, Station, Webhook
 
 
 class SiteView(View):
@@ -147,6 +147,32 @@ async def update_site(
         detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
         await _audit(session, caller, row, "site.update", now, detail)
     return _view(row)
+
+
+async def delete_site(
+    session: AsyncSession, caller: Caller, site_id: str, *, now: datetime, expected_version: int | None = None
+) -> None:
+    """Delete a site that holds nothing: refused (`Conflict`, naming what is left) while it has stations,
+    meters, webhooks or groups anchored at it, each of which is deleted or moved on its own first, so that
+    deleting a site never takes a station's history or a partner's endpoint with it silently. Its local
+    authorization list and the upstream's cached answers go with it."""
+    row = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
+    check_version("site", row.name, row.version, expected_version)
+    left = []
+    for noun, model in (("stations", Station), ("meters", Meter), ("webhooks", Webhook), ("groups", Group)):
+        if await session.scalar(select(model.id).where(model.site_id == site_id).limit(1)) is not None:
+            left.append(noun)
+    if left:
+        raise Conflict(f"site {site_id} still has {_listed(left)}; delete them first")
+    await session.execute(delete(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id))
+    await session.execute(delete(AuthCacheEntry).where(AuthCacheEntry.site_id == site_id))
+    await _audit(session, caller, row, "site.delete", now, {"name": row.name})
+    await session.delete(row)
+    await session.flush()
+
+
+def _listed(nouns: list[str]) -> str:
+    return nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " and " + nouns[-1]
 
 
 async def _audit(

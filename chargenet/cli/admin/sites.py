@@ -30,6 +30,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     add_verb(verbs, "list", "list sites", _list).add_argument("--company", dest="company_id", metavar="ID")
     add_verb(verbs, "show", "show one site", _show).add_argument("site_id", metavar="SITE_ID")
+    add_verb(verbs, "delete", "delete a site that holds nothing", _delete).add_argument("site_id", metavar="SITE_ID")
 
 
 def _create(args: argparse.Namespace) -> None:
@@ -79,3 +80,8 @@ def _list(args: argparse.Namespace) -> None:
 
 def _show(args: argparse.Namespace) -> None:
     emit_view(args, in_transaction(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))
+
+
+def _delete(args: argparse.Namespace) -> None:
+    in_transaction(args, lambda ctx, session: sites.delete_site(session, OPERATOR, args.site_id, now=ctx.clock.now()))
+    emit(args, {"id": args.site_id, "deleted": True}, f"deleted site {args.site_id}")

@@ -182,6 +182,7 @@ async def _site_page(
         "key_choices": KEY_CHOICES_NEW,
         "failed": None,
         "stale": None,
+        "delete_error": None,
         **context,
     }
     return render(request, "site.html", values, status_code=status_code, signed=signed, active="sites")
@@ -343,6 +344,20 @@ async def _local_list(
     return render(request, "local_list.html", values, status_code=status_code, signed=signed, active="sites")
 
 
+async def _delete(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    site_id = request.path_params["site_id"]
+    form = await submitted(request)
+    try:
+        async with console.transaction() as session:
+            await sites.delete_site(
+                session, signed.caller, site_id, now=console.clock.now(), expected_version=version_of(form)
+            )
+    except Conflict as error:  # it still holds something, or it changed meanwhile
+        return await _site_page(request, signed, site_id, status_code=409, delete_error=error.message)
+    return go_to(request, console.url("/sites"))
+
+
 async def _show_local_list(request: Request, signed: Signed) -> Response:
     return await _local_list(request, signed, request.path_params["site_id"])
 
@@ -415,6 +430,7 @@ def routes() -> list[Route]:
         Route("/sites/{site_id}", page(_show), methods=["GET"]),
         Route("/sites/{site_id}", page(_update, role=admin), methods=["POST"]),
         Route("/sites/{site_id}/stations", page(_create_station, role=admin), methods=["POST"]),
+        Route("/sites/{site_id}/delete", page(_delete, role=admin), methods=["POST"]),
         Route("/sites/{site_id}/local-list", page(_show_local_list), methods=["GET"]),
         Route("/sites/{site_id}/local-list", page(_add_tag, role=admin), methods=["POST"]),
         *(

@@ -68,3 +68,15 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
     ]
     assert {(entry.actor, entry.face) for entry in found.items} == {("local operator", "cli")}
     assert KEY not in repr(found) and UPSTREAM not in repr(found)
+
+
+async def test_site_delete_refuses_a_site_with_stations_and_deletes_an_empty_one(cli) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]
+    site = (await cli("admin", "site", "create", "--company", company, "Depot", "--json")).json()["id"]
+    assert (await cli("admin", "station", "create", "--site", site, "CS-1", "--password", KEY)).code == 0
+    refused = await cli("admin", "site", "delete", site)
+    assert refused.code != 0 and f"site {site} still has stations; delete them first" in refused.err
+    empty = (await cli("admin", "site", "create", "--company", company, "Spare", "--json")).json()["id"]
+    deleted = await cli("admin", "site", "delete", empty, "--json")
+    assert deleted.code == 0 and deleted.json() == {"id": empty, "deleted": True}
+    assert (await cli("admin", "site", "show", empty)).code != 0

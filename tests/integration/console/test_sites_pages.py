@@ -393,6 +393,44 @@ async def test_a_station_is_deleted_only_while_it_has_no_meters(harness: Console
     assert [entry.object_id for entry in await records(harness, action="station.delete")] == ["CS-GONE"]
 
 
+async def test_an_empty_site_is_deleted_with_its_local_list_and_audited(harness: ConsoleHarness) -> None:
+    site = await make_site(harness, harness.team.company_id, name="Closed depot")
+    async with harness.store.transaction() as session:
+        await localauth.add_entry(session, OPERATOR, site_id=site.id, id_tag="TAG-1", now=harness.clock.now())
+    admin = await harness.signed_in("admin@acme.test")
+    deleted = await post(admin, f"/console/sites/{site.id}/delete", {"version": "1"})
+    assert deleted.status_code == 303 and deleted.headers["location"] == "/console/sites"
+    assert (await admin.get(f"/console/sites/{site.id}")).status_code == 404
+    [entry] = await records(harness, action="site.delete")
+    assert entry.object_id == site.id and entry.detail == {"name": "Closed depot"}
+
+
+async def test_a_site_that_still_holds_stations_or_webhooks_is_not_deleted(harness: ConsoleHarness) -> None:
+    site = await make_site(harness, harness.team.company_id)
+    await make_station(harness, site.id, "CS-1")
+    admin = await harness.signed_in("admin@acme.test")
+    refused = await post(admin, f"/console/sites/{site.id}/delete", {"version": "1"})
+    assert refused.status_code == 409
+    assert f"site {site.id} still has stations; delete them first" in refused.text
+    assert (await admin.get(f"/console/sites/{site.id}")).status_code == 200
+    assert await records(harness, action="site.delete") == []
+
+
+async def test_a_stale_or_foreign_site_delete_changes_nothing(harness: ConsoleHarness) -> None:
+    ours = await make_site(harness, harness.team.company_id)
+    theirs = await make_site(harness, harness.team.other_company_id)
+    admin = await harness.signed_in("admin@acme.test")
+    assert (await post(admin, f"/console/sites/{ours.id}", {"name": "Renamed", "version": "1"})).status_code == 303
+    stale = await post(admin, f"/console/sites/{ours.id}/delete", {"version": "1"})
+    assert stale.status_code == 409 and "changed by someone else meanwhile" in stale.text
+    assert (await post(admin, f"/console/sites/{theirs.id}/delete", {"version": "1"})).status_code == 404
+    viewer = await harness.signed_in("viewer@acme.test")
+    assert (await post(viewer, f"/console/sites/{ours.id}/delete", {"version": "2"})).status_code == 403
+    async with harness.store.transaction() as session:
+        for site in (ours, theirs):
+            assert (await sites.get_site(session, OPERATOR, site.id)).id == site.id
+
+
 # --- the local authorization list ------------------------------------------------------------------------
 
 
