@@ -79,6 +79,16 @@ class Store:
         await self.engine.dispose()
 
 
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _unicode_lower(dbapi_connection: Any) -> None:
+    """SQLite's own lower() (and so ILIKE) folds ASCII only, so a search for "über" would miss "Über"; PostgreSQL's
+    folds every letter. The same Python fold on SQLite makes a search find the same rows on both."""
+    dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
+
+
 def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -89,6 +99,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
+        _unicode_lower(dbapi_connection)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
@@ -106,6 +117,7 @@ def _configure_sqlite_reader(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
+        _unicode_lower(dbapi_connection)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:

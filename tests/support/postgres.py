@@ -101,8 +101,10 @@ class ThrowawayPostgres:
                 "scram-sha-256",
                 "--encoding",
                 "UTF8",
+                # Case folds every letter (ILIKE finds "Über" for "über"), as a Debian server's default locale
+                # does, while sorting stays by code point as with C.
                 "--locale",
-                "C",
+                "C.UTF-8",
                 "--no-sync",
             ],
             capture_output=True,

@@ -39,3 +39,14 @@ async def test_a_write_inside_a_read_is_refused_on_sqlite(store: Store) -> None:
         async with store.read() as session:
             await session.execute(insert(StoreSetting).values(key="r-written", value="v"))
     assert await keys(store) == []
+
+
+@pytest.mark.parametrize("unit", ["read", "transaction"])
+async def test_a_case_blind_search_folds_every_letter_not_only_ascii(store: Store, unit: str) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="r-Über-Ärger", value="v"))
+    async with getattr(store, unit)() as session:
+        found = await session.scalars(
+            select(StoreSetting.key).where(StoreSetting.key.like("r-%"), StoreSetting.key.ilike("%über-är%"))
+        )
+        assert list(found) == ["r-Über-Ärger"]
