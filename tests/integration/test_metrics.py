@@ -17,9 +17,11 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.console.pages import STATIC
+from chargenet.webhooks import install as webhooks_install
 from tests.support.scrape import Scrape
 
 REQUESTS = "chargenet_http_request_duration_seconds_count"
+METRICS_DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 
 
 @pytest.fixture
@@ -134,3 +136,15 @@ async def test_each_unit_of_work_of_the_store_is_timed_by_its_kind(
     name = "chargenet_store_unit_duration_seconds_count"
     for unit in ("transaction", "read"):
         assert (after.value(name, unit=unit) or 0) - (before.value(name, unit=unit) or 0) == 1
+
+
+async def test_every_metric_a_serving_process_exposes_is_documented(context: AppContext) -> None:
+    webhooks_install.install(context)  # what `chargenet serve` adds
+    transport = httpx.ASGITransport(app=create_app(context))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        scrape = await _scrape(client)
+    documented = METRICS_DOC.read_text(encoding="utf-8")
+    names = {f"{f.name}_total" if f.type == "counter" else f.name for f in scrape.families}
+    exposed = {name for name in names if name.startswith("chargenet_") and not name.endswith("_created")}
+    assert len(exposed) > 20
+    assert sorted(name for name in exposed if f"`{name}`" not in documented) == []
