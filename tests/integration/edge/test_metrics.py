@@ -57,6 +57,21 @@ async def test_a_refused_call_is_timed_under_its_action(served: Served) -> None:
     assert scrape.value(CALLS, peer="station", action="BootNotification") == 1
 
 
+async def test_an_upstream_call_relayed_to_the_station_is_timed_under_the_upstream_peer(
+    served: Served, cpo: SimulatedCentralSystem
+) -> None:
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    frame = await cpo.call("CS-1", "ChangeConfiguration", {"key": "HeartbeatInterval", "value": "1800"})
+    scrape = await _scrape(served)
+    await station.close()
+    assert frame[2] == {"status": "Accepted"}
+    assert scrape.value(CALLS, peer="upstream", action="ChangeConfiguration") == 1
+    assert scrape.value(CALLS, peer="station", action="ChangeConfiguration") is None
+
+
 async def test_stations_connected_counts_this_process_connections(served: Served) -> None:
     station = served.station()
     assert (await _scrape(served)).value("chargenet_ocpp_connected_stations") == 0
