@@ -40,6 +40,7 @@ from chargenet.observability.error_kinds import error_kind
 from chargenet.observability.health import ComponentHealth, HealthCheck, Level, collect, health_document
 from chargenet.observability.readiness import NotReady, Probe, failed_checks, workers_probe
 from chargenet.observability.recent import Recent, RecentRefresher
+from chargenet.observability.request_metrics import RequestMetrics
 from chargenet.outbox.retention import EventRetention
 from chargenet.services.audit import AuditRetention
 from chargenet.services.operators import Passwords
@@ -213,5 +214,8 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: on_http_error},
-        middleware=[Middleware(AccessLog, enabled=context.settings.access_log)],
+        middleware=[
+            Middleware(AccessLog, enabled=context.settings.access_log),
+            Middleware(RequestMetrics, durations=context.service_metrics.http_requests),
+        ],
     )

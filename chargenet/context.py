@@ -21,6 +21,7 @@ from chargenet.config import Settings
 from chargenet.errors import KeysMismatch
 from chargenet.keys import KeyStore
 from chargenet.observability.health import HealthCheck
+from chargenet.observability.metrics import ServiceMetrics
 from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, WebhookLanes, WebhookTests
 from chargenet.store import schema
@@ -49,6 +50,8 @@ class AppContext:
     clock: Clock
     outbox: Outbox
     metrics: CollectorRegistry = field(default_factory=CollectorRegistry)
+    # Registered once per context on `metrics`: `create_app` may build several apps over one context.
+    service_metrics: ServiceMetrics = field(init=False)
     workers: list[Worker] = field(default_factory=list)
     health_checks: list[HealthCheck] = field(default_factory=list)
     routes: list[BaseRoute] = field(default_factory=list)
@@ -61,6 +64,11 @@ class AppContext:
     edge: StationCommands | None = None
     webhooks: WebhookLanes | None = None  # installed by `chargenet serve`, which is what delivers them
     webhook_tests: WebhookTests | None = None  # sends test events; installed with the lanes, sharing their sender
+
+    def __post_init__(self) -> None:
+        self.service_metrics = ServiceMetrics(self.metrics)
+        units = self.service_metrics.store_units
+        self.store.time_units(transaction=units.labels("transaction").observe, read=units.labels("read").observe)
 
     @property
     def stations(self) -> StationCommands:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -57,6 +58,7 @@ class AnswerLate(ChargenetError):
 CallHandler = Callable[[Call], Awaitable[Payload | None]]
 FrameLogger = Callable[[str, str], None]  # (direction "in" | "out", frame text)
 OwnFaultCounter = Callable[[str, str], None]  # (CALLERROR code, action) of a call that failed through our fault
+CallTimer = Callable[[str, float], None]  # (action, seconds) of a peer CALL, from its arrival until its answer is ready
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ class RpcConnection:
         session_limits: SessionLimits | None = None,
         log_frame: FrameLogger | None = None,
         on_own_fault: OwnFaultCounter | None = None,
+        time_call: CallTimer | None = None,
     ) -> None:
         self.name = name
         self._send_text = send
@@ -108,10 +111,11 @@ class RpcConnection:
         self._actions: dict[str, str] = {}
         # The peer's CALLs wait here for the one task that answers them in order. That task exists only while
         # there is work: an idle connection (most of them, most of the time) costs no task.
-        self._incoming: deque[Call] = deque()
+        self._incoming: deque[tuple[Call, float]] = deque()
         self._worker: asyncio.Task[None] | None = None
         self._log_frame = log_frame
         self._on_own_fault = on_own_fault
+        self._time_call = time_call
         self._closed = False
         self._send_lock = asyncio.Lock()
 
@@ -150,36 +154,45 @@ class RpcConnection:
             self._receive_answer(frame)
         return None
 
+    def _answered_in(self, action: str, arrived: float) -> None:
+        if self._time_call is not None:
+            self._time_call(action, time.perf_counter() - arrived)
+
     async def _receive_call(self, call: Call) -> None:
+        arrived = time.perf_counter()
         try:
             self.session.receive_call(call)
         except RemoteProtocolError as exc:
+            self._answered_in(call.action, arrived)
             await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
             return
         try:
             frames.check_call(call)
         except RemoteProtocolError as exc:
             self.session.answered(call.unique_id)
+            self._answered_in(call.action, arrived)
             await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
             return
         if len(self._incoming) >= MAX_WAITING_PEER_CALLS:
             # OCPP-J §4.1.1: a peer sends one CALL at a time. One that floods gets refused, not queued forever.
             self.session.answered(call.unique_id)
+            self._answered_in(call.action, arrived)
             error = CallError(call.unique_id, ErrorCode.PROTOCOL_ERROR, "too many calls waiting; send one at a time")
             await self._send(frames.serialize_frame(error))
             return
-        self._incoming.append(call)
+        self._incoming.append((call, arrived))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work(), name=f"rpc-{self.name}")
 
     async def _work(self) -> None:
         while self._incoming:
-            call = self._incoming.popleft()
+            call, arrived = self._incoming.popleft()
             try:
                 answer: CallResult | CallError | None = await self._answer(call)
             except Exception as exc:  # the worker must outlive any one call
                 answer = self._failed(call, exc)
             self.session.answered(call.unique_id)
+            self._answered_in(call.action, arrived)
             if answer is not None and not self._closed:
                 try:
                     await self._send(frames.serialize_frame(answer, self._limits))
@@ -320,6 +333,7 @@ __all__ = [
     "CallErrorReceived",
     "CallHandler",
     "CallTimedOut",
+    "CallTimer",
     "Closing",
     "ConnectionLost",
     "OwnFaults",

@@ -23,7 +23,7 @@ from chargenet.domain.tenants import locate_connector
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
-from chargenet.edge.connection import AnswerLate, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import authorize as auth
 from chargenet.edge.protocol import frames, proxy
@@ -33,7 +33,7 @@ from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.protocol.session import SessionLimits
 from chargenet.edge.protocol.status import TransitionCounts
-from chargenet.edge.upstream import UpstreamLink, UpstreamSettings, UpstreamUnavailable
+from chargenet.edge.upstream import UpstreamLink, UpstreamLinks, UpstreamSettings, UpstreamUnavailable
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
@@ -62,6 +62,8 @@ class Edge:
         upstream_late_wait: timedelta = proxy.LATE_ANSWER_WAIT,
         authorizers: Sequence[Authorizer] = (),
         message_log: MessageLog | None = None,
+        time_station_call: CallTimer | None = None,
+        time_upstream_call: CallTimer | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -75,6 +77,9 @@ class Edge:
         self.message_log = message_log or MessageLog(store, clock)
         self.transitions = TransitionCounts()
         self.own_faults = OwnFaults()
+        self.upstream_links = UpstreamLinks()
+        self.time_station_call = time_station_call
+        self.time_upstream_call = time_upstream_call
         self._links: dict[str, StationLink] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.
@@ -89,6 +94,10 @@ class Edge:
     @property
     def connected_stations(self) -> list[str]:
         return sorted(self._links)
+
+    @property
+    def connected_count(self) -> int:
+        return len(self._links)
 
     def is_connected(self, station_id: str) -> bool:
         return station_id in self._links
@@ -183,6 +192,7 @@ class StationLink:
             session_limits=SessionLimits(call_timeout=edge.command_timeout),
             log_frame=edge.message_log.logger(station.station_id, "station"),
             on_own_fault=edge.own_faults,
+            time_call=edge.time_station_call,
         )
         self.upstream: UpstreamLink | None = None
         self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
@@ -204,6 +214,8 @@ class StationLink:
             edge.upstream_late_wait,
             edge.message_log,
             edge.own_faults,
+            edge.upstream_links,
+            edge.time_upstream_call,
         )
         self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
         await self.upstream.start()

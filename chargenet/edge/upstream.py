@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.clock import Clock
 from chargenet.edge import records
-from chargenet.edge.connection import AnswerLate, CallHandler, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.connection import AnswerLate, CallHandler, CallTimer, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import proxy
 from chargenet.edge.protocol import transactions as tx
@@ -36,6 +36,17 @@ SUBPROTOCOL = "ocpp1.6"
 OPEN_TIMEOUT = 10.0
 
 
+class UpstreamLinks:
+    """The upstream links of one edge, for `/metrics`: how many are open (their station connected here), how many of
+    those are connected now, and how often one connected or failed to."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.connected = 0
+        self.connects = 0
+        self.failures = 0
+
+
 @dataclass(frozen=True, slots=True)
 class UpstreamSettings:
     """What an upstream link needs from the edge that opens it; a snapshot taken when the link opens."""
@@ -47,6 +58,8 @@ class UpstreamSettings:
     late_wait: timedelta
     message_log: MessageLog
     own_faults: OwnFaults
+    links: UpstreamLinks
+    time_call: CallTimer | None = None
 
 
 class UpstreamUnavailable(ChargenetError):
@@ -79,6 +92,7 @@ class UpstreamLink:
         self._first_attempt = asyncio.Event()
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._counted = False
         self.connects = 0
         # Messages of this station waiting in the upstream queue (this process owns the link): raised as the hub
         # queues one, lowered as the replay settles or drops one. While it is above zero, the hub queues every
@@ -98,9 +112,14 @@ class UpstreamLink:
         async with self._settings.store.transaction() as session:
             self.queued = await records.queue_length(session, self._station.station_id)
         self._task = asyncio.create_task(self._run(), name=f"upstream-{self._station.station_id}")
+        self._settings.links.open += 1
+        self._counted = True
         await self._first_attempt.wait()
 
     async def close(self) -> None:
+        if self._counted:
+            self._counted = False
+            self._settings.links.open -= 1
         self._closing.set()
         if self._task is not None:
             self._task.cancel()
@@ -132,6 +151,7 @@ class UpstreamLink:
     async def _run(self) -> None:
         attempt = 0
         while not self._closing.is_set():
+            connects = self.connects
             try:
                 async with connect(
                     self._uri,
@@ -148,6 +168,8 @@ class UpstreamLink:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if self.connects == connects:
+                    self._settings.links.failures += 1
                 log.info(
                     "upstream connection failed",
                     extra={"fields": {"station": self._station.station_id, "error": f"{type(exc).__name__}: {exc}"}},
@@ -174,9 +196,12 @@ class UpstreamLink:
             session_limits=SessionLimits(call_timeout=self._settings.call_timeout),
             log_frame=self._settings.message_log.logger(self._station.station_id, "upstream"),
             on_own_fault=self._settings.own_faults,
+            time_call=self._settings.time_call,
         )
         self._rpc = rpc
         self.connects += 1
+        self._settings.links.connects += 1
+        self._settings.links.connected += 1
         self._first_attempt.set()
         replay = asyncio.create_task(self._replay_loop(rpc))
         self._kick.set()
@@ -188,6 +213,7 @@ class UpstreamLink:
                     break
         finally:
             self._rpc = None
+            self._settings.links.connected -= 1
             replay.cancel()
             await rpc.close()
 

@@ -40,14 +40,19 @@ def request_id_from(header: bytes | None, new_id: Callable[[], str] = _new_reque
 
 
 def route_template(scope: Scope) -> str | None:
-    """The template of the route that served the request (`/api/v1/sites/{site_id}`), None when none did."""
+    """The template of the route that served the request (`/api/v1/sites/{site_id}`), None when none did.
+
+    A mount of an app without routes of its own (the console's static files) serves every path under it:
+    `/console/static/{path}`. A mount of a router that found no route for the path served nothing."""
     route = scope.get("route")
     path = getattr(route, "path", None)
-    if route is None or isinstance(route, Mount) or not isinstance(path, str):
+    if route is None or not isinstance(path, str):
         return None
     # A mount's routes are relative to it; `root_path` has grown by each mount's prefix on the way in.
     root_path = str(scope.get("root_path", ""))
     server_root = str(scope.get("app_root_path", ""))
+    if isinstance(route, Mount):
+        return None if route.routes else root_path.removeprefix(server_root) + "/{path}"
     return root_path.removeprefix(server_root) + path
 
 

@@ -9,13 +9,17 @@ transaction handling is switched off so that DDL is transactional too (a migrati
 `read()` is a unit of work that only reads. On SQLite it runs on connections of its own (deferred `BEGIN`,
 `query_only`), so it reads a consistent WAL snapshot without queueing behind writers or holding them up; on
 PostgreSQL, where readers never wait for writers anyway, it is an ordinary transaction.
+
+Each unit's duration, from asking for it to its end (a wait for this process's SQLite writer lock included), goes
+to the observers given to `time_units` (the `/metrics` histogram of a serving process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+Observe = Callable[[float], None]  # a duration in seconds
+
+
+def _unobserved(_seconds: float) -> None:
+    pass
 
 
 class Store:
@@ -52,6 +62,13 @@ class Store:
         # which polls with sleeps of up to 100 ms: under load that alone took webhook latency from tens of
         # milliseconds to over a second. Other processes still meet the busy handler.
         self._sqlite_writer = asyncio.Lock() if self.dialect == "sqlite" else None
+        self._observe_transaction: Observe = _unobserved
+        self._observe_read: Observe = _unobserved
+
+    def time_units(self, *, transaction: Observe, read: Observe) -> None:
+        """Report the duration of every `transaction()` and every `read()` from now on."""
+        self._observe_transaction = transaction
+        self._observe_read = read
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -59,19 +76,27 @@ class Store:
 
         On SQLite, do not open a transaction inside another one in the same task: the second waits for the first.
         """
-        if self._sqlite_writer is None:
-            async with self._sessions.begin() as session:
+        started = time.perf_counter()
+        try:
+            if self._sqlite_writer is None:
+                async with self._sessions.begin() as session:
+                    yield session
+                return
+            async with self._sqlite_writer, self._sessions.begin() as session:
                 yield session
-            return
-        async with self._sqlite_writer, self._sessions.begin() as session:
-            yield session
+        finally:
+            self._observe_transaction(time.perf_counter() - started)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A unit of work that only reads: it sees what was committed when it began, and never waits for a
         writer. A write inside it fails (SQLite refuses it: `query_only`)."""
-        async with self._reads.begin() as session:
-            yield session
+        started = time.perf_counter()
+        try:
+            async with self._reads.begin() as session:
+                yield session
+        finally:
+            self._observe_read(time.perf_counter() - started)
 
     async def dispose(self) -> None:
         if self._read_engine is not None:

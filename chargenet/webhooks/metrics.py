@@ -3,7 +3,8 @@
 Lane state (size, last consumption, last request and its duration) is read from the store, so every process
 reports every lane, whichever process drains it. Counters (attempts, successes, failures, dead letters) are
 per process, as Prometheus counters are: dead letters are those this process's transactions committed, for
-any reason (`retries_exhausted`, `queue_full`, `unsubscribed`).
+any reason (`retries_exhausted`, `queue_full`, `unsubscribed`). So is the histogram of request durations, by webhook
+only: a lane's event type tells nothing about how fast its receiver answers.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from sqlalchemy import select
 
 from chargenet.observability.health import ComponentHealth, HealthCheck
 from chargenet.observability.health import Level as HealthLevel
+from chargenet.observability.metrics import REQUEST_BUCKETS
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
 from chargenet.webhooks.failures import failure_kind
@@ -125,6 +127,13 @@ class WebhookMetrics:
             [*labels, "reason"],
             registry=registry,
         )
+        self.durations = Histogram(
+            "chargenet_webhook_request_duration_seconds",
+            "Duration of webhook delivery attempts, answered or not",
+            ["webhook_id"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
         self.queue_size = Gauge("chargenet_webhook_queue_size", "Events waiting in the lane", labels, registry=registry)
         self.last_consumed = Gauge(
             "chargenet_webhook_last_queue_consumption_timestamp_seconds",
@@ -143,6 +152,7 @@ class WebhookMetrics:
 
     def attempt(self, webhook_id: str, event_type: str, result: AttemptResult) -> None:
         self.attempts.labels(webhook_id, event_type).inc()
+        self.durations.labels(webhook_id).observe(result.duration_ms / 1000)
         if isinstance(result.outcome, Delivered):
             self.successes.labels(webhook_id, event_type).inc()
         else:

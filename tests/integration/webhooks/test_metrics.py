@@ -1,4 +1,5 @@
-"""The dead-letter counter of `GET /metrics` counts every dead letter, whatever put it there, by reason."""
+"""The webhook metrics of `GET /metrics`: the dead-letter counter counts every dead letter, whatever put it there,
+by reason; every attempt lands in the request-duration histogram of its webhook."""
 
 from __future__ import annotations
 
@@ -102,3 +103,21 @@ async def test_dead_letter_rolled_back_is_not_counted(store: Store, clock: Manua
             )
             raise RuntimeError("rolled back")
     assert _dead_letters(registry, webhook_id, "unsubscribed") is None
+
+
+async def test_every_attempt_lands_in_the_duration_histogram_of_its_webhook(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    registry = CollectorRegistry()
+    harness = await make_harness(store, clock, tmp_path)
+    replies = iter([Reply(500), Reply(204)])
+    async with run_receiver(lambda _r: next(replies)) as receiver:
+        webhook_id = await harness.webhook(receiver.url)
+        await harness.publish("A")
+        engine = harness.engine(metrics=WebhookMetrics(registry))
+        await engine.fill_once()
+        await engine.lease_once()
+        await drain(engine, await harness.lane_id(webhook_id), clock)
+        await engine.sender.aclose()
+    labels = {"webhook_id": webhook_id}
+    assert registry.get_sample_value("chargenet_webhook_request_duration_seconds_count", labels) == 2

@@ -1,0 +1,100 @@
+"""The edge in `/metrics`: stations and upstream links of this process, the OCPP calls it handled, its faults.
+
+Counts are read from the edge at scrape time, so a scrape costs no store query and a frame no extra work. Call
+durations are labelled by peer (`station`, `upstream`) and OCPP 1.6 action; any other action a peer names is
+`other`, so nothing a station sends adds a series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from chargenet.edge.connection import CallTimer
+from chargenet.edge.hub import Edge
+from chargenet.edge.protocol.frames import known_actions
+from chargenet.observability.metrics import OTHER, REQUEST_BUCKETS
+
+STATION = "station"
+UPSTREAM = "upstream"
+
+
+class CallDurations:
+    """`chargenet_ocpp_call_duration_seconds`: a peer's CALL from its arrival to our answer, refusals included."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._histogram = Histogram(
+            "chargenet_ocpp_call_duration_seconds",
+            "Time from a peer's OCPP CALL arriving until its answer is ready, by peer and action",
+            ["peer", "action"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+
+    def timer(self, peer: str) -> CallTimer:
+        actions = known_actions()
+        # One child per action, looked up without the labels() lock and tuple on every frame.
+        children: dict[str, Histogram] = {}
+
+        def observe(action: str, seconds: float) -> None:
+            if action not in actions:
+                action = OTHER
+            child = children.get(action)
+            if child is None:
+                child = children[action] = self._histogram.labels(peer, action)
+            child.observe(seconds)
+
+        return observe
+
+
+class EdgeCollector(Collector):
+    def __init__(self, edge: Edge) -> None:
+        self._edge = edge
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        edge = self._edge
+        links = edge.upstream_links
+        yield GaugeMetricFamily(
+            "chargenet_ocpp_connected_stations", "Stations connected to this process", value=edge.connected_count
+        )
+        upstream = GaugeMetricFamily(
+            "chargenet_ocpp_upstream_links",
+            "Upstream links of this process's stations, connected (up) or trying to connect (down)",
+            labels=["state"],
+        )
+        upstream.add_metric(["up"], links.connected)
+        upstream.add_metric(["down"], links.open - links.connected)
+        yield upstream
+        yield CounterMetricFamily(
+            "chargenet_ocpp_upstream_connects", "Upstream links that connected", value=links.connects
+        )
+        yield CounterMetricFamily(
+            "chargenet_ocpp_upstream_connect_failures",
+            "Attempts to connect an upstream link that failed",
+            value=links.failures,
+        )
+        yield CounterMetricFamily(
+            "chargenet_ocpp_unexpected_transitions",
+            "Connector status transitions the OCPP 1.6 table does not expect",
+            value=edge.transitions.total_unexpected,
+        )
+        yield CounterMetricFamily(
+            "chargenet_ocpp_message_log_dropped",
+            "Frames the message log dropped (its buffer full, or a batch the store refused)",
+            value=edge.message_log.dropped,
+        )
+        faults = CounterMetricFamily(
+            "chargenet_ocpp_own_faults",
+            "OCPP calls answered InternalError or GenericError through chargenet's own fault (each one is logged)",
+            labels=["code", "action"],
+        )
+        for (code, action), count in sorted(edge.own_faults.counts.items()):
+            faults.add_metric([code, action], count)
+        yield faults
+
+
+def register(registry: CollectorRegistry, edge: Edge) -> None:
+    registry.register(EdgeCollector(edge))
