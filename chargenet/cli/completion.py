@@ -30,7 +30,7 @@ def _print(args: argparse.Namespace) -> None:
 
     parser = build_parser()
     _complete_paths(parser)
-    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    sys.stdout.write(shtab.complete(parser, shell=args.shell).rstrip("\n") + "\n")
 
 
 def _complete_paths(parser: argparse.ArgumentParser) -> None:
