@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from chargenet.app import create_app, open_context
 from chargenet.clock import ManualClock
@@ -190,6 +191,12 @@ def inlined(node: Any, definitions: dict[str, Any], prefix: str) -> Any:
 def webhook_body(document: dict[str, Any], name: str) -> dict[str, Any]:
     schema: dict[str, Any] = document["webhooks"][name]["post"]["requestBody"]["content"]["application/json"]["schema"]
     return schema
+
+
+async def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]) -> None:
+    # The OpenAPI Initiative's schema of 3.1 documents, as the pinned schemathesis ships it.
+    assert document["openapi"].startswith("3.1.")
+    jsonschema.Draft202012Validator(OPENAPI_31).validate(document)
 
 
 async def test_the_webhooks_are_every_event_type_and_the_test_event(document: dict[str, Any]) -> None:
