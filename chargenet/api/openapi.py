@@ -186,8 +186,12 @@ SIGNED_HEADERS: list[dict[str, Any]] = [
     {
         "name": "Content-Digest",
         "in": "header",
-        "required": True,
-        "description": "RFC 9530 digest of the body, `sha-256=:<base64>:`; covered by the signature.",
+        # A webhook set to the legacy format sends none: its signature does not cover the body.
+        "required": False,
+        "description": (
+            "RFC 9530 digest of the body, `sha-256=:<base64>:`, covered by the signature; absent in the legacy"
+            " format, which does not cover the body."
+        ),
         "schema": {"type": "string"},
     },
     {
@@ -197,7 +201,8 @@ SIGNED_HEADERS: list[dict[str, Any]] = [
         "description": (
             'RFC 9421: `sig1=("@method" "@path" "x-request-id" "content-digest");created=<unix>;keyid="sign";'
             'alg="ed25519"` (or `alg="rsa-pss-sha512"`). A webhook set to the legacy format sends'
-            " `sig1=created=<unix>;keyId=sign;alg=<alg>;headers=@method @path x-request-id` instead."
+            " `sig1=created=<unix>;keyId=sign;alg=<alg>;headers=@method @path x-request-id` instead, where `alg` may"
+            " also be `rsa-pss-sha256`."
         ),
         "schema": {"type": "string"},
     },
