@@ -6,6 +6,9 @@ each route: the RFC 9457 `Problem` schema with our extension members, the status
 check can answer with, and the OAuth2 client-credentials flow with the scope each operation's `require`
 dependency checks. The input check's one rule for every string (no U+0000, `domain.text` Rule 2) is written on
 every string of the document the same way, here rather than on each field.
+
+The events the service POSTs to partners are the document's `webhooks` (OpenAPI 3.1): one per envelope of
+docs/schemas/, each body the very JSON Schema published there, its `$defs` moved to the components.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from fastapi.routing import APIRoute
 
 from chargenet.api.problems import PROBLEM_JSON
 from chargenet.api.security import required_scope
+from chargenet.domain.events import DOCUMENTED_EVENTS, WEBHOOK_TEST, EventType
+from chargenet.domain.schemas import event_json_schema
 from chargenet.domain.scopes import Scope
 
 SCHEME = "OAuth2"
@@ -142,7 +147,138 @@ def complete(document: dict[str, Any], routes: Iterable[object], auth_url: str) 
                 _describe(operation, route.path_format, method, scopes, names)
     _drop_unused_validation_schemas(document)
     _refuse_nul(document)
+    # After the U+0000 rule, which is about what the API accepts: an event is what the service sends, and its
+    # schema is published exactly as docs/schemas/ has it.
+    _add_webhooks(document)
     return document
+
+
+WEBHOOK_DESCRIPTIONS: dict[str, str] = {
+    EventType.AUTHORIZE: (
+        "An authorization decision on an idTag (the site's local list, a plugin or the upstream decided), and again"
+        " when a StartTransaction has the idTag decided anew."
+    ),
+    EventType.CHARGE_POINT_STATUS: (
+        "A connector's status changed; the first status a connector reports is sent too. A new error code or info"
+        " under the same status raises no event."
+    ),
+    EventType.START_TRANSACTION: "A transaction started, reported by a station or detected by a meter.",
+    EventType.STOP_TRANSACTION: (
+        "A transaction stopped. It may arrive before its StartTransaction while that lane retries: correlate by"
+        " transactionId."
+    ),
+    WEBHOOK_TEST: (
+        "A test event an operator or application asked for: sent once, at once, without retries, to an enabled or"
+        " a disabled webhook; never subscribed to. Answer 2xx; nothing else is expected of it."
+    ),
+}
+
+# What every request of every webhook carries besides the body (docs/webhooks.md "The request"). `Authorization`
+# depends on the webhook's auth type and is described in prose: OpenAPI ignores a header parameter of that name.
+SIGNED_HEADERS: list[dict[str, Any]] = [
+    {
+        "name": "x-request-id",
+        "in": "header",
+        "required": True,
+        "description": "A fresh UUID for every HTTP request: a retry of the same event gets a new one.",
+        "schema": {"type": "string", "format": "uuid"},
+    },
+    {
+        "name": "Content-Digest",
+        "in": "header",
+        # A webhook set to the legacy format sends none: its signature does not cover the body.
+        "required": False,
+        "description": (
+            "RFC 9530 digest of the body, `sha-256=:<base64>:`, covered by the signature; absent in the legacy"
+            " format, which does not cover the body."
+        ),
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "Signature-Input",
+        "in": "header",
+        "required": True,
+        "description": (
+            'RFC 9421: `sig1=("@method" "@path" "x-request-id" "content-digest");created=<unix>;keyid="sign";'
+            'alg="ed25519"` (or `alg="rsa-pss-sha512"`). A webhook set to the legacy format sends'
+            " `sig1=created=<unix>;keyId=sign;alg=<alg>;headers=@method @path x-request-id` instead, where `alg` may"
+            " also be `rsa-pss-sha256`."
+        ),
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "Signature",
+        "in": "header",
+        "required": True,
+        "description": (
+            "`sig1=:<base64>:`, verified with the key of kid `sign` in `{auth_url}/.well-known/jwks.json` whose"
+            " type the `alg` names (legacy format: `sig1=<base64>`)."
+        ),
+        "schema": {"type": "string"},
+    },
+]
+
+WEBHOOK_RESPONSES: dict[str, Any] = {
+    "2XX": {"description": "Delivered. The body of the answer is not read beyond its first 64 KiB."},
+    "default": {
+        "description": (
+            "Any other answer, a redirect, no status within 10 s or a connection error is a failed attempt: the"
+            " lane's head is tried again 10 s later, up to 360 times, then kept as a dead letter. A test event is"
+            " not retried."
+        )
+    },
+}
+
+
+def _add_webhooks(document: dict[str, Any]) -> None:
+    schemas: dict[str, Any] = document["components"]["schemas"]
+    webhooks: dict[str, Any] = {}
+    for name in DOCUMENTED_EVENTS:
+        component = f"{name}Event"
+        schema = event_json_schema(name)
+        for key in ("$schema", "$id"):
+            del schema[key]
+        for def_name, definition in schema.pop("$defs", {}).items():
+            _add_component(schemas, def_name, _components_refs(definition))
+        _add_component(schemas, component, _components_refs(schema))
+        webhooks[name] = {
+            "post": {
+                "operationId": f"receive{name}",
+                "summary": f"{name} event",
+                "description": WEBHOOK_DESCRIPTIONS[name]
+                + " Sent with `Authorization` as the webhook's auth type says: none, `Basic`, `Token <token>` or"
+                " `Bearer <token>` from the partner's token endpoint (OAuth2 client credentials).",
+                "tags": ["events"],
+                "parameters": SIGNED_HEADERS,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}},
+                },
+                "responses": WEBHOOK_RESPONSES,
+            }
+        }
+    document["webhooks"] = webhooks
+
+
+def _add_component(schemas: dict[str, Any], name: str, schema: dict[str, Any]) -> None:
+    if schemas.setdefault(name, schema) != schema:
+        raise RuntimeError(f"the event schema {name!r} would replace an API schema of the same name")
+
+
+def _components_refs(node: Any) -> Any:
+    """`node` with its `#/$defs/X` references pointing at `#/components/schemas/X`."""
+    if isinstance(node, dict):
+        return {
+            key: (
+                value.replace("#/$defs/", "#/components/schemas/", 1)
+                if key == "$ref" and isinstance(value, str)
+                else _components_refs(value)
+            )
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_components_refs(value) for value in node]
+    return node
 
 
 # What every string of a request may not hold (`domain.text` Rule 2), in the form every regex dialect reads.

@@ -18,6 +18,7 @@ COMMANDS = {
     "demo": "chargenet.cli.serve",
     "admin": "chargenet.cli.admin",
     "partner": "chargenet.cli.partner",
+    "completion": "chargenet.cli.completion",
 }
 
 

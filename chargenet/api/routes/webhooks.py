@@ -65,7 +65,7 @@ class BasicAuthSettings(_Body):
 
 class TokenAuthSettings(_Body):
     type: Literal[AuthType.TOKEN]
-    token: Secret = Field(description="sent as `Authorization: Bearer <token>`")
+    token: Secret = Field(description="sent as `Authorization: Token <token>`")
 
     def build(self) -> OutboundAuth:
         return build_auth(self.type, token=self.token)

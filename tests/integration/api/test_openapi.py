@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
+from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from chargenet.app import create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
+from chargenet.domain.events import DOCUMENTED_EVENTS, EventType, build_test_event
+from chargenet.domain.schemas import event_json_schema
 from chargenet.domain.scopes import Scope
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
@@ -114,8 +119,12 @@ async def test_the_security_scheme_is_the_client_credentials_flow_with_each_oper
 
 async def test_every_string_of_the_document_refuses_u0000(document: dict[str, Any]) -> None:
     # The input check refuses U+0000 in every string (decisions.md "Input the service refuses"): so does the
-    # document, by a pattern, a format or an enumeration on each.
-    strings = list(typed(document, "string"))
+    # document, by a pattern, a format or an enumeration on each. The webhooks' events are what the service
+    # sends, not what it accepts.
+    schemas = document["components"]["schemas"]
+    strings = list(
+        typed([document["paths"], *(schemas[name] for name in referenced(document["paths"], schemas))], "string")
+    )
     assert len(strings) > 100
     for schema in strings:
         assert {"pattern", "format", "enum", "const"} & schema.keys(), schema
@@ -165,3 +174,65 @@ def typed(node: Any, kind: str) -> Iterator[dict[str, Any]]:
     elif isinstance(node, list):
         for value in node:
             yield from typed(value, kind)
+
+
+def inlined(node: Any, definitions: dict[str, Any], prefix: str) -> Any:
+    """`node` with every reference starting with `prefix` replaced by what it names, recursively."""
+    if isinstance(node, dict):
+        reference = node.get("$ref")
+        if isinstance(reference, str) and reference.startswith(prefix):
+            return inlined(definitions[reference.removeprefix(prefix)], definitions, prefix)
+        return {key: inlined(value, definitions, prefix) for key, value in node.items()}
+    if isinstance(node, list):
+        return [inlined(value, definitions, prefix) for value in node]
+    return node
+
+
+def webhook_body(document: dict[str, Any], name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = document["webhooks"][name]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return schema
+
+
+async def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]) -> None:
+    # The OpenAPI Initiative's schema of 3.1 documents, as the pinned schemathesis ships it.
+    assert document["openapi"].startswith("3.1.")
+    jsonschema.Draft202012Validator(OPENAPI_31).validate(document)
+
+
+async def test_the_webhooks_are_every_event_type_and_the_test_event(document: dict[str, Any]) -> None:
+    assert list(document["webhooks"]) == [*(event_type.value for event_type in EventType), "WebhookTest"]
+
+
+async def test_each_webhook_body_is_the_published_event_schema(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    for name in DOCUMENTED_EVENTS:
+        published = event_json_schema(name)
+        expected = inlined(
+            {k: v for k, v in published.items() if k not in ("$schema", "$id", "$defs")}, published["$defs"], "#/$defs/"
+        )
+        assert inlined(webhook_body(document, name), schemas, "#/components/schemas/") == expected, name
+
+
+async def test_each_webhook_names_the_signature_headers_it_carries(document: dict[str, Any]) -> None:
+    for name, webhook in document["webhooks"].items():
+        parameters = webhook["post"]["parameters"]
+        required = {p["name"] for p in parameters if p["in"] == "header" and p["required"]}
+        assert required == {"x-request-id", "Signature-Input", "Signature"}, name
+        # Sent in the RFC 9421 format, the default; not in the legacy one.
+        assert {p["name"] for p in parameters if not p["required"]} == {"Content-Digest"}, name
+
+
+async def test_a_test_event_the_service_builds_is_valid_against_its_webhook_in_the_document(
+    document: dict[str, Any],
+) -> None:
+    event = build_test_event(
+        event_id="0b6c1f7e-3a52-4b8e-9f3d-2c1a5e6b7d80",
+        site_id="site_4f9q2x7m1cae",
+        raised_at=datetime(2026, 7, 1, 12, 3, 22, 123000, tzinfo=UTC),
+        webhook_id="wh_4f9q2x7m1cae",
+        requested_by="operator ana@example.org",
+    ).to_json_dict()
+    schema = {**webhook_body(document, "WebhookTest"), "components": document["components"]}
+    jsonschema.Draft202012Validator(schema).validate(event)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate({**event, "payload": {"webhookId": "wh_1"}})
