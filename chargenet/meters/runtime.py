@@ -42,7 +42,7 @@ from chargenet.meters.spec import MeterSpec
 from chargenet.observability.health import ComponentHealth, Level
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.models import Meter, MeterHealth
+from chargenet.store.models import Meter, MeterPollHealth
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class MeterPolling:
         """Copy every held bus's counters to the store (one transaction; a bus whose lease is gone is skipped)."""
         now = self._clock.now()
         async with self._store.transaction() as session:
-            insert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(MeterHealth)
+            insert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(MeterPollHealth)
             for key, bus in sorted(self.buses.items()):
                 if not bus.poller.health.meters or not await self.leases.still_held(session, key):
                     continue
@@ -213,7 +213,7 @@ class MeterPolling:
                 statement = insert.values(rows)
                 changed = {name: statement.excluded[name] for name in rows[0] if name != "meter_id"}
                 await session.execute(
-                    statement.on_conflict_do_update(index_elements=[MeterHealth.meter_id], set_=changed)
+                    statement.on_conflict_do_update(index_elements=[MeterPollHealth.meter_id], set_=changed)
                 )
 
     async def run(self, stopping: asyncio.Event) -> None:

@@ -36,7 +36,7 @@ from chargenet.store.models import (
     ChargePoint,
     Meter,
     MeterBusLease,
-    MeterHealth,
+    MeterPollHealth,
     MeterSession,
     MeterState,
     Site,
@@ -519,7 +519,7 @@ class PollHealth(View):
     updated_at: Instant
 
 
-def _health_of(row: MeterHealth) -> PollHealth:
+def _health_of(row: MeterPollHealth) -> PollHealth:
     return PollHealth(
         bus_key=row.bus_key,
         owner=row.owner,
@@ -539,7 +539,7 @@ async def poll_health(session: AsyncSession, meter_ids: list[str]) -> dict[str, 
     has none."""
     if not meter_ids:
         return {}
-    rows = await session.scalars(select(MeterHealth).where(MeterHealth.meter_id.in_(meter_ids)))
+    rows = await session.scalars(select(MeterPollHealth).where(MeterPollHealth.meter_id.in_(meter_ids)))
     return {row.meter_id: _health_of(row) for row in rows}
 
 
@@ -565,26 +565,26 @@ async def list_buses(session: AsyncSession, caller: Caller, page: PageRequest) -
     (several processes on PostgreSQL) or else the process that last stored the health (SQLite: one process)."""
     query = (
         select(
-            MeterHealth.bus_key,
-            func.max(MeterHealth.owner),
+            MeterPollHealth.bus_key,
+            func.max(MeterPollHealth.owner),
             func.count(),
-            func.sum(case((MeterHealth.dead, 1), else_=0)),
-            func.sum(MeterHealth.reads),
-            func.sum(MeterHealth.errors),
-            func.sum(MeterHealth.timeouts),
-            func.sum(MeterHealth.crc_errors),
-            func.max(MeterHealth.last_answer_at),
-            func.max(MeterHealth.updated_at),
+            func.sum(case((MeterPollHealth.dead, 1), else_=0)),
+            func.sum(MeterPollHealth.reads),
+            func.sum(MeterPollHealth.errors),
+            func.sum(MeterPollHealth.timeouts),
+            func.sum(MeterPollHealth.crc_errors),
+            func.max(MeterPollHealth.last_answer_at),
+            func.max(MeterPollHealth.updated_at),
         )
-        .join(Meter, Meter.id == MeterHealth.meter_id)
+        .join(Meter, Meter.id == MeterPollHealth.meter_id)
         .join(Site, Site.id == Meter.site_id)
         .where(site_filter(caller.reach(Scope.METERS_READ)))
-        .group_by(MeterHealth.bus_key)
-        .order_by(MeterHealth.bus_key)
+        .group_by(MeterPollHealth.bus_key)
+        .order_by(MeterPollHealth.bus_key)
         .limit(page.fetch)
     )
     if page.after is not None:
-        query = query.where(MeterHealth.bus_key > page.after)
+        query = query.where(MeterPollHealth.bus_key > page.after)
     rows = (await session.execute(query)).all()
     leases = {
         lease.bus_key: lease

@@ -14,7 +14,7 @@ from sqlalchemy import insert
 
 from chargenet.services import meters, sites, stations
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import EdgeTransaction, MeterHealth, MeterSample, MeterSession
+from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -95,7 +95,7 @@ async def charged(console: ServedConsole) -> str:
             )
         )
         await session.execute(
-            insert(MeterHealth).values(
+            insert(MeterPollHealth).values(
                 meter_id=meter.id,
                 bus_key="tcp:192.0.2.7:502",
                 owner="host:1:abc",

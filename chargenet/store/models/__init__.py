@@ -15,7 +15,7 @@ from chargenet.store.models.edge import (
 )
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
-from chargenet.store.models.meters import Meter, MeterBusLease, MeterHealth, MeterSession, MeterState
+from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
 from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
 from chargenet.store.models.samples import MeterSample
 from chargenet.store.models.sequences import IdSequence
@@ -45,7 +45,7 @@ __all__ = [
     "LocalAuthEntry",
     "Meter",
     "MeterBusLease",
-    "MeterHealth",
+    "MeterPollHealth",
     "MeterSample",
     "MeterSession",
     "MeterState",

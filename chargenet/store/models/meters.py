@@ -100,7 +100,7 @@ class MeterBusLease(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
 
 
-class MeterHealth(Base):
+class MeterPollHealth(Base):
     """A meter's poll counters as the process polling its bus last wrote them (`owner`, every few seconds).
 
     The counters live in that process's memory and count since it took the bus's lease; this copy is how the

@@ -12,7 +12,7 @@ from sqlalchemy import insert
 
 from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import EdgeTransaction, MeterHealth, MeterSample, MeterSession
+from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
 from tests.integration.console.conftest import ConsoleHarness
 from tests.integration.console.test_meters_pages import make_meter, site_with_station
 from tests.integration.console.test_sessions_pages import edge_row, meter_row, rows_of
@@ -162,7 +162,7 @@ async def health(harness: ConsoleHarness, meter_id: str, bus_key: str, **values:
         "updated_at": harness.clock.now(),
     }
     async with harness.store.transaction() as session:
-        await session.execute(insert(MeterHealth).values(**{**row, **values}))
+        await session.execute(insert(MeterPollHealth).values(**{**row, **values}))
 
 
 async def test_the_meter_page_shows_its_poll_health(harness: ConsoleHarness) -> None:

@@ -21,7 +21,7 @@ from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
-from chargenet.store.models import MeterHealth, MeterSample, MeterSession
+from chargenet.store.models import MeterPollHealth, MeterSample, MeterSession
 from tests.factories import Tenant, make_tenant
 from tests.integration.meters.conftest import PtyPair
 from tests.integration.meters.helpers import poll
@@ -138,7 +138,7 @@ async def test_poll_health_is_stored_for_every_process_s_console(
     finally:
         await server.stop()
     async with store.transaction() as session:
-        row = (await session.scalars(select(MeterHealth))).one()
+        row = (await session.scalars(select(MeterPollHealth))).one()
     assert (row.reads, row.errors, row.timeouts, row.crc_errors) == (4, 3, 1, 2)
     assert row.owner == polling.owner and row.bus_key == next(iter(polling.pollers))
     assert row.last_answer_at == clock.now() - timedelta(seconds=5)
@@ -157,5 +157,5 @@ async def test_stored_poll_health_is_replaced_not_added_to(
     for poller in polling.pollers.values():
         poller.link.close()
     async with store.transaction() as session:
-        assert await session.scalar(select(func.count()).select_from(MeterHealth)) == 1
-        assert await session.scalar(select(MeterHealth.reads)) == 4
+        assert await session.scalar(select(func.count()).select_from(MeterPollHealth)) == 1
+        assert await session.scalar(select(MeterPollHealth.reads)) == 4

@@ -16,7 +16,7 @@ from chargenet.services import meters, transactions
 from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
-from chargenet.store.models import EdgeTransaction, MeterBusLease, MeterHealth, MeterSample, MeterSession
+from chargenet.store.models import EdgeTransaction, MeterBusLease, MeterPollHealth, MeterSample, MeterSession
 from tests.factories import Tenant, make_tenant
 
 
@@ -148,7 +148,7 @@ async def test_buses_sum_their_meters_health_and_name_the_lease_holder(
 
     async with store.transaction() as session:
         await session.execute(
-            insert(MeterHealth),
+            insert(MeterPollHealth),
             [
                 health(first, "tcp:192.0.2.7:502", last_answer_at=now - timedelta(minutes=1)),
                 health(second, "tcp:192.0.2.7:502", dead=True, last_answer_at=None),
