@@ -54,6 +54,11 @@ def _register_metrics(context: AppContext, edge: Edge) -> None:
     Gauge(
         "chargenet_ocpp_message_log_dropped", "Frames dropped from a full message-log buffer", registry=context.metrics
     ).set_function(lambda: edge.message_log.dropped)
+    Gauge(
+        "chargenet_ocpp_meter_samples_dropped",
+        "Meter-value samples dropped from a full message-log buffer or a batch the store refused",
+        registry=context.metrics,
+    ).set_function(lambda: edge.message_log.samples_dropped)
     context.metrics.register(_OwnFaultsCollector(edge.own_faults))
 
 

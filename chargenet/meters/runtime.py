@@ -295,6 +295,9 @@ class MeterMetrics(Collector):
         timeouts = CounterMetricFamily(
             "chargenet_meter_read_timeouts", "Meter polls without a valid reply", labels=["meter", "bus"]
         )
+        crc_errors = CounterMetricFamily(
+            "chargenet_meter_read_crc_errors", "RTU meter polls answered with a broken CRC", labels=["meter", "bus"]
+        )
         rejected = CounterMetricFamily(
             "chargenet_meter_readings_rejected", "Readings the detector found implausible", labels=["meter", "reason"]
         )
@@ -312,6 +315,7 @@ class MeterMetrics(Collector):
                 reads.add_metric([meter_id, key], health.reads)
                 errors.add_metric([meter_id, key], health.errors)
                 timeouts.add_metric([meter_id, key], health.timeouts)
+                crc_errors.add_metric([meter_id, key], health.crc_errors)
                 dead.add_metric([meter_id], 1.0 if health.dead else 0.0)
                 if health.last_good_at is not None:
                     last_good.add_metric([meter_id], health.last_good_at.timestamp())
@@ -319,4 +323,4 @@ class MeterMetrics(Collector):
             charging.add_metric([meter_id], 1.0 if tracked.transaction_id is not None else 0.0)
             for reason, count in tracked.rejected.items():
                 rejected.add_metric([meter_id, reason.value], count)
-        yield from (reads, errors, timeouts, rejected, last_good, dead, charging, cycle)
+        yield from (reads, errors, timeouts, crc_errors, rejected, last_good, dead, charging, cycle)

@@ -15,7 +15,7 @@ from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
 from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile
-from chargenet.meters.runtime import MeterPolling
+from chargenet.meters.runtime import MeterMetrics, MeterPolling
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
@@ -122,27 +122,43 @@ async def test_the_stop_writes_the_samples_still_held(
     assert (await samples(store))[-1].at >= session.stopped_at - timedelta(seconds=35)
 
 
-async def test_poll_health_is_stored_for_every_process_s_console(
-    store: Store, clock: ManualClock, tenant: Tenant, pty_pair: PtyPair
-) -> None:
+async def garbled_then_silent(store: Store, clock: ManualClock, tenant: Tenant, pty_pair: PtyPair) -> MeterPolling:
+    """An RTU meter whose first two replies are garbled, then one good, then silence."""
     simulated = SimulatedMeter(get_profile("sdm630"), unit_id=1, energy_wh=1000, crc_errors=2)
     server = await MeterServer.serial([simulated], clock, pty_pair.server, SerialLine(9600))
     try:
         polling = await polling_of(store, clock, tenant, rtu=pty_pair.client, baud=9600)
-        await poll(polling, clock, 15)  # two replies garbled, then one good
+        await poll(polling, clock, 15)
         simulated.silent = True
         await poll(polling, clock, 5)
-        await polling.save_health()
         for poller in polling.pollers.values():
             poller.link.close()
     finally:
         await server.stop()
+    return polling
+
+
+async def test_poll_health_is_stored_for_every_process_s_console(
+    store: Store, clock: ManualClock, tenant: Tenant, pty_pair: PtyPair
+) -> None:
+    polling = await garbled_then_silent(store, clock, tenant, pty_pair)
+    await polling.save_health()
     async with store.transaction() as session:
         row = (await session.scalars(select(MeterPollHealth))).one()
     assert (row.reads, row.errors, row.timeouts, row.crc_errors) == (4, 3, 1, 2)
     assert row.owner == polling.owner and row.bus_key == next(iter(polling.pollers))
     assert row.last_answer_at == clock.now() - timedelta(seconds=5)
     assert row.last_error == "timeout" and row.updated_at == clock.now()
+
+
+async def test_crc_errors_are_a_metric_of_their_own(
+    store: Store, clock: ManualClock, tenant: Tenant, pty_pair: PtyPair
+) -> None:
+    polling = await garbled_then_silent(store, clock, tenant, pty_pair)
+    families = {family.name: family for family in MeterMetrics(polling).collect()}
+    [crc] = families["chargenet_meter_read_crc_errors"].samples
+    [timeouts] = families["chargenet_meter_read_timeouts"].samples
+    assert (crc.value, timeouts.value) == (2, 1)
 
 
 async def test_stored_poll_health_is_replaced_not_added_to(
