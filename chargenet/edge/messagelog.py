@@ -21,6 +21,7 @@ a point out of a chart, nothing a partner or a bill depends on (the start and st
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from typing import cast
 
 from sqlalchemy import Table, delete, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
 from chargenet.clock import Clock
 from chargenet.domain.samples import Sample, Thinning
@@ -37,6 +39,8 @@ from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
 from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
 
 RETENTION_DAYS = 30
 PURGE_EVERY = timedelta(minutes=1)
@@ -212,7 +216,14 @@ class MessageLog(LoopWorker):
             if heartbeats:
                 rows = [{"station_id": s, "last_heartbeat_at": at, "last_seen_at": at} for s, at in heartbeats.items()]
                 await session.execute(update(StationPresence), rows)
-            await sample_store.write(session, samples)
+            if samples:
+                try:
+                    # Apart, so that samples the store refuses cost their own rows, never the frames'.
+                    async with session.begin_nested():
+                        await sample_store.write(session, samples)
+                except (SQLAlchemyError, OverflowError, ValueError):  # the driver's or our own bind checks
+                    log.exception("meter-value samples refused by the store", extra={"fields": {"n": len(samples)}})
+                    self.samples_dropped += len(samples)
             now = self.clock.now()
             if self._purged_at is None or now - self._purged_at >= PURGE_EVERY:
                 self._purged_at = now

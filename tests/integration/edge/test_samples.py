@@ -17,7 +17,7 @@ from chargenet.edge.protocol.meter_values import Reported
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
-from chargenet.store.models import LocalAuthEntry, MeterSample
+from chargenet.store.models import LocalAuthEntry, MeterSample, OcppMessage
 from tests.integration.edge.conftest import Served
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -131,3 +131,14 @@ async def test_samples_over_the_buffer_s_bound_drop_the_oldest_and_are_counted(
     log.samples("CS-1", 7, [Reported(clock.now() + timedelta(minutes=minute), minute, None) for minute in range(3)])
     await log.run_once()
     assert (log.samples_dropped, [row[3] for row in await stored(store)]) == (1, [1, 2])
+
+
+@pytest.mark.expected_traceback("out of int64 range", "too large to convert to SQLite INTEGER")
+async def test_samples_the_store_refuses_cost_only_themselves_not_the_frames(store: Store, clock: ManualClock) -> None:
+    log = MessageLog(store, clock)
+    log.add("CS-1", "station", "in", '[2,"a","Heartbeat",{}]')
+    log.samples("CS-1", 7, [Reported(clock.now(), 2**70, None)])  # beyond a 64-bit column
+    await log.run_once()
+    async with store.transaction() as session:
+        assert list(await session.scalars(select(OcppMessage.frame))) == ['[2,"a","Heartbeat",{}]']
+    assert (log.samples_dropped, await stored(store)) == (1, [])

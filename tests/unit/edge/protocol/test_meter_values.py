@@ -66,3 +66,21 @@ def test_every_meter_value_of_a_message_is_a_sample() -> None:
 
 def test_no_meter_values_give_no_samples() -> None:
     assert reported(None) == []
+
+
+def test_an_energy_beyond_any_meter_is_left_out() -> None:
+    for text in ("1e16", "99999999999999999999999"):
+        assert reported([{"timestamp": AT, "sampledValue": [{"value": text}]}]) == []
+
+
+def test_a_power_beyond_any_meter_is_left_out_and_the_energy_kept() -> None:
+    sampled = [{"value": "1e400", "measurand": "Power.Active.Import"}, {"value": "10"}]
+    assert reported([{"timestamp": AT, "sampledValue": sampled}]) == [Reported(WHEN, 10, None)]
+
+
+def test_a_time_with_no_instant_in_utc_is_left_out() -> None:
+    assert reported([{"timestamp": "0001-01-01T00:00:00+05:00", "sampledValue": [{"value": "1"}]}]) == []
+
+
+def test_a_unit_that_is_no_text_is_left_out() -> None:
+    assert reported([{"timestamp": AT, "sampledValue": [{"value": "1", "unit": ["Wh"]}]}]) == []
