@@ -46,6 +46,9 @@ RETENTION_DAYS = 30
 PURGE_EVERY = timedelta(minutes=1)
 MAX_BUFFERED = 100_000  # beyond this the oldest unflushed frames are dropped rather than memory growing
 MAX_BUFFERED_SAMPLES = 100_000
+# Samples are purged by their own time: one a station stamps further ahead (a clock set wrong) is left out
+# rather than kept past the retention.
+SAMPLE_AHEAD = timedelta(days=1)
 MAX_PENDING_CALLS = 256  # CALLs per connection whose answer's action the logger remembers
 GAP = "gap"
 
@@ -151,8 +154,9 @@ class MessageLog(LoopWorker):
     def samples(self, station_id: str, transaction_id: int, reported: list[Reported], *, last: bool = False) -> None:
         """Meter values a station reported for a transaction, written with the next batch (those the thinning
         keeps); `last` when they are its final ones (StopTransaction's transactionData)."""
+        latest = self.clock.now() + SAMPLE_AHEAD
         for value in reported:
-            if not self._thinning.keep(transaction_id, value.at):
+            if value.at > latest or not self._thinning.keep(transaction_id, value.at):
                 continue
             if len(self._samples) == MAX_BUFFERED_SAMPLES:
                 self.samples_dropped += 1  # the deque drops the oldest

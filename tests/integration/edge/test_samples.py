@@ -142,3 +142,11 @@ async def test_samples_the_store_refuses_cost_only_themselves_not_the_frames(sto
     async with store.transaction() as session:
         assert list(await session.scalars(select(OcppMessage.frame))) == ['[2,"a","Heartbeat",{}]']
     assert (log.samples_dropped, await stored(store)) == (1, [])
+
+
+async def test_a_sample_stamped_more_than_a_day_ahead_is_left_out(store: Store, clock: ManualClock) -> None:
+    log = MessageLog(store, clock)
+    log.samples("CS-1", 7, [Reported(clock.now() + timedelta(days=1, seconds=1), 100, None)])
+    log.samples("CS-1", 8, [Reported(clock.now() + timedelta(hours=23), 200, None)])
+    await log.run_once()
+    assert [row[3] for row in await stored(store)] == [200]
