@@ -26,7 +26,7 @@ from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol import frames, proxy
+from chargenet.edge.protocol import frames, meter_values, proxy
 from chargenet.edge.protocol import transactions as tx
 from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
 from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
@@ -499,6 +499,9 @@ class StationLink:
         now = self.edge.clock.now()
         async with self.edge.unit() as session:
             outcome = await records.stop_transaction(session, self.edge.outbox, self.station, p, now)
+        self.edge.message_log.samples(
+            self.station.station_id, p["transactionId"], meter_values.reported(p.get("transactionData")), last=True
+        )
         if outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
             return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
         return await self._transaction_message(call, route, p["transactionId"])
@@ -507,6 +510,12 @@ class StationLink:
         p = call.payload
         self._check_connector(p["connectorId"])
         transaction_id = p.get("transactionId")
+        if transaction_id is not None:
+            # Buffered for the log's next batch: no store round trip per frame, whoever owns the transaction
+            # (a session reads only its own station's samples).
+            self.edge.message_log.samples(
+                self.station.station_id, transaction_id, meter_values.reported(p.get("meterValue"))
+            )
         if route is Handling.LOCAL:
             return {}
         if transaction_id is not None:

@@ -1,4 +1,5 @@
-"""The OCPP message log (every frame to and from stations and upstreams) and station heartbeats, written in batches.
+"""The OCPP message log (every frame to and from stations and upstreams), station heartbeats and the meter-value
+samples of transactions, written in batches.
 
 Writing each frame in its own transaction would cost a commit per Heartbeat; frames are buffered in memory
 and flushed every second by a worker, so the log lags by at most a second and costs one insert per batch.
@@ -9,11 +10,18 @@ which the logger of that connection remembers), so the log can be searched by th
 when it is full the oldest frames are dropped, and never silently. The log counts them per station and writes,
 with the next batch and ahead of its frames, one `gap` row per station and peer saying how many frames, from
 when to when, are missing there; a batch the store refused is counted the same way.
+
+Samples (the energy of a transaction over time, for its chart) ride on the same batches: a MeterValues frame costs
+no store round trip of its own. They are thinned per transaction (`domain.samples`), bounded like the frames
+(the oldest dropped and counted), and purged with the log. They are written apart from the transaction's own
+state change, which is acceptable because they are no event: a sample lost to a crash in the last second leaves
+a point out of a chart, nothing a partner or a bill depends on (the start and stop readings are the transaction's).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -22,15 +30,25 @@ from typing import cast
 
 from sqlalchemy import Table, delete, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
 
 from chargenet.clock import Clock
+from chargenet.domain.samples import Sample, Thinning
+from chargenet.edge.protocol.meter_values import Reported
+from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
 from chargenet.workers import LoopWorker
 
+log = logging.getLogger(__name__)
+
 RETENTION_DAYS = 30
 PURGE_EVERY = timedelta(minutes=1)
 MAX_BUFFERED = 100_000  # beyond this the oldest unflushed frames are dropped rather than memory growing
+MAX_BUFFERED_SAMPLES = 100_000
+# Samples are purged by their own time: one a station stamps further ahead (a clock set wrong) is left out
+# rather than kept past the retention.
+SAMPLE_AHEAD = timedelta(days=1)
 MAX_PENDING_CALLS = 256  # CALLs per connection whose answer's action the logger remembers
 GAP = "gap"
 
@@ -75,7 +93,10 @@ class MessageLog(LoopWorker):
         self._heartbeats: dict[str, datetime] = {}
         self._presence: dict[str, dict[str, object]] = {}
         self._gaps: dict[tuple[str, str], _Gap] = {}
+        self._samples: deque[Sample] = deque(maxlen=MAX_BUFFERED_SAMPLES)
+        self._thinning = Thinning()
         self.dropped = 0
+        self.samples_dropped = 0
         self._purged_at: datetime | None = None
 
     def logger(self, station_id: str, peer: str) -> _FrameLogger:
@@ -130,6 +151,19 @@ class MessageLog(LoopWorker):
         self._gaps = {}
         return rows
 
+    def samples(self, station_id: str, transaction_id: int, reported: list[Reported], *, last: bool = False) -> None:
+        """Meter values a station reported for a transaction, written with the next batch (those the thinning
+        keeps); `last` when they are its final ones (StopTransaction's transactionData)."""
+        latest = self.clock.now() + SAMPLE_AHEAD
+        for value in reported:
+            if value.at > latest or not self._thinning.keep(transaction_id, value.at):
+                continue
+            if len(self._samples) == MAX_BUFFERED_SAMPLES:
+                self.samples_dropped += 1  # the deque drops the oldest
+            self._samples.append(Sample(transaction_id, station_id, value.at, value.energy_wh, value.power_w))
+        if last:
+            self._thinning.forget(transaction_id)
+
     def heartbeat(self, station_id: str, at: datetime) -> None:
         """A station's heartbeat, written with the next batch: Heartbeats are the most frequent message and
         need no commit of their own (the API shows the last one with at most a second's lag)."""
@@ -150,9 +184,12 @@ class MessageLog(LoopWorker):
         self._buffer = deque(maxlen=MAX_BUFFERED)
         heartbeats, self._heartbeats = self._heartbeats, {}
         presence, self._presence = self._presence, {}
+        samples = list(self._samples)
+        self._samples = deque(maxlen=MAX_BUFFERED_SAMPLES)
         try:
-            await self._write(batch, heartbeats, presence)
+            await self._write(batch, heartbeats, presence, samples)
         except BaseException:
+            self.samples_dropped += len(samples)
             self.dropped += sum(1 for row in batch if row["direction"] != GAP)
             self._count_lost(batch)  # shown as a gap by the next batch that is written
             for station_id, fields in presence.items():  # the newer news, if any came meanwhile, wins
@@ -166,6 +203,7 @@ class MessageLog(LoopWorker):
         batch: list[dict[str, object]],
         heartbeats: dict[str, datetime],
         presence: dict[str, dict[str, object]],
+        samples: list[Sample],
     ) -> None:
         async with self._store.transaction() as session:
             if batch:
@@ -182,10 +220,21 @@ class MessageLog(LoopWorker):
             if heartbeats:
                 rows = [{"station_id": s, "last_heartbeat_at": at, "last_seen_at": at} for s, at in heartbeats.items()]
                 await session.execute(update(StationPresence), rows)
+            if samples:
+                try:
+                    # Apart, so that samples the store refuses cost their own rows, never the frames'.
+                    async with session.begin_nested():
+                        await sample_store.write(session, samples)
+                except (SQLAlchemyError, OverflowError, ValueError):  # the driver's or our own bind checks
+                    log.exception("meter-value samples refused by the store", extra={"fields": {"n": len(samples)}})
+                    self.samples_dropped += len(samples)
             now = self.clock.now()
             if self._purged_at is None or now - self._purged_at >= PURGE_EVERY:
                 self._purged_at = now
-                await session.execute(delete(OcppMessage).where(OcppMessage.at < now - timedelta(days=RETENTION_DAYS)))
+                cutoff = now - timedelta(days=RETENTION_DAYS)
+                await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff))
+                # The meters' samples too: this worker runs in every serving process.
+                await sample_store.purge(session, cutoff)
 
 
 class _FrameLogger:

@@ -86,6 +86,11 @@ class EdgeCollector(Collector):
             "Frames the message log dropped (its buffer full, or a batch the store refused)",
             value=edge.message_log.dropped,
         )
+        yield CounterMetricFamily(
+            "chargenet_ocpp_meter_samples_dropped",
+            "Meter-value samples dropped from a full message-log buffer or a batch the store refused",
+            value=edge.message_log.samples_dropped,
+        )
         faults = CounterMetricFamily(
             "chargenet_ocpp_own_faults",
             "OCPP calls answered InternalError or GenericError through chargenet's own fault (each one is logged)",

@@ -16,8 +16,9 @@ class MeterReplyInvalid(MeterError):
 
 
 class ReadFailure(StrEnum):
-    # No reply, or one pymodbus's framer dropped: a broken CRC or another unit's id look exactly like silence.
+    # No reply, or one pymodbus's framer dropped for another unit's id: both look exactly like silence.
     TIMEOUT = "timeout"
+    CRC = "crc"  # an RTU reply whose CRC did not check (noise, termination, two meters talking at once)
     EXCEPTION = "exception"  # a Modbus exception response (illegal address, device failure)
     CONNECT = "connect"  # the TCP endpoint or serial device cannot be opened
     INVALID_REPLY = "invalid_reply"  # an answer that does not fit the profile

@@ -3,9 +3,11 @@
 pymodbus serializes the requests of one client (a lock per request), which is what an RS-485 bus needs; TCP
 endpoints get a client each, so they are polled in parallel. Every client is built with the bus's own timeout
 and retries (`BusSettings`), never pymodbus's 3 s x 4 defaults. All pymodbus failures are mapped here, in one
-place, to `MeterUnreachable` with a `ReadFailure` saying how: no valid answer (silence, a broken CRC and a reply
-from another unit id all end as a timeout, since pymodbus's framer drops such frames), an exception response, no
-connection, or an answer that does not fit the profile.
+place, to `MeterUnreachable` with a `ReadFailure` saying how: no valid answer (silence, or a reply from another
+unit id, which pymodbus's framer drops), a reply whose CRC did not check (dropped too, so also a timeout to
+pymodbus: on RTU the link keeps the last bytes the bus brought for the request and checks their CRC itself, so
+that a noisy line is told apart from a silent meter), an exception response, no connection, or an answer that
+does not fit the profile.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from pymodbus import FramerType, ModbusException
 from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.exceptions import ConnectionException
+from pymodbus.framer import FramerRTU
 
 from chargenet.meters.bus import BusSettings, TcpEndpoint, Transport
 from chargenet.meters.errors import MeterReplyInvalid, MeterUnreachable, ReadFailure
@@ -29,6 +32,7 @@ class ModbusLink:
     def __init__(self, transport: Transport, settings: BusSettings) -> None:
         self.transport = transport
         self.settings = settings
+        self._heard = b""  # on RTU, what the bus brought for the request in flight
         self._client: Any
         if isinstance(transport, TcpEndpoint):
             self._client = AsyncModbusTcpClient(
@@ -51,7 +55,20 @@ class ModbusLink:
                 retries=settings.retries,
                 reconnect_delay=0.5,
                 reconnect_delay_max=30,
+                trace_packet=self._hear,
             )
+
+    def _hear(self, sending: bool, packet: bytes) -> bytes:
+        # pymodbus hands over the whole receive buffer each time bytes arrive, so the last one is the frame.
+        if not sending:
+            self._heard = packet
+        return packet
+
+    def _silence_kind(self) -> ReadFailure:
+        heard = self._heard
+        if len(heard) >= FramerRTU.MIN_SIZE and not FramerRTU.check_CRC(heard[:-2], int.from_bytes(heard[-2:], "big")):
+            return ReadFailure.CRC
+        return ReadFailure.TIMEOUT
 
     @property
     def connected(self) -> bool:
@@ -80,6 +97,7 @@ class ModbusLink:
             if self.settings.inter_request_delay_s:
                 # Bus physics, not service time: some meters need a quiet line before the next request.
                 await asyncio.sleep(self.settings.inter_request_delay_s)
+            self._heard = b""
             try:
                 response = await read(block.address, count=block.count, device_id=unit_id)
             except ConnectionException as exc:
@@ -87,7 +105,9 @@ class ModbusLink:
                     meter_id, f"connection to {self.transport.key} lost", ReadFailure.CONNECT
                 ) from exc
             except (TimeoutError, ModbusException, OSError) as exc:
-                raise MeterUnreachable(meter_id, f"no valid reply from unit {unit_id}", ReadFailure.TIMEOUT) from exc
+                kind = self._silence_kind()
+                message = "a reply with a broken CRC" if kind is ReadFailure.CRC else "no valid reply"
+                raise MeterUnreachable(meter_id, f"{message} from unit {unit_id}", kind) from exc
             if response.isError():
                 code = getattr(response, "exception_code", "?")
                 raise MeterUnreachable(

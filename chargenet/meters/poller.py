@@ -52,7 +52,9 @@ class MeterHealth:
     reads: int = 0
     errors: int = 0
     timeouts: int = 0
+    crc_errors: int = 0
     last_good_at: datetime | None = None
+    last_answer_at: datetime | None = None  # a good reading, or any reply of the meter's own (an exception too)
     last_error: str | None = None
     dead: bool = False
     failures: dict[ReadFailure, int] = field(default_factory=dict)
@@ -62,6 +64,7 @@ class MeterHealth:
             "reads": self.reads,
             "errors": self.errors,
             "timeouts": self.timeouts,
+            "crcErrors": self.crc_errors,
             "lastGoodReadingAt": self.last_good_at.isoformat() if self.last_good_at else None,
             "lastError": self.last_error,
             "dead": self.dead,
@@ -132,13 +135,17 @@ class BusPoller:
                 health.failures[failure.failure] = health.failures.get(failure.failure, 0) + 1
                 if failure.failure is ReadFailure.TIMEOUT:
                     health.timeouts += 1
+                elif failure.failure is ReadFailure.CRC:
+                    health.crc_errors += 1
+                elif failure.failure in (ReadFailure.EXCEPTION, ReadFailure.INVALID_REPLY):
+                    health.last_answer_at = now
                 health.last_error = failure.failure.value  # its kind: /health is public, the message names the bus
                 health.dead = self._scheduler.is_dead(meter_id)
                 await self._deliver(self._sink.on_failure(meter_id, failure, now), meter_id)
                 continue
             now = self._clock.now()
             self._scheduler.record_success(meter_id, now)
-            health.last_good_at = now
+            health.last_good_at = health.last_answer_at = now
             health.dead = False
             await self._deliver(self._sink.on_reading(meter_id, reading, now), meter_id)
         if due:

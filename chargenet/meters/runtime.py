@@ -9,6 +9,9 @@ Several processes may share one database: a bus is polled only by the process ho
 `leases.py`). Every `lease_interval_s` (1 s) the worker renews its leases and takes free or expired ones; a bus
 whose lease it lost is stopped and its meters forgotten, and a bus it takes is started with its meters restored
 from the store, which reconciles their open sessions as a restart does. On shutdown the leases are released.
+
+The counters live in the memory of the process holding a bus; every `health_interval_s` (10 s) it copies them,
+per meter and under the bus's lease, to `meter_health`, which is how the console of any process shows them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
@@ -38,7 +42,7 @@ from chargenet.meters.spec import MeterSpec
 from chargenet.observability.health import ComponentHealth, Level
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.models import Meter
+from chargenet.store.models import Meter, MeterPollHealth
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ class MeterPolling:
         *,
         reload_interval_s: float = 2.0,
         lease_interval_s: float = RENEW_INTERVAL_S,
+        health_interval_s: float = 10.0,
         link_factory: LinkFactory = ModbusLink,
         policy: BackoffPolicy | None = None,
         owner: str | None = None,
@@ -82,6 +87,7 @@ class MeterPolling:
         self._clock = clock
         self._reload_interval_s = reload_interval_s
         self._lease_interval_s = lease_interval_s
+        self._health_interval_s = health_interval_s
         self._link_factory = link_factory
         self._policy = policy
         self.owner = owner or process_owner()
@@ -177,8 +183,42 @@ class MeterPolling:
                 await bus.task
         bus.poller.link.close()
 
+    async def save_health(self) -> None:
+        """Copy every held bus's counters to the store (one transaction; a bus whose lease is gone is skipped)."""
+        now = self._clock.now()
+        async with self._store.transaction() as session:
+            insert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(MeterPollHealth)
+            for key, bus in sorted(self.buses.items()):
+                if not bus.poller.health.meters or not await self.leases.still_held(session, key):
+                    continue
+                rows = [
+                    {
+                        "meter_id": meter_id,
+                        "bus_key": key,
+                        "owner": self.owner,
+                        "reads": health.reads,
+                        "errors": health.errors,
+                        "timeouts": health.timeouts,
+                        "crc_errors": health.crc_errors,
+                        "last_answer_at": health.last_answer_at,
+                        "last_error": health.last_error,
+                        "dead": health.dead,
+                        "updated_at": now,
+                    }
+                    for meter_id, health in sorted(bus.poller.health.meters.items())
+                    if meter_id in self._specs  # a meter deleted meanwhile has no row to point at
+                ]
+                if not rows:
+                    continue
+                statement = insert.values(rows)
+                changed = {name: statement.excluded[name] for name in rows[0] if name != "meter_id"}
+                await session.execute(
+                    statement.on_conflict_do_update(index_elements=[MeterPollHealth.meter_id], set_=changed)
+                )
+
     async def run(self, stopping: asyncio.Event) -> None:
         loaded_at: datetime | None = None
+        saved_at: datetime | None = None
         try:
             while not stopping.is_set():
                 now = self._clock.now()
@@ -190,6 +230,12 @@ class MeterPolling:
                     await self.sessions.tick(self._clock.now())
                 except Exception:
                     log.exception("meter configuration reload or lease round failed")
+                if saved_at is None or (now - saved_at).total_seconds() >= self._health_interval_s:
+                    try:
+                        await self.save_health()
+                        saved_at = now
+                    except Exception:
+                        log.exception("meter health could not be stored")
                 for bus in self.buses.values():
                     if bus.task is None or bus.task.done():
                         bus.task = asyncio.create_task(bus.poller.run(bus.stopping), name=f"meters {bus.poller.key}")
@@ -249,6 +295,9 @@ class MeterMetrics(Collector):
         timeouts = CounterMetricFamily(
             "chargenet_meter_read_timeouts", "Meter polls without a valid reply", labels=["meter", "bus"]
         )
+        crc_errors = CounterMetricFamily(
+            "chargenet_meter_read_crc_errors", "RTU meter polls answered with a broken CRC", labels=["meter", "bus"]
+        )
         rejected = CounterMetricFamily(
             "chargenet_meter_readings_rejected", "Readings the detector found implausible", labels=["meter", "reason"]
         )
@@ -266,6 +315,7 @@ class MeterMetrics(Collector):
                 reads.add_metric([meter_id, key], health.reads)
                 errors.add_metric([meter_id, key], health.errors)
                 timeouts.add_metric([meter_id, key], health.timeouts)
+                crc_errors.add_metric([meter_id, key], health.crc_errors)
                 dead.add_metric([meter_id], 1.0 if health.dead else 0.0)
                 if health.last_good_at is not None:
                     last_good.add_metric([meter_id], health.last_good_at.timestamp())
@@ -273,4 +323,4 @@ class MeterMetrics(Collector):
             charging.add_metric([meter_id], 1.0 if tracked.transaction_id is not None else 0.0)
             for reason, count in tracked.rejected.items():
                 rejected.add_metric([meter_id, reason.value], count)
-        yield from (reads, errors, timeouts, rejected, last_good, dead, charging, cycle)
+        yield from (reads, errors, timeouts, crc_errors, rejected, last_good, dead, charging, cycle)

@@ -9,6 +9,11 @@ written at most every `persist_interval_s`, which is all a restart needs: `track
 the detector's reconciling phase, and the first good reading resumes it under the same transaction id or
 closes it with reason Reboot.
 
+While a session is open its readings are also its samples (its energy over time, for its chart): thinned to one
+per `domain.samples.SPACING`, held in memory and written with the next of those writes, in its transaction (so
+at least every `persist_interval_s`, and with the stop). A write that fails keeps them for the next one, up to
+`MAX_PENDING_SAMPLES` a meter; a process that lost the bus drops them, as it drops everything else it knew.
+
 With several processes on one database, every write is fenced by the meter's bus lease (`fence`): a process that
 lost the bus writes nothing and its detector does not move; the poller worker then stops the bus and forgets its
 meters, and whoever holds the lease restores them from the store.
@@ -24,6 +29,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.domain.samples import Sample, Thinning
 from chargenet.meters import detect
 from chargenet.meters import records as meter_sessions
 from chargenet.meters.detect import (
@@ -41,10 +47,13 @@ from chargenet.meters.errors import BusLeaseLost, MeterUnreachable
 from chargenet.meters.readings import Reading
 from chargenet.meters.spec import MeterSpec
 from chargenet.outbox import Outbox
+from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
 from chargenet.store.models import MeterState
 
 log = logging.getLogger(__name__)
+
+MAX_PENDING_SAMPLES = 1000
 
 Fence = Callable[[AsyncSession, str], Awaitable[bool]]
 """In the write's transaction: does this process still hold the bus (by key)?"""
@@ -58,6 +67,7 @@ class TrackedMeter:
     persisted_at: datetime | None = None
     last_reading: Reading | None = None
     rejected: dict[Rejection, int] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)  # kept, not yet written
     resets: int = 0
     sessions_started: int = 0
     sessions_stopped: int = 0
@@ -80,6 +90,7 @@ class MeterSessions:
         self._outbox = outbox
         self._clock = clock
         self._persist_interval_s = persist_interval_s
+        self._thinning = Thinning()
         self.meters: dict[str, TrackedMeter] = {}
 
     async def track(self, specs: Iterable[MeterSpec]) -> None:
@@ -148,13 +159,18 @@ class MeterSessions:
             tracked.persisted_at is None or (at - tracked.persisted_at).total_seconds() >= self._persist_interval_s
         )
         transaction_id = tracked.transaction_id
+        self._sample(tracked, step, at, reading)
         if decisive or persist_due:
             try:
                 transaction_id = await self._store_step(tracked, step, reading, transaction_id)
             except BusLeaseLost as lost:
                 log.warning("%s; nothing written", lost.message)
+                tracked.samples.clear()
                 return
             tracked.persisted_at = at
+            tracked.samples.clear()
+            if tracked.transaction_id is not None and transaction_id != tracked.transaction_id:
+                self._thinning.forget(tracked.transaction_id)
         # The detector moves on only once what it decided is committed.
         tracked.state = step.state
         tracked.transaction_id = transaction_id
@@ -163,6 +179,19 @@ class MeterSessions:
         for event in step.events:
             self._note(tracked, event)
 
+    def _sample(self, tracked: TrackedMeter, step: Step, at: datetime, reading: Reading | None) -> None:
+        """A good reading of an open session is one of its samples, if the thinning keeps it."""
+        transaction_id = tracked.transaction_id
+        if transaction_id is None or reading is None or reading.energy_wh is None or reading.sentinels:
+            return
+        if any(isinstance(event, ReadingRejected | MeterReset) for event in step.events):
+            return
+        if not self._thinning.keep(transaction_id, at):
+            return
+        if len(tracked.samples) >= MAX_PENDING_SAMPLES:
+            del tracked.samples[0]
+        tracked.samples.append(Sample(transaction_id, tracked.spec.station_id, at, reading.energy_wh, reading.power_w))
+
     async def _store_step(
         self, tracked: TrackedMeter, step: Step, reading: Reading | None, transaction_id: int | None
     ) -> int | None:
@@ -170,6 +199,7 @@ class MeterSessions:
         async with self._store.transaction() as session:
             if self._fence is not None and not await self._fence(session, spec.bus_key):
                 raise BusLeaseLost(spec.meter_id, spec.bus_key)
+            await sample_store.write(session, tracked.samples)
             for event in step.events:
                 if isinstance(event, SessionStarted):
                     transaction_id = await meter_sessions.start_session(

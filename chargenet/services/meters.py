@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, computed_field
 from pydantic.json_schema import SkipJsonSchema
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.energy import wh_to_kwh
@@ -32,7 +32,16 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, optional
-from chargenet.store.models import ChargePoint, Meter, MeterSession, MeterState, Site, Station
+from chargenet.store.models import (
+    ChargePoint,
+    Meter,
+    MeterBusLease,
+    MeterPollHealth,
+    MeterSession,
+    MeterState,
+    Site,
+    Station,
+)
 
 
 class MeterReading(View):
@@ -494,6 +503,116 @@ async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, me
     await session.flush()
 
 
+class PollHealth(View):
+    """A meter's poll counters as the process polling its bus last stored them (every 10 s): they count since
+    that process took the bus, so they start again at 0 when another one does."""
+
+    bus_key: str
+    owner: str
+    reads: int
+    errors: int
+    timeouts: int
+    crc_errors: int
+    last_answer_at: Instant | None
+    last_error: str | None
+    dead: bool
+    updated_at: Instant
+
+
+def _health_of(row: MeterPollHealth) -> PollHealth:
+    return PollHealth(
+        bus_key=row.bus_key,
+        owner=row.owner,
+        reads=row.reads,
+        errors=row.errors,
+        timeouts=row.timeouts,
+        crc_errors=row.crc_errors,
+        last_answer_at=row.last_answer_at,
+        last_error=row.last_error,
+        dead=row.dead,
+        updated_at=row.updated_at,
+    )
+
+
+async def poll_health(session: AsyncSession, meter_ids: list[str]) -> dict[str, PollHealth]:
+    """The stored poll health of these meters (of views the caller reached), by meter id; a meter never polled
+    has none."""
+    if not meter_ids:
+        return {}
+    rows = await session.scalars(select(MeterPollHealth).where(MeterPollHealth.meter_id.in_(meter_ids)))
+    return {row.meter_id: _health_of(row) for row in rows}
+
+
+class BusView(View):
+    """One TCP endpoint or RTU bus, as its meters' stored health tells it (meters never polled are not counted):
+    who polls it, and their counters summed."""
+
+    bus_key: str
+    owner: str
+    lease_expires_at: Instant | None
+    meters: int
+    dead_meters: int
+    reads: int
+    errors: int
+    timeouts: int
+    crc_errors: int
+    last_answer_at: Instant | None
+    updated_at: Instant
+
+
+async def list_buses(session: AsyncSession, caller: Caller, page: PageRequest) -> Page[BusView]:
+    """The buses of the meters on sites the caller reaches with `meters:read`, by key. The holder is the lease's
+    (several processes on PostgreSQL) or else the process that last stored the health (SQLite: one process)."""
+    query = (
+        select(
+            MeterPollHealth.bus_key,
+            func.max(MeterPollHealth.owner),
+            func.count(),
+            func.sum(case((MeterPollHealth.dead, 1), else_=0)),
+            func.sum(MeterPollHealth.reads),
+            func.sum(MeterPollHealth.errors),
+            func.sum(MeterPollHealth.timeouts),
+            func.sum(MeterPollHealth.crc_errors),
+            func.max(MeterPollHealth.last_answer_at),
+            func.max(MeterPollHealth.updated_at),
+        )
+        .join(Meter, Meter.id == MeterPollHealth.meter_id)
+        .join(Site, Site.id == Meter.site_id)
+        .where(site_filter(caller.reach(Scope.METERS_READ)))
+        .group_by(MeterPollHealth.bus_key)
+        .order_by(MeterPollHealth.bus_key)
+        .limit(page.fetch)
+    )
+    if page.after is not None:
+        query = query.where(MeterPollHealth.bus_key > page.after)
+    rows = (await session.execute(query)).all()
+    leases = {
+        lease.bus_key: lease
+        for lease in await session.scalars(
+            select(MeterBusLease).where(MeterBusLease.bus_key.in_([row[0] for row in rows]))
+        )
+    }
+    views = []
+    for key, owner, meters, dead, reads, errors, timeouts, crc_errors, last_answer_at, updated_at in rows:
+        lease = leases.get(key)
+        views.append(
+            BusView(
+                bus_key=key,
+                owner=lease.owner if lease is not None and lease.owner is not None else owner,
+                lease_expires_at=lease.expires_at if lease is not None and lease.owner is not None else None,
+                meters=meters,
+                dead_meters=int(dead or 0),
+                reads=int(reads or 0),
+                errors=int(errors or 0),
+                timeouts=int(timeouts or 0),
+                crc_errors=int(crc_errors or 0),
+                last_answer_at=last_answer_at,
+                updated_at=updated_at,
+            )
+        )
+    return page.page(views, lambda bus: bus.bus_key)
+
+
 def profile_names() -> list[str]:
     """The meter profiles a meter can be created with."""
     return list(PROFILES)
@@ -507,14 +626,18 @@ def bus_label(view: MeterView) -> str:
 
 
 __all__ = [
+    "BusView",
     "MeterStatus",
     "MeterView",
+    "PollHealth",
     "RtuBus",
     "bus_label",
     "create_meter",
     "delete_meter",
     "get_meter",
+    "list_buses",
     "list_meters",
+    "poll_health",
     "spec_of",
     "update_meter",
 ]

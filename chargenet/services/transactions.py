@@ -4,7 +4,8 @@ The API's list (`sessions.list_transactions`) pages them in id order for partner
 views of the same rows: filtered by site, station, idTag, time and state, newest first, with energy, duration
 and reasons; one transaction with the OCPP messages that concern it (its timeline); and the whole of a
 filtered list read in batches, each in a unit of work of its own, so that an export of a year of sessions never
-holds it in memory nor keeps one transaction open while a browser downloads.
+holds it in memory nor keeps one transaction open while a browser downloads; and a session's meter values, its
+energy over time (`meter_samples`, written by the edge and the meters in their batches).
 
 OCPP transactions and meter sessions share one id sequence (`sequences`), so one keyset (the id) pages both.
 """
@@ -30,9 +31,10 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.sessions import TransactionView
 from chargenet.services.views import Instant, View
-from chargenet.store.models import EdgeTransaction, MeterSession, OcppMessage, Site, Station
+from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site, Station
 
 EXPORT_BATCH = 2000
+SAMPLE_LIMIT = 6000  # a session's samples read for its chart: 50 hours at one sample per 30 s
 TIMELINE_LIMIT = 2000  # frames looked at for one timeline; beyond, the page links to the message log
 TIMELINE_MARGIN = timedelta(minutes=2)  # before the start and after the stop: the Authorize, the last status
 TIMELINE_ACTIONS = (
@@ -338,3 +340,59 @@ async def session_timeline(session: AsyncSession, caller: Caller, view: SessionV
         elif (message.peer, message.message_id or "") in calls:
             kept.append(message)
     return Timeline(kept, since, until, cut)
+
+
+# --- the meter values of one session -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySample:
+    """The meter at one instant of a session: its register, what the session delivered so far, and the power
+    when it was reported."""
+
+    at: datetime
+    energy_wh: int
+    delivered_wh: int
+    power_w: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSamples:
+    """A session's meter values, oldest first: its start reading, the stored samples, its stop reading; `cut`
+    when it has more stored samples than `SAMPLE_LIMIT` (the first ones are given)."""
+
+    samples: list[EnergySample]
+    cut: bool
+
+
+async def session_samples(session: AsyncSession, view: SessionView) -> SessionSamples:
+    """The meter values of `view` (a session the caller reached through `get_session`): only what its own station
+    reported, since a station may name any transaction id in its MeterValues."""
+    rows = (
+        await session.execute(
+            select(MeterSample.at, MeterSample.energy_wh, MeterSample.power_w)
+            .where(MeterSample.transaction_id == view.transaction_id, MeterSample.station_id == view.station_id)
+            .order_by(MeterSample.at)
+            .limit(SAMPLE_LIMIT + 1)
+        )
+    ).all()
+    cut = len(rows) > SAMPLE_LIMIT
+    start = view.meter_start_wh
+    found = [EnergySample(view.started_at, start, 0, None)]
+    found += [EnergySample(at, energy, energy - start, power) for at, energy, power in rows[:SAMPLE_LIMIT]]
+    if view.stopped_at is not None and view.meter_stop_wh is not None:
+        found.append(EnergySample(view.stopped_at, view.meter_stop_wh, view.meter_stop_wh - start, None))
+    found.sort(key=lambda sample: sample.at)
+    return SessionSamples(found, cut)
+
+
+async def sessions_of_meter(session: AsyncSession, caller: Caller, meter_id: str, *, limit: int) -> list[SessionView]:
+    """The newest `limit` sessions detected from a meter, on sites the caller reaches with `transactions:read`."""
+    sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
+    query = (
+        select(*_columns(MeterSession))
+        .where(MeterSession.meter_id == meter_id, MeterSession.site_id.in_(sites))
+        .order_by(MeterSession.transaction_id.desc())
+        .limit(limit)
+    )
+    return [_of_meter(row) for row in await session.execute(query)]

@@ -235,10 +235,21 @@ class SimulatedStation:
     async def stop(self, transaction_id: int, meter_stop: int, reason: str | None = None) -> Payload:
         return await self.call("StopTransaction", self.stop_payload(transaction_id, meter_stop, reason))
 
-    async def meter_values(self, connector_id: int, transaction_id: int | None, wh: int) -> Payload:
+    async def meter_values(
+        self,
+        connector_id: int,
+        transaction_id: int | None,
+        wh: int,
+        *,
+        timestamp: str | None = None,
+        power_w: float | None = None,
+    ) -> Payload:
+        sampled: list[Payload] = [{"value": str(wh), "unit": "Wh"}]
+        if power_w is not None:
+            sampled.append({"value": f"{power_w:g}", "measurand": "Power.Active.Import", "unit": "W"})
         payload: Payload = {
             "connectorId": connector_id,
-            "meterValue": [{"timestamp": now_text(), "sampledValue": [{"value": str(wh), "unit": "Wh"}]}],
+            "meterValue": [{"timestamp": timestamp or now_text(), "sampledValue": sampled}],
         }
         if transaction_id is not None:
             payload["transactionId"] = transaction_id

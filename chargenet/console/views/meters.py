@@ -1,5 +1,6 @@
 """Meters: the list (per site, paged, filterable), adding one, editing its idTag, poll interval and thresholds,
-enabling and disabling it, each with its last reading and the session detector's state.
+enabling and disabling it, each with its last reading, the session detector's state, its poll health (timeouts,
+CRC errors, last answer) and its latest sessions; and the buses, one row each with who polls it and its health.
 
 Every change goes through `chargenet.services.meters`, which checks the operator's role and writes the audit
 record; the edit and enable/disable forms carry the version they were rendered from, and a change made
@@ -25,11 +26,14 @@ from chargenet.console.forms import (
     whole_number,
 )
 from chargenet.console.pages import Signed, console_of, page, redirect, render, submitted
+from chargenet.console.views.sessions import kwh
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
-from chargenet.services import meters
+from chargenet.services import meters, transactions
 
 METERS_PER_PAGE = 50
+BUSES_PER_PAGE = 50
+METER_SESSIONS = 10  # on a meter's page; the sessions list has the rest
 STATES = (("", "Enabled or disabled"), ("enabled", "Enabled"), ("disabled", "Disabled"))
 TRANSPORTS = (("tcp", "Modbus TCP (host and port)"), ("rtu", "Modbus RTU (serial line)"))
 PARITIES = (("N", "None (N)"), ("E", "Even (E)"), ("O", "Odd (O)"))
@@ -106,9 +110,11 @@ async def _list(request: Request, signed: Signed) -> Response:
             station_id=filters["station"] or None,
             enabled={"enabled": True, "disabled": False}.get(filters["state"]),
         )
+        health = await meters.poll_health(session, [meter.id for meter in listed.items])
     path = console.url("/meters")
     values = {
         "items": listed.items,
+        "health": health,
         "filters": filters,
         "states": STATES,
         "after": after,
@@ -118,6 +124,21 @@ async def _list(request: Request, signed: Signed) -> Response:
         "bus_label": meters.bus_label,
     }
     return render(request, "meters.html", values, signed=signed, active="meters")
+
+
+async def _buses(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    wanted, after = page_of(request, BUSES_PER_PAGE)
+    async with console.reading() as session:
+        listed = await meters.list_buses(session, signed.caller, wanted)
+    path = console.url("/meters/buses")
+    values = {
+        "items": listed.items,
+        "after": after,
+        "first_url": path,
+        "next_url": address(path, after=listed.next) if listed.next else None,
+    }
+    return render(request, "buses.html", values, signed=signed, active="meters")
 
 
 # --- a new meter -------------------------------------------------------------------------------------------
@@ -224,10 +245,17 @@ def _edit_form(meter: meters.MeterView) -> dict[str, str]:
 async def _meter_page(
     request: Request, signed: Signed, meter_id: str, *, status_code: int = 200, **context: Any
 ) -> Response:
-    async with console_of(request).reading() as session:
+    console = console_of(request)
+    async with console.reading() as session:
         meter = await meters.get_meter(session, signed.caller, meter_id)
+        health = (await meters.poll_health(session, [meter.id])).get(meter.id)
+        sessions = await transactions.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
     values = {
         "meter": meter,
+        "health": health,
+        "sessions": sessions,
+        "sessions_url": address(console.url("/sessions"), station=meter.station_id, source="meter"),
+        "kwh": kwh,
         "bus": meters.bus_label(meter),
         "form": _edit_form(meter),
         "version": meter.version,  # an edit refused as stale saves, the next time, over what is now shown
@@ -303,6 +331,7 @@ def routes() -> list[Route]:
         Route("/meters", page(_list), methods=["GET"]),
         Route("/meters", page(_create, role=admin), methods=["POST"]),
         Route("/meters/new", page(_new, role=admin), methods=["GET"]),
+        Route("/meters/buses", page(_buses), methods=["GET"]),
         Route("/meters/{meter_id}", page(_show), methods=["GET"]),
         Route("/meters/{meter_id}", page(_update, role=admin), methods=["POST"]),
         Route("/meters/{meter_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),

@@ -1,18 +1,21 @@
 """Sessions: OCPP transactions and meter sessions alike, filtered by site, station, idTag, time and state (GET
 parameters), newest first and paged by keyset, with energy in kWh, duration and reasons; any filtered list
-exported as CSV, streamed; one session with its OCPP messages in order (its timeline from the message log)."""
+exported as CSV, streamed; one session with its meter values (a chart of the energy it delivered over time, and
+the numbers in a table) and its OCPP messages in order (its timeline from the message log)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.charts import line_chart
 from chargenet.console.exports import Cell, csv_chunks, download
 from chargenet.console.forms import address, numbered, page_of, utc_instant
 from chargenet.console.pages import Signed, console_of, page, render
@@ -20,9 +23,11 @@ from chargenet.console.views.message_log import ARROWS
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies, transactions
-from chargenet.services.transactions import SessionFilter, SessionView, Source, State
+from chargenet.services.transactions import EnergySample, SessionFilter, SessionSamples, SessionView, Source, State
 
 PER_PAGE = 50
+CHART_POINTS = 600  # more would draw nothing a 640-unit wide chart can show
+TABLE_SAMPLES = 48  # the rows of the samples' table, spread over the session when it has more
 FILTER_FIELDS = ("site", "station", "id_tag", "since", "until", "state", "source")
 STATE_CHOICES = (("", "Any state"), ("active", "In progress"), ("completed", "Completed"))
 SOURCE_CHOICES = (("", "OCPP and meters"), ("ocpp", "OCPP stations"), ("meter", "Meters"))
@@ -159,6 +164,39 @@ async def _export(request: Request, signed: Signed) -> Response:
     return download(csv_chunks(CSV_HEADER, rows()), name, "text/csv; charset=utf-8")
 
 
+T = TypeVar("T")
+
+
+def spread(items: Sequence[T], most: int) -> list[T]:
+    """At most `most` of `items`, evenly spread, the first and the last always among them."""
+    if len(items) <= most:
+        return list(items)
+    last = len(items) - 1
+    return [items[round(index * last / (most - 1))] for index in range(most)]
+
+
+def _chart(view: SessionView, found: SessionSamples) -> Markup:
+    samples = found.samples
+    if len(samples) < 2:
+        return Markup()
+    delivered = samples[-1].delivered_wh
+    first, last = samples[0].at, samples[-1].at
+    return line_chart(
+        [(sample.at, sample.delivered_wh / 1000) for sample in spread(samples, CHART_POINTS)],
+        "kWh",
+        title=f"Energy delivered by session {view.transaction_id} over time",
+        description=(
+            f"{len(samples)} meter readings from {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC; "
+            f"{kwh(delivered)} kWh delivered at the last. The table below gives the numbers."
+        ),
+        name="energy",
+    )
+
+
+def _power(sample: EnergySample) -> str:
+    return "" if sample.power_w is None else f"{sample.power_w / 1000:.2f}"
+
+
 async def _show(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     raw = request.path_params["transaction_id"]
@@ -169,6 +207,7 @@ async def _show(request: Request, signed: Signed) -> Response:
         view = await transactions.get_session(session, signed.caller, int(raw))
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         timeline = await transactions.session_timeline(session, signed.caller, view, now)
+        samples = await transactions.session_samples(session, view)
     log_url = address(
         console.url(f"/stations/{view.station_id}/messages"),
         since=timeline.since.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -178,6 +217,10 @@ async def _show(request: Request, signed: Signed) -> Response:
         "company": company,
         "session": view,
         "timeline": timeline,
+        "samples": samples,
+        "chart": _chart(view, samples),
+        "table_samples": spread(samples.samples, TABLE_SAMPLES),
+        "power": _power,
         "log_url": log_url,
         "now": now,
         "kwh": kwh,

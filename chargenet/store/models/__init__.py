@@ -15,8 +15,9 @@ from chargenet.store.models.edge import (
 )
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
 from chargenet.store.models.meta import StoreSetting
-from chargenet.store.models.meters import Meter, MeterBusLease, MeterSession, MeterState
+from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
 from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
+from chargenet.store.models.samples import MeterSample
 from chargenet.store.models.sequences import IdSequence
 from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
 from chargenet.store.models.webhooks import (
@@ -44,6 +45,8 @@ __all__ = [
     "LocalAuthEntry",
     "Meter",
     "MeterBusLease",
+    "MeterPollHealth",
+    "MeterSample",
     "MeterSession",
     "MeterState",
     "OcppMessage",

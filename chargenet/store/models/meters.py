@@ -1,4 +1,4 @@
-"""Meters, the sessions detected from them, and what the detector needs to survive a restart."""
+"""Meters, the sessions detected from them, what the detector needs to survive a restart, and bus health."""
 
 from __future__ import annotations
 
@@ -98,3 +98,24 @@ class MeterBusLease(Base):
     bus_key: Mapped[str] = mapped_column(String(300), primary_key=True)
     owner: Mapped[str | None] = mapped_column(String(64), default=None)
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class MeterPollHealth(Base):
+    """A meter's poll counters as the process polling its bus last wrote them (`owner`, every few seconds).
+
+    The counters live in that process's memory and count since it took the bus's lease; this copy is how the
+    console of any process sharing the store shows them."""
+
+    __tablename__ = "meter_health"
+
+    meter_id: Mapped[str] = mapped_column(ForeignKey("meters.id", ondelete="CASCADE"), primary_key=True)
+    bus_key: Mapped[str] = mapped_column(String(300), index=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    reads: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)
+    timeouts: Mapped[int] = mapped_column(BigInteger)
+    crc_errors: Mapped[int] = mapped_column(BigInteger)
+    last_answer_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_error: Mapped[str | None] = mapped_column(String(32), default=None)
+    dead: Mapped[bool] = mapped_column(Boolean)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

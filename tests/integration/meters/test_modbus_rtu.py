@@ -41,13 +41,25 @@ async def test_two_meters_on_one_bus_answer_under_their_unit_ids(pty_pair: PtyPa
         assert (await link.read("b", em.profile, 6)).energy_wh == 20_000
 
 
-async def test_crc_error_is_a_timeout_and_the_next_read_works(pty_pair: PtyPair) -> None:
+async def test_crc_error_is_told_apart_from_silence_and_the_next_read_works(pty_pair: PtyPair) -> None:
     clock = ManualClock()
     meter = SimulatedMeter(get_profile("sdm120"), unit_id=5, energy_wh=750, crc_errors=1)
     async for link in bus([meter], clock, pty_pair):
         with pytest.raises(MeterUnreachable) as raised:
             await link.read("m", meter.profile, 5)
         assert (await link.read("m", meter.profile, 5)).energy_wh == 750
+    assert raised.value.failure is ReadFailure.CRC
+
+
+async def test_a_silent_meter_after_a_crc_error_is_a_timeout(pty_pair: PtyPair) -> None:
+    clock = ManualClock()
+    meter = SimulatedMeter(get_profile("sdm120"), unit_id=5, energy_wh=750, crc_errors=1)
+    async for link in bus([meter], clock, pty_pair):
+        with pytest.raises(MeterUnreachable):
+            await link.read("m", meter.profile, 5)
+        meter.silent = True
+        with pytest.raises(MeterUnreachable) as raised:
+            await link.read("m", meter.profile, 5)
     assert raised.value.failure is ReadFailure.TIMEOUT
 
 
