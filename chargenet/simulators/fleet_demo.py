@@ -2,8 +2,11 @@
 
 The demo site is pointed at a simulated upstream CPO on a free local port (recreated on each start, since the
 port changes). DEMO-1 charges with a tag from the site's local list, decided at the edge and never forwarded;
-DEMO-2 with a tag only the upstream knows, so its Authorize goes through the proxy. Both alternate plug-first
-and tag-first sessions, so Authorize, ChargePointStatus, StartTransaction and StopTransaction events flow.
+DEMO-2 with a tag only the upstream knows, so its Authorize goes through the proxy. The stations stay connected
+and take turns: one charges for half a minute, reporting its meter every few seconds, while the other waits
+Available; they alternate plug-first and tag-first sessions and connectors 1 and 2. So Authorize,
+ChargePointStatus, StartTransaction and StopTransaction events flow, the live page shows a connector Charging at
+any moment, and each session has a curve of meter values to draw.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 
 from chargenet.context import AppContext
 from chargenet.errors import NotFound
 from chargenet.services import localauth, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
-from chargenet.simulators.scenario import drive_station
 from chargenet.simulators.station import SimulatedStation
 
 log = logging.getLogger(__name__)
@@ -25,7 +28,9 @@ log = logging.getLogger(__name__)
 # (station id, idTag it charges with); the first tag is in the local list, the second only upstream.
 DEMO_STATIONS = (("DEMO-1", "DEMO-LOCAL-TAG"), ("DEMO-2", "DEMO-UPSTREAM-TAG"))
 DEMO_AUTHORIZATION_KEY = "demo-authorization-key"
-PAUSE_BETWEEN_ROUNDS_S = 20.0
+CHARGING_S = 30.0  # a session's length
+METER_EVERY_S = 5.0  # MeterValues while charging
+PAUSE_BETWEEN_TURNS_S = 5.0
 
 
 class DemoFleet:
@@ -70,14 +75,9 @@ class DemoFleet:
     async def run(self, stopping: asyncio.Event) -> None:
         url = f"ws://127.0.0.1:{self._context.settings.port}/ocpp"
         while not stopping.is_set():
-            pause = PAUSE_BETWEEN_ROUNDS_S
+            pause = PAUSE_BETWEEN_TURNS_S
             try:
-                await asyncio.gather(
-                    *(
-                        drive_station(SimulatedStation(url, station_id, DEMO_AUTHORIZATION_KEY), tag, 2, 5.0)
-                        for station_id, tag in DEMO_STATIONS
-                    )
-                )
+                await self._take_turns(url, stopping)
             except OSError:
                 # The server is still starting (workers start before it listens), or stopping.
                 pause = 1.0
@@ -85,6 +85,36 @@ class DemoFleet:
                 log.exception("demo fleet round failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), pause)
+
+    async def _take_turns(self, url: str, stopping: asyncio.Event) -> None:
+        fleet = [(SimulatedStation(url, station_id, DEMO_AUTHORIZATION_KEY), tag) for station_id, tag in DEMO_STATIONS]
+        try:
+            for station, _ in fleet:
+                await station.connect()
+                await station.boot()
+                for connector_id in (0, 1, 2):
+                    await station.status(connector_id, "Available")
+            turn = 0
+            while not stopping.is_set():
+                station, tag = fleet[turn % len(fleet)]
+                # Each station alternates its connectors and the order of cable and badge, turn by turn.
+                round_ = turn // len(fleet)
+                session = station.plug_first_session if round_ % 2 == 0 else station.id_first_session
+                await session(
+                    1 + round_ % 2,
+                    tag,
+                    wh=random.randint(2_000, 12_000),
+                    charging_seconds=CHARGING_S,
+                    meter_every=METER_EVERY_S,
+                )
+                for waiting, _ in fleet:
+                    await waiting.heartbeat()
+                turn += 1
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), PAUSE_BETWEEN_TURNS_S)
+        finally:
+            for station, _ in fleet:
+                await station.close()
 
 
 async def install(context: AppContext, site_id: str) -> DemoFleet:

@@ -255,30 +255,48 @@ class SimulatedStation:
             payload["transactionId"] = transaction_id
         return await self.call("MeterValues", payload)
 
-    async def plug_first_session(self, connector_id: int, id_tag: str, wh: int = 7000) -> int:
+    async def plug_first_session(
+        self, connector_id: int, id_tag: str, wh: int = 7000, *, charging_seconds: float = 0.0, meter_every: float = 5.0
+    ) -> int:
         """Cable in, then badge: Preparing, Authorize, Start, Charging, MeterValues, Stop, Finishing, Available."""
         await self.status(connector_id, "Preparing")
         await self.authorize(id_tag)
         started = await self.start(connector_id, id_tag, 0)
         transaction_id = int(started["transactionId"])
         await self.status(connector_id, "Charging")
-        await self.meter_values(connector_id, transaction_id, wh // 2)
+        if charging_seconds > 0:
+            await self.charge(connector_id, transaction_id, wh, charging_seconds, meter_every)
+        else:
+            await self.meter_values(connector_id, transaction_id, wh // 2)
         await self.stop(transaction_id, wh, "EVDisconnected")
         await self.status(connector_id, "Finishing")
         await self.status(connector_id, "Available")
         return transaction_id
 
-    async def id_first_session(self, connector_id: int, id_tag: str, wh: int = 7000) -> int:
+    async def id_first_session(
+        self, connector_id: int, id_tag: str, wh: int = 7000, *, charging_seconds: float = 0.0, meter_every: float = 5.0
+    ) -> int:
         """Badge first, then cable: Authorize, Preparing, Start, Charging, Stop (Local), Finishing, Available."""
         await self.authorize(id_tag)
         await self.status(connector_id, "Preparing")
         started = await self.start(connector_id, id_tag, 0)
         transaction_id = int(started["transactionId"])
         await self.status(connector_id, "Charging")
+        if charging_seconds > 0:
+            await self.charge(connector_id, transaction_id, wh, charging_seconds, meter_every)
         await self.stop(transaction_id, wh)
         await self.status(connector_id, "Finishing")
         await self.status(connector_id, "Available")
         return transaction_id
+
+    async def charge(self, connector_id: int, transaction_id: int, wh: int, seconds: float, every: float) -> None:
+        """Deliver `wh` evenly over `seconds` of real time, reporting the energy register every `every` seconds,
+        as a station's MeterValueSampleInterval does with its default sampled data (the register alone: a demo
+        delivers kilowatt-hours in seconds, and the power that would take is no station's)."""
+        steps = max(1, round(seconds / every))
+        for step in range(1, steps + 1):
+            await asyncio.sleep(seconds / steps)
+            await self.meter_values(connector_id, transaction_id, wh * step // steps)
 
     async def fault(self, connector_id: int, error_code: str = "GroundFailure") -> Payload:
         return await self.status(connector_id, "Faulted", error_code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +16,7 @@ from chargenet.store.models import (
     ConnectorStatusHistory,
     EdgeTransaction,
     LocalAuthEntry,
+    OcppMessage,
     StationPresence,
     UnknownStop,
 )
@@ -138,6 +140,25 @@ async def test_plug_first_session_publishes_start_and_stop_in_kwh(served: Served
     }
     assert stop["payload"]["meterStop"] == 7.25 and stop["payload"]["reason"] == "EVDisconnected"  # type: ignore[index]
     assert stop["payload"]["transactionId"] == transaction_id  # type: ignore[index]
+
+
+async def test_a_session_charged_over_time_reports_its_meter_rising_at_each_interval(
+    served: Served, station: SimulatedStation
+) -> None:
+    await add_tag(served, "TAG1")
+    await station.id_first_session(1, "TAG1", wh=3000, charging_seconds=0.3, meter_every=0.1)
+    await served.edge.message_log.run_once()
+    async with served.context.store.transaction() as session:
+        frames = list(
+            await session.scalars(
+                select(OcppMessage.frame)
+                .where(OcppMessage.station_id == "CS-1", OcppMessage.message_type == 2)
+                .where(OcppMessage.direction == "in", OcppMessage.action == "MeterValues")
+                .order_by(OcppMessage.id)
+            )
+        )
+    sampled = [json.loads(frame)[3]["meterValue"][0]["sampledValue"] for frame in frames]
+    assert sampled == [[{"value": wh, "unit": "Wh"}] for wh in ("1000", "2000", "3000")]
 
 
 async def test_id_first_session_stop_without_reason_is_local(served: Served, station: SimulatedStation) -> None:
