@@ -1,0 +1,117 @@
+"""The production files in deploy/ as the tests read them: the systemd unit's settings, its user, its command.
+
+CI runs as root without systemd, so a test does what systemd would for the unit's `User=`, `EnvironmentFile=`,
+`LoadCredential=` and `ExecStart=`: it makes the system user as docs/operating.md does, hands the credential over
+in a folder only that user can read, and runs the command line as that user with no new privileges.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+UNIT = ROOT / "deploy" / "chargenet.service"
+NGINX_SITE = ROOT / "deploy" / "nginx" / "chargenet.conf"
+OPERATING = ROOT / "docs" / "operating.md"
+SERVICE_USER = "chargenet"
+# Where docs/operating.md installs chargenet; here, the checkout's own virtual environment stands in for it.
+INSTALLED = "/opt/chargenet"
+VENV = ROOT / ".venv"
+ADD_SERVICE_USER = ["adduser", "--system", "--group", "--home", "/nonexistent", "--no-create-home", SERVICE_USER]
+
+
+def unit_settings(text: str, section: str = "Service") -> dict[str, list[str]]:
+    """Each key of `section` with its values in order (a key may be given several times)."""
+    found: dict[str, list[str]] = {}
+    current = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+            continue
+        if current == section:
+            key, _, value = line.partition("=")
+            found.setdefault(key.strip(), []).append(value.strip())
+    return found
+
+
+def environment_file(path: Path) -> dict[str, str]:
+    """The variables of a systemd `EnvironmentFile=` (KEY=VALUE lines; comments and blank lines ignored)."""
+    values: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip('"')
+    return values
+
+
+def ensure_service_user() -> pwd.struct_passwd:
+    """The unit's system user, made with docs/operating.md's command when missing (one process at a time)."""
+    with open(Path(tempfile.gettempdir()) / "chargenet-test-adduser.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(ADD_SERVICE_USER, check=True, capture_output=True)
+    return pwd.getpwnam(SERVICE_USER)
+
+
+def hand_over_credential(folder: Path, name: str, value: str, owner: pwd.struct_passwd) -> Path:
+    """A credential as `LoadCredential=` hands it to the service: a file in a folder only its user can read."""
+    folder.mkdir(mode=0o700)
+    path = folder / name
+    path.write_text(value)
+    path.chmod(0o400)
+    os.chown(path, owner.pw_uid, owner.pw_gid)
+    os.chown(folder, owner.pw_uid, owner.pw_gid)
+    folder.chmod(0o500)
+    return path
+
+
+def service_environment(
+    settings: Mapping[str, list[str]], owner: pwd.struct_passwd, credentials: Path, settings_file: Path
+) -> dict[str, str]:
+    """The environment systemd gives the unit's process: its user's, `EnvironmentFile=`'s (read from
+    `settings_file` instead) and `Environment=`'s."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": owner.pw_dir,
+        "USER": owner.pw_name,
+        "LOGNAME": owner.pw_name,
+        "SHELL": owner.pw_shell,
+        "CREDENTIALS_DIRECTORY": str(credentials),
+    }
+    assert settings["EnvironmentFile"] == ["/etc/chargenet/chargenet.env"]
+    env.update(environment_file(settings_file))
+    for assignment in settings.get("Environment", []):
+        key, _, value = assignment.partition("=")
+        env[key] = value.replace("%d", str(credentials))
+    return env
+
+
+def exec_start(settings: Mapping[str, list[str]]) -> list[str]:
+    """The unit's command line, run from the checkout's virtual environment instead of the installed one."""
+    (line,) = settings["ExecStart"]
+    argv = shlex.split(line)
+    assert argv[0].startswith(f"{INSTALLED}/bin/"), argv[0]
+    return [str(VENV / argv[0].removeprefix(f"{INSTALLED}/")), *argv[1:]]
+
+
+def as_user(owner: pwd.struct_passwd, argv: list[str]) -> list[str]:
+    """`argv` run as `owner` with no other group and no way to gain privileges (the unit's `NoNewPrivileges=`)."""
+    return [
+        "setpriv",
+        f"--reuid={owner.pw_uid}",
+        f"--regid={owner.pw_gid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--",
+        *argv,
+    ]
