@@ -1,14 +1,13 @@
 """The production files in deploy/ as the tests read them: the systemd unit's settings, its user, its command.
 
-CI runs as root without systemd, so a test does what systemd would for the unit's `User=`, `EnvironmentFile=`,
-`LoadCredential=` and `ExecStart=`: it makes the system user as docs/operating.md does, hands the credential over
-in a folder only that user can read, and runs the command line as that user with no new privileges.
+CI runs as root without systemd, so a test does what systemd would for the unit's `User=`, `EnvironmentFile=` and
+`ExecStart=`: it makes the system user as docs/operating.md does and runs the command line as that user, with
+that file's settings and no new privileges.
 """
 
 from __future__ import annotations
 
 import fcntl
-import os
 import pwd
 import shlex
 import subprocess
@@ -63,36 +62,16 @@ def ensure_service_user() -> pwd.struct_passwd:
     return pwd.getpwnam(SERVICE_USER)
 
 
-def hand_over_credential(folder: Path, name: str, value: str, owner: pwd.struct_passwd) -> Path:
-    """A credential as `LoadCredential=` hands it to the service: a file in a folder only its user can read."""
-    folder.mkdir(mode=0o700)
-    path = folder / name
-    path.write_text(value)
-    path.chmod(0o400)
-    os.chown(path, owner.pw_uid, owner.pw_gid)
-    os.chown(folder, owner.pw_uid, owner.pw_gid)
-    folder.chmod(0o500)
-    return path
-
-
-def service_environment(
-    settings: Mapping[str, list[str]], owner: pwd.struct_passwd, credentials: Path, settings_file: Path
-) -> dict[str, str]:
-    """The environment systemd gives the unit's process: its user's, `EnvironmentFile=`'s (read from
-    `settings_file` instead) and `Environment=`'s."""
+def service_environment(owner: pwd.struct_passwd, settings_file: Path) -> dict[str, str]:
+    """The environment systemd gives a unit's process: its user's, and its `EnvironmentFile=`'s."""
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": owner.pw_dir,
         "USER": owner.pw_name,
         "LOGNAME": owner.pw_name,
         "SHELL": owner.pw_shell,
-        "CREDENTIALS_DIRECTORY": str(credentials),
     }
-    assert settings["EnvironmentFile"] == ["/etc/chargenet/chargenet.env"]
     env.update(environment_file(settings_file))
-    for assignment in settings.get("Environment", []):
-        key, _, value = assignment.partition("=")
-        env[key] = value.replace("%d", str(credentials))
     return env
 
 

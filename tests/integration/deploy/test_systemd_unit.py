@@ -24,7 +24,6 @@ from tests.support.deploy import (
     as_user,
     ensure_service_user,
     exec_start,
-    hand_over_credential,
     service_environment,
     unit_settings,
 )
@@ -105,19 +104,21 @@ def test_the_units_command_run_as_its_user_serves_and_stops_cleanly(database_url
     data.mkdir(mode=0o750)
     os.chown(data, owner.pw_uid, owner.pw_gid)
     port = _free_port()
+    # The database URL holds a password: only root and the service's group may read its file.
+    url_file = service_folder / "database-url"
+    url_file.write_text(database_url + "\n")
+    url_file.chmod(0o640)
+    os.chown(url_file, 0, owner.pw_gid)
     settings_file = service_folder / "chargenet.env"
     settings_file.write_text(
         f"CHARGENET_HOST=127.0.0.1\nCHARGENET_PORT={port}\nCHARGENET_PUBLIC_URL=https://charge.example.org\n"
-        f"CHARGENET_DATA_DIR={data}\nCHARGENET_LOG_LEVEL=warning\n"
+        f"CHARGENET_DATA_DIR={data}\nCHARGENET_DATABASE_URL_FILE={url_file}\nCHARGENET_LOG_LEVEL=warning\n"
     )
-    (credential,) = settings["LoadCredential"]
-    name = credential.split(":", 1)[0]
-    credentials = hand_over_credential(service_folder / "credentials", name, database_url + "\n", owner).parent
     log = service_folder / "journal"
     with log.open("w") as journal:
         process = subprocess.Popen(
             as_user(owner, exec_start(settings)),
-            env=service_environment(settings, owner, credentials, settings_file),
+            env=service_environment(owner, settings_file),
             cwd="/",
             stdout=journal,
             stderr=subprocess.STDOUT,
