@@ -5,10 +5,8 @@ stations, partners and operators reach a production deployment."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import getpass
 import html
-import ipaddress
 import json
 import os
 import re
@@ -25,10 +23,6 @@ from pathlib import Path
 import argon2
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from sqlalchemy import select
 
 from chargenet.app import open_context
@@ -41,7 +35,7 @@ from chargenet.store.db import Store
 from chargenet.store.models import StationCommand
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.conftest import create_pg_database, drop_pg_database
-from tests.support.deploy import NGINX_SITE, ROOT
+from tests.support.deploy import NGINX_SITE, ROOT, self_signed
 from tests.support.receiver import Receiver, run_receiver
 
 NGINX = shutil.which("nginx", path=f"{os.environ.get('PATH', '')}{os.pathsep}/usr/sbin")
@@ -58,31 +52,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    """A throwaway certificate for 127.0.0.1 and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "chargenet test proxy")])
-    now = dt.datetime.now(dt.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "fullchain.pem", folder / "privkey.pem"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
 
 
 def site_config(folder: Path, *, http_port: int, https_port: int, upstreams: list[int], cert: Path, key: Path) -> str:
