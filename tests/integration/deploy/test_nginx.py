@@ -32,7 +32,7 @@ from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload, SimulatedStation
 from chargenet.store.db import Store
-from chargenet.store.models import StationCommand
+from chargenet.store.models import StationCommand, StationPresence
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.conftest import create_pg_database, drop_pg_database
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
@@ -253,6 +253,24 @@ async def _relaying_process(store: Store, station_id: str) -> int | None:
     return int(claimed_by.split(":")[1]) if claimed_by else None
 
 
+async def _connected_as_every_process_sees_it(store: Store, station_ids: set[str], within: float = 20) -> None:
+    # A process records its stations' connections in the store with its next batch (about once a second); until
+    # then, the others answer that the station is not connected.
+    async with asyncio.timeout(within):
+        while True:
+            async with store.transaction() as session:
+                connected = set(
+                    await session.scalars(
+                        select(StationPresence.station_id).where(
+                            StationPresence.station_id.in_(station_ids), StationPresence.connected.is_(True)
+                        )
+                    )
+                )
+            if connected == station_ids:
+                return
+            await asyncio.sleep(0.05)
+
+
 async def next_row(lines: AsyncIterator[str], *containing: str, within: float = 20.0) -> str:
     """The first `row` event of a server-sent event stream whose HTML holds each of `containing`."""
     data: list[str] = []
@@ -298,6 +316,7 @@ async def test_stations_partners_and_operators_work_through_nginx_in_front_of_tw
             await station.connect()
             assert (await station.boot())["status"] == "Accepted"
             await station.status(1, "Available")
+        await _connected_as_every_process_sees_it(deployment.store, set(heard_from))
 
         async with deployment.client() as partner:
             issued = await partner.post(
@@ -307,8 +326,9 @@ async def test_stations_partners_and_operators_work_through_nginx_in_front_of_tw
             )
             assert issued.status_code == 200, issued.text
             partner.headers["Authorization"] = f"Bearer {issued.json()['access_token']}"
-            listed = await partner.get("/api/v1/charge-points")
+            listed = await partner.get("/api/v1/charge-points", headers={"X-Request-ID": "fleet-42"})
             assert listed.status_code == 200
+            assert listed.headers["x-request-id"] == "fleet-42"  # the proxy keeps the caller's request id
             assert {item["id"] for item in listed.json()["items"]} == {"CS-NORTH", "CS-SOUTH"}
             # The proxy spreads requests over both processes, so within a few calls each station is reached from
             # the API of the process that does not hold it.
@@ -318,6 +338,7 @@ async def test_stations_partners_and_operators_work_through_nginx_in_front_of_tw
                     assert reset.json() == {"status": "Accepted"}
                     if heard_from[station_id][-1] is not None:
                         break
+        assert all(any(heard) for heard in heard_from.values()), heard_from
         holders = {station_id: next(pid for pid in heard if pid) for station_id, heard in heard_from.items()}
         assert sorted(holders.values()) == sorted(process.pid for process in deployment.processes)
 
