@@ -329,6 +329,7 @@ async def test_stations_partners_and_operators_work_through_nginx_in_front_of_tw
             listed = await partner.get("/api/v1/charge-points", headers={"X-Request-ID": "fleet-42"})
             assert listed.status_code == 200
             assert listed.headers["x-request-id"] == "fleet-42"  # the proxy keeps the caller's request id
+            assert (await partner.get("/metrics")).status_code == 404  # scraped per process, not through the proxy
             assert {item["id"] for item in listed.json()["items"]} == {"CS-NORTH", "CS-SOUTH"}
             # The proxy spreads requests over both processes, so within a few calls each station is reached from
             # the API of the process that does not hold it.
