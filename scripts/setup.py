@@ -2,7 +2,8 @@
 
 Run by the Makefile with the system's Python before anything else: `python3 scripts/setup.py test|demo`.
 - Debian packages (only what pip cannot bring): a PostgreSQL server for the store tests, Chromium for the
-  browser tests, curl for the demo's printed command, python3-venv where Debian's Python lacks ensurepip.
+  browser tests, nginx for the test of the reverse-proxy configuration in deploy/, curl for the demo's printed
+  command, python3-venv where Debian's Python lacks ensurepip.
   Installed with apt-get when run as root; otherwise it stops at once and prints the one command to run.
 - The virtual environment `.venv` with the package, its dev tools and the partner SDK, pinned by constraints.txt.
   Node.js comes from a wheel into it (the RFC 9421 interop test runs an npm verifier), so it is the same Node
@@ -61,6 +62,11 @@ def chromium_present() -> bool:
     return shutil.which("chromium") is not None
 
 
+def nginx_present() -> bool:
+    # /usr/sbin is on root's PATH only; the test starts nginx from there either way.
+    return shutil.which("nginx", path=f"{os.environ.get('PATH', '')}{os.pathsep}/usr/sbin") is not None
+
+
 def libatomic_present() -> bool:
     # Playwright's own Node.js (which drives Chromium) links against libatomic, which minimal Debian lacks.
     return ctypes.util.find_library("atomic") is not None
@@ -89,6 +95,8 @@ def missing_packages(purpose: str) -> list[str]:
             needed.append("libatomic1")
         if shutil.which("curl") is None:
             needed.append("curl")
+        if not nginx_present():
+            needed.append("nginx-light")
     return needed
 
 

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from ssl import SSLContext
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -78,6 +79,7 @@ class SimulatedStation:
     station_id: str
     password: str | bytes | None = None
     call_timeout: float = 10.0
+    tls: SSLContext | None = None  # for wss://: the certificates to trust (None: the system's)
     answers: dict[str, CallHandler] = field(default_factory=default_answers)
     received_calls: list[tuple[str, Payload]] = field(default_factory=list)
     sent_errors: list[tuple[str, str]] = field(default_factory=list)  # CALLERRORs the central system answered
@@ -103,6 +105,7 @@ class SimulatedStation:
             additional_headers=self.headers(),
             open_timeout=10,
             max_size=None,
+            ssl=self.tls,
         )
         self._reader = asyncio.create_task(self._read())
         return self._socket

@@ -25,15 +25,23 @@ def _machine_without_anything(setup_script: ModuleType, monkeypatch: pytest.Monk
     monkeypatch.setattr(setup_script, "postgres_server_present", lambda: False)
     monkeypatch.setattr(setup_script, "chromium_present", lambda: False)
     monkeypatch.setattr(setup_script, "libatomic_present", lambda: False)
+    monkeypatch.setattr(setup_script, "nginx_present", lambda: False)
     monkeypatch.setattr(setup_script.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None)
     monkeypatch.setattr(setup_script.os, "geteuid", lambda: uid)
 
 
-def test_test_set_up_needs_postgresql_chromium_libatomic_and_curl_from_debian(
+def test_test_set_up_needs_postgresql_chromium_libatomic_curl_and_nginx_from_debian(
     setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _machine_without_anything(setup_script, monkeypatch, uid=1000)
-    assert setup_script.missing_packages("test") == ["postgresql", "chromium", "fonts-liberation", "libatomic1", "curl"]
+    assert setup_script.missing_packages("test") == [
+        "postgresql",
+        "chromium",
+        "fonts-liberation",
+        "libatomic1",
+        "curl",
+        "nginx-light",
+    ]
 
 
 def test_demo_set_up_needs_no_system_package(setup_script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +58,8 @@ def test_without_root_it_stops_at_once_printing_the_one_command_to_run(
     with pytest.raises(SystemExit) as stopped:
         setup_script.install_system_packages("test")
     message = str(stopped.value.code)
-    command = "sudo apt-get install -y --no-install-recommends postgresql chromium fonts-liberation libatomic1 curl"
+    packages = "postgresql chromium fonts-liberation libatomic1 curl nginx-light"
+    command = f"sudo apt-get install -y --no-install-recommends {packages}"
     assert command in message
     assert ran == []
 
@@ -67,13 +76,14 @@ def test_as_root_it_installs_what_is_missing_with_apt_get(
             monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
             monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
             monkeypatch.setattr(setup_script, "libatomic_present", lambda: True)
+            monkeypatch.setattr(setup_script, "nginx_present", lambda: True)
             monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
 
     monkeypatch.setattr(setup_script, "_run", run)
     assert setup_script.install_system_packages("test") is True
     assert ran[0] == ["apt-get", "update", "-qq"]
     assert ran[1][:2] == ["apt-get", "install"]
-    assert ran[1][-5:] == ["postgresql", "chromium", "fonts-liberation", "libatomic1", "curl"]
+    assert ran[1][-6:] == ["postgresql", "chromium", "fonts-liberation", "libatomic1", "curl", "nginx-light"]
 
 
 def test_a_machine_that_has_everything_installs_nothing(
@@ -82,6 +92,7 @@ def test_a_machine_that_has_everything_installs_nothing(
     monkeypatch.setattr(setup_script, "postgres_server_present", lambda: True)
     monkeypatch.setattr(setup_script, "chromium_present", lambda: True)
     monkeypatch.setattr(setup_script, "libatomic_present", lambda: True)
+    monkeypatch.setattr(setup_script, "nginx_present", lambda: True)
     monkeypatch.setattr(setup_script.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(setup_script, "_run", lambda command, **_: pytest.fail(f"ran {command}"))
     assert setup_script.install_system_packages("test") is False
