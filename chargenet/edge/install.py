@@ -31,6 +31,7 @@ def install(context: AppContext) -> Edge:
         message_log=message_log,
     )
     context.edge = edge
+    context.upstream_links = edge
     context.routes.append(ocpp_route(edge))
     context.workers.append(message_log)
     context.workers.append(IdleSweeper(edge))
