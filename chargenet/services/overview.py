@@ -1,18 +1,47 @@
-"""What the console's overview counts for one company: read-only, one query per figure, all in the database.
+"""What the console's overview shows of one company: read-only, a handful of aggregate statements, all counted
+in the database, none of them loading rows one by one (a company may have ten thousand stations).
 
 "Connected" is what the edge recorded in `station_presence`; a process that died without closing its
-connections leaves them marked connected until another process takes the station over.
+connections leaves them marked connected until another process takes the station over. A connector of a station
+that is not connected counts as offline whatever it last reported, as the live table shows it
+(`domain.live.LiveRow`).
+
+Energy per day: a session's energy counts on the day it started, once it has completed (an OCPP station reports
+its meter at the stop), whole, even when it ran past midnight; so a day's figure is exactly the completed
+sessions the sessions list shows for that day. Days are bounded at midnight in `zone` (UTC: the store knows no
+time zone of its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
-from sqlalchemy import ScalarSelect, Select, func, select
+from sqlalchemy import ColumnElement, ScalarSelect, Select, and_, case, func, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.store.models import Application, Site, Station, StationPresence, Webhook
+from chargenet.services.webhooks import lane_at
+from chargenet.store.models import (
+    Application,
+    ChargePoint,
+    Connector,
+    EdgeTransaction,
+    MeterSession,
+    Site,
+    Station,
+    StationPresence,
+    Webhook,
+    WebhookLane,
+)
+from chargenet.webhooks.health import Level
+
+OFFLINE = "Offline"
+NOT_REPORTED = "Not reported"
+FAULTED = "Faulted"
+ENERGY_DAYS = 30
+UPSTREAM_DOWN_SHOWN = 10  # stations named on the page; the count covers them all
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,30 +52,178 @@ class CompanyCounts:
     applications: int
     webhooks: int
     enabled_webhooks: int
+    active_transactions: int  # OCPP transactions in progress
+    active_meter_sessions: int
+    active_meter_energy_wh: int  # delivered so far by the meter sessions in progress
+    lanes_alert: int  # lanes at alert or worse (critical ones included)
+    lanes_critical: int
+
+    @property
+    def online_percent(self) -> int | None:
+        """The connected stations' share, rounded down (a network with one station offline is not "100%")."""
+        return None if not self.stations else self.connected_stations * 100 // self.stations
+
+    @property
+    def active_sessions(self) -> int:
+        return self.active_transactions + self.active_meter_sessions
+
+
+def _sites(company_id: str) -> ScalarSelect[Any]:
+    return select(Site.id).where(Site.company_id == company_id).scalar_subquery()
+
+
+def _count(query: Select[Any]) -> ScalarSelect[int]:
+    return query.with_only_columns(func.count()).scalar_subquery()
 
 
 async def company_counts(session: AsyncSession, company_id: str) -> CompanyCounts:
-    """Every figure in one statement: the overview is the most visited page, and each round trip costs more than
+    """Every count in one statement: the overview is the most visited page, and each round trip costs more than
     the counting itself."""
-    sites = select(Site.id).where(Site.company_id == company_id).scalar_subquery()
-
-    def count(query: Select[Any]) -> ScalarSelect[int]:
-        return query.with_only_columns(func.count()).scalar_subquery()
-
+    sites = _sites(company_id)
+    open_meter = (MeterSession.site_id.in_(sites), MeterSession.stopped_at.is_(None))
+    company_lanes = select(WebhookLane.id).join(Webhook, Webhook.id == WebhookLane.webhook_id)
+    company_lanes = company_lanes.where(Webhook.site_id.in_(sites))
     row = (
         await session.execute(
             select(
-                count(select(Site.id).where(Site.company_id == company_id)),
-                count(select(Station.id).where(Station.site_id.in_(sites))),
-                count(
+                _count(select(Site.id).where(Site.company_id == company_id)),
+                _count(select(Station.id).where(Station.site_id.in_(sites))),
+                _count(
                     select(StationPresence.station_id)
                     .join(Station, Station.id == StationPresence.station_id)
                     .where(Station.site_id.in_(sites), StationPresence.connected.is_(True))
                 ),
-                count(select(Application.client_id).where(Application.company_id == company_id)),
-                count(select(Webhook.id).where(Webhook.site_id.in_(sites))),
-                count(select(Webhook.id).where(Webhook.site_id.in_(sites), Webhook.enabled.is_(True))),
+                _count(select(Application.client_id).where(Application.company_id == company_id)),
+                _count(select(Webhook.id).where(Webhook.site_id.in_(sites))),
+                _count(select(Webhook.id).where(Webhook.site_id.in_(sites), Webhook.enabled.is_(True))),
+                _count(
+                    select(EdgeTransaction.id).where(
+                        EdgeTransaction.site_id.in_(sites), EdgeTransaction.stopped_at.is_(None)
+                    )
+                ),
+                _count(select(MeterSession.transaction_id).where(*open_meter)),
+                select(func.sum(MeterSession.last_charging_wh - MeterSession.meter_start_wh))
+                .where(*open_meter)
+                .scalar_subquery(),
+                _count(company_lanes.where(lane_at(Level.ALERT))),
+                _count(company_lanes.where(lane_at(Level.CRITICAL))),
             )
         )
     ).one()
     return CompanyCounts(*(int(figure or 0) for figure in row))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorFigures:
+    """The company's connectors by what the live table shows for them (`Offline` for a station not connected),
+    and the faulted ones (of connected stations) by error code; both ordered by count, largest first."""
+
+    by_status: list[tuple[str, int]]
+    faults: list[tuple[str, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, count in self.by_status)
+
+    @property
+    def faulted(self) -> int:
+        return sum(count for _, count in self.faults)
+
+
+def _largest_first(counts: dict[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+async def connector_figures(session: AsyncSession, company_id: str) -> ConnectorFigures:
+    """One grouped statement; the offline rule is applied to its few groups here, not per connector."""
+    rows = await session.execute(
+        select(StationPresence.connected, Connector.status, Connector.error_code, func.count())
+        .select_from(Connector)
+        .join(ChargePoint, ChargePoint.id == Connector.charge_point_id)
+        .outerjoin(StationPresence, StationPresence.station_id == ChargePoint.station_id)
+        .where(ChargePoint.site_id.in_(_sites(company_id)))
+        .group_by(StationPresence.connected, Connector.status, Connector.error_code)
+    )
+    by_status: dict[str, int] = {}
+    faults: dict[str, int] = {}
+    for connected, status, error_code, count in rows:
+        shown = (status or NOT_REPORTED) if connected else OFFLINE
+        by_status[shown] = by_status.get(shown, 0) + count
+        if shown == FAULTED:
+            code = error_code or "no error code"
+            faults[code] = faults.get(code, 0) + count
+    return ConnectorFigures(_largest_first(by_status), _largest_first(faults))
+
+
+@dataclass(frozen=True, slots=True)
+class DayEnergy:
+    """The completed sessions that started on `day` (from `since`, until `until` excluded, both UTC instants)."""
+
+    day: date
+    since: datetime
+    until: datetime
+    energy_wh: int
+    sessions: int
+
+
+def day_bounds(today: date, zone: tzinfo, days: int) -> list[tuple[date, datetime, datetime]]:
+    """The last `days` days up to `today`, oldest first, each with its midnights in `zone` as UTC instants (a day
+    of a daylight-saving change is 23 or 25 hours long)."""
+    first = today - timedelta(days=days - 1)
+    midnights = [datetime.combine(first + timedelta(days=n), time(), tzinfo=zone) for n in range(days + 1)]
+    utc = [midnight.astimezone(UTC) for midnight in midnights]
+    return [(first + timedelta(days=n), utc[n], utc[n + 1]) for n in range(days)]
+
+
+async def energy_per_day(
+    session: AsyncSession, company_id: str, *, now: datetime, zone: tzinfo = UTC, days: int = ENERGY_DAYS
+) -> list[DayEnergy]:
+    """Energy of the completed OCPP transactions and meter sessions per day over the last `days` days (today
+    last), in one statement: one conditional sum per day, so that no dialect's date functions are needed and
+    the days may be bounded in any time zone. A session whose meter went backwards counts as a session with
+    no energy."""
+    bounds = day_bounds(now.astimezone(zone).date(), zone, days)
+    start, end = bounds[0][1], bounds[-1][2]
+    sites = _sites(company_id)
+    ocpp = select(
+        EdgeTransaction.started_at.label("started_at"),
+        (EdgeTransaction.meter_stop - EdgeTransaction.meter_start).label("wh"),
+    ).where(
+        EdgeTransaction.site_id.in_(sites),
+        EdgeTransaction.started_at >= start,
+        EdgeTransaction.started_at < end,
+        EdgeTransaction.stopped_at.is_not(None),
+        EdgeTransaction.meter_stop.is_not(None),
+    )
+    metered = select(
+        MeterSession.started_at.label("started_at"),
+        (MeterSession.meter_stop_wh - MeterSession.meter_start_wh).label("wh"),
+    ).where(
+        MeterSession.site_id.in_(sites),
+        MeterSession.started_at >= start,
+        MeterSession.started_at < end,
+        MeterSession.stopped_at.is_not(None),
+        MeterSession.meter_stop_wh.is_not(None),
+    )
+    done = union_all(ocpp, metered).subquery()
+    columns: list[ColumnElement[Any]] = []
+    for _, since, until in bounds:
+        on_day = and_(done.c.started_at >= since, done.c.started_at < until)
+        columns.append(func.sum(case((and_(on_day, done.c.wh > 0), done.c.wh), else_=0)))
+        columns.append(func.sum(case((on_day, 1), else_=0)))
+    row = (await session.execute(select(*columns))).one()
+    figures = [int(value or 0) for value in row]
+    return [
+        DayEnergy(day, since, until, figures[2 * n], figures[2 * n + 1]) for n, (day, since, until) in enumerate(bounds)
+    ]
+
+
+async def upstream_links_down(session: AsyncSession, company_id: str, station_ids: Iterable[str]) -> list[str]:
+    """Which of `station_ids` (stations whose upstream link is down) are the company's, by id."""
+    wanted = sorted(set(station_ids))
+    if not wanted:
+        return []
+    rows = await session.scalars(
+        select(Station.id).where(Station.id.in_(wanted), Station.site_id.in_(_sites(company_id))).order_by(Station.id)
+    )
+    return list(rows)
