@@ -13,9 +13,10 @@ from markupsafe import Markup
 
 # --- bar chart ----------------------------------------------------------------------------------------------------
 
-_BAR_LEFT = 56  # room for the value axis' labels
+_BAR_LEFT = 24  # room for the value axis' zero
 _BAR_BOTTOM = 28  # room for the category labels
-_BAR_TOP = 12
+_BAR_RIGHT = 20  # half a category label past the last bar
+_BAR_TOP = 22  # room for the largest value, printed above the plot
 _BAR_MAX_WIDTH = 48  # a single bar does not fill the whole chart
 
 
@@ -40,10 +41,10 @@ def bar_chart(
     """One bar per (label, value), left to right, as an `<svg role="img">` named by `title`.
 
     Values below zero are drawn as zero (a bar chart of amounts has nothing below its axis). Every bar has a
-    `<title>` with its label and value; the value axis shows 0 and the largest value with `unit`; category
-    labels are printed under every `label_every`-th bar and under the last. An empty series draws the axes
-    and says there is nothing to show."""
-    plot_width = width - _BAR_LEFT - 8
+    `<title>` with its label and value; the value axis shows 0, and the largest value with `unit` above the plot;
+    category labels are printed under the last bar and every `label_every`-th one before it. An empty series
+    draws the axes and says there is nothing to show."""
+    plot_width = width - _BAR_LEFT - _BAR_RIGHT
     plot_height = height - _BAR_TOP - _BAR_BOTTOM
     baseline = _BAR_TOP + plot_height
     highest = max((max(value, 0.0) for _, value in series), default=0.0)
@@ -53,17 +54,21 @@ def bar_chart(
             'width="100%" preserveAspectRatio="xMinYMin meet" aria-label="{}">'
         ).format(width, height, title),
         Markup("<title>{}</title>").format(title),
-        Markup('<line class="axis" x1="{0}" y1="{1}" x2="{2}" y2="{1}"/>').format(_BAR_LEFT, baseline, width - 8),
+        Markup('<line class="axis" x1="{0}" y1="{1}" x2="{2}" y2="{1}"/>').format(
+            _BAR_LEFT, baseline, width - _BAR_RIGHT
+        ),
         Markup('<line class="axis" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>').format(_BAR_LEFT, _BAR_TOP, baseline),
         Markup('<text class="tick" x="{}" y="{}" text-anchor="end">0</text>').format(_BAR_LEFT - 4, baseline + 4),
     ]
     if highest > 0:
         parts.append(
-            Markup('<line class="grid" x1="{0}" y1="{1}" x2="{2}" y2="{1}"/>').format(_BAR_LEFT, _BAR_TOP, width - 8)
+            Markup('<line class="grid" x1="{0}" y1="{1}" x2="{2}" y2="{1}"/>').format(
+                _BAR_LEFT, _BAR_TOP, width - _BAR_RIGHT
+            )
         )
         parts.append(
-            Markup('<text class="tick" x="{}" y="{}" text-anchor="end">{} {}</text>').format(
-                _BAR_LEFT - 4, _BAR_TOP + 4, value_text(highest), unit
+            Markup('<text class="tick" x="{}" y="{}" text-anchor="start">{} {}</text>').format(
+                _BAR_LEFT + 4, _BAR_TOP - 6, value_text(highest), unit
             )
         )
     if not series:
@@ -89,7 +94,7 @@ def bar_chart(
                 unit,
             )
         )
-        if index % max(label_every, 1) == 0 or index == len(series) - 1:
+        if (len(series) - 1 - index) % max(label_every, 1) == 0:
             parts.append(
                 Markup('<text class="label" x="{}" y="{}" text-anchor="middle">{}</text>').format(
                     _bar_coordinate(centre), baseline + 18, label
