@@ -35,6 +35,7 @@ async def _overview(request: Request, signed: Signed) -> Response:
             [(day.day.strftime("%d %b"), day.energy_wh / 1000) for day in days],
             title=f"Energy delivered per day (UTC), the last {len(days)} days, in kWh",
             unit="kWh",
+            height=180,
             label_every=7,
         ),
         "day_url": lambda day: address(
