@@ -8,19 +8,21 @@ that is not connected counts as offline whatever it last reported, as the live t
 
 Energy per day: a session's energy counts on the day it started, once it has completed (an OCPP station reports
 its meter at the stop), whole, even when it ran past midnight; so a day's figure is exactly the completed
-sessions the sessions list shows for that day. Days are bounded at midnight in `zone` (UTC: the store knows no
-time zone of its own).
+sessions the sessions list shows for that day. Days are UTC days: the store knows no time zone of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, ScalarSelect, Select, and_, case, func, select, union_all
+from sqlalchemy import ScalarSelect, Select, String, case, func, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from chargenet.services.webhooks import lane_at
 from chargenet.store.models import (
@@ -96,9 +98,12 @@ async def company_counts(session: AsyncSession, company_id: str) -> CompanyCount
                 _count(select(Application.client_id).where(Application.company_id == company_id)),
                 _count(select(Webhook.id).where(Webhook.site_id.in_(sites))),
                 _count(select(Webhook.id).where(Webhook.site_id.in_(sites), Webhook.enabled.is_(True))),
+                # Through the stations, so the `(station_id, stopped_at)` index finds the open ones directly,
+                # however long the sites' history.
                 _count(
                     select(EdgeTransaction.id).where(
-                        EdgeTransaction.site_id.in_(sites), EdgeTransaction.stopped_at.is_(None)
+                        EdgeTransaction.station_id.in_(select(Station.id).where(Station.site_id.in_(sites))),
+                        EdgeTransaction.stopped_at.is_(None),
                     )
                 ),
                 _count(select(MeterSession.transaction_id).where(*open_meter)),
@@ -157,7 +162,7 @@ async def connector_figures(session: AsyncSession, company_id: str) -> Connector
 
 @dataclass(frozen=True, slots=True)
 class DayEnergy:
-    """The completed sessions that started on `day` (from `since`, until `until` excluded, both UTC instants)."""
+    """The completed sessions that started on `day` (from `since`, until `until` excluded: its UTC midnights)."""
 
     day: date
     since: datetime
@@ -166,33 +171,52 @@ class DayEnergy:
     sessions: int
 
 
-def day_bounds(today: date, zone: tzinfo, days: int) -> list[tuple[date, datetime, datetime]]:
-    """The last `days` days up to `today`, oldest first, each with its midnights in `zone` as UTC instants (a day
-    of a daylight-saving change is 23 or 25 hours long)."""
+class UtcDay(FunctionElement[str]):
+    """The UTC calendar day of a stored instant, as `YYYY-MM-DD` text, in each dialect's own words: SQLite keeps
+    instants as UTC text, PostgreSQL as `timestamptz`, whose day depends on the connection's time zone unless
+    it is asked for UTC."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(UtcDay, "sqlite")
+def _utc_day_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(UtcDay, "postgresql")
+def _utc_day_postgresql(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"to_char(({compiler.process(element.clauses, **kw)}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+
+
+def day_bounds(today: date, days: int) -> list[tuple[date, datetime, datetime]]:
+    """The last `days` days up to `today`, oldest first, each with its UTC midnights."""
     first = today - timedelta(days=days - 1)
-    midnights = [datetime.combine(first + timedelta(days=n), time(), tzinfo=zone) for n in range(days + 1)]
-    utc = [midnight.astimezone(UTC) for midnight in midnights]
-    return [(first + timedelta(days=n), utc[n], utc[n + 1]) for n in range(days)]
+    midnights = [datetime.combine(first + timedelta(days=n), time(), tzinfo=UTC) for n in range(days + 1)]
+    return [(first + timedelta(days=n), midnights[n], midnights[n + 1]) for n in range(days)]
 
 
 async def energy_per_day(
-    session: AsyncSession, company_id: str, *, now: datetime, zone: tzinfo = UTC, days: int = ENERGY_DAYS
+    session: AsyncSession, company_id: str, *, now: datetime, days: int = ENERGY_DAYS
 ) -> list[DayEnergy]:
-    """Energy of the completed OCPP transactions and meter sessions per day over the last `days` days (today
-    last), in one statement: one conditional sum per day, so that no dialect's date functions are needed and
-    the days may be bounded in any time zone. A session whose meter went backwards counts as a session with
-    no energy."""
-    bounds = day_bounds(now.astimezone(zone).date(), zone, days)
+    """Energy of the completed OCPP transactions and meter sessions per UTC day over the last `days` days (today
+    last), grouped in one statement. A session whose meter went backwards counts as a session with no energy.
+
+    OCPP transactions are found through their stations and `stopped_at` (the `(station_id, stopped_at)` index):
+    a session that started in the period stopped in it too, so this reads the period's sessions, not the whole
+    history of the company's sites."""
+    bounds = day_bounds(now.astimezone(UTC).date(), days)
     start, end = bounds[0][1], bounds[-1][2]
     sites = _sites(company_id)
     ocpp = select(
         EdgeTransaction.started_at.label("started_at"),
         (EdgeTransaction.meter_stop - EdgeTransaction.meter_start).label("wh"),
     ).where(
-        EdgeTransaction.site_id.in_(sites),
+        EdgeTransaction.station_id.in_(select(Station.id).where(Station.site_id.in_(sites))),
+        EdgeTransaction.stopped_at >= start,
         EdgeTransaction.started_at >= start,
         EdgeTransaction.started_at < end,
-        EdgeTransaction.stopped_at.is_not(None),
         EdgeTransaction.meter_stop.is_not(None),
     )
     metered = select(
@@ -206,16 +230,12 @@ async def energy_per_day(
         MeterSession.meter_stop_wh.is_not(None),
     )
     done = union_all(ocpp, metered).subquery()
-    columns: list[ColumnElement[Any]] = []
-    for _, since, until in bounds:
-        on_day = and_(done.c.started_at >= since, done.c.started_at < until)
-        columns.append(func.sum(case((and_(on_day, done.c.wh > 0), done.c.wh), else_=0)))
-        columns.append(func.sum(case((on_day, 1), else_=0)))
-    row = (await session.execute(select(*columns))).one()
-    figures = [int(value or 0) for value in row]
-    return [
-        DayEnergy(day, since, until, figures[2 * n], figures[2 * n + 1]) for n, (day, since, until) in enumerate(bounds)
-    ]
+    day = UtcDay(done.c.started_at)
+    rows = await session.execute(
+        select(day, func.sum(case((done.c.wh > 0, done.c.wh), else_=0)), func.count()).group_by(day)
+    )
+    found = {text: (int(energy or 0), int(count)) for text, energy, count in rows}
+    return [DayEnergy(day, since, until, *found.get(day.isoformat(), (0, 0))) for day, since, until in bounds]
 
 
 async def upstream_links_down(session: AsyncSession, company_id: str, station_ids: Iterable[str]) -> list[str]:

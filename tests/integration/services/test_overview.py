@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
@@ -284,3 +284,14 @@ async def test_upstream_links_down_names_only_the_companys_stations(store: Store
     async with store.read() as session:
         named = await upstream_links_down(session, ours.company_id, ["ST-THEIRS", "ST-OURS", "ST-GONE"])
     assert named == ["ST-OURS"]
+
+
+async def test_days_are_utc_days_whatever_time_zone_the_database_connection_has(store: Store, keys: KeyStore) -> None:
+    ours, _ = await _tenants(store, keys)
+    async with store.transaction() as session:
+        session.add(_transaction(ours, 1, datetime(2026, 6, 30, 20, 0, tzinfo=UTC), 3000))  # 30 June in UTC
+    async with store.read() as session:
+        if session.bind.dialect.name == "postgresql":
+            await session.execute(text("SET LOCAL TIME ZONE 'Asia/Tokyo'"))  # already 1 July there
+        days = await energy_per_day(session, ours.company_id, now=NOW)
+    assert [(day.day, day.energy_wh) for day in days if day.sessions] == [(date(2026, 6, 30), 3000)]
