@@ -4,7 +4,8 @@ the page passes axe-core before and after, with the figures open. Waits are on c
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from playwright.async_api import Browser, expect
 from chargenet.services import sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import StationPresence
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -53,6 +55,7 @@ async def test_the_energy_chart_shows_a_session_a_station_just_completed(
     await station.connect()
     await station.boot()
     await station.status(1, "Available")
+    await until(lambda: _present(console, "CS-ENERGY"))  # the presence is written with the message log, behind
     page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
     try:
         await sign_in(page, console)
@@ -81,3 +84,16 @@ async def test_the_energy_chart_shows_a_session_a_station_just_completed(
     finally:
         await page.context.close()
         await station.close()
+
+
+async def until(condition: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
+    """Wait for `condition`, looking every 20 ms (the process under test runs in this event loop)."""
+    async with asyncio.timeout(within):
+        while not await condition():
+            await asyncio.sleep(0.02)
+
+
+async def _present(console: ServedConsole, station_id: str) -> bool:
+    async with console.context.store.read() as session:
+        presence = await session.get(StationPresence, station_id)
+    return presence is not None and presence.connected
