@@ -230,9 +230,9 @@ async def energy_per_day(
         MeterSession.meter_stop_wh.is_not(None),
     )
     done = union_all(ocpp, metered).subquery()
-    day = UtcDay(done.c.started_at)
+    started_on = UtcDay(done.c.started_at)
     rows = await session.execute(
-        select(day, func.sum(case((done.c.wh > 0, done.c.wh), else_=0)), func.count()).group_by(day)
+        select(started_on, func.sum(case((done.c.wh > 0, done.c.wh), else_=0)), func.count()).group_by(started_on)
     )
     found = {text: (int(energy or 0), int(count)) for text, energy, count in rows}
     return [DayEnergy(day, since, until, *found.get(day.isoformat(), (0, 0))) for day, since, until in bounds]
