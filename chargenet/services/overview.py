@@ -140,23 +140,35 @@ def _largest_first(counts: dict[str, int]) -> list[tuple[str, int]]:
 
 
 async def connector_figures(session: AsyncSession, company_id: str) -> ConnectorFigures:
-    """One grouped statement; the offline rule is applied to its few groups here, not per connector."""
-    rows = await session.execute(
-        select(StationPresence.connected, Connector.status, Connector.error_code, func.count())
+    """Two statements: every connector counted, and those of connected stations grouped by status and error
+    code; the rest are offline. Only connected stations' connectors are looked up one by one in the store, so a
+    network mostly offline (or seen before its stations connect) costs little more than the count."""
+    sites = _sites(company_id)
+    total = await session.scalar(
+        select(func.count())
         .select_from(Connector)
         .join(ChargePoint, ChargePoint.id == Connector.charge_point_id)
-        .outerjoin(StationPresence, StationPresence.station_id == ChargePoint.station_id)
-        .where(ChargePoint.site_id.in_(_sites(company_id)))
-        .group_by(StationPresence.connected, Connector.status, Connector.error_code)
+        .where(ChargePoint.site_id.in_(sites))
+    )
+    rows = await session.execute(
+        select(Connector.status, Connector.error_code, func.count())
+        .select_from(StationPresence)
+        .join(ChargePoint, ChargePoint.station_id == StationPresence.station_id)
+        .join(Connector, Connector.charge_point_id == ChargePoint.id)
+        .where(StationPresence.connected.is_(True), ChargePoint.site_id.in_(sites))
+        .group_by(Connector.status, Connector.error_code)
     )
     by_status: dict[str, int] = {}
     faults: dict[str, int] = {}
-    for connected, status, error_code, count in rows:
-        shown = (status or NOT_REPORTED) if connected else OFFLINE
+    for status, error_code, count in rows:
+        shown = status or NOT_REPORTED
         by_status[shown] = by_status.get(shown, 0) + count
         if shown == FAULTED:
             code = error_code or "no error code"
             faults[code] = faults.get(code, 0) + count
+    offline = int(total or 0) - sum(by_status.values())
+    if offline:
+        by_status[OFFLINE] = offline
     return ConnectorFigures(_largest_first(by_status), _largest_first(faults))
 
 
