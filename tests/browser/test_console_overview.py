@@ -1,6 +1,7 @@
 """The overview in Debian's Chromium: a session a simulated station has just completed shows in today's energy
 figure, the energy chart (its bar's title) and the chart's table of figures, whose day links to the session;
-the page passes axe-core before and after, with the figures open. Waits are on conditions, never on time."""
+the page passes axe-core before and after, with the figures open. A station whose upstream cannot be reached is
+named among the upstream links down. Waits are on conditions, never on time."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from chargenet.services import sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import StationPresence
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, free_port, served_console, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -81,6 +82,44 @@ async def test_the_energy_chart_shows_a_session_a_station_just_completed(
         await row.get_by_role("link").click()
         session_row = page.get_by_role("row").filter(has_text="TAG-ENERGY")
         await expect(session_row).to_contain_text("3.500")
+    finally:
+        await page.context.close()
+        await station.close()
+
+
+async def test_a_station_whose_upstream_is_unreachable_is_named_among_the_links_down(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = console.context
+    cipher = context.keys.credential_cipher()
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session, OPERATOR, cipher, company_id=console.company_id, name="Quay", now=context.clock.now()
+        )
+        await sites.update_site(
+            session, OPERATOR, cipher, site.id, now=context.clock.now(), upstream_url=f"ws://127.0.0.1:{free_port()}"
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            cipher,
+            site_id=site.id,
+            station_id="CS-AWAY",
+            now=context.clock.now(),
+        )
+    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
+    station = SimulatedStation(ocpp, "CS-AWAY")
+    await station.connect()
+    await station.boot()
+    await until(lambda: _present(console, "CS-AWAY"))
+    page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    try:
+        await sign_in(page, console)
+        down = page.locator("dt", has_text="Upstream links down").locator("xpath=following-sibling::dd[1]")
+        await expect(down).to_have_text("1")
+        await page.get_by_role("link", name="CS-AWAY").click()
+        await expect(page.get_by_role("heading", name="Station CS-AWAY")).to_be_visible()
     finally:
         await page.context.close()
         await station.close()
