@@ -30,6 +30,7 @@ from chargenet.store.models import (
     ChargePoint,
     Connector,
     EdgeTransaction,
+    Meter,
     MeterSession,
     Site,
     Station,
@@ -59,11 +60,22 @@ class CompanyCounts:
     active_meter_energy_wh: int  # delivered so far by the meter sessions in progress
     lanes_alert: int  # lanes at alert or worse (critical ones included)
     lanes_critical: int
+    # Stations known only through their meters: never connected over OCPP, so neither online nor offline.
+    meter_stations: int
+
+    @property
+    def ocpp_stations(self) -> int:
+        return self.stations - self.meter_stations
+
+    @property
+    def offline_stations(self) -> int:
+        return self.ocpp_stations - self.connected_stations
 
     @property
     def online_percent(self) -> int | None:
-        """The connected stations' share, rounded down (a network with one station offline is not "100%")."""
-        return None if not self.stations else self.connected_stations * 100 // self.stations
+        """The connected stations' share of those that speak OCPP, rounded down (a network with one station
+        offline is not "100%")."""
+        return None if not self.ocpp_stations else self.connected_stations * 100 // self.ocpp_stations
 
     @property
     def active_sessions(self) -> int:
@@ -112,6 +124,14 @@ async def company_counts(session: AsyncSession, company_id: str) -> CompanyCount
                 .scalar_subquery(),
                 _count(company_lanes.where(lane_at(Level.ALERT))),
                 _count(company_lanes.where(lane_at(Level.CRITICAL))),
+                # As the station page calls a station "meter": no OCPP link ever recorded, and meters.
+                _count(
+                    select(Station.id).where(
+                        Station.site_id.in_(sites),
+                        ~select(StationPresence.station_id).where(StationPresence.station_id == Station.id).exists(),
+                        select(Meter.id).where(Meter.station_id == Station.id).exists(),
+                    )
+                ),
             )
         )
     ).one()

@@ -10,7 +10,7 @@ from sqlalchemy import select, text, update
 
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
-from chargenet.services import applications, webhooks
+from chargenet.services import applications, meters, webhooks
 from chargenet.services.callers import OPERATOR
 from chargenet.services.overview import (
     CompanyCounts,
@@ -130,13 +130,59 @@ async def test_each_count_covers_the_companys_own_objects(store: Store, clock: M
         active_meter_energy_wh=0,
         lanes_alert=0,
         lanes_critical=0,
+        meter_stations=0,
     )
 
 
 def test_the_online_share_rounds_down() -> None:
-    counts = CompanyCounts(3, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0)
+    counts = CompanyCounts(3, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     assert counts.online_percent == 66
-    assert CompanyCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0).online_percent is None
+    assert CompanyCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0).online_percent is None
+
+
+def test_stations_known_only_through_meters_are_neither_online_nor_offline() -> None:
+    counts = CompanyCounts(1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, meter_stations=1)
+    assert (counts.offline_stations, counts.online_percent) == (1, 50)
+
+
+async def test_a_station_with_meters_and_no_ocpp_link_is_counted_apart(store: Store, keys: KeyStore) -> None:
+    ours, theirs = await _tenants(store, keys)
+    async with store.transaction() as session:
+        for tenant, station_id, port in ((ours, "ST-OURS", 1502), (theirs, "ST-THEIRS", 1503)):
+            await meters.create_meter(
+                session,
+                OPERATOR,
+                site_id=tenant.site_id,
+                station_id=station_id,
+                profile="sdm630",
+                unit_id=1,
+                tcp=f"127.0.0.1:{port}",
+                now=NOW,
+            )
+    async with store.read() as session:
+        counted = await company_counts(session, ours.company_id)
+    assert (counted.stations, counted.meter_stations, counted.offline_stations) == (1, 1, 0)
+
+
+async def test_a_station_with_meters_that_once_connected_over_ocpp_counts_as_offline(
+    store: Store, keys: KeyStore
+) -> None:
+    ours, _ = await _tenants(store, keys)
+    async with store.transaction() as session:
+        await meters.create_meter(
+            session,
+            OPERATOR,
+            site_id=ours.site_id,
+            station_id="ST-OURS",
+            profile="sdm630",
+            unit_id=1,
+            tcp="127.0.0.1:1502",
+            now=NOW,
+        )
+        session.add(StationPresence(station_id="ST-OURS", connected=False, disconnected_at=NOW))
+    async with store.read() as session:
+        counted = await company_counts(session, ours.company_id)
+    assert (counted.meter_stations, counted.offline_stations) == (0, 1)
 
 
 async def test_a_connector_of_a_station_not_connected_counts_as_offline_whatever_it_reported(
