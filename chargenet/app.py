@@ -181,6 +181,7 @@ def create_app(
                     webhook_tests=context.webhook_tests,
                     store=context.store,
                     live=live_feed,
+                    upstream_links=context.upstream_links,
                 )
             ),
         ),

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SHOTS = {"console-overview.png": "/console/", "console-site.png": "/console/sites"}
 FOLLOW_FIRST_ROW = {"console-site.png"}  # photographed on the page the list's first row opens
+WHOLE_PAGE = {"console-overview.png"}  # its energy chart is below the first screen
 SETTLE_SECONDS = 8  # the demo's stations boot and report status, and are still connected (they cycle)
 CHROMIUM_ARGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"]
 
@@ -84,7 +85,7 @@ async def main() -> None:
                     if name in FOLLOW_FIRST_ROW:
                         await page.locator("main table tbody a").first.click()
                         await page.wait_for_load_state()
-                    await page.screenshot(path=str(DOCS / name), full_page=False)
+                    await page.screenshot(path=str(DOCS / name), full_page=name in WHOLE_PAGE)
                     print(f"screenshot: wrote docs/{name}")
                 await browser.close()
             drain.cancel()

@@ -30,7 +30,7 @@ from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
-from chargenet.ports import StationCommands, WebhookTests
+from chargenet.ports import StationCommands, UpstreamLinks, WebhookTests
 from chargenet.services import audit, console_sessions
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -83,6 +83,7 @@ class Console:
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     store: Store | None = None  # what station commands are sent through (`services.station_commands`)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
+    upstream_links: UpstreamLinks | None = None  # the upstream links of the stations this process holds
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, PlainSerializer
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
@@ -539,6 +539,26 @@ async def auth_summary(session: AsyncSession, caller: Caller, cipher: Credential
     return AuthSummary(auth.type, frozenset(_auth_values(auth)), method)
 
 
+def lane_at(level: health.Level) -> ColumnElement[bool]:
+    """Lanes at `level` or worse, in SQL, as `_lanes` judges each one: the worse of the queue-size and
+    request-duration levels, and at least `alert` while attempts fail."""
+    critical = or_(
+        WebhookLane.size > health.QUEUE_SIZE_CRITICAL,
+        WebhookLane.last_request_ms > health.REQUEST_DURATION_CRITICAL_MS,
+    )
+    if level is health.Level.CRITICAL:
+        return critical
+    if level is health.Level.ALERT:
+        return or_(
+            critical,
+            WebhookLane.size > health.QUEUE_SIZE_ALERT,
+            WebhookLane.last_request_ms > health.REQUEST_DURATION_ALERT_MS,
+            WebhookLane.consecutive_failures > 0,
+            WebhookLane.head_attempts > 0,
+        )
+    return true()
+
+
 async def list_webhooks(
     session: AsyncSession,
     caller: Caller,
@@ -547,9 +567,10 @@ async def list_webhooks(
     site_id: str | None = None,
     enabled: bool | None = None,
     event_type: str | None = None,
+    level: health.Level | None = None,
 ) -> Page[WebhookView]:
     """The webhooks the caller reaches with `webhooks:read` (of `site_id` only, when given; enabled or not;
-    subscribed to `event_type`), ordered by id."""
+    subscribed to `event_type`; with a lane at `level` or worse), ordered by id."""
     query = (
         select(Webhook, Site.company_id)
         .join(Site, Site.id == Webhook.site_id)
@@ -563,6 +584,8 @@ async def list_webhooks(
         query = query.where(Webhook.enabled.is_(enabled))
     if event_type is not None:
         query = query.where(("," + Webhook.event_types + ",").contains(f",{event_type},"))
+    if level is not None:
+        query = query.where(select(WebhookLane.id).where(WebhookLane.webhook_id == Webhook.id, lane_at(level)).exists())
     if page.after is not None:
         query = query.where(Webhook.id > page.after)
     views = [_view(row, company_id) for row, company_id in await session.execute(query)]

@@ -1,4 +1,4 @@
-"""The overview: the company at a glance."""
+"""The overview: the company at a glance, each figure linked to the filtered list behind it."""
 
 from __future__ import annotations
 
@@ -6,14 +6,47 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.charts import bar_chart
+from chargenet.console.forms import address
 from chargenet.console.pages import Signed, console_of, page, render
+from chargenet.console.views.sessions import kwh
 from chargenet.services import overview
+
+DAY = "%Y-%m-%dT%H:%M:%S"  # how the sessions list's time filters read an instant (UTC)
 
 
 async def _overview(request: Request, signed: Signed) -> Response:
-    async with console_of(request).reading() as session:
-        counts = await overview.company_counts(session, signed.caller.company_id)
-    return render(request, "overview.html", {"counts": counts}, signed=signed, active="overview")
+    console = console_of(request)
+    company_id = signed.caller.company_id
+    held_down = console.upstream_links.upstream_links_down() if console.upstream_links is not None else []
+    async with console.reading() as session:
+        counts = await overview.company_counts(session, company_id)
+        connectors = await overview.connector_figures(session, company_id)
+        days = await overview.energy_per_day(session, company_id, now=console.clock.now())
+        upstream_down = await overview.upstream_links_down(session, company_id, held_down)
+    sessions = console.url("/sessions")
+    values = {
+        "counts": counts,
+        "connectors": connectors,
+        "days": days,
+        "today": days[-1],
+        "total_wh": sum(day.energy_wh for day in days),
+        "chart": bar_chart(
+            [(day.day.strftime("%d %b"), day.energy_wh / 1000) for day in days],
+            title=f"Energy delivered per day (UTC), the last {len(days)} days, in kWh",
+            unit="kWh",
+            height=180,
+            label_every=7,
+        ),
+        "day_url": lambda day: address(
+            sessions, since=day.since.strftime(DAY), until=day.until.strftime(DAY), state="completed"
+        ),
+        "kwh": kwh,
+        "upstream_links": console.upstream_links is not None,
+        "upstream_down": upstream_down,
+        "upstream_shown": upstream_down[: overview.UPSTREAM_DOWN_SHOWN],
+    }
+    return render(request, "overview.html", values, signed=signed, active="overview")
 
 
 def routes() -> list[Route]:

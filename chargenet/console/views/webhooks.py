@@ -26,13 +26,16 @@ from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.keys import CredentialCipher
 from chargenet.services import webhooks
 from chargenet.services.pages import PageRequest
+from chargenet.webhooks import health
 from chargenet.webhooks.outbound_auth import AuthType, TokenAuthMethod
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
 PAGE_SIZE = 50
 LOG_PAGE_SIZE = 50
 RECENT_ATTEMPTS = 10
-LIST_FILTERS = ("site", "status", "event")
+LIST_FILTERS = ("site", "status", "event", "health")
+# A lane at this level or worse (the overview links here with these).
+HEALTH_CHOICES = {"alert": health.Level.ALERT, "critical": health.Level.CRITICAL}
 LOG_FILTERS = ("event_type", "outcome", "event_id")
 CREDENTIALS = ("username", "password", "token", "token_url", "client_id", "client_secret", "token_scope")
 SECRETS = ("password", "token", "client_secret")
@@ -131,7 +134,13 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
     async with console_of(request).reading() as session:
         sites = await webhooks.site_choices(session, signed.caller)
         listed = await webhooks.list_webhooks(
-            session, signed.caller, wanted, site_id=params["site"] or None, enabled=enabled, event_type=event_type
+            session,
+            signed.caller,
+            wanted,
+            site_id=params["site"] or None,
+            enabled=enabled,
+            event_type=event_type,
+            level=HEALTH_CHOICES.get(params["health"]),
         )
         levels = await webhooks.health_levels(session, [view.id for view in listed.items])
     values = {

@@ -70,8 +70,9 @@ async def test_the_overview_counts_only_the_operators_company(harness: ConsoleHa
                     now=harness.clock.now(),
                 )
     page = await (await harness.signed_in("viewer@acme.test")).get("/console/")
-    assert "<dt>Sites</dt><dd>1</dd>" in page.text and "<dt>Stations</dt><dd>2</dd>" in page.text
-    assert "<dt>Stations connected</dt><dd>0</dd>" in page.text
+    assert '<dt>Sites</dt><dd><a href="/console/sites">1</a></dd>' in page.text
+    assert "<dt>Stations</dt><dd>2</dd>" in page.text
+    assert '<dt>Stations offline</dt><dd><a href="/console/connectors?connection=offline">2</a></dd>' in page.text
 
 
 async def test_the_audit_log_filters_by_get_parameters_and_pages_by_keyset(harness: ConsoleHarness) -> None:

@@ -510,3 +510,26 @@ async def test_remote_start_on_connector_zero_from_the_upstream_is_refused_befor
     frame = await cpo.call("CS-1", "RemoteStartTransaction", {"connectorId": 0, "idTag": "TAG1"})
     assert frame[0] == 4 and frame[2] == "PropertyConstraintViolation"
     assert proxied.received_calls == []
+
+
+async def test_the_edge_names_the_stations_it_holds_whose_upstream_link_is_down(
+    served: Served, cpo: SimulatedCentralSystem
+) -> None:
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await station.boot()  # forwarded once the upstream link's first attempt has settled
+    assert served.edge.upstream_links_down() == []
+    await cpo.stop()
+    await upstream_gone(served)
+    assert served.edge.upstream_links_down() == ["CS-1"]
+    await station.close()
+
+
+async def test_a_station_whose_site_has_no_upstream_has_no_link_to_be_down(served: Served) -> None:
+    station = served.station()
+    await station.connect()
+    await station.boot()
+    assert served.edge.is_connected("CS-1")
+    assert served.edge.upstream_links_down() == []
+    await station.close()

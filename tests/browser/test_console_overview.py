@@ -1,0 +1,138 @@
+"""The overview in Debian's Chromium: a session a simulated station has just completed shows in today's energy
+figure, the energy chart (its bar's title) and the chart's table of figures, whose day links to the session;
+the page passes axe-core before and after, with the figures open. A station whose upstream cannot be reached is
+named among the upstream links down. Waits are on conditions, never on time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, expect
+
+from chargenet.services import sites, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import StationPresence
+from tests.browser.console import ServedConsole, assert_accessible, free_port, served_console, sign_in
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
+    async with served_console(tmp_path) as served:
+        yield served
+
+
+async def test_the_energy_chart_shows_a_session_a_station_just_completed(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = console.context
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            company_id=console.company_id,
+            name="Harbour",
+            now=context.clock.now(),
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=site.id,
+            station_id="CS-ENERGY",
+            now=context.clock.now(),
+            connectors=2,
+        )
+    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
+    station = SimulatedStation(ocpp, "CS-ENERGY")
+    await station.connect()
+    await station.boot()
+    await station.status(1, "Available")
+    await until(lambda: _present(console, "CS-ENERGY"))  # the presence is written with the message log, behind
+    page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    try:
+        await sign_in(page, console)
+        today = page.locator("dt", has_text="Energy delivered today").locator("xpath=following-sibling::dd[1]")
+        await expect(today).to_have_text("0.000 kWh")
+        await expect(page.locator("dt", has_text="Stations connected").locator("xpath=..")).to_contain_text(
+            "100% of 1 online"
+        )
+        await assert_accessible(page, "overview, no energy yet")
+
+        started = await station.start(1, "TAG-ENERGY", 1000)
+        await station.stop(int(started["transactionId"]), 4500, "Local")
+        await page.reload()
+        await expect(today).to_have_text("3.500 kWh")
+        day = context.clock.now()
+        bar = page.locator("#energy-chart svg rect title", has_text=f"{day:%d %b}: 3.5 kWh")
+        await expect(bar).to_have_count(1)
+        await page.get_by_text("The figures of the chart").click()
+        row = page.locator("#energy-figures tr", has_text=day.date().isoformat())
+        await expect(row).to_contain_text("3.500")
+        await assert_accessible(page, "overview, a session completed, figures open")
+
+        await row.get_by_role("link").click()
+        session_row = page.get_by_role("row").filter(has_text="TAG-ENERGY")
+        await expect(session_row).to_contain_text("3.500")
+    finally:
+        await page.context.close()
+        await station.close()
+
+
+async def test_a_station_whose_upstream_is_unreachable_is_named_among_the_links_down(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = console.context
+    cipher = context.keys.credential_cipher()
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session, OPERATOR, cipher, company_id=console.company_id, name="Quay", now=context.clock.now()
+        )
+        await sites.update_site(
+            session, OPERATOR, cipher, site.id, now=context.clock.now(), upstream_url=f"ws://127.0.0.1:{free_port()}"
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            cipher,
+            site_id=site.id,
+            station_id="CS-AWAY",
+            now=context.clock.now(),
+        )
+    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
+    station = SimulatedStation(ocpp, "CS-AWAY")
+    await station.connect()
+    await station.boot()
+    await until(lambda: _present(console, "CS-AWAY"))
+    page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    try:
+        await sign_in(page, console)
+        down = page.locator("dt", has_text="Upstream links down").locator("xpath=following-sibling::dd[1]")
+        await expect(down).to_have_text("1")
+        await page.get_by_role("link", name="CS-AWAY").click()
+        await expect(page.get_by_role("heading", name="Station CS-AWAY")).to_be_visible()
+    finally:
+        await page.context.close()
+        await station.close()
+
+
+async def until(condition: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
+    """Wait for `condition`, looking every 20 ms (the process under test runs in this event loop)."""
+    async with asyncio.timeout(within):
+        while not await condition():
+            await asyncio.sleep(0.02)
+
+
+async def _present(console: ServedConsole, station_id: str) -> bool:
+    async with console.context.store.read() as session:
+        presence = await session.get(StationPresence, station_id)
+    return presence is not None and presence.connected
