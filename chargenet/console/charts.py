@@ -159,7 +159,7 @@ def line_chart(
 
     parts = [
         f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        f'aria-labelledby="{name}-title {name}-desc" xmlns="http://www.w3.org/2000/svg">',
+        f'aria-labelledby="{name}-title {name}-desc">',
         f'<title id="{name}-title">{escape(title)}</title><desc id="{name}-desc">{escape(description)}</desc>',
         '<g fill="currentColor" font-size="12" stroke="currentColor">',
     ]

@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 from chargenet.console.charts import line_chart
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
-SVG = "{http://www.w3.org/2000/svg}"
+SVG = ""  # inline in HTML: no namespace
 
 
 def chart(points: list[tuple[datetime, float]], unit: str = "kWh", title: str = "Energy") -> ElementTree.Element:
