@@ -3,12 +3,13 @@ second at p99, with 10,000 stations, 500 status changes a second and 50 browsers
 
 A real `chargenet serve` (SQLite) in its own process holds the 50 browser streams, opened by a third process
 (`bench.sse_browsers`: one connection each, all of the one company that owns every station). This process is
-"another process sharing the store": it commits the status changes as the edge's writer does
-(`edge.statuses.record_status`, in batches of 50 every 100 ms), so the server's feed finds them by its poll, the
-slower of its two ways (its own commits wake it at once). Latency is from a batch's commit to the receipt of the
-row by the last of the browsers, on the machine's monotonic clock; each change is marked by its `info` text. The
-baseline is the poll interval (500 ms): the ratio is how much of it the stream costs on top. Memory per browser is
-the server's resident size with the streams open, less before, over their number.
+"another process sharing the store": it commits the status changes as the edge's writer does (decided in
+memory against each connector's last status, written by `edge.statuses.write_statuses` in batches of 50 every
+100 ms), so the server's feed finds them by its poll, the slower of its two ways (its own commits wake it at
+once). Latency is from a batch's commit to the receipt of the row by the last of the browsers, on the machine's
+monotonic clock; each change is marked by its `info` text. The baseline is the poll interval (500 ms): the ratio
+is how much of it the stream costs on top. Memory per browser is the server's resident size with the streams
+open, less before, over their number.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from bench.common import Result
 from chargenet.clock import SystemClock
 from chargenet.config import load_settings
 from chargenet.context import open_store
+from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
-from chargenet.domain.tenants import StationLayout
-from chargenet.edge.statuses import record_status
+from chargenet.domain.tenants import StationLayout, locate_connector
+from chargenet.edge.statuses import LoadedConnector, decide, write_statuses
 from chargenet.outbox import Outbox
 from chargenet.services import companies, sites
 from chargenet.services.callers import OPERATOR
@@ -48,6 +50,7 @@ BATCH = 50  # changes a commit
 SECONDS = 8
 BUDGET_MS = 1000.0
 POLL_MS = 500.0
+NO_ERROR = ChargePointErrorCode.NO_ERROR
 PASSWORD = "bench-operator-password"
 SERVE_FLAGS = ("--log-level", "error")
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +58,7 @@ ENV = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"}
 _MARK = re.compile(rb"<td>m(\d+)</td>")
 
 
-async def _seed(data_dir: str) -> str:
+async def _seed(data_dir: str) -> tuple[str, list[str]]:
     """One company; SITES sites sharing STATIONS stations of one charge point and two connectors, all connected."""
     context = await open_store(load_settings({"data_dir": data_dir}, environ={}), migrate=True)
     now = context.clock.now()
@@ -83,7 +86,7 @@ async def _seed(data_dir: str) -> str:
         await session.execute(insert(Connector).values(status_at=now, updated_at=now), connectors)
         await session.execute(insert(StationPresence), presence)
     await context.close()
-    return company.id
+    return company.id, site_ids
 
 
 def _cli(data_dir: str, *args: str, stdin: str = "") -> None:
@@ -123,29 +126,33 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
 
 
-async def _write(store: Store, committed: dict[int, float]) -> None:
-    """RATE changes a second for SECONDS, BATCH a commit, each connector toggling between two statuses."""
+async def _write(store: Store, site_ids: list[str], committed: dict[int, float]) -> None:
+    """RATE changes a second for SECONDS, BATCH a commit, each connector toggling between two statuses: decided
+    in memory against each connector's last status and written a batch at a time by `write_statuses`, as a
+    station link and the edge's group committer do."""
     clock = SystemClock()
     outbox = Outbox(clock)
     statuses = (ConnectorStatus.PREPARING, ConnectorStatus.AVAILABLE)
+    last: dict[tuple[int, int], KnownStatus] = {}
     start = time.monotonic()
     for batch in range(RATE * SECONDS // BATCH):
         await asyncio.sleep(max(0.0, start + batch * BATCH / RATE - time.monotonic()))
         numbers = range(batch * BATCH, (batch + 1) * BATCH)
+        writes = []
+        for n in numbers:
+            station, connector = n % STATIONS, 1 + (n // STATIONS) % 2
+            station_id = f"ST-{station:05d}"
+            address = locate_connector(StationLayout(station_id, 1, 2), connector)
+            now = datetime.now(UTC)
+            reported = KnownStatus(statuses[(n // (2 * STATIONS)) % 2], NO_ERROR, f"m{n}", now)
+            before = last.get((station, connector), KnownStatus(ConnectorStatus.AVAILABLE, NO_ERROR, None, now))
+            write, _ = decide(
+                station_id, site_ids[station % SITES], address, LoadedConnector(True, before), reported, now
+            )
+            last[(station, connector)] = reported
+            writes.append(write)
         async with store.transaction() as session:
-            for n in numbers:
-                station = n % STATIONS
-                await record_status(
-                    session,
-                    outbox,
-                    station_id=f"ST-{station:05d}",
-                    ocpp_connector_id=1 + (n // STATIONS) % 2,
-                    status=statuses[(n // (2 * STATIONS)) % 2],
-                    error_code=ChargePointErrorCode.NO_ERROR,
-                    timestamp=datetime.now(UTC),
-                    now=datetime.now(UTC),
-                    info=f"m{n}",
-                )
+            await write_statuses(session, outbox, writes)
         done = time.monotonic()
         for n in numbers:
             committed[n] = done
@@ -153,7 +160,7 @@ async def _write(store: Store, committed: dict[int, float]) -> None:
 
 async def _measure() -> list[Result]:
     with tempfile.TemporaryDirectory() as scratch:
-        company_id = await _seed(scratch)
+        company_id, site_ids = await _seed(scratch)
         _cli(
             scratch,
             *("admin", "operator", "create", "--company", company_id, "--email", "operator@bench.test"),
@@ -205,7 +212,7 @@ async def _measure() -> list[Result]:
                 await asyncio.sleep(2)  # the streams are open and settled
                 with_streams = _rss_kib(server.pid)
                 cpu_before, wall_before = _cpu_seconds(server.pid), time.monotonic()
-                await _write(store, committed)
+                await _write(store, site_ids, committed)
                 written = time.monotonic() - wall_before
                 busy = (_cpu_seconds(server.pid) - cpu_before) / written
                 await asyncio.sleep(3)  # the last changes reach the browsers (a poll is 0.5 s)
