@@ -1,7 +1,7 @@
 """Make the console screenshots README.md shows, from a live `chargenet demo` (simulated stations, meters and a
 partner), with the same Debian Chromium the browser tests drive.
 
-    .venv/bin/python docs/screenshot.py            # writes docs/console-overview.png and docs/console-site.png
+    .venv/bin/python docs/screenshot.py     # writes docs/console-overview.png, console-live.png, console-site.png
 
 It starts the demo in a scratch folder on a free port, signs in with the operator credentials the demo prints,
 lets the simulated stations connect and charge for a while, and photographs pages at a laptop's width.
@@ -23,10 +23,15 @@ from playwright.async_api import async_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-SHOTS = {"console-overview.png": "/console/", "console-site.png": "/console/sites"}
+SHOTS = {
+    "console-overview.png": "/console/",
+    "console-live.png": "/console/connectors",
+    "console-site.png": "/console/sites",
+}
 FOLLOW_FIRST_ROW = {"console-site.png"}  # photographed on the page the list's first row opens
 WHOLE_PAGE = {"console-overview.png"}  # its energy chart is below the first screen
-SETTLE_SECONDS = 8  # the demo's stations boot and report status, and are still connected (they cycle)
+# The demo's stations boot, report, and one is charging (they take turns of 30 s), with a session or two done.
+SETTLE_SECONDS = 45
 CHROMIUM_ARGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"]
 
 
