@@ -279,3 +279,24 @@ async def upstream_links_down(session: AsyncSession, company_id: str, station_id
         select(Station.id).where(Station.id.in_(wanted), Station.site_id.in_(_sites(company_id))).order_by(Station.id)
     )
     return list(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    counts: CompanyCounts
+    connectors: ConnectorFigures
+    days: list[DayEnergy]
+    upstream_down: list[str]
+
+
+async def company_overview(
+    session: AsyncSession, company_id: str, *, now: datetime, upstream_down: Iterable[str]
+) -> Overview:
+    """Every figure of the overview for one company: a handful of aggregate statements, however many stations.
+    `upstream_down` are the stations whose upstream link is down as far as the asking process knows."""
+    return Overview(
+        await company_counts(session, company_id),
+        await connector_figures(session, company_id),
+        await energy_per_day(session, company_id, now=now),
+        await upstream_links_down(session, company_id, upstream_down),
+    )

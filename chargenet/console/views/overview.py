@@ -19,13 +19,23 @@ async def _overview(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     company_id = signed.caller.company_id
     held_down = console.upstream_links.upstream_links_down() if console.upstream_links is not None else []
-    async with console.reading() as session:
-        counts = await overview.company_counts(session, company_id)
-        connectors = await overview.connector_figures(session, company_id)
-        days = await overview.energy_per_day(session, company_id, now=console.clock.now())
-        upstream_down = await overview.upstream_links_down(session, company_id, held_down)
+
+    async def compute() -> overview.Overview:
+        async with console.reading() as session:
+            return await overview.company_overview(
+                session, company_id, now=console.clock.now(), upstream_down=held_down
+            )
+
+    figures, as_of = await console.overviews.get(company_id, compute)
+    counts, connectors, days, upstream_down = (
+        figures.counts,
+        figures.connectors,
+        figures.days,
+        figures.upstream_down,
+    )
     sessions = console.url("/sessions")
     values = {
+        "as_of": as_of,
         "counts": counts,
         "connectors": connectors,
         "days": days,

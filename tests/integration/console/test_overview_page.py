@@ -175,3 +175,20 @@ async def test_an_empty_company_shows_zeros_and_an_empty_chart(harness: ConsoleH
     assert "no stations yet" in page
     assert _figure(page, "Energy delivered today") == "0.000"
     assert "No connectors yet." in page
+
+
+async def test_figures_are_kept_a_few_seconds_and_say_when_they_were_counted(
+    harness: ConsoleHarness, tmp_path: Path
+) -> None:
+    viewer = await harness.signed_in("viewer@acme.test")
+    counted = harness.clock.now()
+    page = (await viewer.get("/console/")).text
+    assert _figure(page, "Stations connected") == "0"
+    assert f"Figures as of {counted:%H:%M:%S} UTC" in page
+    # Written without an event (as another process's or the command line's change): shown once the figures age.
+    await _seed(harness, tmp_path, harness.team.company_id, "ST-LATER", 1_000)
+    assert _figure((await viewer.get("/console/")).text, "Stations connected") == "0"
+    harness.clock.advance(5)
+    page = (await viewer.get("/console/")).text
+    assert _figure(page, "Stations connected") == "1"
+    assert f"Figures as of {harness.clock.now():%H:%M:%S} UTC" in page
