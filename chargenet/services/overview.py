@@ -24,6 +24,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from chargenet.services.transactions import last_sampled_wh
 from chargenet.services.webhooks import lane_at
 from chargenet.store.models import (
     Application,
@@ -58,6 +59,7 @@ class CompanyCounts:
     active_transactions: int  # OCPP transactions in progress
     active_meter_sessions: int
     active_meter_energy_wh: int  # delivered so far by the meter sessions in progress
+    active_ocpp_energy_wh: int  # by the OCPP transactions in progress, as of their newest stored meter value
     lanes_alert: int  # lanes at alert or worse (critical ones included)
     lanes_critical: int
     # Stations known only through their meters: never connected over OCPP, so neither online nor offline.
@@ -78,6 +80,10 @@ class CompanyCounts:
         return None if not self.ocpp_stations else self.connected_stations * 100 // self.ocpp_stations
 
     @property
+    def active_energy_wh(self) -> int:
+        return self.active_meter_energy_wh + self.active_ocpp_energy_wh
+
+    @property
     def active_sessions(self) -> int:
         return self.active_transactions + self.active_meter_sessions
 
@@ -95,6 +101,11 @@ async def company_counts(session: AsyncSession, company_id: str) -> CompanyCount
     the counting itself."""
     sites = _sites(company_id)
     open_meter = (MeterSession.site_id.in_(sites), MeterSession.stopped_at.is_(None))
+    open_ocpp = (
+        EdgeTransaction.station_id.in_(select(Station.id).where(Station.site_id.in_(sites))),
+        EdgeTransaction.stopped_at.is_(None),
+    )
+    so_far = last_sampled_wh() - EdgeTransaction.meter_start
     company_lanes = select(WebhookLane.id).join(Webhook, Webhook.id == WebhookLane.webhook_id)
     company_lanes = company_lanes.where(Webhook.site_id.in_(sites))
     row = (
@@ -112,16 +123,12 @@ async def company_counts(session: AsyncSession, company_id: str) -> CompanyCount
                 _count(select(Webhook.id).where(Webhook.site_id.in_(sites), Webhook.enabled.is_(True))),
                 # Through the stations, so the `(station_id, stopped_at)` index finds the open ones directly,
                 # however long the sites' history.
-                _count(
-                    select(EdgeTransaction.id).where(
-                        EdgeTransaction.station_id.in_(select(Station.id).where(Station.site_id.in_(sites))),
-                        EdgeTransaction.stopped_at.is_(None),
-                    )
-                ),
+                _count(select(EdgeTransaction.id).where(*open_ocpp)),
                 _count(select(MeterSession.transaction_id).where(*open_meter)),
                 select(func.sum(MeterSession.last_charging_wh - MeterSession.meter_start_wh))
                 .where(*open_meter)
                 .scalar_subquery(),
+                select(func.sum(case((so_far > 0, so_far), else_=0))).where(*open_ocpp).scalar_subquery(),
                 _count(company_lanes.where(lane_at(Level.ALERT))),
                 _count(company_lanes.where(lane_at(Level.CRITICAL))),
                 # As the station page calls a station "meter": no OCPP link ever recorded, and meters.

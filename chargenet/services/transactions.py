@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, Row, Select, Table, or_, select
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, Table, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
@@ -82,9 +82,26 @@ class SessionView(View):
         return (self.stopped_at or now) - self.started_at
 
 
-def _of_edge(row: EdgeTransaction | Row[Any]) -> SessionView:
+def last_sampled_wh() -> ScalarSelect[int]:
+    """The register of an OCPP transaction's newest stored meter value (its MeterValues while charging), read
+    beside the transaction: how much it has delivered so far, while the station reports its meter only at the
+    stop otherwise."""
+    return (
+        select(func.max(MeterSample.energy_wh))
+        .where(MeterSample.transaction_id == EdgeTransaction.id, MeterSample.station_id == EdgeTransaction.station_id)
+        .scalar_subquery()
+    )
+
+
+def _of_edge(row: EdgeTransaction | Row[Any], last_sampled: int | None = None) -> SessionView:
     stopped = row.stopped_at is not None and row.meter_stop is not None
     authorization = row.auth_status or "not decided"
+    if stopped and row.meter_stop is not None:
+        energy: int | None = row.meter_stop - row.meter_start
+    elif row.stopped_at is None and last_sampled is not None:
+        energy = max(0, last_sampled - row.meter_start)
+    else:
+        energy = None
     return SessionView(
         transaction_id=row.id,
         source="ocpp",
@@ -97,7 +114,7 @@ def _of_edge(row: EdgeTransaction | Row[Any]) -> SessionView:
         stopped_at=row.stopped_at,
         meter_start_wh=row.meter_start,
         meter_stop_wh=row.meter_stop if stopped else None,
-        energy_wh=row.meter_stop - row.meter_start if stopped and row.meter_stop is not None else None,
+        energy_wh=energy,
         start_reason=f"StartTransaction from the station; idTag {authorization}",
         stop_reason=(row.stop_reason or "Local") if row.stopped_at is not None else None,
         ocpp_connector_id=row.ocpp_connector_id,
@@ -177,7 +194,10 @@ def _query(model: type[EdgeTransaction] | type[MeterSession], sites: Any, where:
 
 
 def _edge_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
-    return None if where.source == "meter" else _query(EdgeTransaction, sites, where)
+    if where.source == "meter":
+        return None
+    so_far = case((EdgeTransaction.stopped_at.is_(None), last_sampled_wh()), else_=None)
+    return _query(EdgeTransaction, sites, where).add_columns(so_far.label("last_sampled_wh"))
 
 
 def _meter_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
@@ -196,7 +216,7 @@ async def _batch(
         if before is not None:
             edge = edge.where(key < before if newest_first else key > before)
         edge = edge.order_by(key.desc() if newest_first else key).limit(limit)
-        views += [_of_edge(row) for row in await session.execute(edge)]
+        views += [_of_edge(row, row.last_sampled_wh) for row in await session.execute(edge)]
     metered = _meter_query(sites, where)
     if metered is not None:
         key = MeterSession.transaction_id
@@ -247,7 +267,16 @@ async def get_session(session: AsyncSession, caller: Caller, transaction_id: int
     site = await session.get(Site, found.site_id) if found is not None else None
     if found is None or site is None or not caller.allows(Scope.TRANSACTIONS_READ, site.company_id, site.id):
         raise NotFound("transaction", str(transaction_id))
-    return _of_edge(found) if isinstance(found, EdgeTransaction) else _of_meter(found)
+    if isinstance(found, MeterSession):
+        return _of_meter(found)
+    last = None
+    if found.stopped_at is None:
+        last = await session.scalar(
+            select(func.max(MeterSample.energy_wh)).where(
+                MeterSample.transaction_id == found.id, MeterSample.station_id == found.station_id
+            )
+        )
+    return _of_edge(found, last)
 
 
 async def active_on_station(session: AsyncSession, caller: Caller, station_id: str) -> list[TransactionView]:

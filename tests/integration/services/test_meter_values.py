@@ -176,3 +176,39 @@ async def test_buses_sum_their_meters_health_and_name_the_lease_holder(
     assert [(b.bus_key, b.owner, b.lease_expires_at) for b in rest.items] == [("tcp:192.0.2.8:502", "host:1:old", None)]
     assert rest.next is None
     assert sorted(polled) == sorted([first, third]) and polled[third].last_error == "crc"
+
+
+async def test_an_ocpp_session_in_progress_shows_its_energy_as_of_its_newest_meter_value(
+    store: Store, clock: ManualClock, tenant: Tenant
+) -> None:
+    start = clock.now()
+    async with store.transaction() as session:
+        for transaction_id in (8, 9):
+            await session.execute(
+                insert(EdgeTransaction).values(
+                    id=transaction_id,
+                    station_id="CS-1",
+                    site_id=tenant.site_id,
+                    charge_point_id="CS-1",
+                    connector_id=transaction_id - 7,
+                    ocpp_connector_id=transaction_id - 7,
+                    id_tag="TAG1",
+                    started_at=start,
+                    meter_start=1000,
+                    created_at=start,
+                )
+            )
+        await session.execute(
+            insert(MeterSample),
+            [
+                {"transaction_id": 8, "station_id": "CS-1", "at": start + timedelta(minutes=1), "energy_wh": 1800},
+                {"transaction_id": 8, "station_id": "CS-1", "at": start + timedelta(minutes=2), "energy_wh": 2600},
+            ],
+        )
+    async with store.transaction() as session:
+        listed = await transactions.list_sessions(
+            session, viewer_of(tenant), PageRequest(), transactions.SessionFilter(state="active")
+        )
+        one = await transactions.get_session(session, viewer_of(tenant), 8)
+    assert {view.transaction_id: view.energy_wh for view in listed.items} == {8: 1600, 9: None}
+    assert one.energy_wh == 1600 and one.active

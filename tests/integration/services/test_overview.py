@@ -20,7 +20,14 @@ from chargenet.services.overview import (
     upstream_links_down,
 )
 from chargenet.store.db import Store
-from chargenet.store.models import Connector, EdgeTransaction, MeterSession, StationPresence, WebhookLane
+from chargenet.store.models import (
+    Connector,
+    EdgeTransaction,
+    MeterSample,
+    MeterSession,
+    StationPresence,
+    WebhookLane,
+)
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import Tenant, make_tenant
 
@@ -128,6 +135,7 @@ async def test_each_count_covers_the_companys_own_objects(store: Store, clock: M
         active_transactions=1,
         active_meter_sessions=0,
         active_meter_energy_wh=0,
+        active_ocpp_energy_wh=0,
         lanes_alert=0,
         lanes_critical=0,
         meter_stations=0,
@@ -135,13 +143,13 @@ async def test_each_count_covers_the_companys_own_objects(store: Store, clock: M
 
 
 def test_the_online_share_rounds_down() -> None:
-    counts = CompanyCounts(3, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    counts = CompanyCounts(3, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     assert counts.online_percent == 66
-    assert CompanyCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0).online_percent is None
+    assert CompanyCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0).online_percent is None
 
 
 def test_stations_known_only_through_meters_are_neither_online_nor_offline() -> None:
-    counts = CompanyCounts(1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, meter_stations=1)
+    counts = CompanyCounts(1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, meter_stations=1)
     assert (counts.offline_stations, counts.online_percent) == (1, 50)
 
 
@@ -242,6 +250,33 @@ async def test_sessions_in_progress_count_both_kinds_with_the_meters_energy_so_f
         counted = await company_counts(session, ours.company_id)
     assert (counted.active_transactions, counted.active_meter_sessions, counted.active_meter_energy_wh) == (1, 2, 3200)
     assert counted.active_sessions == 3
+
+
+async def test_ocpp_sessions_in_progress_count_their_energy_as_of_their_newest_meter_value(
+    store: Store, keys: KeyStore
+) -> None:
+    ours, theirs = await _tenants(store, keys)
+    async with store.transaction() as session:
+        session.add(_transaction(ours, 1, NOW, None, stopped=False))  # meter_start 1000
+        session.add(_transaction(ours, 2, NOW, None, stopped=False))  # no meter value yet: nothing so far
+        session.add(_transaction(theirs, 3, NOW, None, stopped=False))
+        await session.flush()
+        for transaction_id, station_id, minutes, wh in (
+            (1, "ST-OURS", 1, 1500),
+            (1, "ST-OURS", 2, 2750),
+            (3, "ST-THEIRS", 1, 9000),
+        ):
+            session.add(
+                MeterSample(
+                    transaction_id=transaction_id,
+                    station_id=station_id,
+                    at=NOW + timedelta(minutes=minutes),
+                    energy_wh=wh,
+                )
+            )
+    async with store.read() as session:
+        counted = await company_counts(session, ours.company_id)
+    assert (counted.active_ocpp_energy_wh, counted.active_energy_wh) == (1750, 1750)
 
 
 async def test_energy_per_day_sums_completed_sessions_of_both_kinds_by_the_day_they_started(
