@@ -182,6 +182,7 @@ def create_app(
                     store=context.store,
                     live=live_feed,
                     upstream_links=context.upstream_links,
+                    outbox=context.outbox,
                 )
             ),
         ),

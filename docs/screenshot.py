@@ -29,7 +29,7 @@ SHOTS = {
     "console-site.png": "/console/sites",
 }
 FOLLOW_FIRST_ROW = {"console-site.png"}  # photographed on the page the list's first row opens
-WHOLE_PAGE = {"console-overview.png"}  # its energy chart is below the first screen
+WHOLE_PAGE = {"console-overview.png", "console-live.png"}  # the energy chart, and every demo connector
 # The demo's stations boot, report, and one is charging (they take turns of 30 s), with a session or two done.
 SETTLE_SECONDS = 45
 CHROMIUM_ARGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"]

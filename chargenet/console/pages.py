@@ -31,6 +31,7 @@ from chargenet.domain import operators as rules
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
+from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, UpstreamLinks, WebhookTests
 from chargenet.services import audit, console_sessions, overview
 from chargenet.services.callers import OperatorCaller
@@ -88,6 +89,7 @@ class Console:
     store: Store | None = None  # what station commands are sent through (`services.station_commands`)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     upstream_links: UpstreamLinks | None = None  # the upstream links of the stations this process holds
+    outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""
@@ -101,6 +103,7 @@ class Console:
             loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True
         )
         self.overviews: Fresh[overview.Overview] = Fresh(self.clock, OVERVIEW_FRESH_SECONDS)
+        self.events = self.outbox or Outbox(self.clock)
 
     def url(self, path: str = "") -> str:
         return f"{self.base}{path}"

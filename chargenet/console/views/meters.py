@@ -325,6 +325,14 @@ def _set_enabled(enabled: bool) -> Any:
     return view
 
 
+async def _delete(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    meter_id = request.path_params["meter_id"]
+    async with console.transaction() as session:
+        await meters.delete_meter(session, signed.caller, console.events, meter_id, now=console.clock.now())
+    return redirect(console.url("/meters"))
+
+
 def routes() -> list[Route]:
     admin = Role.ADMIN
     return [
@@ -336,4 +344,5 @@ def routes() -> list[Route]:
         Route("/meters/{meter_id}", page(_update, role=admin), methods=["POST"]),
         Route("/meters/{meter_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),
         Route("/meters/{meter_id}/disable", page(_set_enabled(False), role=admin), methods=["POST"]),
+        Route("/meters/{meter_id}/delete", page(_delete, role=admin), methods=["POST"]),
     ]

@@ -261,6 +261,7 @@ async def test_a_viewer_is_refused_every_meter_change_and_csrf_and_origin_are_ch
         (f"/console/meters/{meter_id}", {"id_tag": "X", "version": "1"}),
         (f"/console/meters/{meter_id}/disable", {"version": "1"}),
         (f"/console/meters/{meter_id}/enable", {"version": "1"}),
+        (f"/console/meters/{meter_id}/delete", {}),
     ]
     viewer = await harness.signed_in("viewer@acme.test")
     assert (await viewer.get("/console/meters/new")).status_code == 403
@@ -284,7 +285,20 @@ async def test_another_companys_meters_are_not_found(harness: ConsoleHarness) ->
     for path, data in (
         (f"/console/meters/{meter_id}", {"id_tag": "X", "version": "1"}),
         (f"/console/meters/{meter_id}/disable", {"version": "1"}),
+        (f"/console/meters/{meter_id}/delete", {}),
     ):
         assert (await post(admin, path, data)).status_code == 404, path
     assert meter_id not in (await admin.get("/console/meters")).text
     assert meter_id not in (await admin.get("/console/meters", params={"site": theirs})).text
+
+
+async def test_an_admin_deletes_a_meter_and_it_is_audited(harness: ConsoleHarness) -> None:
+    site_id = await site_with_station(harness, harness.team.company_id, "CS-M")
+    meter_id = await make_meter(harness, site_id, "CS-M", 1)
+    admin = await harness.signed_in("admin@acme.test")
+    page = (await admin.get(f"/console/meters/{meter_id}")).text
+    assert f'action="/console/meters/{meter_id}/delete"' in page
+    deleted = await post(admin, f"/console/meters/{meter_id}/delete")
+    assert deleted.status_code == 303 and deleted.headers["location"] == "/console/meters"
+    assert (await admin.get(f"/console/meters/{meter_id}")).status_code == 404
+    assert [e.action for e in await records(harness, object_type="meter")] == ["meter.delete", "meter.create"]
