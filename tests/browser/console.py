@@ -20,8 +20,9 @@ from playwright.async_api import Page
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
 from chargenet.config import load_settings
-from chargenet.services import audit, companies, operators
+from chargenet.services import audit, companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
+from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.retry import RetryPolicy
 
@@ -82,6 +83,32 @@ async def served_console(
         server.should_exit = True
         await task
         await context.close()
+
+
+async def station_on_a_new_site(console: ServedConsole, station_id: str, *, connectors: int = 2) -> SimulatedStation:
+    """A site of the console's company with one station of `connectors` connectors, and a simulator for it (not
+    connected yet)."""
+    context = console.context
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            company_id=console.company_id,
+            name="Harbour",
+            now=context.clock.now(),
+        )
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=site.id,
+            station_id=station_id,
+            now=context.clock.now(),
+            connectors=connectors,
+        )
+    return SimulatedStation(console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp", station_id)
 
 
 async def sign_in(page: Page, console: ServedConsole, email: str = OWNER, password: str = PASSWORD) -> None:

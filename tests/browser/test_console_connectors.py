@@ -11,10 +11,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, expect
 
-from chargenet.services import sites, stations
-from chargenet.services.callers import OPERATOR
-from chargenet.simulators.station import SimulatedStation
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in, station_on_a_new_site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -28,28 +25,7 @@ async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
 async def test_a_status_the_station_reports_changes_its_row_in_the_open_page(
     browser: Browser, console: ServedConsole
 ) -> None:
-    context = console.context
-    async with context.store.transaction() as session:
-        site = await sites.create_site(
-            session,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            company_id=console.company_id,
-            name="Harbour",
-            now=context.clock.now(),
-        )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=site.id,
-            station_id="CS-TABLE",
-            now=context.clock.now(),
-            connectors=2,
-        )
-    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
-    station = SimulatedStation(ocpp, "CS-TABLE")
+    station = await station_on_a_new_site(console, "CS-TABLE")
     page = await (await browser.new_context(viewport={"width": 1400, "height": 900})).new_page()
     complaints: list[str] = []
 

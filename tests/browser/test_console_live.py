@@ -15,11 +15,9 @@ from playwright.async_api import Browser, ConsoleMessage, expect
 from sqlalchemy import func, select
 
 from chargenet.edge.protocol.frames import Payload
-from chargenet.services import sites, stations
-from chargenet.services.callers import OPERATOR
-from chargenet.simulators.station import AnswerWithError, SimulatedStation
+from chargenet.simulators.station import AnswerWithError
 from chargenet.store.models import OcppMessage, StationPresence
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in, station_on_a_new_site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -42,28 +40,7 @@ async def until(condition: Callable[[], Awaitable[bool]], within: float = 10.0) 
 async def test_a_remote_start_from_the_station_page_reaches_the_station_and_its_answer_is_shown(
     browser: Browser, console: ServedConsole
 ) -> None:
-    context = console.context
-    async with context.store.transaction() as session:
-        site = await sites.create_site(
-            session,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            company_id=console.company_id,
-            name="Harbour",
-            now=context.clock.now(),
-        )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=site.id,
-            station_id="CS-LIVE",
-            now=context.clock.now(),
-            connectors=2,
-        )
-    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
-    station = SimulatedStation(ocpp, "CS-LIVE")
+    station = await station_on_a_new_site(console, "CS-LIVE")
     await station.connect()
     await station.boot(vendor=VENDOR, model="Sim 2")
     await station.status(1, "Available")

@@ -17,7 +17,14 @@ from chargenet.services import sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import StationPresence
-from tests.browser.console import ServedConsole, assert_accessible, free_port, served_console, sign_in
+from tests.browser.console import (
+    ServedConsole,
+    assert_accessible,
+    free_port,
+    served_console,
+    sign_in,
+    station_on_a_new_site,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -32,27 +39,7 @@ async def test_the_energy_chart_shows_a_session_a_station_just_completed(
     browser: Browser, console: ServedConsole
 ) -> None:
     context = console.context
-    async with context.store.transaction() as session:
-        site = await sites.create_site(
-            session,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            company_id=console.company_id,
-            name="Harbour",
-            now=context.clock.now(),
-        )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=site.id,
-            station_id="CS-ENERGY",
-            now=context.clock.now(),
-            connectors=2,
-        )
-    ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
-    station = SimulatedStation(ocpp, "CS-ENERGY")
+    station = await station_on_a_new_site(console, "CS-ENERGY")
     await station.connect()
     await station.boot()
     await station.status(1, "Available")
