@@ -181,7 +181,6 @@ def create_app(
                     webhook_tests=context.webhook_tests,
                     store=context.store,
                     live=live_feed,
-                    upstream_links=context.upstream_links,
                     outbox=context.outbox,
                 )
             ),

@@ -23,7 +23,7 @@ from chargenet.keys import KeyStore
 from chargenet.observability.health import HealthCheck
 from chargenet.observability.metrics import ServiceMetrics
 from chargenet.outbox import Outbox
-from chargenet.ports import StationCommands, UpstreamLinks, WebhookLanes, WebhookTests
+from chargenet.ports import StationCommands, WebhookLanes, WebhookTests
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
@@ -62,7 +62,6 @@ class AppContext:
     auth: AuthServer | None = None
     # The edge when this process serves stations; `chargenet admin` reaches them through the command relay.
     edge: StationCommands | None = None
-    upstream_links: UpstreamLinks | None = None  # installed with the edge, which holds them
     webhooks: WebhookLanes | None = None  # installed by `chargenet serve`, which is what delivers them
     webhook_tests: WebhookTests | None = None  # sends test events; installed with the lanes, sharing their sender
 

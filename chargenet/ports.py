@@ -26,13 +26,6 @@ class StationCommands(Protocol):
         ...
 
 
-class UpstreamLinks(Protocol):
-    def upstream_links_down(self) -> list[str]:
-        """The stations this process holds whose upstream link is down (their site has an upstream). Only the
-        process holding a station knows its link: the store keeps no upstream state."""
-        ...
-
-
 class WebhookLanes(Protocol):
     def poke(self) -> None:
         """Re-read webhook settings now rather than at the next lease round."""

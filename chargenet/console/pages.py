@@ -32,7 +32,7 @@ from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.outbox import Outbox
-from chargenet.ports import StationCommands, UpstreamLinks, WebhookTests
+from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions, overview
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
@@ -88,7 +88,6 @@ class Console:
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     store: Store | None = None  # what station commands are sent through (`services.station_commands`)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
-    upstream_links: UpstreamLinks | None = None  # the upstream links of the stations this process holds
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:

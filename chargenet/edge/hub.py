@@ -102,14 +102,6 @@ class Edge:
     def is_connected(self, station_id: str) -> bool:
         return station_id in self._links
 
-    def upstream_links_down(self) -> list[str]:
-        """The stations connected here whose site has an upstream and whose link to it is not up right now."""
-        return sorted(
-            station_id
-            for station_id, link in self._links.items()
-            if link.station.upstream_url and (link.upstream is None or not link.upstream.connected)
-        )
-
     async def attach(
         self, station: records.StationInfo, send: Callable[[str], Awaitable[None]], close: CloseTransport
     ) -> StationLink:
@@ -225,6 +217,7 @@ class StationLink:
             edge.upstream_links,
             edge.time_upstream_call,
         )
+        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
         self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
         await self.upstream.start()
 

@@ -28,7 +28,6 @@ def install(context: AppContext) -> Edge:
         time_upstream_call=durations.timer(metrics.UPSTREAM),
     )
     context.edge = edge
-    context.upstream_links = edge
     context.routes.append(ocpp_route(edge))
     context.workers.append(message_log)
     context.workers.append(IdleSweeper(edge))

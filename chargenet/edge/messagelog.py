@@ -175,8 +175,14 @@ class MessageLog(LoopWorker):
         fields = self._presence.setdefault(station_id, {})
         fields["connected"] = connected
         fields["connected_at" if connected else "disconnected_at"] = at
+        fields["upstream_connected"] = None  # until its upstream link, if it has one, says otherwise
         if connected:
             fields["last_seen_at"] = at
+
+    def upstream(self, station_id: str, connected: bool) -> None:
+        """The station's link to its site's upstream came up or went down; written with the next batch, so that
+        every process's console can count the links that are down."""
+        self._presence.setdefault(station_id, {})["upstream_connected"] = connected
 
     async def run_once(self) -> None:
         # Gaps first: the frames they stand for were older than every frame still buffered.

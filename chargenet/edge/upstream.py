@@ -202,6 +202,7 @@ class UpstreamLink:
         self.connects += 1
         self._settings.links.connects += 1
         self._settings.links.connected += 1
+        self._settings.message_log.upstream(self._station.station_id, True)
         self._first_attempt.set()
         replay = asyncio.create_task(self._replay_loop(rpc))
         self._kick.set()
@@ -214,6 +215,7 @@ class UpstreamLink:
         finally:
             self._rpc = None
             self._settings.links.connected -= 1
+            self._settings.message_log.upstream(self._station.station_id, False)
             replay.cancel()
             await rpc.close()
 

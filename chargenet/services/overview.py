@@ -13,7 +13,6 @@ sessions the sessions list shows for that day. Days are UTC days: the store know
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -277,15 +276,29 @@ async def energy_per_day(
     return [DayEnergy(day, since, until, *found.get(day.isoformat(), (0, 0))) for day, since, until in bounds]
 
 
-async def upstream_links_down(session: AsyncSession, company_id: str, station_ids: Iterable[str]) -> list[str]:
-    """Which of `station_ids` (stations whose upstream link is down) are the company's, by id."""
-    wanted = sorted(set(station_ids))
-    if not wanted:
-        return []
-    rows = await session.scalars(
-        select(Station.id).where(Station.id.in_(wanted), Station.site_id.in_(_sites(company_id))).order_by(Station.id)
+@dataclass(frozen=True, slots=True)
+class UpstreamDown:
+    """The company's connected stations whose link to their site's upstream is down: how many, and the first
+    `UPSTREAM_DOWN_SHOWN` by id."""
+
+    count: int
+    first: list[str]
+
+
+async def upstream_links_down(session: AsyncSession, company_id: str) -> UpstreamDown:
+    """As each station's holding process stored it with the station's presence, whichever process that is."""
+    down = (
+        select(StationPresence.station_id)
+        .join(Station, Station.id == StationPresence.station_id)
+        .where(
+            Station.site_id.in_(_sites(company_id)),
+            StationPresence.connected.is_(True),
+            StationPresence.upstream_connected.is_(False),
+        )
     )
-    return list(rows)
+    count = await session.scalar(down.with_only_columns(func.count()))
+    first = await session.scalars(down.order_by(StationPresence.station_id).limit(UPSTREAM_DOWN_SHOWN))
+    return UpstreamDown(int(count or 0), list(first))
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,17 +306,14 @@ class Overview:
     counts: CompanyCounts
     connectors: ConnectorFigures
     days: list[DayEnergy]
-    upstream_down: list[str]
+    upstream_down: UpstreamDown
 
 
-async def company_overview(
-    session: AsyncSession, company_id: str, *, now: datetime, upstream_down: Iterable[str]
-) -> Overview:
-    """Every figure of the overview for one company: a handful of aggregate statements, however many stations.
-    `upstream_down` are the stations whose upstream link is down as far as the asking process knows."""
+async def company_overview(session: AsyncSession, company_id: str, *, now: datetime) -> Overview:
+    """Every figure of the overview for one company: a handful of aggregate statements, however many stations."""
     return Overview(
         await company_counts(session, company_id),
         await connector_figures(session, company_id),
         await energy_per_day(session, company_id, now=now),
-        await upstream_links_down(session, company_id, upstream_down),
+        await upstream_links_down(session, company_id),
     )

@@ -18,13 +18,10 @@ DAY = "%Y-%m-%dT%H:%M:%S"  # how the sessions list's time filters read an instan
 async def _overview(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     company_id = signed.caller.company_id
-    held_down = console.upstream_links.upstream_links_down() if console.upstream_links is not None else []
 
     async def compute() -> overview.Overview:
         async with console.reading() as session:
-            return await overview.company_overview(
-                session, company_id, now=console.clock.now(), upstream_down=held_down
-            )
+            return await overview.company_overview(session, company_id, now=console.clock.now())
 
     figures, as_of = await console.overviews.get(company_id, compute)
     counts, connectors, days, upstream_down = (
@@ -52,9 +49,7 @@ async def _overview(request: Request, signed: Signed) -> Response:
             sessions, since=day.since.strftime(DAY), until=day.until.strftime(DAY), state="completed"
         ),
         "kwh": kwh,
-        "upstream_links": console.upstream_links is not None,
         "upstream_down": upstream_down,
-        "upstream_shown": upstream_down[: overview.UPSTREAM_DOWN_SHOWN],
     }
     return render(request, "overview.html", values, signed=signed, active="overview")
 

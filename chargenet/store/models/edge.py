@@ -138,6 +138,8 @@ class StationPresence(Base):
     model: Mapped[str | None] = mapped_column(String(20), default=None)
     firmware_version: Mapped[str | None] = mapped_column(String(50), default=None)
     booted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    # Whether the connected station's link to its site's upstream is up; NULL: no upstream (or not connected).
+    upstream_connected: Mapped[bool | None] = mapped_column(Boolean, default=None)
 
 
 class StationCommand(Base):

@@ -13,7 +13,7 @@ from chargenet.clock import ManualClock
 from chargenet.edge.protocol.authorize import UpstreamState
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
-from chargenet.store.models import EdgeTransaction, UpstreamMessage
+from chargenet.store.models import EdgeTransaction, StationPresence, UpstreamMessage
 from tests.integration.edge.conftest import Served
 
 
@@ -512,17 +512,26 @@ async def test_remote_start_on_connector_zero_from_the_upstream_is_refused_befor
     assert proxied.received_calls == []
 
 
-async def test_the_edge_names_the_stations_it_holds_whose_upstream_link_is_down(
+async def stored_upstream_state(served: Served, station_id: str = "CS-1") -> bool | None:
+    """What the station's presence row says of its upstream link, once the message log wrote its batch."""
+    await served.edge.message_log.run_once()
+    async with served.context.store.transaction() as session:
+        row = await session.get(StationPresence, station_id)
+    assert row is not None
+    return row.upstream_connected
+
+
+async def test_a_stations_upstream_link_going_down_is_stored_for_every_process_to_see(
     served: Served, cpo: SimulatedCentralSystem
 ) -> None:
     await served.point_site_at(cpo)
     station = served.station()
     await station.connect()
     await station.boot()  # forwarded once the upstream link's first attempt has settled
-    assert served.edge.upstream_links_down() == []
+    assert await stored_upstream_state(served) is True
     await cpo.stop()
     await upstream_gone(served)
-    assert served.edge.upstream_links_down() == ["CS-1"]
+    assert await stored_upstream_state(served) is False
     await station.close()
 
 
@@ -531,5 +540,5 @@ async def test_a_station_whose_site_has_no_upstream_has_no_link_to_be_down(serve
     await station.connect()
     await station.boot()
     assert served.edge.is_connected("CS-1")
-    assert served.edge.upstream_links_down() == []
+    assert await stored_upstream_state(served) is None
     await station.close()

@@ -360,11 +360,27 @@ async def test_lanes_in_alert_or_critical_are_counted_by_their_worst_level(
     assert (counted.lanes_alert, counted.lanes_critical) == (3, 1)
 
 
-async def test_upstream_links_down_names_only_the_companys_stations(store: Store, keys: KeyStore) -> None:
+async def test_upstream_links_down_counts_the_companys_connected_stations_whose_link_is_down(
+    store: Store, keys: KeyStore
+) -> None:
     ours, _ = await _tenants(store, keys)
+    extra = await make_tenant(store, keys, NOW, station_id="ST-OURS-2")
+    async with store.transaction() as session:
+        for station_id, connected, upstream in (
+            ("ST-OURS", True, False),
+            ("ST-OURS-2", False, False),  # gone: a station not connected has no link to count
+            ("ST-THEIRS", True, False),
+        ):
+            session.add(
+                StationPresence(
+                    station_id=station_id, connected=connected, connected_at=NOW, upstream_connected=upstream
+                )
+            )
     async with store.read() as session:
-        named = await upstream_links_down(session, ours.company_id, ["ST-THEIRS", "ST-OURS", "ST-GONE"])
-    assert named == ["ST-OURS"]
+        down = await upstream_links_down(session, ours.company_id)
+        others = await upstream_links_down(session, extra.company_id)
+    assert (down.count, down.first) == (1, ["ST-OURS"])
+    assert (others.count, others.first) == (0, [])
 
 
 async def test_days_are_utc_days_whatever_time_zone_the_database_connection_has(store: Store, keys: KeyStore) -> None:
