@@ -379,3 +379,14 @@ async def test_stations_partners_and_operators_work_through_nginx_in_front_of_tw
     finally:
         await north.close()
         await south.close()
+
+
+def test_every_location_that_sets_headers_sets_the_forwarded_ones_too() -> None:
+    # nginx drops every server-level proxy_set_header from a location that sets one of its own: a location that
+    # forgot them would give chargenet the proxy's address, http and the upstream's name instead of the client's.
+    forwarded = {"Host", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"}
+    text = NGINX_SITE.read_text()
+    for location in re.findall(r"location[^{]*\{(.*?)\n    \}", text, re.S):
+        headers = set(re.findall(r"proxy_set_header\s+(\S+)", location))
+        if headers:
+            assert forwarded <= headers, location
