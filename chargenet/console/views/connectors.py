@@ -158,9 +158,17 @@ async def _stream(request: Request, signed: Signed) -> Response:
         return resumed is not None and resumed.id_hash == signed.session_hash
 
     async def events() -> AsyncIterator[str]:
+        checked = console.clock.now()
         try:
             yield f"retry: {RECONNECT_MS}\n: live connector status of {signed.caller.company_id}\n\n"
             while True:
+                # The session is checked every HEARTBEAT seconds, rows or none: a busy network must not keep an
+                # operator who was disabled, or whose session expired, watching it.
+                if (console.clock.now() - checked).total_seconds() >= HEARTBEAT:
+                    checked = console.clock.now()
+                    if not await signed_in():
+                        yield _event("end", "signed out")
+                        return
                 got = await feed.next(subscription, HEARTBEAT)
                 if got is ENDED:
                     if not feed.stopped:
@@ -172,6 +180,7 @@ async def _stream(request: Request, signed: Signed) -> Response:
                 if not isinstance(got, list):
                     return
                 if not got:
+                    checked = console.clock.now()
                     if not await signed_in():
                         yield _event("end", "signed out")
                         return

@@ -20,6 +20,7 @@ import argon2
 import httpx
 import pytest
 import uvicorn
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -29,6 +30,7 @@ from chargenet.console.app import create_console
 from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console
 from chargenet.console.views import connectors
+from chargenet.console.views.connectors import HEARTBEAT
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
@@ -36,7 +38,7 @@ from chargenet.outbox import Outbox
 from chargenet.services import audit, companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
-from chargenet.store.models import StationPresence
+from chargenet.store.models import Operator, StationPresence
 from tests.browser.console import free_port
 
 PASSWORD = "correct horse battery"
@@ -312,6 +314,26 @@ async def test_a_stream_whose_session_expired_ends_at_its_next_heartbeat(served:
         served.clock.advance(timedelta(hours=13).total_seconds())  # beyond the absolute lifetime (12 h)
         name, _ = await opened.stream.event()
         assert name == "end"
+
+
+async def test_a_disabled_operators_stream_ends_within_a_heartbeat_while_rows_keep_coming(served: Served) -> None:
+    viewer = await served.signed_in("viewer@acme.test")
+    await served.presence("ST-A", connected=True)
+    async with live_page(viewer) as opened:
+        await served.status("ST-A", 1, "Available")
+        await opened.stream.row('id="live-ST-A-1"', "status-available")
+        async with served.store.transaction() as session:
+            await session.execute(update(Operator).where(Operator.email == "viewer@acme.test").values(enabled=False))
+        # A busy network: a row every two thirds of a heartbeat, so the stream is never quiet for a whole one.
+        ended = None
+        for status in ("Preparing", "Charging", "SuspendedEV"):
+            served.clock.advance(HEARTBEAT * 2 / 3)
+            await served.status("ST-A", 1, status)
+            name, data = await opened.stream.event()
+            if name != "row":
+                ended = (name, data)
+                break
+        assert ended == ("end", "signed out")
 
 
 async def test_a_viewer_follows_the_live_table_too(served: Served) -> None:
