@@ -68,22 +68,34 @@ async def test_browsers_asking_together_share_one_computation(clock: ManualClock
     assert calls == 1
 
 
-async def test_a_commit_that_published_events_drops_the_kept_values(store: Store, clock: ManualClock) -> None:
-    fresh: Fresh[int] = Fresh(clock, 5.0)
-    _, compute = counter()
+async def test_after_a_commit_that_published_events_a_kept_value_lives_only_until_it_settles(
+    store: Store, clock: ManualClock
+) -> None:
+    fresh: Fresh[int] = Fresh(clock, 5.0, settle=1.0)
+    computed, compute = counter()
     await fresh.get("co_1", compute)
     await publish(store, clock)
+    clock.advance(0.5)
+    assert (await fresh.get("co_1", compute))[0] == 1  # a busy network costs one count a second, not one a view
+    clock.advance(0.5)
     assert (await fresh.get("co_1", compute))[0] == 2
+    clock.advance(0.5)
+    assert (await fresh.get("co_1", compute))[0] == 2  # counted after the commit: fresh for its whole lifetime
+    assert computed == [1, 2]
 
 
-async def test_a_value_computed_across_such_a_commit_is_not_kept(store: Store, clock: ManualClock) -> None:
-    fresh: Fresh[int] = Fresh(clock, 5.0)
+async def test_a_value_computed_across_such_a_commit_lives_only_until_it_settles(
+    store: Store, clock: ManualClock
+) -> None:
+    fresh: Fresh[int] = Fresh(clock, 5.0, settle=1.0)
     _, compute = counter()
 
     async def committed_meanwhile() -> int:
         value = await compute()
         await publish(store, clock)  # landed after the figures were read: they may not show it
+        clock.advance(0.1)
         return value
 
     assert (await fresh.get("co_1", committed_meanwhile))[0] == 1
+    clock.advance(1.0)
     assert (await fresh.get("co_1", compute))[0] == 2
