@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 # `/health` answers from a document refreshed in the background: at most this old, whoever asks how often.
 HEALTH_MAX_AGE = 2.0
 HEALTH_REFRESH_INTERVAL = 1.0
+READY_MAX_AGE = 1.0  # seconds a /health/ready answer is reused
 # Bounds the one query of the database checks: a store that hangs is a store that is not there.
 DATABASE_TIMEOUT = 2.0
 
@@ -134,8 +135,8 @@ def create_app(
     async def check_readiness() -> dict[str, str]:
         return await failed_checks(probes)
 
-    # Age 0: every call probes anew, but callers at the same moment share one probe.
-    readiness = Recent(check_readiness, max_age=0.0, monotonic=monotonic)
+    # A balancer may ask every process many times a second: one probe a second answers them all.
+    readiness = Recent(check_readiness, max_age=READY_MAX_AGE, monotonic=monotonic)
 
     async def health(_: Request) -> JSONResponse:
         document = health_document(await recent_health.get())

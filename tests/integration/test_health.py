@@ -119,6 +119,18 @@ async def test_health_names_the_kind_of_a_failed_database_not_its_text(context: 
     assert str(context.settings.data_dir) not in response.text
 
 
+async def test_ready_probes_at_most_once_a_second_however_often_it_is_asked(context: AppContext) -> None:
+    app = create_app(context, monotonic=(ticks := Ticks()))
+    async with app.router.lifespan_context(app), _client(app) as client:
+        assert (await client.get("/health/ready")).status_code == 200
+        (context.keys.directory / CREDENTIAL_KEY).unlink()
+        ticks.now += 1.0
+        assert (await client.get("/health/ready")).status_code == 200  # the probe of a second ago
+        ticks.now += 0.1
+        response = await client.get("/health/ready")
+    assert (response.status_code, response.json()["checks"]) == (503, {"keys": "keys_missing"})
+
+
 async def test_health_answers_from_a_document_at_most_two_seconds_old(context: AppContext) -> None:
     calls: list[None] = []
 
