@@ -54,15 +54,17 @@ def add_secret_option(
     metavar: str = "SECRET",
     name: str | None = None,
     plain: bool = True,
+    required: bool = False,
 ) -> None:
     """Add `flag`, `flag-stdin` and `flag-file`, mutually exclusive, to a parser or an argument group; `help`
     says what the secret is, `name` how the help of the other two calls it (default: from `flag`).
 
-    `plain=False` leaves out `flag` itself, for a secret that must never be an argument (an operator's password).
+    `plain=False` leaves out `flag` itself, for a secret that must never be an argument (an operator's password);
+    `required=True` makes one of the ways a usage error to leave out.
     """
     option = SecretOption(flag, flag.removeprefix("--").replace("-", "_"))
     name = name or flag.removeprefix("--").replace("-", " ")
-    group = container.add_mutually_exclusive_group()
+    group = container.add_mutually_exclusive_group(required=required)
     if plain:
         group.add_argument(
             flag,

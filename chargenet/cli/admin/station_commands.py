@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
+from chargenet.cli.secret_options import add_secret_option
 from chargenet.config import load_settings
 from chargenet.context import AppContext
 from chargenet.edge.protocol import frames
@@ -94,7 +95,8 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     change_configuration = verb("change-configuration", "set a station's configuration key", _change_configuration)
     change_configuration.add_argument("--key", required=True, metavar="K")
-    change_configuration.add_argument("--value", required=True, metavar="V")
+    # A key's value may be a credential (AuthorizationKey): it can stay out of the process list like any secret.
+    add_secret_option(change_configuration, "--value", metavar="V", help="the key's new value", required=True)
 
     verb("clear-cache", "clear a station's authorization cache", _clear_cache)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from chargenet.cli.main import main
 from chargenet.services import localauth, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
@@ -239,3 +240,26 @@ async def test_station_rejecting_a_command_is_its_answer_exit_0(cli, station) ->
     station.answers["Reset"] = lambda _: {"status": "Rejected"}
     result = await cli("admin", "station", "reset", "CS-1", "--json")
     assert (result.code, result.json()) == (0, {"status": "Rejected"})
+
+
+async def test_a_configuration_value_can_come_from_a_file_instead_of_the_process_list(  # type: ignore[no-untyped-def]
+    cli,  # noqa: F811
+    station,
+    tmp_path,
+) -> None:
+    secret = tmp_path / "key"
+    secret.write_text("new-authorization-key\n")
+    result = await cli(
+        "admin", "station", "change-configuration", "CS-1", "--key", "AuthorizationKey", "--value-file", str(secret)
+    )
+    assert result.code == 0, result.err
+    assert station.received_calls == [
+        ("ChangeConfiguration", {"key": "AuthorizationKey", "value": "new-authorization-key"})
+    ]
+
+
+def test_a_configuration_change_without_a_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["admin", "station", "change-configuration", "CS-1", "--key", "HeartbeatInterval"])
+    assert exited.value.code == 2
+    assert "one of the arguments --value --value-stdin --value-file is required" in capsys.readouterr().err
