@@ -193,6 +193,9 @@ class StationStateView(View):
     firmware_version: str | None
     booted_at: Instant | None
     site_has_upstream: bool
+    # Its link to the site's upstream, as the process holding the station stored it: None when not connected
+    # or without an upstream.
+    upstream_connected: bool | None = None
 
     @property
     def reachable(self) -> bool:
@@ -232,6 +235,7 @@ async def station_state(
         firmware_version=row.firmware_version if row else None,
         booted_at=row.booted_at if row else None,
         site_has_upstream=site.upstream_url is not None,
+        upstream_connected=row.upstream_connected if row is not None and row.connected else None,
     )
 
 

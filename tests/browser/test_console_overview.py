@@ -112,6 +112,7 @@ async def test_a_station_whose_upstream_is_unreachable_is_named_among_the_links_
         await expect(down).to_have_text("1")
         await page.get_by_role("link", name="CS-AWAY").click()
         await expect(page.get_by_role("heading", name="Station CS-AWAY")).to_be_visible()
+        await expect(page.locator("#upstream-link")).to_have_text("down: the upstream cannot be reached now")
     finally:
         await page.context.close()
         await station.close()
