@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import Field
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.auth.errors import InsufficientScope
@@ -28,7 +28,7 @@ from chargenet.services import audit
 from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.versions import check_version
-from chargenet.services.views import Instant, View
+from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.models import Application, Company, GroupMember
 
 
@@ -220,14 +220,25 @@ async def get_application(session: AsyncSession, caller: Caller, client_id: str)
 
 
 async def list_applications(
-    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str | None = None
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    company_id: str | None = None,
+    matching: str | None = None,
 ) -> Page[ApplicationView]:
-    """The applications of the caller's company (the local operator: of `company_id`, or all), by `client_id`."""
+    """The applications of the caller's company (the local operator: of `company_id`, or all), by `client_id`;
+    `matching` narrows to those whose name or client ID holds it (any case)."""
     if caller.company_id is not None:
         company_id = _company(caller, reading=True)
     query = select(Application).order_by(Application.client_id).limit(page.fetch)
     if company_id is not None:
         query = query.where(Application.company_id == company_id)
+    if matching:
+        pattern = f"%{like_escaped(matching)}%"
+        query = query.where(
+            or_(Application.name.ilike(pattern, escape="\\"), Application.client_id.ilike(pattern, escape="\\"))
+        )
     if page.after is not None:
         query = query.where(Application.client_id > page.after)
     apps = list(await session.scalars(query))

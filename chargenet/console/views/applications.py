@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import page_of
+from chargenet.console.forms import address, page_of
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted, version_of
 from chargenet.console.views import groups
 from chargenet.domain.operators import Role
@@ -32,11 +32,15 @@ def _hasher(request: Request) -> SecretHasher:
 
 async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
     wanted, after = page_of(request, PAGE_SIZE)
+    matching = request.query_params.get("find", "").strip()
     async with console_of(request).reading() as session:
-        listed = await applications.list_applications(session, signed.caller, wanted)
+        listed = await applications.list_applications(session, signed.caller, wanted, matching=matching or None)
+    path = console_of(request).url("/applications")
     values = {
         "items": listed.items,
-        "next_after": listed.next,
+        "find": matching,
+        "first_url": address(path, find=matching),
+        "next_url": address(path, find=matching, after=listed.next) if listed.next else None,
         "after": after,
         "name": "",
         **context,

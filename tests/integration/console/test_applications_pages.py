@@ -167,3 +167,15 @@ async def test_a_change_from_a_page_older_than_the_application_is_refused_and_ch
     assert stale.status_code == 409 and "changed by someone else" in stale.text
     log = (await admin.get("/console/audit")).text
     assert "application.rotate-secret" not in log
+
+
+async def test_the_list_finds_applications_by_part_of_their_name_or_client_id(harness: ConsoleHarness) -> None:
+    admin = await harness.signed_in("admin@acme.test")
+    billing, _, _ = await create(admin, "Billing")
+    roaming, _, _ = await create(admin, "Roaming Hub")
+    found = (await admin.get("/console/applications", params={"find": "hub"})).text
+    assert roaming in found and billing not in found
+    by_id = (await admin.get("/console/applications", params={"find": billing[-6:].upper()})).text
+    assert billing in by_id and roaming not in by_id
+    none = (await admin.get("/console/applications", params={"find": "100%_"})).text
+    assert "No application matches." in none and billing not in none
