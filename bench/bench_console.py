@@ -1,6 +1,7 @@
 """Console page latency with a full store (target: p99 under 100 ms for every page but the sign-in POST, which
 argon2id makes slow on purpose): 10,000 stations over 10 sites, 100 webhooks whose delivery logs hold 100,000
-attempts, 1,000 applications and 200 groups of five.
+attempts, 1,000 applications and 200 groups of five, 100,000 completed sessions over 30 days (the newest 1,000
+with 20 meter values each) and 200,000 frames in the OCPP message log.
 
 A real `chargenet serve` (SQLite) in its own process; this process signs one operator in, finds the console's
 pages by following the links of its navigation and of each list's first rows (so a new page is measured without
@@ -14,12 +15,14 @@ page costs beyond the HTTP stack.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -31,7 +34,16 @@ from chargenet.context import open_store
 from chargenet.domain.tenants import StationLayout
 from chargenet.services import applications, companies, groups, sites, webhooks
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import ChargePoint, Connector, Station, WebhookDelivery
+from chargenet.store.db import Store
+from chargenet.store.models import (
+    ChargePoint,
+    Connector,
+    EdgeTransaction,
+    MeterSample,
+    OcppMessage,
+    Station,
+    WebhookDelivery,
+)
 from chargenet.webhooks.outbound_auth import NoAuth
 
 STATIONS = 10_000
@@ -40,6 +52,9 @@ WEBHOOKS = 100
 ATTEMPTS_EACH = 1000  # delivery log rows per webhook
 APPLICATIONS = 1000
 GROUPS = 200  # of five applications each
+SESSIONS = 100_000  # completed OCPP sessions over the last 30 days
+SAMPLED = 1000  # the newest sessions, with 20 meter values each
+MESSAGES = 200_000  # frames in the OCPP message log
 CLIENTS = 4
 REQUESTS = 300  # per page and pass: the p99 of 100 would be the slowest one alone
 MAX_PAGES = 40
@@ -124,8 +139,69 @@ async def _seed(data_dir: str) -> str:
         await session.execute(insert(Station).values(created_at=now), station_rows)
         await session.execute(insert(ChargePoint), point_rows)
         await session.execute(insert(Connector).values(status_at=now, updated_at=now), connector_rows)
+    await _seed_history(context.store, site_ids, now)
     await context.close()
     return company.id
+
+
+async def _seed_history(store: Store, site_ids: list[str], now: datetime) -> None:
+    """SESSIONS completed OCPP sessions over the last 30 days, the newest SAMPLED of them with 20 meter values
+    each, and MESSAGES frames of the message log, so that the sessions, a session and a station's message log
+    are measured full."""
+    sessions, samples, messages = [], [], []
+    for n in range(1, SESSIONS + 1):
+        station = n % STATIONS
+        started = now - timedelta(days=30) + timedelta(seconds=n * 30 * 86_400 // SESSIONS)
+        sessions.append(
+            {
+                "id": n,
+                "station_id": f"ST-{station:05d}",
+                "site_id": site_ids[station % SITES],
+                "charge_point_id": f"ST-{station:05d}",
+                "connector_id": 1 + n % 2,
+                "ocpp_connector_id": 1 + n % 2,
+                "id_tag": f"TAG-{n % 500:04d}",
+                "started_at": started,
+                "meter_start": 1000 * n,
+                "auth_status": "Accepted",
+                "stopped_at": started + timedelta(minutes=40),
+                "meter_stop": 1000 * n + 7400,
+                "stop_reason": "EVDisconnected",
+                "created_at": started,
+            }
+        )
+        if n > SESSIONS - SAMPLED:
+            samples += [
+                {
+                    "transaction_id": n,
+                    "station_id": f"ST-{station:05d}",
+                    "at": started + timedelta(minutes=2 * k),
+                    "energy_wh": 1000 * n + 370 * k,
+                    "power_w": 11_100.0,
+                }
+                for k in range(20)
+            ]
+    for n in range(MESSAGES):
+        station_id = f"ST-{n % STATIONS:05d}"
+        frame = json.dumps(
+            [2, f"m{n}", "StatusNotification", {"connectorId": 1, "status": "Available", "errorCode": "NoError"}]
+        )
+        messages.append(
+            {
+                "station_id": station_id,
+                "peer": "station",
+                "direction": "in",
+                "frame": frame,
+                "at": now - timedelta(seconds=MESSAGES - n),
+                "message_type": 2,
+                "message_id": f"m{n}",
+                "action": "StatusNotification",
+            }
+        )
+    async with store.transaction() as session:
+        await session.execute(insert(EdgeTransaction), sessions)
+        await session.execute(insert(MeterSample), samples)
+        await session.execute(insert(OcppMessage), messages)
 
 
 def _cli(data_dir: str, *args: str, stdin: str = "") -> None:

@@ -62,6 +62,9 @@ DATABASE_TIMEOUT = 2.0
 async def open_context(settings: Settings, *, migrate: bool = False, clock: Clock | None = None) -> AppContext:
     """The context of a serving process: the store, then the auth server, the edge and the meters."""
     context = await open_store(settings, migrate=migrate, clock=clock)
+    # Without statistics SQLite picks an index by its shape alone: the sessions list read every session of the
+    # company's sites and sorted them, where the index of those in progress (or of their start) reads a page.
+    await context.store.take_statistics()
     context.health_checks.append(_database_check(context.store))
     context.workers.append(
         EventRetention(context.store, context.clock, settings.event_retention_days, consumers=(WEBHOOK_LANES_CONSUMER,))

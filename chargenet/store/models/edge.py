@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, SmallInteger, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chargenet.store.models.base import Base, UtcDateTime
@@ -23,6 +34,14 @@ class EdgeTransaction(Base):
             "station_id", "ocpp_connector_id", "id_tag", "started_at", "meter_start", name="uq_edge_tx_start"
         ),
         Index("ix_edge_tx_active", "station_id", "stopped_at"),
+        # The sessions list: those in progress newest first (few among a long history), and a period by start.
+        Index(
+            "ix_edge_tx_in_progress",
+            "id",
+            sqlite_where=text("stopped_at IS NULL"),
+            postgresql_where=text("stopped_at IS NULL"),
+        ),
+        Index("ix_edge_tx_started_at", "started_at"),
         {"sqlite_autoincrement": True},
     )
 
