@@ -114,7 +114,7 @@ async def test_an_admin_creates_an_application_copies_its_secret_gets_a_token_an
     try:
         await sign_in(page, console)
         await page.get_by_role("link", name="Applications").click()
-        await page.get_by_label("Name").fill("Fleet partner")
+        await page.get_by_label("Name", exact=True).fill("Fleet partner")
         await page.get_by_role("button", name="Create application").click()
         await expect(page.get_by_role("alert")).to_contain_text("it will not be shown again")
         client_id = await page.get_by_label("Client ID").input_value()
@@ -207,12 +207,12 @@ async def _scan_every_page(page: Page, console: ServedConsole, width: str) -> No
 
     await page.goto(f"{url}/applications")
     await assert_accessible(page, f"{width} applications, empty")
-    await page.get_by_label("Name").fill("   ")
+    await page.get_by_label("Name", exact=True).fill("   ")
     await page.locator("form[aria-labelledby=new-application]").evaluate("form => form.noValidate = true")
     await page.get_by_role("button", name="Create application").click()
     await expect(page.get_by_role("alert")).to_be_visible()
     await assert_accessible(page, f"{width} applications, error")
-    await page.get_by_label("Name").fill(f"Partner {width}")
+    await page.get_by_label("Name", exact=True).fill(f"Partner {width}")
     await page.get_by_role("button", name="Create application").click()
     await expect(page.get_by_label("Client Secret")).to_be_visible()
     await assert_accessible(page, f"{width} application created, secret shown")

@@ -86,7 +86,7 @@ async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group
         try:
             await sign_in(page, console)
             await page.get_by_role("link", name="Applications").click()
-            await page.get_by_label("Name").fill("Fleet partner")
+            await page.get_by_label("Name", exact=True).fill("Fleet partner")
             await page.get_by_role("button", name="Create application").click()
             client_id = await page.get_by_label("Client ID").input_value()
             secret = await page.get_by_label("Client Secret").input_value()
