@@ -28,6 +28,7 @@ from chargenet.store import schema
 from chargenet.store.db import Store
 from tests.browser.console import free_port
 from tests.conftest import create_pg_database, drop_pg_database
+from tests.support.sse import next_row
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "correct horse battery"
@@ -65,25 +66,6 @@ async def serve_elsewhere(data_dir: Path, pg_url: str, port: int) -> asyncio.sub
                 pass
             assert time.monotonic() < deadline, "chargenet serve did not answer within 60 s"
             await asyncio.sleep(0.1)
-
-
-async def next_row(lines: AsyncIterator[str], *containing: str, within: float = 20.0) -> str:
-    """The first `row` event of the stream whose HTML holds each of `containing`."""
-    data: list[str] = []
-    name = ""
-    async with asyncio.timeout(within):
-        async for line in lines:
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                data.append(line.removeprefix("data: "))
-            elif line == "" and data:
-                text = "\n".join(data)
-                assert name == "row", (name, text)
-                if all(part in text for part in containing):
-                    return text
-                data, name = [], ""
-    raise AssertionError("the stream ended")
 
 
 async def test_a_station_held_by_another_process_changes_its_row_in_this_processs_stream(

@@ -37,6 +37,7 @@ from chargenet.webhooks.outbound_auth import NoAuth
 from tests.conftest import create_pg_database, drop_pg_database
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
 from tests.support.receiver import Receiver, run_receiver
+from tests.support.sse import next_row
 
 NGINX = shutil.which("nginx", path=f"{os.environ.get('PATH', '')}{os.pathsep}/usr/sbin")
 PASSWORD = "correct horse battery"
@@ -269,25 +270,6 @@ async def _connected_as_every_process_sees_it(store: Store, station_ids: set[str
             if connected == station_ids:
                 return
             await asyncio.sleep(0.05)
-
-
-async def next_row(lines: AsyncIterator[str], *containing: str, within: float = 20.0) -> str:
-    """The first `row` event of a server-sent event stream whose HTML holds each of `containing`."""
-    data: list[str] = []
-    name = ""
-    async with asyncio.timeout(within):
-        async for line in lines:
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                data.append(line.removeprefix("data: "))
-            elif line == "" and data:
-                text = "\n".join(data)
-                assert name == "row", (name, text)
-                if all(part in text for part in containing):
-                    return text
-                data, name = [], ""
-    raise AssertionError("the stream ended")
 
 
 async def _eventually(condition: Callable[[], bool], within: float = 30) -> None:
