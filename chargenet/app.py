@@ -66,6 +66,8 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     # company's sites and sorted them, where the index of those in progress (or of their start) reads a page.
     await context.store.take_statistics()
     context.health_checks.append(_database_check(context.store))
+    # Wakes this process's waits on what other processes commit (PostgreSQL); connects once one subscribes.
+    context.workers.append(context.store.listener)
     context.workers.append(
         EventRetention(context.store, context.clock, settings.event_retention_days, consumers=(WEBHOOK_LANES_CONSUMER,))
     )

@@ -91,14 +91,14 @@ async def open_store(settings: Settings, *, migrate: bool = False, clock: Clock 
     (unless `migrate`) or newer one, and refuse a keys folder other than the one the store was set up with."""
     keys = KeyStore(settings.keys_dir)
     keys.ensure()
-    store = Store(settings.database_url)
+    clock = clock or SystemClock()
+    store = Store(settings.database_url, clock=clock)
     try:
         await schema.prepare_schema(store, migrate=migrate)
         await _check_keys(store, keys)
     except BaseException:
         await store.dispose()
         raise
-    clock = clock or SystemClock()
     return AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
 
 

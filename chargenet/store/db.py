@@ -10,6 +10,9 @@ transaction handling is switched off so that DDL is transactional too (a migrati
 `query_only`), so it reads a consistent WAL snapshot without queueing behind writers or holding them up; on
 PostgreSQL, where readers never wait for writers anyway, it is an ordinary transaction.
 
+`Store.listener` is the process's one LISTEN connection (`store.notify`), how it learns at once what other
+processes sharing a PostgreSQL store commit; `notify(session, ...)` is how a unit of work tells them.
+
 Each unit's duration, from asking for it to its end (a wait for this process's SQLite writer lock included), goes
 to the observers given to `time_units` (the `/metrics` histogram of a serving process).
 """
@@ -28,6 +31,9 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from chargenet.clock import Clock, SystemClock
+from chargenet.store.notify import Listener, connect_arguments
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 Observe = Callable[[float], None]  # a duration in seconds
@@ -38,7 +44,7 @@ def _unobserved(_seconds: float) -> None:
 
 
 class Store:
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, clock: Clock | None = None) -> None:
         self.url = url
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
@@ -64,6 +70,11 @@ class Store:
         self._sqlite_writer = asyncio.Lock() if self.dialect == "sqlite" else None
         self._observe_transaction: Observe = _unobserved
         self._observe_read: Observe = _unobserved
+        # What other processes sharing the store committed, as they notify it (`store.notify`); a worker of the
+        # process runs it, and nothing connects until something subscribes.
+        self.listener = Listener(
+            connect_arguments(self.engine) if self.dialect == "postgresql" else None, clock or SystemClock()
+        )
 
     def time_units(self, *, transaction: Observe, read: Observe) -> None:
         """Report the duration of every `transaction()` and every `read()` from now on."""
