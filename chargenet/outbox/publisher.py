@@ -12,6 +12,7 @@ from chargenet.domain.events import Event, Payload, build_event
 from chargenet.ids import new_event_id
 from chargenet.outbox.signal import note_published
 from chargenet.store.models import EventStream, OutboxEvent
+from chargenet.store.notify import OUTBOX, notify
 
 
 class Outbox:
@@ -40,7 +41,7 @@ class Outbox:
                 raised_at=now,
             )
         )
-        note_published(session)
+        _committed_wakes(session)
         return event
 
     async def publish_many(self, session: AsyncSession, items: Sequence[tuple[str, Payload]]) -> list[Event]:
@@ -74,8 +75,15 @@ class Outbox:
             next_seq[key] += 1
         if rows:
             await session.execute(insert(OutboxEvent), rows)
-            note_published(session)
+            _committed_wakes(session)
         return events
+
+
+def _committed_wakes(session: AsyncSession) -> None:
+    """When `session` commits, wake the outbox's readers: this process's at once (`signal`), other processes'
+    through PostgreSQL (one notification per transaction, however many events it publishes)."""
+    note_published(session)
+    notify(session, OUTBOX)
 
 
 async def _next_seq(session: AsyncSession, site_id: str, event_type: str, count: int = 1) -> int:

@@ -2,8 +2,9 @@
 
 A transaction of this process that published into the outbox wakes every subscriber (the webhook lanes'
 filler) as soon as it has committed, so events raised here reach the lanes without waiting for the next poll.
-Events committed by other processes are found by the poll. The publisher marks the session it wrote to, and
-listens on that session only: nothing here watches every session of the process.
+Events committed by other processes come as a PostgreSQL notification on `store.notify.OUTBOX`, which the
+publisher sends in the same transaction, or else are found by the poll (SQLite). The publisher marks the
+session it wrote to, and listens on that session only: nothing here watches every session of the process.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 Theory of operation.
 - The supervisor loop runs the filler (outbox -> lanes, one transaction) as soon as a transaction of this
-  process has published into the outbox, and every `poll_interval` for events of other processes; every
-  `lease_interval` renews the leases this process holds, gives up those of disabled webhooks, and takes free
-  or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process that died are
-  taken over within about 11 s (decisions.md §4 asks for 15).
+  process has published into the outbox (`outbox_committed`), as soon as another process's has (its
+  notification on `store.notify.OUTBOX`, PostgreSQL), and every `poll_interval` for events whose news did not
+  come (SQLite, which has no notifications; a listening connection that was down). While the notifications
+  reach this process the poll is only a fallback and slows to the lease round (`lease_interval`), which fills
+  too. Every `lease_interval` it renews the leases this process holds, gives up those of disabled webhooks,
+  and takes free or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process
+  that died are taken over within about 11 s (decisions.md §4 asks for 15).
 - Each held lane has one task that repeats `step`: read the lane (up to WINDOW entries), ask the lane core
   what is due, send the head if it is, persist the core's effect (only while the lease is still ours) and read
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
@@ -47,6 +50,7 @@ from chargenet.keys import CredentialCipher
 from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
+from chargenet.store.notify import OUTBOX
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once
@@ -358,6 +362,8 @@ class DeliveryEngine:
 
     async def run(self, stopping: asyncio.Event) -> None:
         last_lease = float("-inf")
+        listener = self.store.listener
+        notified = listener.subscribe(OUTBOX)
         try:
             while not stopping.is_set():
                 try:
@@ -368,10 +374,18 @@ class DeliveryEngine:
                     await self.fill_once()
                 except Exception:
                     log.exception("webhook supervisor iteration failed")
+                poll = self.poll_interval
+                if listener.listening(OUTBOX):
+                    poll = max(poll, self.lease_interval)
+                # Not past the next lease round, so leases are renewed on time however long the poll (nor shorter
+                # than `poll_interval`, so a failing round is not retried in a spin).
+                pause = min(poll, max(self.poll_interval, last_lease + self.lease_interval - time.monotonic()))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox), self.poll_interval)
+                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox, notified), pause)
                 self._outbox.clear()
+                notified.clear()
         finally:
+            listener.unsubscribe(OUTBOX, notified)
             await self.shutdown()
 
     async def settled(self) -> None:

@@ -1,0 +1,94 @@
+"""Two processes on one PostgreSQL (two `Store`s, each with its own engine and connections): events one of them
+publishes are filled into lanes by the other's webhook supervisor at once, woken by the publisher's
+notification, not by a poll (the polls here are an hour apart)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from chargenet.clock import ManualClock
+from chargenet.keys import KeyStore
+from chargenet.outbox import Outbox, publisher
+from chargenet.services import webhooks as webhook_service
+from chargenet.services.callers import OPERATOR
+from chargenet.store import schema
+from chargenet.store.db import Store
+from chargenet.store.notify import OUTBOX
+from chargenet.webhooks.engine import DeliveryEngine
+from chargenet.webhooks.filler import FillReport
+from chargenet.webhooks.outbound_auth import NoAuth
+from chargenet.webhooks.sender import WebhookSender
+from tests.conftest import create_pg_database, drop_pg_database
+from tests.factories import make_tenant
+from tests.integration.webhooks.harness import authorize
+from tests.support.keys import signing_keys
+
+WITHIN = 5.0
+AN_HOUR = 3600.0
+
+
+@pytest.fixture
+async def stores(clock: ManualClock) -> AsyncIterator[tuple[Store, Store]]:
+    url = await create_pg_database()
+    first = Store(url, clock=clock)
+    await schema.prepare_schema(first)
+    second = Store(url, clock=clock)
+    try:
+        yield first, second
+    finally:
+        await first.dispose()
+        await second.dispose()
+        await drop_pg_database(url)
+
+
+async def test_another_processs_supervisor_fills_lanes_on_the_publishers_notification(
+    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publishing, filling = stores
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    tenant = await make_tenant(publishing, keys, clock.now())
+    async with publishing.transaction() as session:
+        await webhook_service.create_webhook(
+            session, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url="http://127.0.0.1:9/hook",
+            event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
+        )  # fmt: skip
+    # This test's two "processes" share one Python process: the in-process commit signal must not tell.
+    monkeypatch.setattr(publisher, "note_published", lambda _session: None)
+    engine = DeliveryEngine(
+        store=filling,
+        clock=clock,
+        sender=WebhookSender(clock=clock, keys=signing_keys, allow_private=True),
+        cipher=keys.credential_cipher(),
+        poll_interval=AN_HOUR,
+        lease_interval=AN_HOUR,
+    )
+    engine.spawn_lane_tasks = False  # lanes are filled, not sent
+    reports: list[FillReport] = []
+    fill_once = engine.fill_once
+
+    async def recorded() -> FillReport:
+        reports.append(await fill_once())
+        return reports[-1]
+
+    monkeypatch.setattr(engine, "fill_once", recorded)
+    stopping = asyncio.Event()
+    tasks = [asyncio.create_task(filling.listener.run(stopping)), asyncio.create_task(engine.run(stopping))]
+    try:
+        async with asyncio.timeout(WITHIN):
+            # The first round, then the one the LISTEN taking effect wakes; then it waits for an hour.
+            while not (filling.listener.listening(OUTBOX) and len(reports) >= 2):
+                await asyncio.sleep(0.01)
+        rounds = len(reports)
+        async with publishing.transaction() as session:
+            await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize("A"))
+        async with asyncio.timeout(WITHIN):
+            while not any(report.filled_lanes for report in reports[rounds:]):
+                await asyncio.sleep(0.01)
+    finally:
+        stopping.set()
+        await asyncio.gather(*tasks)
