@@ -8,6 +8,14 @@ the answer (`answered`) or what went wrong (`failed`). A command nobody claims w
 by the asking side, again with a conditional update from `pending`: claim and expiry exclude each other, so a
 command is sent to the station at most once, and the asker either gets its answer or knows it was never sent
 (503). An asker that stops waiting deletes its row; rows left by an asker that died are purged after an hour.
+
+Neither side waits for its poll on PostgreSQL: the asker's insert notifies `STATION_COMMANDS` (payload: the
+station), which wakes every relay at once, and the holder's answer notifies `COMMAND_ANSWERS` (payload: the
+command), which wakes that asker only (`store.notify`). The polls stay as the safety net, and slow down while
+the notifications reach the process (its `Store.listener` listens: a serving process): the relay's from
+RELAY_INTERVAL to RELAY_INTERVAL_LISTENING, the asker's from ASKER_POLL to ASKER_POLL_LISTENING, both well inside
+the CLAIM_WINDOW, so a notification missed costs a second rather than a failed command. On SQLite, and for an
+asker that runs no listener (`chargenet admin`), the polls are how the two sides learn of each other.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNo
 from chargenet.ids import process_owner
 from chargenet.store.db import Store
 from chargenet.store.models import StationCommand
+from chargenet.store.notify import COMMAND_ANSWERS, STATION_COMMANDS, notify
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -38,7 +47,9 @@ CLOCK_SKEW = timedelta(seconds=60)
 """How far apart the clocks of two processes may be: the holder claims commands created (by the asker's clock)
 no longer ago than this, which keeps it from sending a command an asker that died left pending long ago."""
 RELAY_INTERVAL = 0.1
+RELAY_INTERVAL_LISTENING = 1.0
 ASKER_POLL = 0.05
+ASKER_POLL_LISTENING = 1.0
 FORGOTTEN_AFTER = timedelta(hours=1)
 
 PENDING, CLAIMED, ANSWERED, FAILED, EXPIRED = "pending", "claimed", "answered", "failed", "expired"
@@ -73,35 +84,48 @@ async def forward(
     then never sent), and `StationDidNotAnswer` as the sending process reported it, or when that process went
     silent for longer than `answer_timeout` after claiming the command.
     """
-    async with store.transaction() as session:
-        presence = await records.presence(session, station_id)
-        if presence is None or not presence.connected:
-            raise StationNotConnected(station_id, "no chargenet serve process holds its connection")
-        command_id = str(uuid.uuid4())
-        session.add(
-            StationCommand(
-                id=command_id,
-                station_id=station_id,
-                action=action,
-                payload=json.dumps(payload),
-                state=PENDING,
-                created_at=clock.now(),
-            )
-        )
-    try:
-        return await _await_answer(store, clock, command_id, station_id, action, answer_timeout)
-    finally:
+    command_id = str(uuid.uuid4())
+    # Subscribed before the command exists: an answer can come no sooner.
+    with store.listener.subscription(COMMAND_ANSWERS, command_id) as answered:
         async with store.transaction() as session:
-            await session.execute(delete(StationCommand).where(StationCommand.id == command_id))
+            presence = await records.presence(session, station_id)
+            if presence is None or not presence.connected:
+                raise StationNotConnected(station_id, "no chargenet serve process holds its connection")
+            session.add(
+                StationCommand(
+                    id=command_id,
+                    station_id=station_id,
+                    action=action,
+                    payload=json.dumps(payload),
+                    state=PENDING,
+                    created_at=clock.now(),
+                )
+            )
+            notify(session, STATION_COMMANDS, station_id)
+        try:
+            return await _await_answer(store, clock, command_id, station_id, action, answer_timeout, answered)
+        finally:
+            async with store.transaction() as session:
+                await session.execute(delete(StationCommand).where(StationCommand.id == command_id))
 
 
 async def _await_answer(
-    store: Store, clock: Clock, command_id: str, station_id: str, action: str, answer_timeout: timedelta
+    store: Store,
+    clock: Clock,
+    command_id: str,
+    station_id: str,
+    action: str,
+    answer_timeout: timedelta,
+    answered: asyncio.Event,
 ) -> Payload:
     claim_by = clock.now() + CLAIM_WINDOW
     answer_by: datetime | None = None  # by this process's clock, not the holder's
     while True:
-        await asyncio.sleep(ASKER_POLL)
+        # Slow only while answers are listened to: one committed since (or missed while the listener reconnected,
+        # which then wakes every subscriber) has set `answered`, which is cleared only after the wait.
+        poll = ASKER_POLL_LISTENING if store.listener.listening(COMMAND_ANSWERS) else ASKER_POLL
+        await _first(asyncio.sleep(poll), answered.wait())
+        answered.clear()
         async with store.transaction() as session:
             row = await session.get(StationCommand, command_id)
             if row is None:
@@ -134,7 +158,8 @@ async def _await_answer(
 
 
 class CommandRelay(LoopWorker):
-    """Claims and sends the pending commands of the stations connected to this process."""
+    """Claims and sends the pending commands of the stations connected to this process: every `interval`, or
+    `listening_interval` while the store's notifications of new commands reach it, and at once on those."""
 
     name = "station-command-relay"
 
@@ -145,14 +170,36 @@ class CommandRelay(LoopWorker):
         connected: Callable[[], set[str]],
         send: SendCommand,
         interval: float = RELAY_INTERVAL,
+        listening_interval: float = RELAY_INTERVAL_LISTENING,
     ) -> None:
         super().__init__(clock, interval)
+        self.listening_interval = listening_interval
         self.store = store
         self.connected = connected
         self.send = send
         self.owner = process_owner()
         self._sending: set[asyncio.Task[None]] = set()
         self._last_purge = datetime.min.replace(tzinfo=UTC)  # purge at the first round
+        self._asked: asyncio.Event | None = None
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        listener = self.store.listener
+        self._asked = listener.subscribe(STATION_COMMANDS)
+        try:
+            await super().run(stopping)
+        finally:
+            listener.unsubscribe(STATION_COMMANDS, self._asked)
+            self._asked = None
+
+    async def pause(self, stopping: asyncio.Event) -> None:
+        asked = self._asked
+        if asked is None:
+            await super().pause(stopping)
+            return
+        listening = self.store.listener.listening(STATION_COMMANDS)
+        interval = max(self.interval, self.listening_interval) if listening else self.interval
+        await _first(self.clock.sleep(interval), stopping.wait(), asked.wait())
+        asked.clear()  # before the round it wakes: a command asked for during the round wakes the next one
 
     async def run_once(self) -> None:
         stations = self.connected()
@@ -208,3 +255,13 @@ class CommandRelay(LoopWorker):
             values = {"state": FAILED, "error_kind": NO_ANSWER, "error": type(exc).__name__}
         async with self.store.transaction() as session:
             await session.execute(update(StationCommand).where(StationCommand.id == command_id).values(**values))
+            notify(session, COMMAND_ANSWERS, command_id)
+
+
+async def _first(*waits: Awaitable[object]) -> None:
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -13,46 +13,28 @@ from sqlalchemy import event, text
 
 from chargenet.clock import ManualClock
 from chargenet.store import notify as notifications
-from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.notify import notify, reconnect_delay
-from tests.conftest import create_pg_database, drop_pg_database
+from tests.support.processes import WITHIN, eventually, two_stores
 
 CHANNEL = "chargenet_test"
-WITHIN = 5.0  # seconds a notification may take to arrive on a loaded test machine
 
 
 @pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    first = Store(url)
-    await schema.prepare_schema(first)
-    await first.dispose()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
-
-
-@pytest.fixture
-async def stores(pg_url: str, clock: ManualClock) -> AsyncIterator[tuple[Store, Store]]:
+async def stores(clock: ManualClock) -> AsyncIterator[tuple[Store, Store]]:
     """Two processes' stores on one database; the second one's listener runs."""
-    sender, receiver = Store(pg_url, clock=clock), Store(pg_url, clock=clock)
-    stopping = asyncio.Event()
-    task = asyncio.create_task(receiver.listener.run(stopping))
-    try:
-        yield sender, receiver
-    finally:
-        stopping.set()
-        await task
-        await sender.dispose()
-        await receiver.dispose()
+    async with two_stores(clock) as (sender, receiver):
+        stopping = asyncio.Event()
+        task = asyncio.create_task(receiver.listener.run(stopping))
+        try:
+            yield sender, receiver
+        finally:
+            stopping.set()
+            await task
 
 
 async def listening(store: Store, channel: str) -> None:
-    async with asyncio.timeout(WITHIN):
-        while not store.listener.listening(channel):
-            await asyncio.sleep(0.01)
+    await eventually(lambda: store.listener.listening(channel))
 
 
 async def woken(event: asyncio.Event) -> None:

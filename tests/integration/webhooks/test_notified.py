@@ -15,34 +15,24 @@ from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox, publisher
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
-from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.notify import OUTBOX
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.filler import FillReport
 from chargenet.webhooks.outbound_auth import NoAuth
 from chargenet.webhooks.sender import WebhookSender
-from tests.conftest import create_pg_database, drop_pg_database
 from tests.factories import make_tenant
 from tests.integration.webhooks.harness import authorize
 from tests.support.keys import signing_keys
+from tests.support.processes import eventually, two_stores
 
-WITHIN = 5.0
 AN_HOUR = 3600.0
 
 
 @pytest.fixture
 async def stores(clock: ManualClock) -> AsyncIterator[tuple[Store, Store]]:
-    url = await create_pg_database()
-    first = Store(url, clock=clock)
-    await schema.prepare_schema(first)
-    second = Store(url, clock=clock)
-    try:
-        yield first, second
-    finally:
-        await first.dispose()
-        await second.dispose()
-        await drop_pg_database(url)
+    async with two_stores(clock) as stores:
+        yield stores
 
 
 async def test_another_processs_supervisor_fills_lanes_on_the_publishers_notification(
@@ -79,16 +69,12 @@ async def test_another_processs_supervisor_fills_lanes_on_the_publishers_notific
     stopping = asyncio.Event()
     tasks = [asyncio.create_task(filling.listener.run(stopping)), asyncio.create_task(engine.run(stopping))]
     try:
-        async with asyncio.timeout(WITHIN):
-            # The first round, then the one the LISTEN taking effect wakes; then it waits for an hour.
-            while not (filling.listener.listening(OUTBOX) and len(reports) >= 2):
-                await asyncio.sleep(0.01)
+        # The first round, then the one the LISTEN taking effect wakes; then it waits for an hour.
+        await eventually(lambda: filling.listener.listening(OUTBOX) and len(reports) >= 2)
         rounds = len(reports)
         async with publishing.transaction() as session:
             await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize("A"))
-        async with asyncio.timeout(WITHIN):
-            while not any(report.filled_lanes for report in reports[rounds:]):
-                await asyncio.sleep(0.01)
+        await eventually(lambda: any(report.filled_lanes for report in reports[rounds:]))
     finally:
         stopping.set()
         await asyncio.gather(*tasks)
