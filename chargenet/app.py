@@ -161,7 +161,7 @@ def create_app(
         return Response(generate_latest(context.metrics), media_type=CONTENT_TYPE_LATEST)
 
     # One live feed per process, whatever number of browsers follow it (the console's live status page).
-    live_feed = LiveFeed(context.store.read, context.clock)
+    live_feed = LiveFeed(context.store.read, context.clock, listener=context.store.listener)
     context.on_stopping.append(live_feed.end_all)
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),

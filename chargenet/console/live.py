@@ -1,10 +1,13 @@
 """The process's one live feed of connector status, and the waits of the browser streams it serves.
 
-One reader per process follows the store (`services.connector_status.read_changes`), never a query per browser:
-it wakes at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
-a StatusNotification's write does) and otherwise every `poll_every` seconds of the injected clock, which is how
-it learns what other processes sharing the store committed, and what raises no event (a connection, a
-heartbeat, a new error code under the same status). What changed goes through the sans-IO core
+One reader per process follows the store (`services.connector_status.read_changes`), never a query per browser.
+It reads at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
+a StatusNotification's write does); at once after any process sharing a PostgreSQL store, this one included,
+wrote connector statuses or station connections (their notification on `store.notify.CONNECTOR_STATUS`); and
+otherwise every `poll_every` seconds of the injected clock. The poll finds what no wake-up told of: on SQLite,
+what other processes committed and what raises no event (a connection, a new error code under the same status);
+on PostgreSQL only heartbeats, and what a dropped listening connection missed, so while the process listens it
+slows to `poll_every_listening`. What changed goes through the sans-IO core
 (`domain.live`): `LiveState` drops what is already known, `Fanout` queues it for each open stream of the row's
 company, bounded, and drops a stream that falls behind to a resync.
 """
@@ -24,10 +27,12 @@ from chargenet.clock import Clock
 from chargenet.domain.live import DEFAULT_CAPACITY, Fanout, LiveRow, LiveState, Mark, StreamEnd, Subscription
 from chargenet.outbox.signal import outbox_committed
 from chargenet.services import connector_status
+from chargenet.store.notify import CONNECTOR_STATUS, Listener
 
 log = logging.getLogger(__name__)
 
 POLL_EVERY = 0.5  # seconds between reads for what other processes committed
+POLL_EVERY_LISTENING = 2.0  # the same while PostgreSQL's notifications tell of it
 OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
 
 
@@ -42,12 +47,16 @@ class LiveFeed:
         clock: Clock,
         *,
         poll_every: float = POLL_EVERY,
+        poll_every_listening: float = POLL_EVERY_LISTENING,
+        listener: Listener | None = None,
         overlap: timedelta = OVERLAP,
         capacity: int = DEFAULT_CAPACITY,
     ) -> None:
         self._read = read
         self.clock = clock
         self.poll_every = poll_every
+        self.poll_every_listening = poll_every_listening
+        self.listener = listener
         self.overlap = overlap
         self.capacity = capacity
         self.state = LiveState()
@@ -61,22 +70,31 @@ class LiveFeed:
 
     async def run(self, stopping: asyncio.Event) -> None:
         committed = outbox_committed()
+        notified = self.listener.subscribe(CONNECTOR_STATUS) if self.listener is not None else asyncio.Event()
         try:
             while not stopping.is_set():
-                committed.clear()  # a commit while reading sets it again: the next wait returns at once
+                # A commit while reading sets them again: the next wait returns at once.
+                committed.clear()
+                notified.clear()
                 try:
                     await self.run_once()
                 except Exception:
                     # The store may be away for a moment; the streams stay open and the next read catches up.
                     log.exception("the live feed could not read the store")
-                await self._wait(committed, stopping)
+                await self._wait(committed, notified, stopping)
         finally:
+            if self.listener is not None:
+                self.listener.unsubscribe(CONNECTOR_STATUS, notified)
             self.end_all()
 
-    async def _wait(self, committed: asyncio.Event, stopping: asyncio.Event) -> None:
+    async def _wait(self, committed: asyncio.Event, notified: asyncio.Event, stopping: asyncio.Event) -> None:
+        poll = self.poll_every
+        if self.listener is not None and self.listener.listening(CONNECTOR_STATUS):
+            poll = max(poll, self.poll_every_listening)
         waits = [
-            asyncio.create_task(self.clock.sleep(self.poll_every)),
+            asyncio.create_task(self.clock.sleep(poll)),
             asyncio.create_task(committed.wait()),
+            asyncio.create_task(notified.wait()),
             asyncio.create_task(stopping.wait()),
         ]
         try:

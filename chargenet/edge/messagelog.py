@@ -38,6 +38,7 @@ from chargenet.edge.protocol.meter_values import Reported
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
+from chargenet.store.notify import CONNECTOR_STATUS, notify
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,10 @@ class MessageLog(LoopWorker):
                 # The table's own insert (not the ORM's bulk path): thousands of rows a second, so the per-row
                 # cost on the event loop matters.
                 await session.execute(insert(cast(Table, OcppMessage.__table__)), batch)
+            if presence:
+                # A station connected or went away: the live feeds of other processes show it now. Heartbeats
+                # alone notify nobody (every batch would wake every feed); the feeds' polls find them.
+                notify(session, CONNECTOR_STATUS)
             for station_id, fields in presence.items():
                 upsert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(StationPresence)
                 await session.execute(

@@ -4,7 +4,9 @@ StatusNotification is the message stations send most after Heartbeat, and each o
 move the connector's current status, and may raise an event. The station link keeps its connectors' last known
 status in memory (loaded from the store the first time a connector reports; one process owns a station's
 connection at a time), decides with `protocol.status.assess`, and hands the result to the group committer,
-which writes a whole batch with multi-row statements in the same transaction as its events.
+which writes a whole batch with multi-row statements in the same transaction as its events, and notifies
+`store.notify.CONNECTOR_STATUS` in it (once a commit, however many batches or reports it holds), which wakes the
+console's live feeds of the other processes sharing a PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from chargenet.edge.protocol.status import StatusAssessment, assess
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
 from chargenet.store.models import Connector, ConnectorStatusHistory, Station
+from chargenet.store.notify import CONNECTOR_STATUS, notify
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,5 +186,7 @@ async def write_statuses(session: AsyncSession, outbox: Outbox, items: list[Stat
     ]
     if rows:
         await session.execute(update(Connector), rows)
+    # Also what raises no event (a new error code under the same status), which the feeds show as well.
+    notify(session, CONNECTOR_STATUS)
     events = [(w.site_id, w.event) for w in items if w.event is not None]
     return await outbox.publish_many(session, events) if events else []

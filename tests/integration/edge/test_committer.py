@@ -4,14 +4,16 @@ its session is handed to nobody else (no PendingRollbackError for whatever runs 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import event, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from chargenet.edge.committer import GroupCommitter
 from chargenet.observability import log_context
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
+from chargenet.store.notify import OUTBOX, notify
 
 
 def slow_statement(store: Store) -> str:
@@ -99,3 +101,24 @@ async def test_the_shared_loop_does_not_carry_the_station_of_the_unit_that_start
         assert await write(committer, "t-1") == "t-1"
     await committer.close()
     assert seen == [None]
+
+
+async def test_a_batch_whose_units_each_notify_sends_one_notification_at_its_commit(store: Store) -> None:
+    committer = GroupCommitter(store)
+    sent: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "pg_notify" in statement:
+            sent.append(statement)
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+
+    async def publishing(key: str) -> None:
+        async with committer.unit() as session:
+            await session.execute(insert(StoreSetting).values(key=key, value="v"))
+            notify(session, OUTBOX)  # what each unit that publishes an event does
+
+    await asyncio.gather(*(publishing(f"t-{n}") for n in range(5)))
+    assert committer.batches == 1
+    assert len(sent) == (1 if store.dialect == "postgresql" else 0)
+    await committer.close()
