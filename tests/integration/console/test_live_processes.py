@@ -1,6 +1,7 @@
 """Two processes on one PostgreSQL: a station connected to a real `chargenet serve` process, the live status page
 open on another process (this one, served by uvicorn), and the station's row changes in that page's stream, then
-turns offline when the station goes. Nothing tells this process: its live feed finds it all by polling the store."""
+turns offline when the station goes. Nothing in memory is shared: the other process's notifications wake this
+one's live feed through PostgreSQL (`store.notify`), and its poll is the fallback."""
 
 from __future__ import annotations
 
