@@ -161,22 +161,24 @@ class Listener:
                     return
             try:
                 connection = await asyncpg.connect(**self._arguments, timeout=CONNECT_TIMEOUT)
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # whatever it is, the next attempt may do better: the worker lives on
                 failures += 1
                 log.warning(
                     "the store's listening connection could not be opened",
                     extra={"fields": {"error": type(exc).__name__, "failures": failures}},
                 )
                 continue
-            failures = 0
             self.connections += 1
             try:
                 await self._listen(connection, stopping)
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:
                 log.warning(
                     "the store's listening connection was lost", extra={"fields": {"error": type(exc).__name__}}
                 )
             finally:
+                # Once it listened, a drop is news and the next attempt is at once; a connection that never
+                # came to listen is a failure like one that never opened, so that a refusal is not a spin.
+                failures = 0 if self._active else failures + 1
                 self._active.clear()
                 if not connection.is_closed():
                     connection.terminate()
@@ -194,7 +196,7 @@ class Listener:
             if not (stopping.is_set() or lost.is_set() or self._asked.is_set()):
                 await asyncio.wait_for(connection.fetchval("SELECT 1"), CHECK_TIMEOUT)
         if not lost.is_set():
-            with contextlib.suppress(OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            with contextlib.suppress(Exception):
                 await connection.close(timeout=CHECK_TIMEOUT)
 
     def _deliver(self, _connection: object, _pid: int, channel: str, payload: str) -> None:
