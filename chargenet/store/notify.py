@@ -45,6 +45,7 @@ STATION_COMMANDS = "chargenet_station_commands"  # a command waits for the stati
 COMMAND_ANSWERS = "chargenet_command_answers"  # the command whose id is the payload was answered or failed
 CONNECTOR_STATUS = "chargenet_connector_status"  # connector statuses were written: the console's live feeds read
 
+APPLICATION_NAME = "chargenet-listener"  # how the connection shows in pg_stat_activity
 CHECK_EVERY = 30.0  # seconds between liveness checks of an idle listening connection (a peer gone without a word)
 CHECK_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 10.0
@@ -106,6 +107,9 @@ class Listener:
     name = "store-listener"
 
     def __init__(self, arguments: dict[str, Any] | None, clock: Clock) -> None:
+        if arguments is not None:
+            settings = {"application_name": APPLICATION_NAME, **(arguments.get("server_settings") or {})}
+            arguments = {**arguments, "server_settings": settings}
         self._arguments = arguments
         self.clock = clock
         self._subscribers: dict[str, dict[asyncio.Event, str | None]] = {}

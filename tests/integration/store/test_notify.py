@@ -125,8 +125,9 @@ async def test_the_listener_reconnects_after_its_connection_is_killed_and_wakes_
         killed = await session.scalar(
             text(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
-            )
+                " WHERE datname = current_database() AND application_name = :listener"
+            ),
+            {"listener": notifications.APPLICATION_NAME},
         )
     assert killed == 1
     await woken(subscribed)  # once reconnected: what was sent meanwhile was missed
