@@ -42,7 +42,8 @@ from chargenet.workers import LoopWorker
 log = logging.getLogger(__name__)
 
 CLAIM_WINDOW = timedelta(seconds=3)
-"""How long a pending command waits for the station's process; it polls every RELAY_INTERVAL."""
+"""How long a pending command waits for the station's process; it is woken by the command's notification, or
+polls every RELAY_INTERVAL (RELAY_INTERVAL_LISTENING while it listens)."""
 CLOCK_SKEW = timedelta(seconds=60)
 """How far apart the clocks of two processes may be: the holder claims commands created (by the asker's clock)
 no longer ago than this, which keeps it from sending a command an asker that died left pending long ago."""

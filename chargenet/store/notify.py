@@ -3,12 +3,13 @@ connection per process.
 
 Sending. `notify(session, channel, payload)` has PostgreSQL notify `channel` when the caller's transaction
 commits, never when it rolls back. The `SELECT pg_notify(...)` is queued on the session and run just before its
-commit, inside the transaction the caller already runs: one extra statement, no extra round trip of its own, and
-one per (channel, payload) however often a transaction asks, so the edge's group committer, whose units each
-publish, sends one notification per commit rather than one per unit. Sent at the commit rather than at once,
-because a unit of the group committer runs in a savepoint: one sent inside a savepoint rolled back later would
-be lost, and a wish kept for the commit would be skipped as already sent. On SQLite it does nothing (there is
-no LISTEN; processes learn of each other's commits by polling).
+commit, inside the transaction the caller already runs: one extra statement, no transaction of its own, and one
+per (channel, payload) however often the transaction asks, so the edge's group committer, whose units each may
+publish, sends one notification per commit rather than one per unit. Queued rather than sent at once because the
+group committer runs each unit in a savepoint: a notification sent inside one that is rolled back is discarded
+with it, and one sent once per transaction would then be missing. (A wish made inside a savepoint rolled back
+is still sent: a wake-up that finds nothing new costs one read.) On SQLite it does nothing: there is no LISTEN,
+and processes learn of each other's commits by polling.
 
 Receiving. `Listener` (one per `Store`, a worker the process's lifecycle runs) holds one asyncpg connection of
 its own, outside the pool, opened only once something subscribes. It LISTENs on every channel asked for (and
