@@ -64,8 +64,7 @@ async def main(data_dir: str, port: int, company_id: str) -> None:
         page: PageParams,
         site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
     ) -> Page[ChargePointView]:
-        async with context.store.transaction() as session:
-            return await charge_points.list_charge_points(session, caller, context.edge, page, site_id=site_id)
+        return await charge_points.list_charge_points(context.store, caller, context.edge, page, site_id=site_id)
 
     api.add_api_route(
         "/bench/charge-points", unprotected_charge_points, methods=["GET"], response_model=Page[ChargePointView]

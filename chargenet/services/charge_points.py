@@ -3,11 +3,15 @@ reached, and the meters measuring them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import Connection, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
+from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.ports import StationCommands
@@ -16,9 +20,19 @@ from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View
-from chargenet.store.models import ChargePoint, Connector, Meter, Site, Station, StationPresence
+from chargenet.store.db import Store
+from chargenet.store.models import (
+    ChargePoint,
+    Connector,
+    Meter,
+    MeterSession,
+    MeterState,
+    Site,
+    Station,
+    StationPresence,
+)
 
-Connection = Literal["connected", "meter", "disconnected"]
+ChargePointConnection = Literal["connected", "meter", "disconnected"]
 
 
 class ConnectorView(View):
@@ -48,13 +62,13 @@ class ChargePointView(View):
     site_id: str
     station_id: str
     connectors: list[ConnectorView]
-    connection: Connection
+    connection: ChargePointConnection
     last_heartbeat: Instant | None
     meters: list[ChargePointMeterView]
 
 
 async def list_charge_points(
-    session: AsyncSession,
+    store: Store,
     caller: Caller,
     stations: StationCommands | None,
     page: PageRequest,
@@ -63,7 +77,7 @@ async def list_charge_points(
 ) -> Page[ChargePointView]:
     """The charge points the caller's groups reach, ordered by id; `stations` answers which are connected here."""
     query = (
-        select(ChargePoint)
+        select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id)
         .join(Site, Site.id == ChargePoint.site_id)
         .where(site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
         .order_by(ChargePoint.id)
@@ -73,23 +87,34 @@ async def list_charge_points(
         query = query.where(ChargePoint.site_id == site_id)
     if page.after is not None:
         query = query.where(ChargePoint.id > page.after)
-    rows = list(await session.scalars(query))
-    views = await _views(session, stations, rows[: page.limit])
+
+    def read(connection: Connection) -> tuple[list[_Point], _Related]:
+        rows = [_Point(*row) for row in connection.execute(query)]
+        return rows, _related(connection, rows[: page.limit])
+
+    rows, related = await store.read_at_once(read)
+    views = _views(stations, rows[: page.limit], related)
     return page.complete(views, more=len(rows) > page.limit, key=lambda view: view.id)
 
 
 async def get_charge_point(
-    session: AsyncSession, caller: Caller, stations: StationCommands | None, charge_point_id: str
+    store: Store, caller: Caller, stations: StationCommands | None, charge_point_id: str
 ) -> ChargePointView:
-    row = await session.scalar(
-        select(ChargePoint)
+    query = (
+        select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id)
         .join(Site, Site.id == ChargePoint.site_id)
         .where(ChargePoint.id == charge_point_id, site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
     )
-    if row is None:
+
+    def read(connection: Connection) -> tuple[list[_Point], _Related]:
+        rows = [_Point(*row) for row in connection.execute(query)]
+        return rows, _related(connection, rows)
+
+    rows, related = await store.read_at_once(read)
+    if not rows:
         # Also for a charge point of another company: its existence is not revealed.
         raise NotFound("charge point", charge_point_id)
-    [view] = await _views(session, stations, [row])
+    [view] = _views(stations, rows, related)
     return view
 
 
@@ -101,61 +126,129 @@ async def charge_points_of_stations(
     if not station_ids:
         return []
     query = (
-        select(ChargePoint)
+        select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id)
         .join(Site, Site.id == ChargePoint.site_id)
         .where(ChargePoint.station_id.in_(station_ids), site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
         .order_by(ChargePoint.station_id, ChargePoint.ordinal)
     )
-    return await _views(session, stations, list(await session.scalars(query)))
+
+    def read(sync: Session) -> tuple[list[_Point], _Related]:
+        connection = sync.connection()
+        rows = [_Point(*row) for row in connection.execute(query)]
+        return rows, _related(connection, rows)
+
+    rows, related = await session.run_sync(read)
+    return _views(stations, rows, related)
 
 
-async def _views(
-    session: AsyncSession, stations: StationCommands | None, rows: list[ChargePoint]
-) -> list[ChargePointView]:
-    if not rows:
-        return []
+class _Point(NamedTuple):
+    id: str
+    site_id: str
+    station_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Related:
+    """What the views of a set of charge points need beyond their own rows, read in the same unit."""
+
+    connectors: dict[str, list[ConnectorView]]
+    heartbeats: dict[str, datetime | None]
+    meters: dict[str, list[ChargePointMeterView]]
+
+
+# Built once: only the ids change between calls, and building a statement costs more than running it here.
+_CONNECTORS = (
+    select(
+        Connector.charge_point_id,
+        Connector.connector_id,
+        Connector.status,
+        Connector.error_code,
+        Connector.info,
+        Connector.status_at,
+    )
+    .where(Connector.charge_point_id.in_(bindparam("ids", expanding=True)))
+    .order_by(Connector.charge_point_id, Connector.connector_id)
+)
+_HEARTBEATS = select(StationPresence.station_id, StationPresence.last_heartbeat_at).where(
+    StationPresence.station_id.in_(bindparam("ids", expanding=True))
+)
+_METERS = (
+    select(
+        Meter.id,
+        Meter.charge_point_id,
+        Meter.connector_id,
+        Meter.enabled,
+        MeterState.energy_wh,
+        MeterState.max_current_a,
+        MeterState.power_w,
+        MeterState.read_at,
+        MeterSession.transaction_id,
+    )
+    .outerjoin(MeterState, MeterState.meter_id == Meter.id)
+    .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
+    .where(Meter.charge_point_id.in_(bindparam("ids", expanding=True)))
+    .order_by(Meter.created_at, Meter.id)
+)
+
+
+def _related(connection: Connection, rows: list[_Point]) -> _Related:
+    """Connectors, presence and meters of these charge points: three Core statements, no ORM objects (a page of
+    100 charge points would otherwise build several hundred instances only to copy them into views)."""
     ids = [r.id for r in rows]
     connectors: dict[str, list[ConnectorView]] = {}
-    for c in await session.scalars(
-        select(Connector)
-        .where(Connector.charge_point_id.in_(ids))
-        .order_by(Connector.charge_point_id, Connector.connector_id)
+    heartbeats: dict[str, datetime | None] = {}
+    metered: dict[str, list[ChargePointMeterView]] = {}
+    if not ids:
+        return _Related(connectors, heartbeats, metered)
+    for charge_point_id, connector_id, status, error_code, info, status_at in connection.execute(
+        _CONNECTORS, {"ids": ids}
     ):
-        connectors.setdefault(c.charge_point_id, []).append(
+        connectors.setdefault(charge_point_id, []).append(
             ConnectorView(
-                connector_id=c.connector_id,
-                status=c.status,
-                error_code=c.error_code,
-                info=c.info,
-                status_at=c.status_at,
+                connector_id=connector_id, status=status, error_code=error_code, info=info, status_at=status_at
             )
         )
     station_ids = sorted({r.station_id for r in rows})
-    presence = {
-        p.station_id: p
-        for p in await session.scalars(select(StationPresence).where(StationPresence.station_id.in_(station_ids)))
-    }
-    metered: dict[str, list[ChargePointMeterView]] = {}
-    for meter in await meters.meters_of_charge_points(session, ids):
-        status = meter.status
-        metered.setdefault(meter.charge_point_id, []).append(
+    for station_id, last_heartbeat in connection.execute(_HEARTBEATS, {"ids": station_ids}):
+        heartbeats[station_id] = last_heartbeat
+    meter_rows = connection.execute(_METERS, {"ids": ids})
+    for (
+        meter_id,
+        charge_point_id,
+        connector_id,
+        enabled,
+        energy_wh,
+        max_current,
+        power,
+        read_at,
+        transaction_id,
+    ) in meter_rows:
+        reading = None
+        if read_at is not None and energy_wh is not None:
+            reading = meters.MeterReading(
+                energy_kwh=wh_to_kwh(energy_wh), max_current=max_current, power=power, read_at=read_at
+            )
+        metered.setdefault(charge_point_id, []).append(
             ChargePointMeterView(
-                id=meter.id,
-                connector_id=meter.connector_id,
-                enabled=meter.enabled,
-                charging=status is not None and status.charging,
-                transaction_id=status.transaction_id if status else None,
-                last_reading=status.last_reading if status else None,
+                id=meter_id,
+                connector_id=connector_id,
+                enabled=enabled,
+                charging=transaction_id is not None,
+                transaction_id=transaction_id,
+                last_reading=reading,
             )
         )
-    with_meters = {r.station_id for r in rows if r.id in metered}
+    return _Related(connectors, heartbeats, metered)
+
+
+def _views(stations: StationCommands | None, rows: list[_Point], related: _Related) -> list[ChargePointView]:
+    with_meters = {r.station_id for r in rows if r.id in related.meters}
     views = []
     for row in rows:
-        seen = presence.get(row.station_id)
-        connection: Connection
+        connection: ChargePointConnection
         if stations is not None and stations.is_connected(row.station_id):
             connection = "connected"
-        elif row.station_id in with_meters and seen is None:
+        elif row.station_id in with_meters and row.station_id not in related.heartbeats:
             connection = "meter"
         else:
             connection = "disconnected"
@@ -164,10 +257,10 @@ async def _views(
                 id=row.id,
                 site_id=row.site_id,
                 station_id=row.station_id,
-                connectors=connectors.get(row.id, []),
+                connectors=related.connectors.get(row.id, []),
                 connection=connection,
-                last_heartbeat=seen.last_heartbeat_at if seen else None,
-                meters=metered.get(row.id, []),
+                last_heartbeat=related.heartbeats.get(row.station_id),
+                meters=related.meters.get(row.id, []),
             )
         )
     return views

@@ -28,11 +28,9 @@ async def list_charge_points(
     site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
 ) -> Page[ChargePointView]:
     """The charge points the caller's groups reach, with their connectors' last known status."""
-    async with context.store.read() as session:
-        return await charge_points.list_charge_points(session, caller, context.edge, page, site_id=site_id)
+    return await charge_points.list_charge_points(context.store, caller, context.edge, page, site_id=site_id)
 
 
 @router.get("/charge-points/{charge_point_id}", response_model=ChargePointView)
 async def get_charge_point(charge_point_id: str, context: Context, caller: ChargePointReader) -> ChargePointView:
-    async with context.store.read() as session:
-        return await charge_points.get_charge_point(session, caller, context.edge, charge_point_id)
+    return await charge_points.get_charge_point(context.store, caller, context.edge, charge_point_id)

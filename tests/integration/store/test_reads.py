@@ -4,9 +4,12 @@ can write."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from chargenet.store.db import Store
@@ -50,3 +53,51 @@ async def test_a_case_blind_search_folds_every_letter_not_only_ascii(store: Stor
             select(StoreSetting.key).where(StoreSetting.key.like("r-%"), StoreSetting.key.ilike("%über-är%"))
         )
         assert list(found) == ["r-Über-Ärger"]
+
+
+def _keys_now(connection: Connection) -> list[str]:
+    return sorted(connection.scalars(select(StoreSetting.key).where(StoreSetting.key.like("r-%"))))
+
+
+async def test_a_read_at_once_sees_what_was_committed(store: Store) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="r-once", value="v"))
+    assert await store.read_at_once(_keys_now) == ["r-once"]
+
+
+async def test_a_read_at_once_does_not_wait_for_an_open_write_and_does_not_see_it(store: Store) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="r-open", value="v"))
+        # On SQLite it runs on this very thread: had it waited for the writer, it would wait out the busy timeout
+        # and fail, since the writer cannot go on meanwhile.
+        assert await asyncio.wait_for(store.read_at_once(_keys_now), timeout=5) == []
+    assert await store.read_at_once(_keys_now) == ["r-open"]
+
+
+async def test_a_read_at_once_on_sqlite_sees_one_snapshot_across_its_statements(store: Store) -> None:
+    if store.dialect != "sqlite":
+        pytest.skip("PostgreSQL's unit is an ordinary transaction, isolated as any other")
+    path = make_url(store.url).database
+    assert path
+
+    def twice(connection: Connection) -> tuple[list[str], list[str]]:
+        first = _keys_now(connection)
+        # Committed by another connection between the two statements of the unit.
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as writer:
+            writer.execute("INSERT INTO store_settings (key, value) VALUES ('r-between', 'v')")
+        return first, _keys_now(connection)
+
+    assert await store.read_at_once(twice) == ([], [])
+    assert await store.read_at_once(_keys_now) == ["r-between"]
+
+
+async def test_a_write_inside_a_read_at_once_is_refused_on_sqlite(store: Store) -> None:
+    if store.dialect != "sqlite":
+        pytest.skip("PostgreSQL's reads are ordinary transactions")
+
+    def write(connection: Connection) -> None:
+        connection.execute(insert(StoreSetting).values(key="r-written-once", value="v"))
+
+    with pytest.raises(OperationalError, match="readonly"):
+        await store.read_at_once(write)
+    assert await keys(store) == []
