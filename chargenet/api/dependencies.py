@@ -9,8 +9,11 @@ from fastapi import Depends, Request
 from chargenet.context import AppContext
 
 
-def app_context(request: Request) -> AppContext:
-    """The context `create_api` was built with."""
+async def app_context(request: Request) -> AppContext:
+    """The context `create_api` was built with.
+
+    A coroutine, as every dependency here: FastAPI runs a plain function in its thread pool, a hand-off to
+    another thread and back on every request for what is an attribute lookup."""
     context = request.app.state.context
     assert isinstance(context, AppContext), "create_api sets the context"
     return context

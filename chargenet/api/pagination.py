@@ -29,7 +29,7 @@ def Cursor(max_length: int = 200) -> Any:
     return Query(max_length=max_length, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION)
 
 
-def page_params(
+async def page_params(  # a coroutine, so FastAPI calls it in place rather than in its thread pool
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Cursor()] = None,
 ) -> PageRequest:

@@ -76,10 +76,13 @@ async def list_charge_points(
     site_id: str | None = None,
 ) -> Page[ChargePointView]:
     """The charge points the caller's groups reach, ordered by id; `stations` answers which are connected here."""
+    # Charge points in id order whose site is reached, rather than a join from the sites: the store then walks the
+    # primary key and stops at the page's end, where the join gathered every charge point of the company's sites
+    # and sorted them (0.85 ms against 0.10 ms for 10,000 charge points on SQLite).
+    reached = select(Site.id).where(site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
     query = (
         select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id)
-        .join(Site, Site.id == ChargePoint.site_id)
-        .where(site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
+        .where(ChargePoint.site_id.in_(reached))
         .order_by(ChargePoint.id)
         .limit(page.fetch)
     )
@@ -186,7 +189,8 @@ _METERS = (
     )
     .outerjoin(MeterState, MeterState.meter_id == Meter.id)
     .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
-    .where(Meter.charge_point_id.in_(bindparam("ids", expanding=True)))
+    # By station, whose index meters have; the charge points' own are picked out of them.
+    .where(Meter.station_id.in_(bindparam("ids", expanding=True)))
     .order_by(Meter.created_at, Meter.id)
 )
 
@@ -211,7 +215,8 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
     station_ids = sorted({r.station_id for r in rows})
     for station_id, last_heartbeat in connection.execute(_HEARTBEATS, {"ids": station_ids}):
         heartbeats[station_id] = last_heartbeat
-    meter_rows = connection.execute(_METERS, {"ids": ids})
+    wanted = set(ids)
+    meter_rows = connection.execute(_METERS, {"ids": station_ids})
     for (
         meter_id,
         charge_point_id,
@@ -223,6 +228,8 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
         read_at,
         transaction_id,
     ) in meter_rows:
+        if charge_point_id not in wanted:
+            continue
         reading = None
         if read_at is not None and energy_wh is not None:
             reading = meters.MeterReading(

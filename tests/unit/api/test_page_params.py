@@ -34,26 +34,26 @@ def test_other_forms_are_not_cursors(cursor: str) -> None:
     assert not re.fullmatch(CURSOR_PATTERN, cursor)
 
 
-def test_page_params_decode_the_cursor() -> None:
-    page = page_params(limit=10, cursor=encode_cursor("ST-9"))
+async def test_page_params_decode_the_cursor() -> None:
+    page = await page_params(limit=10, cursor=encode_cursor("ST-9"))
     assert (page.limit, page.after) == (10, "ST-9")
 
 
-def test_page_fetches_one_row_beyond_the_limit() -> None:
-    assert page_params(limit=2, cursor=None).fetch == 3
+async def test_page_fetches_one_row_beyond_the_limit() -> None:
+    assert (await page_params(limit=2, cursor=None)).fetch == 3
 
 
-def test_page_with_an_extra_row_points_next_at_the_last_shown() -> None:
-    page = page_params(limit=2, cursor=None).page(["a", "b", "c"], str)
+async def test_page_with_an_extra_row_points_next_at_the_last_shown() -> None:
+    page = (await page_params(limit=2, cursor=None)).page(["a", "b", "c"], str)
     assert page.items == ["a", "b"]
     assert page.next is not None and decode_cursor(page.next) == "b"
 
 
-def test_page_without_an_extra_row_is_the_last_page() -> None:
-    page = page_params(limit=2, cursor=None).page(["a", "b"], str)
+async def test_page_without_an_extra_row_is_the_last_page() -> None:
+    page = (await page_params(limit=2, cursor=None)).page(["a", "b"], str)
     assert (page.items, page.next) == (["a", "b"], None)
 
 
-def test_page_of_no_rows_is_empty_and_last() -> None:
-    page = page_params(limit=2, cursor=None).page([], str)
+async def test_page_of_no_rows_is_empty_and_last() -> None:
+    page = (await page_params(limit=2, cursor=None)).page([], str)
     assert (page.items, page.next) == ([], None)
