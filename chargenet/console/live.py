@@ -1,13 +1,13 @@
 """The process's one live feed of connector status, and the waits of the browser streams it serves.
 
 One reader per process follows the store (`services.connector_status.read_changes`), never a query per browser.
-It reads at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
+While at least one browser stream is open, it reads at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
 a StatusNotification's write does); at once after any process sharing a PostgreSQL store, this one included,
 wrote connector statuses or station connections (their notification on `store.notify.CONNECTOR_STATUS`); and
 otherwise every `poll_every` seconds of the injected clock. The poll finds what no wake-up told of: on SQLite,
 what other processes committed and what raises no event (a connection, a new error code under the same status);
 on PostgreSQL only heartbeats, and what a dropped listening connection missed, so while the process listens it
-slows to `poll_every_listening`. What changed goes through the sans-IO core
+slows to `poll_every_listening`. With no stream open it only polls. What changed goes through the sans-IO core
 (`domain.live`): `LiveState` drops what is already known, `Fanout` queues it for each open stream of the row's
 company, bounded, and drops a stream that falls behind to a resync.
 """
@@ -63,6 +63,7 @@ class LiveFeed:
         self.fanout = Fanout(secrets.token_hex(8))
         self._marks: connector_status.Marks | None = None
         self._wakers: dict[int, asyncio.Event] = {}
+        self._watched = asyncio.Event()
         self.started = asyncio.Event()  # set once the first read is in
         self.stopped = False  # the process is stopping: streams end without telling browsers to reload
 
@@ -91,12 +92,18 @@ class LiveFeed:
         poll = self.poll_every
         if self.listener is not None and self.listener.listening(CONNECTOR_STATUS):
             poll = max(poll, self.poll_every_listening)
+        self._watched.clear()
         waits = [
             asyncio.create_task(self.clock.sleep(poll)),
-            asyncio.create_task(committed.wait()),
-            asyncio.create_task(notified.wait()),
             asyncio.create_task(stopping.wait()),
+            asyncio.create_task(self._watched.wait()),
         ]
+        if self._wakers:
+            # Only while a browser watches: otherwise a network sending statuses would have the feed read the store
+            # after every commit for nobody (6 % of the edge's time under a flood of StatusNotifications). The poll
+            # keeps the state fresh meanwhile, so a browser arriving finds it at most one poll old, as it finds what
+            # another process committed.
+            waits += [asyncio.create_task(committed.wait()), asyncio.create_task(notified.wait())]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -132,6 +139,8 @@ class LiveFeed:
 
     def subscribe(self, company_id: str, *, session_hash: str | None = None, since: Mark | None = None) -> Subscription:
         subscription = self.fanout.subscribe(company_id, capacity=self.capacity, session_hash=session_hash, since=since)
+        if not self._wakers:
+            self._watched.set()  # the reader, polling for nobody until now, reads and then follows every commit
         self._wakers[id(subscription)] = asyncio.Event()
         return subscription
 

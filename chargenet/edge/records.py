@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Connection, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -48,19 +48,35 @@ class StationInfo:
     upstream_password: bytes | None  # encrypted; the station's own, else the site's
 
 
-async def load_station(session: AsyncSession, station_id: str) -> StationInfo | None:
-    row = await session.get(Station, station_id)
+_STATION = (
+    select(
+        Station.id,
+        Station.site_id,
+        Station.password_hash,
+        Station.charge_points,
+        Station.connectors_per_charge_point,
+        Site.upstream_url,
+        func.coalesce(Station.upstream_password, Site.upstream_password),
+    )
+    .join(Site, Site.id == Station.site_id)
+    .where(Station.id == bindparam("station_id"))
+)
+
+
+def load_station(connection: Connection, station_id: str) -> StationInfo | None:
+    """What answering a station's handshake needs, in one statement (run by `Store.read_at_once`: a station
+    connecting never queues behind the store's writers)."""
+    row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:
         return None
-    site = await session.get(Site, row.site_id)
-    assert site is not None
+    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password = row
     return StationInfo(
-        station_id=row.id,
-        site_id=row.site_id,
-        password_hash=row.password_hash,
-        layout=row.layout(),
-        upstream_url=site.upstream_url,
-        upstream_password=row.upstream_password or site.upstream_password,
+        station_id=found,
+        site_id=site_id,
+        password_hash=password_hash,
+        layout=StationLayout(found, charge_points, connectors),
+        upstream_url=upstream_url,
+        upstream_password=upstream_password,
     )
 
 

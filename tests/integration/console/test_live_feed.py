@@ -17,7 +17,7 @@ from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.domain.live import LiveRow, Subscription
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
-from chargenet.outbox import Outbox
+from chargenet.outbox import Outbox, signal
 from chargenet.services import companies, connector_status, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
@@ -72,6 +72,8 @@ async def running(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncIter
     feed = LiveFeed(store.read, clock, poll_every=3600)  # a poll only when a test moves the clock an hour
     running = Running(store, clock, feed, company.id, site.id, keys)
     await running.station("ST-1")
+    # A browser of another company already watches, as on a console in use: the feed follows every commit.
+    feed.subscribe("another-company")
     stopping = asyncio.Event()
     task = asyncio.create_task(feed.run(stopping))
     await feed.started.wait()
@@ -154,3 +156,40 @@ async def test_rows_stamped_behind_the_newest_are_read_again_only_for_the_overla
     assert [c.key for c in within.connectors] == [("ST-1", 1)]  # a row stamped earlier may still have committed late
     assert [link.station_id for link in within.links] == ["ST-1"]
     assert settled.connectors == [] and settled.links == []  # a quiet store is not read again and again
+
+
+async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: Store, clock: ManualClock) -> None:
+    feed = LiveFeed(store.read, clock, poll_every=3600)
+    reads: list[int] = []
+    run_once = feed.run_once
+
+    async def counted() -> int:
+        reads.append(await run_once())
+        return reads[-1]
+
+    feed.run_once = counted  # type: ignore[method-assign]
+    stopping = asyncio.Event()
+    task = asyncio.create_task(feed.run(stopping))
+    try:
+        await feed.started.wait()
+        for _ in range(3):
+            publisher_signal_commit()
+            await asyncio.sleep(0.05)
+        assert len(reads) == 1  # the first read only: nobody watches, so only the poll (an hour away) reads
+        feed.subscribe("acme")
+        async with asyncio.timeout(5):
+            while len(reads) < 2:
+                await asyncio.sleep(0.01)  # the first browser wakes it at once
+        publisher_signal_commit()
+        async with asyncio.timeout(5):
+            while len(reads) < 3:
+                await asyncio.sleep(0.01)  # and from then on every commit does
+    finally:
+        stopping.set()
+        await task
+
+
+def publisher_signal_commit() -> None:
+    """What a commit of this process that published events does to the signal's subscribers."""
+    for waiter in list(signal._subscribers):
+        waiter.set()

@@ -47,6 +47,7 @@ async def following(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.Monk
         feed = LiveFeed(
             reading.read, clock, poll_every=AN_HOUR, poll_every_listening=AN_HOUR, listener=reading.listener
         )
+        feed.subscribe("another-company")  # a browser watches: the feed follows notifications
         reads: list[int] = []
         run_once = feed.run_once
 
