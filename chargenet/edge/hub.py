@@ -336,8 +336,9 @@ class StationLink:
         key = (address.charge_point_id, address.connector_id)
         loaded = self._connectors.get(key)
         if loaded is None:
-            async with self.edge.unit() as session:
-                loaded = await statuses.load_connector(session, address, p["connectorId"])
+            loaded = await self.edge.store.read_at_once(
+                lambda connection: statuses.load_connector(connection, address, p["connectorId"])
+            )
         reported = KnownStatus(
             ConnectorStatus(p["status"]),
             ChargePointErrorCode(p["errorCode"]),

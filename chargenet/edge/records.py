@@ -83,23 +83,24 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
 # Presence ----------------------------------------------------------------------------------------------------
 
 
-async def _presence(session: AsyncSession, station_id: str) -> StationPresence:
-    # The message log upserts the same row from its own transaction when the station connects, so a read-then-add
-    # here could lose a unique-key race to it; insert-or-nothing waits for that commit instead.
-    dialect = session.get_bind().dialect.name
-    ensure = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(StationPresence)
-    await session.execute(ensure.values(station_id=station_id).on_conflict_do_nothing())
-    row = await session.get(StationPresence, station_id, populate_existing=True)
-    assert row is not None
-    return row
-
-
 async def record_boot(session: AsyncSession, station_id: str, payload: Payload, now: datetime) -> None:
-    row = await _presence(session, station_id)
-    row.vendor = payload.get("chargePointVendor")
-    row.model = payload.get("chargePointModel")
-    row.firmware_version = payload.get("firmwareVersion")
-    row.booted_at = row.last_seen_at = now
+    """What a BootNotification says of the station, in one upsert: the message log inserts the same row from its
+    own transaction when the station connects, and insert-or-update cannot lose that race, as a read-then-add
+    could."""
+    dialect = session.get_bind().dialect.name
+    values = {
+        "vendor": payload.get("chargePointVendor"),
+        "model": payload.get("chargePointModel"),
+        "firmware_version": payload.get("firmwareVersion"),
+        "booted_at": now,
+        "last_seen_at": now,
+    }
+    upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(StationPresence)
+    await session.execute(
+        upsert.values(station_id=station_id, **values).on_conflict_do_update(
+            index_elements=[StationPresence.station_id], set_=values
+        )
+    )
 
 
 async def presence(session: AsyncSession, station_id: str) -> StationPresence | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.connectors import KnownStatus
@@ -34,21 +34,25 @@ class LoadedConnector:
     last: KnownStatus | None
 
 
-async def load_connector(session: AsyncSession, address: ConnectorAddress, ocpp_connector_id: int) -> LoadedConnector:
-    row = await session.scalar(
-        select(Connector).where(
-            Connector.charge_point_id == address.charge_point_id, Connector.connector_id == address.connector_id
-        )
-    )
+_CONNECTOR = select(Connector.status, Connector.error_code, Connector.info, Connector.status_at).where(
+    Connector.charge_point_id == bindparam("charge_point_id"), Connector.connector_id == bindparam("connector_id")
+)
+
+
+def load_connector(connection: Connection, address: ConnectorAddress, ocpp_connector_id: int) -> LoadedConnector:
+    """A connector's last known status, read once per connection (run by `Store.read_at_once`, so a station's
+    first StatusNotification does not queue behind the store's writers; the link keeps it from then on)."""
+    row = connection.execute(
+        _CONNECTOR, {"charge_point_id": address.charge_point_id, "connector_id": address.connector_id}
+    ).first()
     if row is None:
         if address.connector_id > MAX_CONNECTORS_PER_CHARGE_POINT:
             raise InvalidInput(f"{ocpp_connector_id} is above the connector limit", field="connectorId")
         return LoadedConnector(exists=False, last=None)
-    if row.status is None or row.status_at is None:
+    status, error_code, info, status_at = row
+    if status is None or status_at is None:
         return LoadedConnector(exists=True, last=None)
-    last = KnownStatus(
-        ConnectorStatus(row.status), ChargePointErrorCode(row.error_code or "NoError"), row.info, row.status_at
-    )
+    last = KnownStatus(ConnectorStatus(status), ChargePointErrorCode(error_code or "NoError"), info, status_at)
     return LoadedConnector(exists=True, last=last)
 
 
@@ -124,7 +128,7 @@ async def record_status(
     if station is None:
         raise NotFound("station", station_id)
     address = locate_connector(station.layout(), ocpp_connector_id)
-    loaded = await load_connector(session, address, ocpp_connector_id)
+    loaded = await session.run_sync(lambda sync: load_connector(sync.connection(), address, ocpp_connector_id))
     reported = KnownStatus(status, error_code, info, timestamp)
     write, assessment = decide(station_id, station.site_id, address, loaded, reported, now)
     published = await write_statuses(session, outbox, [write])
