@@ -7,14 +7,33 @@ in the same process on the same machine, so the ratio means something on a share
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
 
-from bench.common import Result
+from bench.common import POSTGRES_SERVER, Result
+from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
 
 
 def main() -> int:
+    # Every benchmark that measures the store runs on SQLite and on PostgreSQL: a throwaway server (the one the
+    # test suite makes, tuned for tests: no fsync) unless CHARGENET_BENCH_POSTGRES names a server to use.
+    if os.environ.get(POSTGRES_SERVER):
+        return _main()
+    server = ThrowawayPostgres()
+    try:
+        os.environ[POSTGRES_SERVER] = server.start()
+    except PostgresUnavailable as exc:
+        print(f"PostgreSQL figures skipped: {exc}", flush=True)
+        return _main()
+    try:
+        return _main()
+    finally:
+        server.stop()
+
+
+def _main() -> int:
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     selected = [n for n in names if not sys.argv[1:] or any(arg in n for arg in sys.argv[1:])]

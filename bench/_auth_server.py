@@ -31,8 +31,11 @@ from chargenet.services.charge_points import ChargePointView
 from chargenet.services.pages import Page
 
 
-async def main(data_dir: str, port: int, company_id: str) -> None:
-    settings = load_settings({"data_dir": data_dir, "port": port, "log_level": "warning"}, environ={})
+async def main(data_dir: str, port: int, company_id: str, database_url: str | None) -> None:
+    values: dict[str, object] = {"data_dir": data_dir, "port": port, "log_level": "warning"}
+    if database_url:
+        values["database_url"] = database_url
+    settings = load_settings(values, environ={})
     context = await open_context(settings)
     assert context.auth is not None
     kid, key = context.auth.signing_keys.token_signing_key(datetime.now(UTC))
@@ -77,4 +80,4 @@ async def main(data_dir: str, port: int, company_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))

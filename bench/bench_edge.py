@@ -12,9 +12,9 @@ connector 0 and connector 1. Checked: every CALL got a CALLRESULT, and at the ed
 stored for the storm are exactly the status changes it reported (none lost, none twice), read from the store
 after the edge has stopped. Measured: time to settle, from the first reconnect to the last answer.
 
-`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000). The edge's store is the embedded
-SQLite; with `CHARGENET_BENCH_POSTGRES=postgresql+asyncpg://user:pw@host/db` it is a fresh database created on that
-server for the run (and dropped after), so both stores can be compared.
+`CHARGENET_BENCH_STATIONS` sets N (default 1000; the issue's target is 10,000). The edge runs on the embedded
+SQLite, then on a fresh database of the PostgreSQL server `make bench` starts (or the one
+`CHARGENET_BENCH_POSTGRES=postgresql+asyncpg://user:pw@host/db` names), created for the run and dropped after.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from sqlalchemy import func, select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.common import Result
+from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.app import open_context
 from chargenet.config import load_settings
 from chargenet.services import companies, sites, stations
@@ -69,34 +69,6 @@ def _rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError("no VmRSS")
-
-
-async def _create_database(server_url: str) -> str:
-    import secrets
-
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    name = f"chargenet_bench_{secrets.token_hex(4)}"
-    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    admin = await asyncpg.connect(plain)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
-
-
-async def _drop_database(server_url: str, database_url: str) -> None:
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    admin = await asyncpg.connect(plain)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{make_url(database_url).database}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 def _store_flags(data_dir: Path, database_url: str | None) -> dict[str, str]:
@@ -379,13 +351,15 @@ async def _measure(url: str, pid: int, store_url: str | None = None) -> tuple[di
 
 
 def run() -> list[Result]:
-    server_url = os.environ.get("CHARGENET_BENCH_POSTGRES")
-    database_url = asyncio.run(_create_database(server_url)) if server_url else None
-    try:
-        return _run(database_url)
-    finally:
-        if server_url and database_url:
-            asyncio.run(_drop_database(server_url, database_url))
+    results = _run(None)
+    server_url = os.environ.get(POSTGRES_SERVER)
+    if server_url:
+        database_url = asyncio.run(create_database(server_url))
+        try:
+            results += _run(database_url)
+        finally:
+            asyncio.run(drop_database(server_url, database_url))
+    return results
 
 
 def _run(database_url: str | None) -> list[Result]:

@@ -1,6 +1,6 @@
 """Bulk provisioning: `chargenet admin station import` of 10,000 stations (target: under 10 s, at least
 1,000 stations/s), against a baseline that writes the same rows with bare multi-row inserts and no checks, in the
-same run on the same machine. SQLite, and PostgreSQL too when CHARGENET_BENCH_DATABASE_URL names one."""
+same run on the same machine. SQLite, then a fresh database on the PostgreSQL server `make bench` starts."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import delete, insert
 
-from bench.common import Result
+from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.config import load_settings
 from chargenet.context import open_store
 from chargenet.services import companies, sites
@@ -93,8 +93,12 @@ def run() -> list[Result]:
     results = []
     with tempfile.TemporaryDirectory() as folder:
         results.append(_measure("SQLite", {"data_dir": folder}, folder))
-    url = os.environ.get("CHARGENET_BENCH_DATABASE_URL")
-    if url:
-        with tempfile.TemporaryDirectory() as folder:
-            results.append(_measure("PostgreSQL", {"data_dir": folder, "database_url": url}, folder))
+    server_url = os.environ.get(POSTGRES_SERVER)
+    if server_url:
+        url = asyncio.run(create_database(server_url))
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                results.append(_measure("PostgreSQL", {"data_dir": folder, "database_url": url}, folder))
+        finally:
+            asyncio.run(drop_database(server_url, url))
     return results

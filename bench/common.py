@@ -4,6 +4,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+POSTGRES_SERVER = "CHARGENET_BENCH_POSTGRES"
+"""The environment variable naming the PostgreSQL server (a superuser URL) benchmarks make their databases on."""
+
 
 @dataclass(frozen=True)
 class Result:
@@ -43,3 +46,31 @@ async def rate_async(count: int, action: Callable[[], Awaitable[object]]) -> flo
     for _ in range(count):
         await action()
     return count / (time.perf_counter() - start)
+
+
+async def create_database(server_url: str) -> str:
+    import secrets
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    name = f"chargenet_bench_{secrets.token_hex(4)}"
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_database(server_url: str, database_url: str) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(server_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{make_url(database_url).database}" WITH (FORCE)')
+    finally:
+        await admin.close()
