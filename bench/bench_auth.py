@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 
 from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.app import open_context
@@ -92,6 +92,12 @@ async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str
         await session.execute(
             insert(Connector), [{"charge_point_id": i, "connector_id": c} for i in ids for c in (1, 2)]
         )
+    if database_url:
+        # What autovacuum does after a bulk load, before the bench asks: without statistics PostgreSQL plans the
+        # page from a guess of one row a table (2 ms instead of 0.2 ms for the page's own statement).
+        async with context.store.engine.connect() as connection:
+            await connection.execute(text("ANALYZE"))
+            await connection.commit()
     await context.close()
     return company.id, app.client_id, app.client_secret
 
