@@ -16,10 +16,11 @@ Theory of operation.
   busy lane sends at the receiver's pace rather than the store's, and lanes settling at the same moment share
   one transaction. The commit starts when a lane is about to wait (UNSETTLED_LIMIT ahead, the end of its
   window, any outcome but an acknowledgement), or ACK_DELAY after the acknowledgement was handed over (a slow
-  receiver), whichever comes first: a busy lane commits up to UNSETTLED_LIMIT acknowledgements at a time. Every attempt goes into the delivery log in the transaction that records its outcome (the
-  acknowledgements' group commit, a retry, a dead letter), never in a commit of its own; an attempt whose outcome
-  is left to a new owner (the lease was lost) is not logged by this process. Retry waits sleep on the injected
-  clock, so tests drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
+  receiver), whichever comes first: a busy lane commits up to UNSETTLED_LIMIT acknowledgements at a time.
+  Every attempt goes into the delivery log in the transaction that records its outcome (the acknowledgements'
+  group commit, a retry, a dead letter), never in a commit of its own; an attempt whose outcome is left to a new
+  owner (the lease was lost) is not logged by this process. Retry waits sleep on the injected clock, so tests
+  drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
   the database) is tried again once after `poll_interval`, then at the retry policy's interval until one
   succeeds.
 - A lane with nothing to send sleeps until it is woken: at once by this process's filler, or by the lease round
