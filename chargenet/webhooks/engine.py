@@ -23,9 +23,10 @@ Theory of operation.
   drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
   the database) is tried again once after `poll_interval`, then at the retry policy's interval until one
   succeeds.
-- A lane with nothing to send sleeps until it is woken: at once by this process's filler, or by the lease round
-  when another process's filler queued entries for it (one query a round for all held lanes). Idle lanes cost
-  nothing between wake-ups, however many webhooks there are.
+- A lane with nothing to send sleeps until it is woken: at once by this process's filler; when another process's
+  filler queued entries for it, at once by that filler's notification on `store.notify.WEBHOOK_LANES`
+  (PostgreSQL), else by the lease round (one query for all held lanes, either way). Idle lanes cost nothing
+  between wake-ups, however many webhooks there are.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
@@ -53,7 +54,7 @@ from chargenet.keys import CredentialCipher
 from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
-from chargenet.store.notify import OUTBOX
+from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once
@@ -179,7 +180,8 @@ class DeliveryEngine:
             held = await queue.renew_leases(session, self.owner, now)
             held |= set(await queue.acquire_leases(session, self.owner, now))
             # An idle lane is woken by this process's filler at once; entries another process's filler added are
-            # found here, by one query a lease round for all lanes rather than one a second per idle lane.
+            # found here (or on its notification, `wake_filled`), by one query for all lanes rather than one a
+            # second per idle lane.
             waiting = await queue.lanes_with_entries(session, self.owner)
         for lane_id in list(self._tasks):
             if lane_id not in held:
@@ -195,6 +197,18 @@ class DeliveryEngine:
         if self.metrics is not None:
             await self.metrics.refresh(self.store)
         return held
+
+    async def wake_filled(self) -> set[int]:
+        """Wake the idle lanes this process holds that have entries (another process's filler put them there).
+        Returns the lanes woken."""
+        if not self._idle:
+            return set()
+        async with self.store.transaction() as session:
+            waiting = await queue.lanes_with_entries(session, self.owner)
+        woken = waiting & self._idle
+        for lane_id in woken:
+            self._wakes[lane_id].set()
+        return woken
 
     async def step(self, lane_id: int, *, window: int = 1) -> StepResult:
         """Read the lane, send its head if it is due, persist the outcome.
@@ -408,13 +422,18 @@ class DeliveryEngine:
         last_lease = float("-inf")
         listener = self.store.listener
         notified = listener.subscribe(OUTBOX)
+        filled = listener.subscribe(WEBHOOK_LANES)
         try:
             while not stopping.is_set():
                 try:
                     if time.monotonic() - last_lease >= self.lease_interval or self._poke.is_set():
                         self._poke.clear()
+                        filled.clear()  # the lease round wakes the lanes that have entries
                         await self.lease_once()
                         last_lease = time.monotonic()
+                    if filled.is_set():
+                        filled.clear()
+                        await self.wake_filled()
                     await self.fill_once()
                 except Exception:
                     log.exception("webhook supervisor iteration failed")
@@ -425,11 +444,12 @@ class DeliveryEngine:
                 # than `poll_interval`, so a failing round is not retried in a spin).
                 pause = min(poll, max(self.poll_interval, last_lease + self.lease_interval - time.monotonic()))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox, notified), pause)
+                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox, notified, filled), pause)
                 self._outbox.clear()
                 notified.clear()
         finally:
             listener.unsubscribe(OUTBOX, notified)
+            listener.unsubscribe(WEBHOOK_LANES, filled)
             await self.shutdown()
 
     async def settled(self) -> None:
