@@ -45,6 +45,7 @@ OUTBOX = "chargenet_outbox"  # events were published: webhook fillers read the o
 STATION_COMMANDS = "chargenet_station_commands"  # a command waits for the station named by the payload
 COMMAND_ANSWERS = "chargenet_command_answers"  # the command whose id is the payload was answered or failed
 CONNECTOR_STATUS = "chargenet_connector_status"  # connector statuses were written: the console's live feeds read
+WEBHOOK_LANES = "chargenet_webhook_lanes"  # a filler put entries in lanes: their holders wake the idle ones
 
 APPLICATION_NAME = "chargenet-listener"  # how the connection shows in pg_stat_activity
 CHECK_EVERY = 30.0  # seconds between liveness checks of an idle listening connection (a peer gone without a word)

@@ -14,15 +14,19 @@ Theory of operation.
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
   read and leaves the acknowledgements to the group committer, which records those of one lane together; so a
   busy lane sends at the receiver's pace rather than the store's, and lanes settling at the same moment share
-  one transaction. Every attempt goes into the delivery log in the transaction that records its outcome (the
-  acknowledgements' group commit, a retry, a dead letter), never in a commit of its own; an attempt whose outcome
-  is left to a new owner (the lease was lost) is not logged by this process. Retry waits sleep on the injected
-  clock, so tests drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
+  one transaction. The commit starts when a lane is about to wait (UNSETTLED_LIMIT ahead, the end of its
+  window, any outcome but an acknowledgement), or ACK_DELAY after the acknowledgement was handed over (a slow
+  receiver), whichever comes first: a busy lane commits up to UNSETTLED_LIMIT acknowledgements at a time.
+  Every attempt goes into the delivery log in the transaction that records its outcome (the acknowledgements'
+  group commit, a retry, a dead letter), never in a commit of its own; an attempt whose outcome is left to a new
+  owner (the lease was lost) is not logged by this process. Retry waits sleep on the injected clock, so tests
+  drive them with a ManualClock. A step that fails for a reason of our own (keys, credentials,
   the database) is tried again once after `poll_interval`, then at the retry policy's interval until one
   succeeds.
-- A lane with nothing to send sleeps until it is woken: at once by this process's filler, or by the lease round
-  when another process's filler queued entries for it (one query a round for all held lanes). Idle lanes cost
-  nothing between wake-ups, however many webhooks there are.
+- A lane with nothing to send sleeps until it is woken: at once by this process's filler; when another process's
+  filler queued entries for it, at once by that filler's notification on `store.notify.WEBHOOK_LANES`
+  (PostgreSQL), else by the lease round (one query for all held lanes, either way). Idle lanes cost nothing
+  between wake-ups, however many webhooks there are.
 - Losing the lease, or the webhook being disabled, cancels the lane's task; an attempt in flight is cancelled
   with it and leaves the head as it was (lane Rule 7). A crash at any point leaves the store consistent: an
   event recorded as acknowledged is never sent again; one acknowledged by the receiver but not yet recorded
@@ -50,7 +54,7 @@ from chargenet.keys import CredentialCipher
 from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
-from chargenet.store.notify import OUTBOX
+from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once
@@ -79,6 +83,11 @@ T = TypeVar("T")
 # UNSETTLED_LIMIT acknowledgements waiting for their commit: what a crash can make it send a second time.
 WINDOW = 32
 UNSETTLED_LIMIT = 4  # decisions.md "Crash re-sends": at most 4 events a lane
+# An acknowledgement's commit starts when its lane is about to wait (for that commit, or for anything else), or
+# this long after it was handed over, whichever comes first: a busy lane's acknowledgements then commit up to
+# UNSETTLED_LIMIT at a time rather than one or two, and one whose lane waits on a slow receiver is still written
+# within milliseconds.
+ACK_DELAY = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +142,8 @@ class DeliveryEngine:
         self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committing: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
         self._committer: asyncio.Task[None] | None = None
+        self._flush = False  # someone waits for what the batch holds: the committer commits it
+        self._flush_timer: asyncio.TimerHandle | None = None
         self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0
         self.spawn_lane_tasks = True
@@ -169,7 +180,8 @@ class DeliveryEngine:
             held = await queue.renew_leases(session, self.owner, now)
             held |= set(await queue.acquire_leases(session, self.owner, now))
             # An idle lane is woken by this process's filler at once; entries another process's filler added are
-            # found here, by one query a lease round for all lanes rather than one a second per idle lane.
+            # found here (or on its notification, `wake_filled`), by one query for all lanes rather than one a
+            # second per idle lane.
             waiting = await queue.lanes_with_entries(session, self.owner)
         for lane_id in list(self._tasks):
             if lane_id not in held:
@@ -185,6 +197,18 @@ class DeliveryEngine:
         if self.metrics is not None:
             await self.metrics.refresh(self.store)
         return held
+
+    async def wake_filled(self) -> set[int]:
+        """Wake the idle lanes this process holds that have entries (another process's filler put them there).
+        Returns the lanes woken."""
+        if not self._idle:
+            return set()
+        async with self.store.transaction() as session:
+            waiting = await queue.lanes_with_entries(session, self.owner)
+        woken = waiting & self._idle
+        for lane_id in woken:
+            self._wakes[lane_id].set()
+        return woken
 
     async def step(self, lane_id: int, *, window: int = 1) -> StepResult:
         """Read the lane, send its head if it is due, persist the outcome.
@@ -214,6 +238,7 @@ class DeliveryEngine:
         except BaseException:
             # Whatever ends the step, its acknowledgements are settled before anything else is written for the
             # lane, so a later step's retry state is never overwritten by them.
+            self._flush_now()
             await asyncio.gather(*(asyncio.shield(f) for f in unsettled), return_exceptions=True)
             raise
 
@@ -227,22 +252,28 @@ class DeliveryEngine:
         while True:
             action = due(snapshot.view, self.clock.now())
             if not isinstance(action, SendHead):
-                return action if await _all_settled(unsettled) else LeaseLost()
+                return action if await self._all_settled(unsettled) else LeaseLost()
             assert snapshot.body is not None
             endpoint = await self._endpoint(snapshot)
             result = await self.sender.send(endpoint, snapshot.body.encode())
             effect = on_result(action.head, result.outcome, result.ended_at, self.policy)
             if isinstance(effect, Acknowledge) and snapshot.following and generation == self._generation:
                 unsettled.append(self._settle_in_background(snapshot, action, result, effect))
-                if len(unsettled) >= UNSETTLED_LIMIT and not await asyncio.shield(unsettled.popleft()):
-                    await _all_settled(unsettled)
-                    return LeaseLost()
+                while unsettled[0].done() and not unsettled[0].cancelled() and unsettled[0].exception() is None:
+                    if not unsettled.popleft().result():  # committed, or found the lease gone
+                        await self._all_settled(unsettled)
+                        return LeaseLost()
+                if len(unsettled) >= UNSETTLED_LIMIT:
+                    self._flush_now()
+                    if not await asyncio.shield(unsettled.popleft()):
+                        await self._all_settled(unsettled)
+                        return LeaseLost()
                 if any(task.done() and not task.result() for task in unsettled):
-                    await _all_settled(unsettled)
+                    await self._all_settled(unsettled)
                     return LeaseLost()
                 snapshot = _behind_head(snapshot)
                 continue
-            if not await _all_settled(unsettled):
+            if not await self._all_settled(unsettled):
                 return LeaseLost()
             return await self._settle(snapshot, action, result, effect, window)
 
@@ -304,7 +335,7 @@ class DeliveryEngine:
                     await queue.record_attempts(session, snapshot.webhook_id, snapshot.event_type, attempts)
                 return kept
 
-            self._enqueue(lane_id, record, group.future)
+            self._enqueue(lane_id, record, group.future, now=False)
             group.future.add_done_callback(lambda future: self._recorded(sealed, future))
         group.acks.append((action, result, effect))
         return group.future
@@ -336,14 +367,35 @@ class DeliveryEngine:
         return await future
 
     def _enqueue(
-        self, lane_id: int, work: Callable[[AsyncSession], Awaitable[Any]], future: asyncio.Future[Any]
+        self,
+        lane_id: int,
+        work: Callable[[AsyncSession], Awaitable[Any]],
+        future: asyncio.Future[Any],
+        *,
+        now: bool = True,
     ) -> None:
+        """Hand `work` to the group committer: committed at once if `now`, else when someone waits for what the
+        batch holds (`_flush_now`) or ACK_DELAY later."""
         self._batch.append((lane_id, work, future))
-        if self._committer is None or self._committer.done():
+        if now:
+            self._flush_now()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(ACK_DELAY, self._flush_now)
+
+    def _flush_now(self) -> None:
+        """Commit what the batch holds without delay: called before anything waits for it."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        self._flush = True
+        if self._batch and (self._committer is None or self._committer.done()):
             self._committer = asyncio.create_task(self._commit_batches())
 
     async def _commit_batches(self) -> None:
-        while self._batch:
+        # Work handed over during a commit waits for the next one only if someone asked for it meanwhile (or its
+        # delay ran out); otherwise it gathers more.
+        while self._batch and self._flush:
+            self._flush = False
             batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
             self._committing = batch
             try:
@@ -357,6 +409,12 @@ class DeliveryEngine:
             for (_, _, future), value in zip(batch, results, strict=True):
                 if not future.done():
                     future.set_result(value)
+        if self._batch and self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(ACK_DELAY, self._flush_now)
+
+    async def _all_settled(self, tasks: deque[asyncio.Future[bool]]) -> bool:
+        self._flush_now()
+        return await _all_settled(tasks)
 
     # --- the loops ----------------------------------------------------------------------------------------------
 
@@ -364,13 +422,18 @@ class DeliveryEngine:
         last_lease = float("-inf")
         listener = self.store.listener
         notified = listener.subscribe(OUTBOX)
+        filled = listener.subscribe(WEBHOOK_LANES)
         try:
             while not stopping.is_set():
                 try:
                     if time.monotonic() - last_lease >= self.lease_interval or self._poke.is_set():
                         self._poke.clear()
+                        filled.clear()  # the lease round wakes the lanes that have entries
                         await self.lease_once()
                         last_lease = time.monotonic()
+                    if filled.is_set():
+                        filled.clear()
+                        await self.wake_filled()
                     await self.fill_once()
                 except Exception:
                     log.exception("webhook supervisor iteration failed")
@@ -381,17 +444,19 @@ class DeliveryEngine:
                 # than `poll_interval`, so a failing round is not retried in a spin).
                 pause = min(poll, max(self.poll_interval, last_lease + self.lease_interval - time.monotonic()))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox, notified), pause)
+                    await asyncio.wait_for(_any(stopping, self._poke, self._outbox, notified, filled), pause)
                 self._outbox.clear()
                 notified.clear()
         finally:
             listener.unsubscribe(OUTBOX, notified)
+            listener.unsubscribe(WEBHOOK_LANES, filled)
             await self.shutdown()
 
     async def settled(self) -> None:
         """Wait until everything handed to the group committer so far is committed or has failed (not what busy
         lanes hand over meanwhile, which could go on for ever)."""
         await asyncio.sleep(0)  # lets acknowledgements just handed over reach the batch
+        self._flush_now()
         pending = [future for _, _, future in (*self._committing, *self._batch)]
         await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
 

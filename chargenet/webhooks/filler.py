@@ -19,6 +19,7 @@ from chargenet.clock import Clock
 from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
+from chargenet.store.notify import WEBHOOK_LANES, notify
 from chargenet.webhooks.queue import enqueue_many
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
                         },
                     )
             await consumer.advance(session, stream.site_id, stream.event_type, events[-1].seq)
+        if report.filled_lanes:
+            # The lanes another process holds sleep until it hears of their entries: at its next lease round,
+            # or at once by this (PostgreSQL; one notification a fill, whichever lanes it filled).
+            notify(session, WEBHOOK_LANES)
     return report
 
 

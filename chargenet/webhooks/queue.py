@@ -14,9 +14,9 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol, cast
 
-from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal, or_, select, update
 from sqlalchemy import event as orm_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
@@ -162,13 +162,24 @@ class Attempt:
     response: str | None
 
 
+# The statements of a busy lane's every few deliveries, built once: Core statements on the tables, their values
+# bound per execution, skip what building an ORM statement, its cache key and the ORM's bulk paths cost each
+# time (most of a delivery's CPU before).
+_lanes = cast(Table, WebhookLane.__table__)
+_entries = cast(Table, WebhookLaneEntry.__table__)
+_deliveries = cast(Table, WebhookDelivery.__table__)
+_webhooks = cast(Table, Webhook.__table__)
+
+_LOG_ATTEMPTS = insert(_deliveries)
+
+
 async def record_attempts(session: AsyncSession, webhook_id: str, event_type: str, attempts: Sequence[Attempt]) -> None:
     """Add attempts to the delivery log, in the caller's transaction (the one that records their outcome), in one
-    multi-row insert."""
+    statement."""
     if not attempts:
         return
     await session.execute(
-        insert(WebhookDelivery),
+        _LOG_ATTEMPTS,
         [
             {
                 "webhook_id": webhook_id,
@@ -188,29 +199,33 @@ async def record_attempts(session: AsyncSession, webhook_id: str, event_type: st
     )
 
 
+_SNAPSHOT = (
+    select(
+        _lanes.c.webhook_id,
+        _lanes.c.event_type,
+        _lanes.c.size,
+        _lanes.c.head_attempts,
+        _lanes.c.next_attempt_at,
+        _lanes.c.last_error,
+        _webhooks.c.enabled,
+        _webhooks.c.updated_at,
+        _entries.c.id,
+        _entries.c.event_id,
+        _entries.c.body,
+    )
+    .select_from(_lanes)
+    .join(_webhooks, _webhooks.c.id == _lanes.c.webhook_id)
+    .outerjoin(_entries, _entries.c.lane_id == _lanes.c.id)
+    .where(_lanes.c.id == bindparam("lane_id"), _lanes.c.lease_owner == bindparam("owner"))
+    .order_by(_entries.c.id)
+    .limit(bindparam("window", type_=Integer))
+)
+
+
 async def snapshot(session: AsyncSession, lane_id: int, owner: str, window: int = 1) -> LaneSnapshot | None:
     """The lane as the core sees it, with its first `window` entries, in one query of plain columns, if `owner`
     still holds its lease."""
-    result = await session.execute(
-        select(
-            WebhookLane.webhook_id,
-            WebhookLane.event_type,
-            WebhookLane.size,
-            WebhookLane.head_attempts,
-            WebhookLane.next_attempt_at,
-            WebhookLane.last_error,
-            Webhook.enabled,
-            Webhook.updated_at,
-            WebhookLaneEntry.id,
-            WebhookLaneEntry.event_id,
-            WebhookLaneEntry.body,
-        )
-        .join(Webhook, Webhook.id == WebhookLane.webhook_id)
-        .outerjoin(WebhookLaneEntry, WebhookLaneEntry.lane_id == WebhookLane.id)
-        .where(WebhookLane.id == lane_id, WebhookLane.lease_owner == owner)
-        .order_by(WebhookLaneEntry.id)
-        .limit(window)
-    )
+    result = await session.execute(_SNAPSHOT, {"lane_id": lane_id, "owner": owner, "window": window})
     rows = result.all()
     if not rows:
         return None
@@ -234,8 +249,11 @@ async def apply_effect(
     """Persist the effect of one attempt; False (and nothing written) when `owner` lost the lease.
 
     The lease check is the first statement, a conditional UPDATE of the lane's row, which (on PostgreSQL) also
-    locks that row until the commit, so no other process can take the lane while the rest is written.
+    locks that row until the commit, so no other process can take the lane while the rest is written. An
+    acknowledgement is written as `acknowledge` writes it.
     """
+    if isinstance(effect, Acknowledge) and request_ms is not None:
+        return await acknowledge(session, lane, owner, [effect.entry_id], now=now, request_ms=request_ms)
     values: dict[str, object] = {}
     if request_ms is not None:
         values |= {"last_request_at": now, "last_request_ms": request_ms}
@@ -253,9 +271,45 @@ async def apply_effect(
         return False
     if isinstance(effect, Acknowledge | DeadLetter):
         assert effect.entry_id is not None
-        if await _remove_heads(session, lane.lane_id, [effect.entry_id], now) and isinstance(effect, DeadLetter):
-            await store_dead_letter(session, lane.webhook_id, lane.event_type, effect, body, now)
+        removed = await _remove_heads(session, lane.lane_id, owner, [effect.entry_id])
+        if removed:
+            await _execute(session, _HEADS_LEFT, {"lane": lane.lane_id, "owner": owner, "removed": removed, "now": now})
+            if isinstance(effect, DeadLetter):
+                await store_dead_letter(session, lane.webhook_id, lane.event_type, effect, body, now)
     return True
+
+
+# The lane's row while `owner` holds its lease, locked on PostgreSQL as an UPDATE of it locks it (FOR NO KEY UPDATE,
+# which lets the filler insert entries meanwhile, as before), so that nobody takes the lane before the commit.
+_LEASE_HELD = (
+    select(literal(1))
+    .select_from(_lanes)
+    .where(_lanes.c.id == bindparam("lane"), _lanes.c.lease_owner == bindparam("owner"))
+    .with_for_update(key_share=True)
+    .exists()
+)
+# Deletes nothing unless the lease is `owner`'s: the lease check of this write and the lock of the lane row.
+_REMOVE_HEADS = delete(_entries).where(
+    _entries.c.lane_id == bindparam("lane"),
+    _entries.c.id.in_(bindparam("entry_ids", expanding=True)),
+    _LEASE_HELD,
+)
+_LANE_HELD = (_lanes.c.id == bindparam("lane")) & (_lanes.c.lease_owner == bindparam("owner"))
+_HEADS_LEFT_VALUES = {
+    "size": _lanes.c.size - bindparam("removed", type_=Integer),
+    "head_attempts": 0,
+    "next_attempt_at": None,
+    "last_error": None,
+    "last_consumed_at": bindparam("now", type_=_lanes.c.last_consumed_at.type),
+}
+_REQUEST_VALUES = {
+    "last_request_at": bindparam("request_at", type_=_lanes.c.last_request_at.type),
+    "last_request_ms": bindparam("request_ms", type_=_lanes.c.last_request_ms.type),
+    "consecutive_failures": 0,
+}
+_HEADS_LEFT = update(_lanes).where(_LANE_HELD).values(_HEADS_LEFT_VALUES)
+_ACKNOWLEDGED = update(_lanes).where(_LANE_HELD).values({**_HEADS_LEFT_VALUES, **_REQUEST_VALUES})
+_ACKNOWLEDGED_AGAIN = update(_lanes).where(_LANE_HELD).values(_REQUEST_VALUES)
 
 
 async def acknowledge(
@@ -268,12 +322,28 @@ async def acknowledge(
     request_ms: float,
 ) -> bool:
     """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
-    lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them."""
-    values = {"last_request_at": now, "last_request_ms": request_ms, "consecutive_failures": 0}
-    if not await _hold(session, lane.lane_id, owner, values):
-        return False
-    await _remove_heads(session, lane.lane_id, entry_ids, now)
-    return True
+    lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them.
+
+    Two statements, both checking the lease: the delete of the entries (which deletes nothing when the lease is
+    lost, and on PostgreSQL locks the lane row first) and one update of the lane (its size and head state, the
+    last request, the failure count), whose row count says whether the lease held.
+    """
+    removed = await _remove_heads(session, lane.lane_id, owner, entry_ids)
+    parameters = {"lane": lane.lane_id, "owner": owner, "request_at": now, "request_ms": request_ms}
+    if removed:
+        held = await _execute(session, _ACKNOWLEDGED, {**parameters, "removed": removed, "now": now})
+    else:
+        held = await _execute(session, _ACKNOWLEDGED_AGAIN, parameters)
+    if held != 1 and removed:
+        # Cannot be: the delete found the lease ours and holds the lane's row (SQLite: the write lock) until commit.
+        raise RuntimeError(f"webhook lane {lane.lane_id}: the lease changed within a transaction that holds it")
+    return held == 1
+
+
+async def _execute(session: AsyncSession, statement: Any, parameters: dict[str, Any]) -> int:
+    """Run a prebuilt Core statement; the number of rows it changed."""
+    result = await session.execute(statement, parameters)
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 async def _hold(session: AsyncSession, lane_id: int, owner: str, values: dict[str, object]) -> bool:
@@ -287,32 +357,14 @@ async def _hold(session: AsyncSession, lane_id: int, owner: str, values: dict[st
     return getattr(result, "rowcount", 0) == 1
 
 
-async def _remove_heads(session: AsyncSession, lane_id: int, entry_ids: Sequence[int], now: datetime) -> int:
-    """Delete entries that left the lane and count them out of its size; returns how many were still there.
+async def _remove_heads(session: AsyncSession, lane_id: int, owner: str, entry_ids: Sequence[int]) -> int:
+    """Delete entries that left the lane if `owner` still holds its lease; returns how many were still there (the
+    caller counts them out of the lane's size).
 
     Entries already gone (an acknowledgement recorded twice: a step that failed left its acknowledgements to
     commit after the lane was read again and the events sent again) change nothing, so the size stays exact.
     """
-    deleted = await session.execute(
-        delete(WebhookLaneEntry)
-        .where(WebhookLaneEntry.lane_id == lane_id, WebhookLaneEntry.id.in_(entry_ids))
-        .execution_options(synchronize_session=False)
-    )
-    count = int(getattr(deleted, "rowcount", 0) or 0)
-    if count:
-        await session.execute(
-            update(WebhookLane)
-            .where(WebhookLane.id == lane_id)
-            .values(
-                size=WebhookLane.size - count,
-                head_attempts=0,
-                next_attempt_at=None,
-                last_error=None,
-                last_consumed_at=now,
-            )
-            .execution_options(synchronize_session=False)
-        )
-    return count
+    return await _execute(session, _REMOVE_HEADS, {"lane": lane_id, "owner": owner, "entry_ids": list(entry_ids)})
 
 
 async def acquire_leases(session: AsyncSession, owner: str, now: datetime, limit: int = 100) -> list[int]:

@@ -94,6 +94,13 @@ class _TokenSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    url: httpx.URL
+    transport: GuardedTransport
+    headers: list[tuple[str, str]]
+
+
 class _AttemptFailed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -118,10 +125,17 @@ class WebhookSender:
         self._max_response_bytes = max_response_bytes
         self._resolver = resolver
         self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
+        self._transports: dict[tuple[str, str, int], GuardedTransport] = {}
+        self._targets: dict[str, _Target] = {}
         self._ssl_context: ssl.SSLContext | None = None
         self._tokens: dict[str, _TokenSlot] = {}
+        self._extensions = {"timeout": httpx.Timeout(timeout).as_dict()}
 
     def _client(self, url: str) -> httpx.AsyncClient:
+        return self._origin(url)[0]
+
+    def _origin(self, url: str) -> tuple[httpx.AsyncClient, GuardedTransport]:
+        """The client of `url`'s origin and the transport it was made with (its connection pool)."""
         parts = urlsplit(url)
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         client = self._clients.get(origin)
@@ -139,7 +153,17 @@ class WebhookSender:
                 trust_env=False,
             )
             self._clients[origin] = client
-        return client
+            self._transports[origin] = transport
+        return client, self._transports[origin]
+
+    def _target(self, url: str) -> _Target:
+        """What every delivery to `url` shares: its parsed URL, its origin's transport, the client's own headers."""
+        target = self._targets.get(url)
+        if target is None:
+            client, transport = self._origin(url)
+            target = _Target(httpx.URL(url), transport, list(client.headers.multi_items()))
+            self._targets[url] = target
+        return target
 
     async def send(self, endpoint: Endpoint, body: bytes) -> AttemptResult:
         """One attempt; never raises except `asyncio.CancelledError` when the attempt is cancelled."""
@@ -162,8 +186,11 @@ class WebhookSender:
     async def _post(self, endpoint: Endpoint, body: bytes, request_id: str, deadline: float) -> tuple[int, str]:
         """The status and body excerpt of the POST (of the second one after a 401 that renewed an OAuth2 token);
         raises TimeoutError when no status came before `deadline`, `_AttemptFailed` for any other failure."""
-        async with asyncio.timeout_at(deadline):
-            authorization = await self._authorization(endpoint, renew=False)
+        if isinstance(endpoint.auth, OAuth2ClientCredentials):
+            async with asyncio.timeout_at(deadline):
+                authorization = await self._authorization(endpoint, renew=False)
+        else:
+            authorization = static_authorization(endpoint.auth)
         status, excerpt = await self._post_once(endpoint, body, request_id, authorization, deadline)
         if status == 401 and isinstance(endpoint.auth, OAuth2ClientCredentials):
             async with asyncio.timeout_at(deadline):
@@ -176,10 +203,12 @@ class WebhookSender:
     ) -> tuple[int, str]:
         # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
         keys = self._keys()
-        headers = {
-            "Content-Type": "application/json",
-            "x-request-id": request_id,
-            **webhook_signature_headers(
+        target = self._target(endpoint.url)
+        headers = [
+            *target.headers,
+            ("Content-Type", "application/json"),
+            ("x-request-id", request_id),
+            *webhook_signature_headers(
                 url=endpoint.url,
                 request_id=request_id,
                 body=body,
@@ -188,15 +217,16 @@ class WebhookSender:
                 algorithm=endpoint.algorithm,
                 signature_format=endpoint.signature_format,
                 key_id=keys.key_id,
-            ),
-        }
+            ).items(),
+        ]
         if authorization:
-            headers["Authorization"] = authorization
-        client = self._client(endpoint.url)
-        request = client.build_request("POST", endpoint.url, content=body, headers=headers)
+            headers.append(("Authorization", authorization))
+        # Straight to the origin's transport: what the client would add on the way (its headers, the timeout) is
+        # added here; what it would do besides (redirects, authentication flows, cookies) a delivery never wants.
+        request = httpx.Request("POST", target.url, content=body, headers=headers, extensions=self._extensions)
         try:
             async with asyncio.timeout_at(deadline):
-                response = await client.send(request, stream=True)
+                response = await target.transport.handle_async_request(request)
         except OutboundAddressRefused as exc:
             raise _AttemptFailed(f"address refused: {exc.message}") from None
         except HostUnresolvable as exc:
@@ -205,6 +235,7 @@ class WebhookSender:
             raise TimeoutError from None
         except httpx.HTTPError as exc:
             raise _AttemptFailed(_describe(exc)) from None
+        response.request = request
         # The status is in and decides the outcome; the body is read only so that the connection can go back
         # to the pool. Its own deadline is kept apart from the one above, so running out of time here is no
         # failure: closing a response whose body has not ended closes its connection (httpcore never pools it).
@@ -281,6 +312,7 @@ class WebhookSender:
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
+        self._transports, self._targets = {}, {}
         for client in clients.values():
             await client.aclose()
 

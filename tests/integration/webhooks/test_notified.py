@@ -1,6 +1,7 @@
 """Two processes on one PostgreSQL (two `Store`s, each with its own engine and connections): events one of them
 publishes are filled into lanes by the other's webhook supervisor at once, woken by the publisher's
-notification, not by a poll (the polls here are an hour apart)."""
+notification, and lanes one of them holds wake at once when the other's filler fills them, woken by the
+filler's notification; neither by a poll (the polls and lease rounds here are an hour apart)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ from chargenet.outbox import Outbox, publisher
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
-from chargenet.store.notify import OUTBOX
+from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
 from chargenet.webhooks.engine import DeliveryEngine
-from chargenet.webhooks.filler import FillReport
+from chargenet.webhooks.filler import FillReport, fill_once
 from chargenet.webhooks.outbound_auth import NoAuth
 from chargenet.webhooks.sender import WebhookSender
 from tests.factories import make_tenant
-from tests.integration.webhooks.harness import authorize
+from tests.integration.webhooks.harness import authorize, tags
 from tests.support.keys import signing_keys
 from tests.support.processes import eventually, two_stores
+from tests.support.receiver import run_receiver
 
 AN_HOUR = 3600.0
 
@@ -78,3 +80,47 @@ async def test_another_processs_supervisor_fills_lanes_on_the_publishers_notific
     finally:
         stopping.set()
         await asyncio.gather(*tasks)
+
+
+async def test_an_idle_lane_is_woken_by_the_notification_of_another_processs_filler(
+    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding, filling = stores
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    tenant = await make_tenant(filling, keys, clock.now())
+    # This test's two "processes" share one Python process: the in-process commit signal must not tell.
+    monkeypatch.setattr(publisher, "note_published", lambda _session: None)
+    async with run_receiver() as receiver:
+        async with filling.transaction() as session:
+            await webhook_service.create_webhook(
+                session, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url=receiver.url,
+                event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
+            )  # fmt: skip
+        engine = DeliveryEngine(
+            store=holding,
+            clock=clock,
+            sender=WebhookSender(clock=clock, keys=signing_keys, allow_private=True),
+            cipher=keys.credential_cipher(),
+            poll_interval=AN_HOUR,
+            lease_interval=AN_HOUR,
+        )
+
+        async def fills_nothing() -> FillReport:
+            return FillReport()
+
+        # The process holding the lane never fills it, and its lease round is an hour away: only the other
+        # process's filler, and the notification its fill sends, can get the event to the lane's task.
+        monkeypatch.setattr(engine, "fill_once", fills_nothing)
+        stopping = asyncio.Event()
+        tasks = [asyncio.create_task(holding.listener.run(stopping)), asyncio.create_task(engine.run(stopping))]
+        try:
+            await eventually(lambda: holding.listener.listening(WEBHOOK_LANES) and bool(engine.idle_lanes))
+            async with filling.transaction() as session:
+                await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize("A"))
+            assert (await fill_once(filling, clock)).filled_lanes == engine.active_lanes
+            await eventually(lambda: len(receiver.received) == 1)
+        finally:
+            stopping.set()
+            await asyncio.gather(*tasks)
+    assert tags(receiver.bodies()) == ["A"]

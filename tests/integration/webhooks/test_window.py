@@ -4,6 +4,7 @@ acknowledgements in group commits beside the sends (engine.step with a window)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookLane, WebhookLaneEntry
+from chargenet.webhooks import engine as engine_module
 from chargenet.webhooks import queue
-from chargenet.webhooks.engine import LeaseLost
+from chargenet.webhooks.engine import UNSETTLED_LIMIT, LeaseLost
 from chargenet.webhooks.lane import Idle
 from tests.integration.webhooks.harness import drain, make_harness, tags
 from tests.support.receiver import Received, Reply, run_receiver
@@ -206,3 +208,60 @@ async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_
         await drain(engine, lane_id, clock)
         await engine.sender.aclose()
     assert (tags(old.bodies()), tags(new.bodies())) == (["A"], ["B"])
+
+
+async def test_a_busy_lane_commits_its_acknowledgements_up_to_the_limit_at_a_time(
+    store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    events = [f"E{i}" for i in range(12)]
+    groups: list[int] = []
+    acknowledge = queue.acknowledge
+
+    async def counted(*args: Any, **kwargs: Any) -> bool:
+        groups.append(len(args[3]))
+        return await acknowledge(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "acknowledge", counted)
+    # Only the lane's own waits start a commit here, however slowly the machine runs the sends.
+    monkeypatch.setattr(engine_module, "ACK_DELAY", 60.0)
+    async with run_receiver() as receiver:
+        webhook_id = await harness.webhook(receiver.url)
+        await harness.publish(*events)
+        engine = harness.engine()
+        await engine.lease_once()
+        await engine.fill_once()
+        await drain(engine, await harness.lane_id(webhook_id), clock, window=32)
+        await engine.sender.aclose()
+    assert tags(receiver.bodies()) == events
+    # The lane waits for a commit when it is UNSETTLED_LIMIT ahead, and that commit takes all of them; the last
+    # three are committed when the window ends, the last event with its own outcome.
+    assert groups == [UNSETTLED_LIMIT, UNSETTLED_LIMIT, 3, 1]
+    assert await _lane_state(store) == (0, 0)
+
+
+async def test_an_acknowledgement_is_committed_while_its_lane_waits_for_a_slow_receiver(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    def answer(request: Received) -> Reply:
+        return Reply(204, delay=5.0 if tags([request.body]) == ["B"] else 0.0)
+
+    harness = await make_harness(store, clock, tmp_path)
+    async with run_receiver(answer) as receiver:
+        webhook_id = await harness.webhook(receiver.url)
+        await harness.publish("A", "B")
+        engine = harness.engine(timeout=10.0)
+        await engine.lease_once()
+        await engine.fill_once()
+        step = asyncio.create_task(engine.step(await harness.lane_id(webhook_id), window=32))
+        try:
+            deadline = asyncio.get_running_loop().time() + 2.0
+            while await _lane_state(store) != (1, 1):  # A's acknowledgement committed, B still in flight
+                assert asyncio.get_running_loop().time() < deadline, "A's acknowledgement waited for B's answer"
+                await asyncio.sleep(0.01)
+            assert len(receiver.received) == 2 and not step.done()
+        finally:
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await step
+            await engine.sender.aclose()
