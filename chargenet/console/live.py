@@ -1,15 +1,16 @@
 """The process's one live feed of connector status, and the waits of the browser streams it serves.
 
 One reader per process follows the store (`services.connector_status.read_changes`), never a query per browser.
-While at least one browser stream is open, it reads at once after this process's own commits that published events (`outbox.signal.outbox_committed`, which
-a StatusNotification's write does); at once after any process sharing a PostgreSQL store, this one included,
-wrote connector statuses or station connections (their notification on `store.notify.CONNECTOR_STATUS`); and
-otherwise every `poll_every` seconds of the injected clock. The poll finds what no wake-up told of: on SQLite,
-what other processes committed and what raises no event (a connection, a new error code under the same status);
-on PostgreSQL only heartbeats, and what a dropped listening connection missed, so while the process listens it
-slows to `poll_every_listening`. With no stream open it only polls. What changed goes through the sans-IO core
-(`domain.live`): `LiveState` drops what is already known, `Fanout` queues it for each open stream of the row's
-company, bounded, and drops a stream that falls behind to a resync.
+While at least one browser stream is open, it reads at once after this process's own commits that published
+events (`outbox.signal.outbox_committed`, which a StatusNotification's write does); at once after any process
+sharing a PostgreSQL store, this one included, wrote connector statuses or station connections (their
+notification on `store.notify.CONNECTOR_STATUS`); and otherwise every `poll_every` seconds of the injected clock.
+The poll finds what no wake-up told of: on SQLite, what other processes committed and what raises no event (a
+connection, a new error code under the same status); on PostgreSQL only heartbeats, and what a dropped listening
+connection missed, so while the process listens it slows to `poll_every_listening`. With no stream open it only
+polls. What changed goes through the sans-IO core (`domain.live`): `LiveState` drops what is already known,
+`Fanout` queues it for each open stream of the row's company, bounded, and drops a stream that falls behind to a
+resync.
 """
 
 from __future__ import annotations
