@@ -139,9 +139,8 @@ async def test_the_listener_reconnects_after_its_connection_is_killed_and_wakes_
     await woken(subscribed)
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_notify_does_nothing_on_sqlite(store: Store) -> None:
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's notifications are tested above")
     async with store.transaction() as session:
         notify(session, CHANNEL, "ignored")
     assert not store.listener.enabled

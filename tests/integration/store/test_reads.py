@@ -35,9 +35,8 @@ async def test_a_read_does_not_wait_for_an_open_write_and_does_not_see_it(store:
     assert await keys(store) == ["r-uncommitted"]
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_a_write_inside_a_read_is_refused_on_sqlite(store: Store) -> None:
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's reads are ordinary transactions")
     with pytest.raises(OperationalError, match="readonly"):
         async with store.read() as session:
             await session.execute(insert(StoreSetting).values(key="r-written", value="v"))
@@ -74,9 +73,8 @@ async def test_a_read_at_once_does_not_wait_for_an_open_write_and_does_not_see_i
     assert await store.read_at_once(_keys_now) == ["r-open"]
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_a_read_at_once_on_sqlite_sees_one_snapshot_across_its_statements(store: Store) -> None:
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's unit is an ordinary transaction, isolated as any other")
     path = make_url(store.url).database
     assert path
 
@@ -91,9 +89,8 @@ async def test_a_read_at_once_on_sqlite_sees_one_snapshot_across_its_statements(
     assert await store.read_at_once(_keys_now) == ["r-between"]
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_a_write_inside_a_read_at_once_is_refused_on_sqlite(store: Store) -> None:
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's reads are ordinary transactions")
 
     def write(connection: Connection) -> None:
         connection.execute(insert(StoreSetting).values(key="r-written-once", value="v"))
