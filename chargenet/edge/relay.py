@@ -37,6 +37,7 @@ from chargenet.ids import process_owner
 from chargenet.store.db import Store
 from chargenet.store.models import StationCommand
 from chargenet.store.notify import COMMAND_ANSWERS, STATION_COMMANDS, notify
+from chargenet.waiting import first_of
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ async def _await_answer(
         # Slow only while answers are listened to: one committed since (or missed while the listener reconnected,
         # which then wakes every subscriber) has set `answered`, which is cleared only after the wait.
         poll = ASKER_POLL_LISTENING if store.listener.listening(COMMAND_ANSWERS) else ASKER_POLL
-        await _first(asyncio.sleep(poll), answered.wait())
+        await first_of(asyncio.sleep(poll), answered.wait())
         answered.clear()
         async with store.transaction() as session:
             row = await session.get(StationCommand, command_id)
@@ -199,7 +200,7 @@ class CommandRelay(LoopWorker):
             return
         listening = self.store.listener.listening(STATION_COMMANDS)
         interval = max(self.interval, self.listening_interval) if listening else self.interval
-        await _first(self.clock.sleep(interval), stopping.wait(), asked.wait())
+        await first_of(self.clock.sleep(interval), stopping.wait(), asked.wait())
         asked.clear()  # before the round it wakes: a command asked for during the round wakes the next one
 
     async def run_once(self) -> None:
@@ -257,12 +258,3 @@ class CommandRelay(LoopWorker):
         async with self.store.transaction() as session:
             await session.execute(update(StationCommand).where(StationCommand.id == command_id).values(**values))
             notify(session, COMMAND_ANSWERS, command_id)
-
-
-async def _first(*waits: Awaitable[object]) -> None:
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

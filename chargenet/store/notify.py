@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
 from chargenet.clock import Clock
+from chargenet.waiting import first_of
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +160,10 @@ class Listener:
         failures = 0
         while not stopping.is_set():
             if not self._subscribers:
-                await _first(self._asked.wait(), stopping.wait())  # opened lazily: once somebody subscribes
+                await first_of(self._asked.wait(), stopping.wait())  # opened lazily: once somebody subscribes
                 continue
             if failures:
-                await _first(self.clock.sleep(reconnect_delay(failures)), stopping.wait())
+                await first_of(self.clock.sleep(reconnect_delay(failures)), stopping.wait())
                 if stopping.is_set():
                     return
             try:
@@ -198,7 +199,7 @@ class Listener:
                 await connection.add_listener(channel, self._deliver)
                 self._active.add(channel)
                 self._wake_all(channel)  # what was sent before the LISTEN took effect was missed
-            await _first(stopping.wait(), lost.wait(), self._asked.wait(), self.clock.sleep(CHECK_EVERY))
+            await first_of(stopping.wait(), lost.wait(), self._asked.wait(), self.clock.sleep(CHECK_EVERY))
             if not (stopping.is_set() or lost.is_set() or self._asked.is_set()):
                 await asyncio.wait_for(connection.fetchval("SELECT 1"), CHECK_TIMEOUT)
         if not lost.is_set():
@@ -213,12 +214,3 @@ class Listener:
     def _wake_all(self, channel: str) -> None:
         for woken in list(self._subscribers.get(channel, {})):
             woken.set()
-
-
-async def _first(*waits: Any) -> None:
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

@@ -55,6 +55,7 @@ from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
 from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
+from chargenet.waiting import first_of
 from chargenet.webhooks import queue
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once
@@ -503,7 +504,7 @@ class DeliveryEngine:
                 return
             if isinstance(result, WaitUntil):
                 delay = (result.at - self.clock.now()).total_seconds()
-                await _first(self.clock.sleep(delay), wake.wait())
+                await first_of(self.clock.sleep(delay), wake.wait())
                 wake.clear()
             elif isinstance(result, Idle):
                 # A wake-up that came while the step ran means entries its snapshot (perhaps read by the step
@@ -597,13 +598,4 @@ async def _all_settled(tasks: deque[asyncio.Future[bool]]) -> bool:
 
 
 async def _any(*events: asyncio.Event) -> None:
-    await _first(*(e.wait() for e in events))
-
-
-async def _first(*awaitables: Awaitable[object]) -> None:
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
+    await first_of(*(e.wait() for e in events))
