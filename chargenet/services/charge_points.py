@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from sqlalchemy import Connection, and_, bindparam, select
+from sqlalchemy import Connection, Select, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
@@ -91,11 +90,7 @@ async def list_charge_points(
     if page.after is not None:
         query = query.where(ChargePoint.id > page.after)
 
-    def read(connection: Connection) -> tuple[list[_Point], _Related]:
-        rows = [_Point(*row) for row in connection.execute(query)]
-        return rows, _related(connection, rows[: page.limit])
-
-    rows, related = await store.read_at_once(read)
+    rows, related = await store.read_at_once(lambda connection: _points(connection, query, page.limit))
     views = _views(stations, rows[: page.limit], related)
     return page.complete(views, more=len(rows) > page.limit, key=lambda view: view.id)
 
@@ -109,11 +104,7 @@ async def get_charge_point(
         .where(ChargePoint.id == charge_point_id, site_filter(caller.reach(Scope.CHARGE_POINTS_READ)))
     )
 
-    def read(connection: Connection) -> tuple[list[_Point], _Related]:
-        rows = [_Point(*row) for row in connection.execute(query)]
-        return rows, _related(connection, rows)
-
-    rows, related = await store.read_at_once(read)
+    rows, related = await store.read_at_once(lambda connection: _points(connection, query))
     if not rows:
         # Also for a charge point of another company: its existence is not revealed.
         raise NotFound("charge point", charge_point_id)
@@ -135,12 +126,7 @@ async def charge_points_of_stations(
         .order_by(ChargePoint.station_id, ChargePoint.ordinal)
     )
 
-    def read(sync: Session) -> tuple[list[_Point], _Related]:
-        connection = sync.connection()
-        rows = [_Point(*row) for row in connection.execute(query)]
-        return rows, _related(connection, rows)
-
-    rows, related = await session.run_sync(read)
+    rows, related = await session.run_sync(lambda sync: _points(sync.connection(), query))
     return _views(stations, rows, related)
 
 
@@ -148,6 +134,14 @@ class _Point(NamedTuple):
     id: str
     site_id: str
     station_id: str
+
+
+def _points(
+    connection: Connection, query: Select[str, str, str], limit: int | None = None
+) -> tuple[list[_Point], _Related]:
+    """The charge points `query` selects (id, site, station) and what their views need of the first `limit`."""
+    rows = [_Point(*row) for row in connection.execute(query)]
+    return rows, _related(connection, rows if limit is None else rows[:limit])
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +183,7 @@ _METERS = (
     )
     .outerjoin(MeterState, MeterState.meter_id == Meter.id)
     .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
-    # By station, whose index meters have; the charge points' own are picked out of them.
+    # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
     .where(Meter.station_id.in_(bindparam("ids", expanding=True)))
     .order_by(Meter.created_at, Meter.id)
 )
@@ -215,7 +209,6 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
     station_ids = sorted({r.station_id for r in rows})
     for station_id, last_heartbeat in connection.execute(_HEARTBEATS, {"ids": station_ids}):
         heartbeats[station_id] = last_heartbeat
-    wanted = set(ids)
     meter_rows = connection.execute(_METERS, {"ids": station_ids})
     for (
         meter_id,
@@ -228,8 +221,6 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
         read_at,
         transaction_id,
     ) in meter_rows:
-        if charge_point_id not in wanted:
-            continue
         reading = None
         if read_at is not None and energy_wh is not None:
             reading = meters.MeterReading(

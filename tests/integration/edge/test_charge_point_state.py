@@ -78,3 +78,34 @@ async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_st
     assert item["connection"] == "meter"
     [shown] = item["meters"]
     assert shown["id"] == meter.id and shown["connectorId"] == 1 and shown["charging"] is False
+
+
+async def test_a_meter_shows_on_the_charge_point_it_measures_only(served: Served) -> None:
+    context = served.context
+    async with context.store.transaction() as session:
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=served.tenant.site_id,
+            station_id="TWIN",
+            now=context.clock.now(),
+            charge_points=2,
+            connectors=2,
+        )
+        meter = await meters.create_meter(
+            session,
+            OPERATOR,
+            site_id=served.tenant.site_id,
+            station_id="TWIN",
+            charge_point_id="TWIN-2",
+            connector_id=2,
+            profile="sdm630",
+            unit_id=1,
+            tcp="127.0.0.1:1502",
+            now=context.clock.now(),
+        )
+    shown = await charge_points(served)
+    assert [m["id"] for m in shown["TWIN-2"]["meters"]] == [meter.id]
+    assert shown["TWIN-1"]["meters"] == []
