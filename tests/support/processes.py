@@ -34,3 +34,17 @@ async def eventually(condition: Callable[[], bool], within: float = WITHIN) -> N
     async with asyncio.timeout(within):
         while not condition():
             await asyncio.sleep(0.01)
+
+
+def results_of(owner: object, method: str) -> list[object]:
+    """Replace the coroutine method `method` of the object `owner` by one that also keeps each call's result: the
+    list it returns is how many times it ran, and with what (a feed's reads, say)."""
+    results: list[object] = []
+    original = getattr(owner, method)
+
+    async def kept(*args: object, **kwargs: object) -> object:
+        results.append(await original(*args, **kwargs))
+        return results[-1]
+
+    setattr(owner, method, kept)
+    return results

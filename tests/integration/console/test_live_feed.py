@@ -22,6 +22,7 @@ from chargenet.services import companies, connector_status, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence
+from tests.support.processes import results_of
 
 
 @dataclass
@@ -160,14 +161,7 @@ async def test_rows_stamped_behind_the_newest_are_read_again_only_for_the_overla
 
 async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: Store, clock: ManualClock) -> None:
     feed = LiveFeed(store.read, clock, poll_every=3600)
-    reads: list[int] = []
-    run_once = feed.run_once
-
-    async def counted() -> int:
-        reads.append(await run_once())
-        return reads[-1]
-
-    feed.run_once = counted  # type: ignore[method-assign]
+    reads = results_of(feed, "run_once")
     stopping = asyncio.Event()
     task = asyncio.create_task(feed.run(stopping))
     try:

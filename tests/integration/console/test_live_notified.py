@@ -23,7 +23,7 @@ from chargenet.outbox import Outbox, publisher
 from chargenet.store.db import Store
 from chargenet.store.notify import CONNECTOR_STATUS
 from tests.factories import Tenant, make_tenant
-from tests.support.processes import WITHIN, eventually, two_stores
+from tests.support.processes import WITHIN, eventually, results_of, two_stores
 
 AN_HOUR = 3600.0
 
@@ -48,14 +48,7 @@ async def following(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.Monk
             reading.read, clock, poll_every=AN_HOUR, poll_every_listening=AN_HOUR, listener=reading.listener
         )
         feed.subscribe("another-company")  # a browser watches: the feed follows notifications
-        reads: list[int] = []
-        run_once = feed.run_once
-
-        async def counted() -> int:
-            reads.append(await run_once())
-            return reads[-1]
-
-        monkeypatch.setattr(feed, "run_once", counted)
+        reads = results_of(feed, "run_once")
         stopping = asyncio.Event()
         tasks = [asyncio.create_task(reading.listener.run(stopping)), asyncio.create_task(feed.run(stopping))]
         try:
