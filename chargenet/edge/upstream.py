@@ -70,6 +70,11 @@ def basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+# The system's generator rather than the `random` module's shared one: the jitter needs no reproducible sequence,
+# and a service has no business moving the state that the code embedding it may have seeded.
+_JITTER = random.SystemRandom()
+
+
 class UpstreamLink:
     def __init__(
         self,
@@ -79,7 +84,7 @@ class UpstreamLink:
         password: str | None,
         relay: CallHandler,
         *,
-        rng: Callable[[], float] = random.random,
+        rng: Callable[[], float] = _JITTER.random,
     ) -> None:
         self._settings = settings
         self._station = station

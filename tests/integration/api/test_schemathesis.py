@@ -25,6 +25,7 @@ import asyncio
 import re
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
@@ -284,7 +285,9 @@ class Findings:
                     answer = f"{response.status_code} {response.text[:300]}" if response is not None else "no answer"
                     self.failures.setdefault(key, f"{failure.message}\n{check.failure_info.code_sample}\n-> {answer}")
         elif isinstance(event, events.NonFatalError):
-            self.errors.append(f"{event.label}: {event.info.format()}")
+            # The innermost exceptions first: the engine's own text of a Hypothesis `FlakyFailure` is long enough
+            # to be cut off before the exception it wraps, which is the one that says what went wrong.
+            self.errors.append(f"{event.label}: {root_causes(event.value)}\n{event.info.format()}")
         elif isinstance(event, events.FatalError):
             self.errors.append(f"fatal: {event.exception!r}")
 
@@ -297,8 +300,24 @@ class Findings:
         ]
         for (operation, check, title), details in sorted(self.failures.items()):
             lines.append(f"\n== {operation} [{check}] {title}\n{details[:1500]}")
-        lines.extend(f"\n== error {error[:4000]}" for error in self.errors)
+        lines.extend(f"\n== error {error[:8000]}" for error in self.errors)
         return "\n".join(lines)
+
+
+def root_causes(error: BaseException) -> str:
+    """The exceptions at the bottom of `error`'s groups and chains, each with the end of its traceback."""
+    leaves: list[BaseException] = []
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        inner = [*getattr(current, "exceptions", ()), *filter(None, [current.__cause__, current.__context__])]
+        if inner:
+            pending.extend(inner)
+        else:
+            leaves.append(current)
+    return "\n".join(
+        "root cause: " + "".join(traceback.format_exception(leaf, limit=-8)) for leaf in leaves if leaf is not error
+    )
 
 
 @pytest.fixture
@@ -309,6 +328,11 @@ def chargenet(tmp_path: Path) -> Iterator[Chargenet]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)  # about 30 s alone; a machine busy with the rest of the suite has taken 2 minutes
+# Hypothesis warns when the `random` module's state moves while it draws a value, and cannot tell which thread moved
+# it: here the server's thread does, through the libraries that use that module (websockets' ping payloads). The
+# warning, an error under this suite's filters, failed a draw once and passed its replay, so the engine reported a
+# flaky generation (seen in CI, and here with the cores busy).
+@pytest.mark.filterwarnings("ignore:Do not use the `random` module inside strategies")
 def test_schemathesis_finds_nothing_with_every_check_and_phase(chargenet: Chargenet) -> None:
     base_url = f"{chargenet.url}{API_PATH}"
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=fuzz_config(base_url))
