@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 from websockets.http11 import Request
+from websockets.server import ServerProtocol
 
 ACTIVITY_EXTENSION = "chargenet.activity"
 
@@ -36,11 +38,36 @@ def activity_of(scope: dict[str, Any] | Any) -> Activity | None:
     return found if isinstance(found, Activity) else None
 
 
+# What this process sends stations is short answers to their CALLs. A 1 KiB window and zlib's memLevel 2 still
+# compress them to about a fifth (a seventh with the 4 KiB window and memLevel 5 that websockets and uvicorn
+# choose) for 12 KiB of compressor state a connection instead of 38 KiB: 260 MB at 10,000 stations. What a station
+# sends, meter values above all, is compressed by the station's own window, which these do not change.
+SERVER_WINDOW_BITS = 10
+SERVER_MEMORY_LEVEL = 2
+
+
+def station_deflate() -> ServerPerMessageDeflateFactory:
+    """permessage-deflate (RFC 7692) as this server offers it to stations."""
+    return ServerPerMessageDeflateFactory(
+        server_max_window_bits=SERVER_WINDOW_BITS,
+        client_max_window_bits=12,
+        compress_settings={"memLevel": SERVER_MEMORY_LEVEL},
+    )
+
+
 class StationWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's `websockets-sansio` protocol, reporting every chunk received to the connection's `Activity`."""
+    """uvicorn's `websockets-sansio` protocol, reporting every chunk received to the connection's `Activity`, with
+    a smaller compressor (`station_deflate`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.config.ws_per_message_deflate:
+            # Replaced before any byte arrived: the extension is only negotiated in the handshake.
+            self.conn = ServerProtocol(
+                extensions=[station_deflate()],
+                max_size=self.config.ws_max_size,
+                logger=self.conn.logger,
+            )
         self._activity = Activity()
 
     def data_received(self, data: bytes) -> None:

@@ -7,7 +7,9 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Subprotocol
 
 from chargenet.clock import ManualClock
 from chargenet.services.callers import OPERATOR
@@ -43,7 +45,6 @@ async def test_user_name_other_than_the_station_id_gets_401(served: Served) -> N
     import base64
 
     headers["Authorization"] = "Basic " + base64.b64encode(f"CS-2:{PASSWORD}".encode()).decode()
-    from websockets.asyncio.client import connect
 
     with pytest.raises(InvalidStatus) as caught:
         await connect(f"{served.ocpp_url}/CS-1", subprotocols=["ocpp1.6"], additional_headers=headers)  # type: ignore[list-item]
@@ -93,6 +94,32 @@ async def test_cold_boot_is_accepted_with_the_heartbeat_interval(served: Served)
     assert answer["currentTime"].endswith("Z")
     assert "currentTime" in await station.heartbeat()
     await station.close()
+
+
+async def test_compression_is_negotiated_with_a_1_kib_window_for_what_the_server_sends(served: Served) -> None:
+    station = served.station()
+    socket = await station.connect()
+    offered = socket.response.headers["Sec-WebSocket-Extensions"] if socket.response is not None else ""
+    assert "permessage-deflate" in offered and "server_max_window_bits=10" in offered
+    assert "currentTime" in await station.heartbeat()  # what each side sends is inflated by the other
+    await station.close()
+
+
+async def test_a_station_that_offers_no_compression_is_answered_uncompressed(served: Served) -> None:
+    station = served.station()
+    socket = await connect(
+        f"{served.ocpp_url}/{station.station_id}",
+        subprotocols=[Subprotocol("ocpp1.6")],
+        additional_headers=station.headers(),
+        compression=None,
+    )
+    try:
+        assert socket.response is not None and "Sec-WebSocket-Extensions" not in socket.response.headers
+        await socket.send(json.dumps([2, "h1", "Heartbeat", {}]))
+        answer = json.loads(await socket.recv())
+        assert answer[:2] == [3, "h1"] and "currentTime" in answer[2]
+    finally:
+        await socket.close()
 
 
 @pytest.fixture
