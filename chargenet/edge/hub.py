@@ -336,7 +336,7 @@ class StationLink:
         key = (address.charge_point_id, address.connector_id)
         loaded = self._connectors.get(key)
         if loaded is None:
-            loaded = await self.edge.store.read_at_once(
+            loaded = await self.edge.store.read_statement(
                 lambda connection: statuses.load_connector(connection, address, p["connectorId"])
             )
         reported = KnownStatus(

@@ -64,7 +64,7 @@ _STATION = (
 
 
 def load_station(connection: Connection, station_id: str) -> StationInfo | None:
-    """What answering a station's handshake needs, in one statement (run by `Store.read_at_once`: a station
+    """What answering a station's handshake needs, in one statement (run by `Store.read_statement`: a station
     connecting never queues behind the store's writers)."""
     row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:

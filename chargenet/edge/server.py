@@ -56,7 +56,7 @@ def ocpp_route(edge: Edge) -> WebSocketRoute:
         station_id: str = websocket.path_params["station_id"]
         station = None
         if STATION_ID_PATTERN.match(station_id):
-            station = await edge.store.read_at_once(lambda connection: records.load_station(connection, station_id))
+            station = await edge.store.read_statement(lambda connection: records.load_station(connection, station_id))
         if station is None:
             await websocket.send_denial_response(PlainTextResponse("unknown station", status_code=404))
             return

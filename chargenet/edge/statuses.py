@@ -41,7 +41,7 @@ _CONNECTOR = select(Connector.status, Connector.error_code, Connector.info, Conn
 
 
 def load_connector(connection: Connection, address: ConnectorAddress, ocpp_connector_id: int) -> LoadedConnector:
-    """A connector's last known status, read once per connection (run by `Store.read_at_once`, so a station's
+    """A connector's last known status, read once per connection (run by `Store.read_statement`, so a station's
     first StatusNotification does not queue behind the store's writers; the link keeps it from then on)."""
     row = connection.execute(
         _CONNECTOR, {"charge_point_id": address.charge_point_id, "connector_id": address.connector_id}

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 
+import asyncpg
 import pytest
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.engine import make_url
@@ -73,20 +75,48 @@ async def test_a_read_at_once_does_not_wait_for_an_open_write_and_does_not_see_i
     assert await store.read_at_once(_keys_now) == ["r-open"]
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-async def test_a_read_at_once_on_sqlite_sees_one_snapshot_across_its_statements(store: Store) -> None:
-    path = make_url(store.url).database
-    assert path
+def _commit_elsewhere(store: Store, key: str) -> None:
+    """Commit a row through a connection of its own, blocking: called from inside a unit's statements."""
+    url = make_url(store.url)
+    if url.get_backend_name() == "sqlite":
+        assert url.database
+        with contextlib.closing(sqlite3.connect(url.database, isolation_level=None)) as writer:
+            writer.execute("INSERT INTO store_settings (key, value) VALUES (?, 'v')", (key,))
+        return
 
+    async def write() -> None:
+        writer = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+        try:
+            await writer.execute("INSERT INTO store_settings (key, value) VALUES ($1, 'v')", key)
+        finally:
+            await writer.close()
+
+    # This thread's loop is busy running the unit: the writer gets a loop of its own.
+    with ThreadPoolExecutor(1) as other:
+        other.submit(asyncio.run, write()).result()
+
+
+async def test_a_read_at_once_sees_one_snapshot_across_its_statements(store: Store) -> None:
     def twice(connection: Connection) -> tuple[list[str], list[str]]:
         first = _keys_now(connection)
-        # Committed by another connection between the two statements of the unit.
-        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as writer:
-            writer.execute("INSERT INTO store_settings (key, value) VALUES ('r-between', 'v')")
+        _commit_elsewhere(store, "r-between")  # between the two statements of the unit
         return first, _keys_now(connection)
 
     assert await store.read_at_once(twice) == ([], [])
     assert await store.read_at_once(_keys_now) == ["r-between"]
+
+
+async def test_a_read_statement_sees_what_was_committed(store: Store) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="r-statement", value="v"))
+    assert await store.read_statement(_keys_now) == ["r-statement"]
+
+
+async def test_a_read_statement_does_not_wait_for_an_open_write_and_does_not_see_it(store: Store) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="r-open-statement", value="v"))
+        assert await asyncio.wait_for(store.read_statement(_keys_now), timeout=5) == []
+    assert await store.read_statement(_keys_now) == ["r-open-statement"]
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

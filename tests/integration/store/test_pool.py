@@ -1,0 +1,62 @@
+"""PostgreSQL's pooled connections: checked with a ping on checkout only after they rested (`PING_AFTER_IDLE`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
+
+from chargenet.clock import ManualClock
+from chargenet.store.db import PING_AFTER_IDLE, Store
+
+pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def pooled(database_url: str, clock: ManualClock) -> AsyncIterator[Store]:
+    store = Store(database_url, clock=clock)
+    try:
+        yield store
+    finally:
+        await store.dispose()
+
+
+def _backend(connection: Connection) -> int:
+    return int(connection.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
+async def _end_backend(database_url: str, pid: int) -> None:
+    other = Store(database_url)
+    try:
+        async with other.transaction() as session:
+            await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    finally:
+        await other.dispose()
+
+
+async def test_a_connection_that_rested_is_pinged_and_replaced_if_its_server_end_is_gone(
+    pooled: Store, database_url: str, clock: ManualClock
+) -> None:
+    gone = await pooled.read_statement(_backend)
+    await _end_backend(database_url, gone)
+    clock.advance(PING_AFTER_IDLE)
+    assert await pooled.read_statement(_backend) != gone
+
+
+async def test_a_connection_in_steady_use_is_not_pinged_so_a_broken_one_fails_one_unit_only(
+    pooled: Store, database_url: str, clock: ManualClock
+) -> None:
+    gone = await pooled.read_statement(_backend)
+    await _end_backend(database_url, gone)
+    clock.advance(PING_AFTER_IDLE - 1)
+    with pytest.raises(DBAPIError):
+        await pooled.read_statement(_backend)
+    # The disconnect emptied the pool: the next unit connects afresh.
+    assert await pooled.read_statement(_backend) != gone
