@@ -16,7 +16,9 @@ The failure policy is a parameter (`Failure`):
   connection is gone may leave the session unusable: the batch then ends at that unit, is rolled back and
   discarded, and the units still waiting get a new transaction; nothing inherits a broken session.
 - `Failure.BATCH`: no savepoints; if anything in the batch fails, the whole batch rolls back and every unit in it
-  gets the error (for units whose writes only make sense together, or which check their own preconditions).
+  gets the error (for units whose writes only make sense together, or which check their own preconditions). A
+  unit is in a batch once the batch has taken it: an ordered batch takes its units when it starts, an unordered
+  one as it goes, so units it had not reached yet get a new transaction.
 
 Options:
 - `ordered`: a batch is fixed when it starts and runs its units in the order of their `key` (arrival order among
@@ -387,7 +389,9 @@ class GroupCommit:
     def _failed(self, done: list[_Unit], written: list[_Item], error: Exception) -> None:
         if self._log_failures:
             log.exception(f"{self._name} batch failed to commit", exc_info=error)
-        done.extend(self._batching.abandon())
+        for unit in self._batching.abandon():
+            # Not run yet: a caller still waiting for its turn gets the error there.
+            _settle([unit.handoff if isinstance(unit, _Lease) else unit.outcome], error)
         _settle([unit.outcome for unit in done], error)
         _settle([item.outcome for item in written], error)
 
