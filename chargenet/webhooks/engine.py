@@ -40,10 +40,8 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -53,6 +51,7 @@ from chargenet.ids import process_owner
 from chargenet.keys import CredentialCipher
 from chargenet.outbox import outbox_committed
 from chargenet.store.db import Store
+from chargenet.store.group_commit import Failure, GroupCommit
 from chargenet.store.models import Webhook
 from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
 from chargenet.waiting import first_of
@@ -78,7 +77,6 @@ from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import AttemptResult, Endpoint, WebhookSender
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # A running lane reads this many entries at a time and sends on while they are acknowledged, with at most
 # UNSETTLED_LIMIT acknowledgements waiting for their commit: what a crash can make it send a second time.
@@ -140,11 +138,14 @@ class DeliveryEngine:
         self._poke = asyncio.Event()
         self._outbox = outbox_committed()
         self._next: dict[int, tuple[int, queue.LaneSnapshot]] = {}  # with the settings generation it was read in
-        self._batch: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
-        self._committing: list[tuple[int, Callable[[AsyncSession], Awaitable[Any]], asyncio.Future[Any]]] = []
-        self._committer: asyncio.Task[None] | None = None
-        self._flush = False  # someone waits for what the batch holds: the committer commits it
-        self._flush_timer: asyncio.TimerHandle | None = None
+        # Lanes settling at the same moment share one transaction, so N busy lanes cost one commit per batch
+        # instead of N, and a lone lane waits for no one. Each lane's statements check its own lease; if any
+        # statement of a batch fails, the whole batch rolls back and every lane in it sees the error (their
+        # attempts are sent again). Lanes are settled in id order, the order in which the filler locks them, so
+        # the two cannot deadlock. Each lane reports its own failure, so the committer logs none.
+        self._commits = GroupCommit(
+            store, name="webhooks", failure=Failure.BATCH, ordered=True, delay=ACK_DELAY, log_failures=False
+        )
         self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0
         self.spawn_lane_tasks = True
@@ -239,7 +240,7 @@ class DeliveryEngine:
         except BaseException:
             # Whatever ends the step, its acknowledgements are settled before anything else is written for the
             # lane, so a later step's retry state is never overwritten by them.
-            self._flush_now()
+            self._commits.flush()
             await asyncio.gather(*(asyncio.shield(f) for f in unsettled), return_exceptions=True)
             raise
 
@@ -265,7 +266,7 @@ class DeliveryEngine:
                         await self._all_settled(unsettled)
                         return LeaseLost()
                 if len(unsettled) >= UNSETTLED_LIMIT:
-                    self._flush_now()
+                    self._commits.flush()
                     if not await asyncio.shield(unsettled.popleft()):
                         await self._all_settled(unsettled)
                         return LeaseLost()
@@ -295,7 +296,7 @@ class DeliveryEngine:
             return kept, await queue.snapshot(session, lane_id, self.owner, window) if kept else None
 
         generation = self._generation
-        kept, following = await self._group_commit(lane_id, settle)
+        kept, following = await self._commits.run(settle, key=lane_id)
         if following is not None:
             self._next[lane_id] = (generation, following)
         self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, kept)
@@ -314,9 +315,6 @@ class DeliveryEngine:
         group = self._open_acks.get(lane_id)
         # A group whose commit failed before its record ran was never sealed: it takes nothing more.
         if group is None or group.future.done():
-            group = _Acknowledgements(snapshot, [], asyncio.get_running_loop().create_future())
-            self._open_acks[lane_id] = group
-            sealed = group
 
             async def record(session: AsyncSession) -> bool:
                 if self._open_acks.get(lane_id) is sealed:
@@ -336,7 +334,9 @@ class DeliveryEngine:
                     await queue.record_attempts(session, snapshot.webhook_id, snapshot.event_type, attempts)
                 return kept
 
-            self._enqueue(lane_id, record, group.future, now=False)
+            # Committed with the next batch someone waits for, or ACK_DELAY from now.
+            sealed = group = _Acknowledgements(snapshot, [], self._commits.submit(record, key=lane_id, now=False))
+            self._open_acks[lane_id] = group
             group.future.add_done_callback(lambda future: self._recorded(sealed, future))
         group.acks.append((action, result, effect))
         return group.future
@@ -355,66 +355,8 @@ class DeliveryEngine:
         for action, result, effect in group.acks:
             self._record(snapshot.webhook_id, snapshot.event_type, action, result, effect, future.result())
 
-    async def _group_commit(self, lane_id: int, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        """Run `work` in a transaction shared with the lanes that settle at the same moment (group commit).
-
-        While one batch commits, the next gathers, so N busy lanes cost one commit per batch instead of N, and
-        a lone lane waits for no one. Each lane's statements check its own lease; if any statement of a batch
-        fails, the whole batch rolls back and every lane in it sees the error (their attempts are sent again).
-        Lanes are settled in id order, the order in which the filler locks them, so the two cannot deadlock.
-        """
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._enqueue(lane_id, work, future)
-        return await future
-
-    def _enqueue(
-        self,
-        lane_id: int,
-        work: Callable[[AsyncSession], Awaitable[Any]],
-        future: asyncio.Future[Any],
-        *,
-        now: bool = True,
-    ) -> None:
-        """Hand `work` to the group committer: committed at once if `now`, else when someone waits for what the
-        batch holds (`_flush_now`) or ACK_DELAY later."""
-        self._batch.append((lane_id, work, future))
-        if now:
-            self._flush_now()
-        elif self._flush_timer is None:
-            self._flush_timer = asyncio.get_running_loop().call_later(ACK_DELAY, self._flush_now)
-
-    def _flush_now(self) -> None:
-        """Commit what the batch holds without delay: called before anything waits for it."""
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
-        self._flush = True
-        if self._batch and (self._committer is None or self._committer.done()):
-            self._committer = asyncio.create_task(self._commit_batches())
-
-    async def _commit_batches(self) -> None:
-        # Work handed over during a commit waits for the next one only if someone asked for it meanwhile (or its
-        # delay ran out); otherwise it gathers more.
-        while self._batch and self._flush:
-            self._flush = False
-            batch, self._batch = sorted(self._batch, key=lambda item: item[0]), []
-            self._committing = batch
-            try:
-                async with self.store.transaction() as session:
-                    results = [await work(session) for _, work, _ in batch]
-            except Exception as exc:
-                for _, _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, _, future), value in zip(batch, results, strict=True):
-                if not future.done():
-                    future.set_result(value)
-        if self._batch and self._flush_timer is None:
-            self._flush_timer = asyncio.get_running_loop().call_later(ACK_DELAY, self._flush_now)
-
     async def _all_settled(self, tasks: deque[asyncio.Future[bool]]) -> bool:
-        self._flush_now()
+        self._commits.flush()
         return await _all_settled(tasks)
 
     # --- the loops ----------------------------------------------------------------------------------------------
@@ -457,9 +399,7 @@ class DeliveryEngine:
         """Wait until everything handed to the group committer so far is committed or has failed (not what busy
         lanes hand over meanwhile, which could go on for ever)."""
         await asyncio.sleep(0)  # lets acknowledgements just handed over reach the batch
-        self._flush_now()
-        pending = [future for _, _, future in (*self._committing, *self._batch)]
-        await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
+        await self._commits.settled()
 
     def poke(self) -> None:
         """Re-read leases and webhook settings now rather than at the next lease round."""
