@@ -20,6 +20,7 @@ a point out of a chart, nothing a partner or a bill depends on (the start and st
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Table, delete, insert, update
+from sqlalchemy import Insert, Table, bindparam, delete, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -221,16 +222,19 @@ class MessageLog(LoopWorker):
                 # A station connected or went away: the live feeds of other processes show it now. Heartbeats
                 # alone notify nobody (every batch would wake every feed); the feeds' polls find them.
                 notify(session, CONNECTOR_STATUS)
+            # Rows with the same fields share one statement, run once for all of them: a reconnect storm changes
+            # the presence of thousands of stations in one batch, and a statement built per station held the event
+            # loop for seconds while reconnecting stations waited to be accepted.
+            by_fields: dict[tuple[str, ...], list[dict[str, object]]] = {}
             for station_id, fields in presence.items():
-                upsert = (postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert)(StationPresence)
-                await session.execute(
-                    upsert.values(station_id=station_id, **fields).on_conflict_do_update(
-                        index_elements=[StationPresence.station_id], set_=fields
-                    )
-                )
+                by_fields.setdefault(tuple(sorted(fields)), []).append({"station_id": station_id, **fields})
+            for names, rows in by_fields.items():
+                await session.execute(_presence_upsert(self._store.dialect, names), rows)
             if heartbeats:
-                rows = [{"station_id": s, "last_heartbeat_at": at, "last_seen_at": at} for s, at in heartbeats.items()]
-                await session.execute(update(StationPresence), rows)
+                rows = [
+                    {"b_station_id": s, "b_last_heartbeat_at": at, "b_last_seen_at": at} for s, at in heartbeats.items()
+                ]
+                await session.execute(_HEARTBEATS, rows)
             if samples:
                 try:
                     # Apart, so that samples the store refuses cost their own rows, never the frames'.
@@ -246,6 +250,23 @@ class MessageLog(LoopWorker):
                 await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff))
                 # The meters' samples too: this worker runs in every serving process.
                 await sample_store.purge(session, cutoff)
+
+
+_presence = cast(Table, StationPresence.__table__)
+_HEARTBEATS = (
+    update(_presence)
+    .where(_presence.c.station_id == bindparam("b_station_id"))
+    .values(last_heartbeat_at=bindparam("b_last_heartbeat_at"), last_seen_at=bindparam("b_last_seen_at"))
+)
+
+
+@functools.cache
+def _presence_upsert(dialect: str, names: tuple[str, ...]) -> Insert:
+    """The upsert of presence rows that set these fields, built once for each set of fields met."""
+    upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_presence)
+    return upsert.on_conflict_do_update(
+        index_elements=[_presence.c.station_id], set_={name: upsert.excluded[name] for name in names}
+    )
 
 
 class _FrameLogger:

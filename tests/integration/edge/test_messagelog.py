@@ -157,3 +157,35 @@ async def test_a_batch_the_store_refused_is_shown_as_a_gap_by_the_next_one(
     written = await rows(store)
     assert [row[1] for row in written] == ["gap", "in"] and json.loads(written[0][2])["dropped"] == 3
     assert log.dropped == 3
+
+
+async def test_one_batch_writes_each_stations_own_presence_whatever_fields_it_changed(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    keys = KeyStore(tmp_path)
+    for station_id in ("CS-A", "CS-B", "CS-C"):
+        await make_tenant(store, keys, clock.now(), station_id=station_id)
+    log = MessageLog(store, clock)
+    connected_at = clock.now()
+    log.connection("CS-A", True, connected_at)
+    await log.run_once()
+
+    clock.advance(60)
+    later = clock.now()
+    log.heartbeat("CS-A", later)
+    log.connection("CS-A", False, later)
+    log.connection("CS-B", True, later)
+    log.upstream("CS-C", True)
+    await log.run_once()
+
+    async with store.transaction() as session:
+        found = {row.station_id: row for row in await session.scalars(select(StationPresence))}
+    a, b, c = found["CS-A"], found["CS-B"], found["CS-C"]
+    assert (a.connected, a.connected_at, a.disconnected_at, a.last_heartbeat_at) == (
+        False,
+        connected_at,
+        later,
+        later,
+    )
+    assert (b.connected, b.connected_at, b.last_seen_at, b.disconnected_at) == (True, later, later, None)
+    assert (c.connected, c.upstream_connected, c.connected_at) == (False, True, None)
