@@ -48,6 +48,7 @@ RETENTION_DAYS = 30
 PURGE_EVERY = timedelta(minutes=1)
 MAX_BUFFERED = 100_000  # beyond this the oldest unflushed frames are dropped rather than memory growing
 MAX_BUFFERED_SAMPLES = 100_000
+ROWS_PER_TRANSACTION = 1_000  # frames, and presence rows, that one transaction of the log writes at most
 # Samples are purged by their own time: one a station stamps further ahead (a clock set wrong) is left out
 # rather than kept past the retention.
 SAMPLE_AHEAD = timedelta(days=1)
@@ -188,22 +189,35 @@ class MessageLog(LoopWorker):
 
     async def run_once(self) -> None:
         # Gaps first: the frames they stand for were older than every frame still buffered.
-        batch = self._gap_rows() + list(self._buffer)
+        frames = self._gap_rows() + list(self._buffer)
         self._buffer = deque(maxlen=MAX_BUFFERED)
         heartbeats, self._heartbeats = self._heartbeats, {}
-        presence, self._presence = self._presence, {}
+        presence = list(self._presence.items())
+        self._presence = {}
         samples = list(self._samples)
         self._samples = deque(maxlen=MAX_BUFFERED_SAMPLES)
+        first = True
         try:
-            await self._write(batch, heartbeats, presence, samples)
+            # In transactions of at most ROWS_PER_TRANSACTION frames and presence rows: after thousands of stations
+            # dropped at once, one transaction writing them all held the store's writer for the stations'
+            # reconnecting Boots and statuses to wait behind.
+            while first or frames or presence:
+                chunk, presence_chunk = frames[:ROWS_PER_TRANSACTION], presence[:ROWS_PER_TRANSACTION]
+                if first:
+                    await self._write(chunk, heartbeats, dict(presence_chunk), samples)
+                else:
+                    await self._write(chunk, {}, dict(presence_chunk), [])
+                first = False
+                frames, presence = frames[len(chunk) :], presence[len(presence_chunk) :]
         except BaseException:
-            self.samples_dropped += len(samples)
-            self.dropped += sum(1 for row in batch if row["direction"] != GAP)
-            self._count_lost(batch)  # shown as a gap by the next batch that is written
-            for station_id, fields in presence.items():  # the newer news, if any came meanwhile, wins
+            if first:
+                self.samples_dropped += len(samples)
+                for station_id, at in heartbeats.items():
+                    self._heartbeats.setdefault(station_id, at)
+            self.dropped += sum(1 for row in frames if row["direction"] != GAP)
+            self._count_lost(frames)  # shown as a gap by the next batch that is written
+            for station_id, fields in presence:  # the newer news, if any came meanwhile, wins
                 self._presence[station_id] = {**fields, **self._presence.get(station_id, {})}
-            for station_id, at in heartbeats.items():
-                self._heartbeats.setdefault(station_id, at)
             raise
 
     async def _write(

@@ -189,3 +189,32 @@ async def test_one_batch_writes_each_stations_own_presence_whatever_fields_it_ch
     )
     assert (b.connected, b.connected_at, b.last_seen_at, b.disconnected_at) == (True, later, later, None)
     assert (c.connected, c.upstream_connected, c.connected_at) == (False, True, None)
+
+
+async def test_a_large_batch_is_written_in_transactions_of_a_bounded_number_of_rows(
+    store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(messagelog, "ROWS_PER_TRANSACTION", 2)
+    keys = KeyStore(tmp_path)
+    for station_id in ("CS-A", "CS-B", "CS-C"):
+        await make_tenant(store, keys, clock.now(), station_id=station_id)
+    log = MessageLog(store, clock)
+    logger = log.logger("CS-A", "station")
+    sent = [f'[2,"m{n}","Heartbeat",{{}}]' for n in range(5)]
+    for frame in sent:
+        logger("in", frame)
+    for station_id in ("CS-A", "CS-B", "CS-C"):
+        log.connection(station_id, True, clock.now())
+    transactions: list[float] = []
+    store.time_units(transaction=transactions.append, read=lambda _: None)
+
+    await log.run_once()
+
+    assert len(transactions) == 3  # 5 frames and 3 stations, 2 of each a transaction
+    assert await frames(store) == sent
+    async with store.transaction() as session:
+        assert set(await session.scalars(select(StationPresence.station_id).where(StationPresence.connected))) == {
+            "CS-A",
+            "CS-B",
+            "CS-C",
+        }
