@@ -80,6 +80,13 @@ class StationWebSocketProtocol(WebSocketsSansIOProtocol):
         self._activity.heard()
         super().data_received(data)
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        # websockets' parser is a generator whose frame holds the protocol that holds it: a reference cycle
+        # keeping the connection's buffers, extensions and compressor for the garbage collector's full pass,
+        # which took seconds after thousands of stations dropped at once. Nothing is parsed after the loss.
+        self.conn.parser = None  # type: ignore[assignment]
+
     def send_receive_event_to_app(self) -> None:
         paused = self.read_paused
         self.read_paused = True  # so the call below does not stop reading after this one message

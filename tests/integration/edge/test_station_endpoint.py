@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +19,7 @@ from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation, StationCallError
 from tests.integration.edge.conftest import PASSWORD, Served
 from tests.support.logs import collected_logs
+from tests.support.processes import eventually
 
 
 async def test_unknown_station_gets_404_before_the_upgrade(served: Served) -> None:
@@ -232,6 +235,25 @@ async def test_second_connection_replaces_the_first(served: Served) -> None:
     await asyncio.sleep(0.05)
     assert served.edge.connected_stations == ["CS-1"]
     await second.close()
+
+
+async def test_a_station_that_went_away_is_freed_without_the_cyclic_garbage_collector(served: Served) -> None:
+    station = served.station()
+    await station.connect()
+    await station.boot()
+    await station.status(1, "Available")
+    link = served.edge._links["CS-1"]
+    freed = [weakref.ref(link), weakref.ref(link.rpc)]
+    del link
+    gc.collect()
+    gc.disable()  # from here on, only reference counting frees anything
+    try:
+        await station.close()
+        await eventually(lambda: served.edge.connected_stations == [])
+        await asyncio.sleep(0.05)  # the connection's tasks end
+        assert [ref() for ref in freed] == [None, None]
+    finally:
+        gc.enable()
 
 
 async def test_flooding_station_gets_every_call_answered(station) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,3 +93,21 @@ async def test_reading_resumes_once_the_application_has_taken_every_message(serv
     served.app.release.set()
     await eventually(lambda: served.app.taken == sent)
     assert not served.protocol.read_paused
+
+
+async def test_a_lost_connections_websocket_state_is_freed_without_the_cyclic_garbage_collector(
+    served: Served,
+) -> None:
+    served.app.release.set()
+    await served.client.send("one")
+    await eventually(lambda: served.app.taken == ["one"])
+    freed = weakref.ref(served.protocol.conn)
+    gc.collect()
+    gc.disable()  # from here on, only reference counting frees anything
+    try:
+        await served.client.close()
+        await eventually(lambda: not served.server.server_state.connections)
+        await asyncio.sleep(0.05)
+        assert freed() is None
+    finally:
+        gc.enable()
