@@ -153,6 +153,10 @@ class Edge:
     async def write_status(self, write: statuses.StatusWrite) -> None:
         await self._committer.bulk(self._status_writer, write)
 
+    async def record_boot(self, boot: records.Boot) -> None:
+        """Written with the boots of the group commit's batch, in one statement."""
+        await self._committer.bulk(_write_boots, boot)
+
     def heartbeat_interval(self, station_id: str) -> int:
         """The heartbeat interval `station_id` was last given, in seconds."""
         return self._intervals.get(station_id, proxy.HEARTBEAT_INTERVAL)
@@ -174,6 +178,10 @@ class Edge:
             await link.shut(1001, "server shutting down")
         self._links.clear()
         await self._committer.close()
+
+
+async def _write_boots(session: AsyncSession, boots: list[records.Boot]) -> None:
+    await records.record_boots(session, boots)
 
 
 class StationLink:
@@ -319,8 +327,7 @@ class StationLink:
             raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
     async def _boot(self, call: Call, route: Handling) -> Payload:
-        async with self.edge.unit() as session:
-            await records.record_boot(session, self.station.station_id, call.payload, self.edge.clock.now())
+        await self.edge.record_boot(records.boot_of(self.station.station_id, call.payload, self.edge.clock.now()))
         answer = await self._forward_or_local(call, route)
         self._answered(call.action, call.payload, answer)
         return answer

@@ -371,7 +371,7 @@ async def test_own_fault_is_internal_error_counted_in_metrics(served: Served, mo
     async def broken(*_: object) -> None:
         raise RuntimeError("a bug of ours")
 
-    monkeypatch.setattr(records, "record_boot", broken)
+    monkeypatch.setattr(records, "record_boots", broken)
     station = served.station()
     await station.connect()
     with pytest.raises(StationCallError) as caught:
