@@ -12,7 +12,8 @@ the handlers run after the batch's units.
 The failure policy is a parameter (`Failure`):
 - `Failure.UNIT`: each unit (and each bulk handler) runs in a savepoint of its own, so one that fails (a unique
   constraint, a value the column cannot hold) is rolled back alone and its caller gets its exception, while the
-  rest of the batch commits. A unit that stops in the middle of a statement (its caller was cancelled) or whose
+  rest of the batch commits. A bulk handler that fails is run again for each of its items alone, so only the
+  items that fail by themselves fail. A unit that stops in the middle of a statement (its caller was cancelled) or whose
   connection is gone may leave the session unusable: the batch then ends at that unit, is rolled back and
   discarded, and the units still waiting get a new transaction; nothing inherits a broken session.
 - `Failure.BATCH`: no savepoints; if anything in the batch fails, the whole batch rolls back and every unit in it
@@ -424,7 +425,19 @@ class GroupCommit:
             except Exception as exc:
                 if self._log_failures:
                     log.exception(f"{self._name} bulk write failed")
-                _settle([entry.outcome for entry in items], exc)
+                if len(items) == 1:
+                    _settle([items[0].outcome], exc)
+                    continue
+                # Item by item, each in a savepoint of its own: one bad item (a station deleted meanwhile) fails its
+                # own caller, not the callers of every other item that happened to share its batch.
+                for entry in items:
+                    try:
+                        async with session.begin_nested():
+                            await handler(session, [entry.item])
+                    except Exception as alone:
+                        _settle([entry.outcome], alone)
+                    else:
+                        written.append(entry)
             else:
                 written.extend(items)
 

@@ -177,6 +177,24 @@ async def test_submitted_work_is_committed_though_the_task_that_handed_it_over_w
     assert await keys(store) == ["t-1"]
 
 
+async def test_with_unit_failure_a_bulk_that_fails_is_written_item_by_item_and_only_the_bad_item_fails(
+    store: Store,
+) -> None:
+    async with store.transaction() as session:
+        await session.execute(insert(StoreSetting).values(key="t-taken", value="v"))
+    group = GroupCommit(store, name="test", failure=Failure.UNIT, log_failures=False)
+
+    async def insert_all(session: AsyncSession, items: list[Any]) -> None:
+        await session.execute(insert(StoreSetting), [{"key": key, "value": "v"} for key in items])
+
+    results = await asyncio.gather(
+        *(group.bulk(insert_all, key) for key in ("t-1", "t-taken", "t-2")), return_exceptions=True
+    )
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], Exception)
+    assert await keys(store) == ["t-1", "t-2", "t-taken"]
+
+
 async def test_a_bulk_handler_gets_the_items_of_a_batch_in_one_call(store: Store) -> None:
     group = GroupCommit(store, name="test", failure=Failure.UNIT)
     calls: list[list[Any]] = []
