@@ -15,7 +15,7 @@ from typing import Any
 
 import argon2
 import uvicorn
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
@@ -143,6 +143,14 @@ async def axe_violations(page: Page) -> list[dict[str, Any]]:
 @functools.cache
 def _axe_source() -> str:
     return AXE.read_text()
+
+
+async def follow(page: Page, link: Locator) -> None:
+    """Click a link and wait until the page it leads to has loaded: a scan begun before would run on the page being
+    left, whose document goes away under it."""
+    leaving = page.url
+    await link.click()
+    await page.wait_for_url(lambda url: url != leaving)
 
 
 async def assert_accessible(page: Page, state: str) -> None:

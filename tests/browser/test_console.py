@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, Page, expect
 
-from tests.browser.console import OWNER, PASSWORD, ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import OWNER, PASSWORD, ServedConsole, assert_accessible, follow, served_console, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -216,7 +216,7 @@ async def _scan_every_page(page: Page, console: ServedConsole, width: str) -> No
     await page.get_by_role("button", name="Create application").click()
     await expect(page.get_by_label("Client Secret")).to_be_visible()
     await assert_accessible(page, f"{width} application created, secret shown")
-    await page.get_by_role("link", name="I have stored it").click()
+    await follow(page, page.get_by_role("link", name="I have stored it"))
     await assert_accessible(page, f"{width} application detail")
     await page.goto(f"{url}/applications")
     await assert_accessible(page, f"{width} applications, filled")

@@ -28,7 +28,7 @@ from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import WebhookDeadLetter, WebhookLane
 from chargenet.webhooks.retry import RetryPolicy
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, follow, served_console, sign_in
 from tests.support.receiver import Reply, run_receiver
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -103,7 +103,7 @@ async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group
 
                 assert (await sites_answer()).status_code == 403  # in no group: no scope
 
-                await page.get_by_role("link", name="Groups").click()
+                await follow(page, page.get_by_role("link", name="Groups"))
                 await assert_accessible(page, "groups, empty")
                 new_group = page.locator("form[aria-labelledby=new-group]")
                 await new_group.get_by_label("Name").fill("Site readers")
@@ -139,7 +139,7 @@ async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group
                 await expect(page.get_by_text("No applications in this group.")).to_be_visible()
                 assert (await sites_answer()).status_code == 403
 
-            await page.get_by_role("link", name="All groups").click()
+            await follow(page, page.get_by_role("link", name="All groups"))
             await assert_accessible(page, "groups, filled")
             await page.get_by_label("Grants scope").select_option("meters:read")
             await page.get_by_role("button", name="Filter").click()
@@ -160,7 +160,7 @@ async def test_a_webhook_gets_a_signed_test_event_turns_to_alert_when_its_receiv
         await page.set_viewport_size({"width": 1280, "height": 900})
         complaints = csp_complaints(page)
         await sign_in(page, console)
-        await page.get_by_role("link", name="Webhooks", exact=True).click()
+        await follow(page, page.get_by_role("link", name="Webhooks", exact=True))
         await assert_accessible(page, "webhooks, empty")
 
         async with run_receiver(lambda _r: Reply(204)) as receiver:
@@ -255,7 +255,7 @@ async def test_a_webhook_gets_a_signed_test_event_turns_to_alert_when_its_receiv
         await expect(page.get_by_label("Token", exact=True)).to_have_value("")
         await expect(page.get_by_text("Set. Leave blank to keep it")).to_have_count(1)
         await assert_accessible(page, "webhook edit")
-        await page.get_by_role("link", name="Webhooks", exact=True).click()
+        await follow(page, page.get_by_role("link", name="Webhooks", exact=True))
         await assert_accessible(page, "webhooks, filled")
         assert not complaints
 

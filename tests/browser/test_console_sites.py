@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, ConsoleMessage, Page, expect
 
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, follow, served_console, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -145,7 +145,7 @@ async def _scan(page: Page, console: ServedConsole, width: str) -> list[str]:
     await page.get_by_role("button", name="Create station").click()
     await expect(page.get_by_label("Authorization key")).to_be_visible()
     await assert_accessible(page, f"{width} station created, key shown")
-    await page.get_by_role("link", name="I have stored it").click()
+    await follow(page, page.get_by_role("link", name="I have stored it"))
     await assert_accessible(page, f"{width} station")
     await page.get_by_label("Use the key typed below (16 to 40 characters)").check()
     await page.get_by_label("Key to use").fill("short")
@@ -173,7 +173,7 @@ async def _scan(page: Page, console: ServedConsole, width: str) -> list[str]:
 
     await page.goto(f"{url}/meters")
     await assert_accessible(page, f"{width} meters, empty")
-    await page.get_by_role("link", name="Add a meter").click()
+    await follow(page, page.get_by_role("link", name="Add a meter"))
     await assert_accessible(page, f"{width} new meter, empty")
     site_id = site_url.rsplit("/", 1)[1]
     await page.get_by_label("Site ID").fill(site_id)
