@@ -3,12 +3,16 @@ reached, and the meters measuring them."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from sqlalchemy import Connection, Select, and_, bindparam, select
+from sqlalchemy import JSON, ColumnElement, Connection, Select, String, and_, any_, bindparam, func, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.expression import Executable
 
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
@@ -153,40 +157,54 @@ class _Related:
     meters: dict[str, list[ChargePointMeterView]]
 
 
-# Built once: only the ids change between calls, and building a statement costs more than running it here.
-_CONNECTORS = (
-    select(
-        Connector.charge_point_id,
-        Connector.connector_id,
-        Connector.status,
-        Connector.error_code,
-        Connector.info,
-        Connector.status_at,
+def _one_of(column: InstrumentedAttribute[str], dialect: str) -> ColumnElement[bool]:
+    """`column` is one of the list bound as `ids`, as one parameter: an expanding IN renders its SQL anew for every
+    call (a fifth of this service's time for three lists of 100), and on PostgreSQL each length is another prepared
+    statement. SQLite reads the list as JSON text (`json_each`), PostgreSQL as an array (`= ANY`)."""
+    if dialect == "postgresql":
+        return column == any_(bindparam("ids", type_=postgresql.ARRAY(String)))
+    listed = func.json_each(bindparam("ids", type_=JSON)).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
+@functools.cache
+def _statements(dialect: str) -> tuple[Executable, Executable, Executable]:
+    """The connectors, presence and meters of a list of charge points (stations), built once per dialect: only the
+    ids change between calls, and building a statement costs more than running it here."""
+    connectors = (
+        select(
+            Connector.charge_point_id,
+            Connector.connector_id,
+            Connector.status,
+            Connector.error_code,
+            Connector.info,
+            Connector.status_at,
+        )
+        .where(_one_of(Connector.charge_point_id, dialect))
+        .order_by(Connector.charge_point_id, Connector.connector_id)
     )
-    .where(Connector.charge_point_id.in_(bindparam("ids", expanding=True)))
-    .order_by(Connector.charge_point_id, Connector.connector_id)
-)
-_HEARTBEATS = select(StationPresence.station_id, StationPresence.last_heartbeat_at).where(
-    StationPresence.station_id.in_(bindparam("ids", expanding=True))
-)
-_METERS = (
-    select(
-        Meter.id,
-        Meter.charge_point_id,
-        Meter.connector_id,
-        Meter.enabled,
-        MeterState.energy_wh,
-        MeterState.max_current_a,
-        MeterState.power_w,
-        MeterState.read_at,
-        MeterSession.transaction_id,
+    heartbeats = select(StationPresence.station_id, StationPresence.last_heartbeat_at).where(
+        _one_of(StationPresence.station_id, dialect)
     )
-    .outerjoin(MeterState, MeterState.meter_id == Meter.id)
-    .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
-    # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
-    .where(Meter.station_id.in_(bindparam("ids", expanding=True)))
-    .order_by(Meter.created_at, Meter.id)
-)
+    meters = (
+        select(
+            Meter.id,
+            Meter.charge_point_id,
+            Meter.connector_id,
+            Meter.enabled,
+            MeterState.energy_wh,
+            MeterState.max_current_a,
+            MeterState.power_w,
+            MeterState.read_at,
+            MeterSession.transaction_id,
+        )
+        .outerjoin(MeterState, MeterState.meter_id == Meter.id)
+        .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
+        # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
+        .where(_one_of(Meter.station_id, dialect))
+        .order_by(Meter.created_at, Meter.id)
+    )
+    return connectors, heartbeats, meters
 
 
 def _related(connection: Connection, rows: list[_Point]) -> _Related:
@@ -198,8 +216,9 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
     metered: dict[str, list[ChargePointMeterView]] = {}
     if not ids:
         return _Related(connectors, heartbeats, metered)
+    connectors_of, heartbeats_of, meters_of = _statements(connection.dialect.name)
     for charge_point_id, connector_id, status, error_code, info, status_at in connection.execute(
-        _CONNECTORS, {"ids": ids}
+        connectors_of, {"ids": ids}
     ):
         connectors.setdefault(charge_point_id, []).append(
             ConnectorView(
@@ -207,9 +226,9 @@ def _related(connection: Connection, rows: list[_Point]) -> _Related:
             )
         )
     station_ids = sorted({r.station_id for r in rows})
-    for station_id, last_heartbeat in connection.execute(_HEARTBEATS, {"ids": station_ids}):
+    for station_id, last_heartbeat in connection.execute(heartbeats_of, {"ids": station_ids}):
         heartbeats[station_id] = last_heartbeat
-    meter_rows = connection.execute(_METERS, {"ids": station_ids})
+    meter_rows = connection.execute(meters_of, {"ids": station_ids})
     for (
         meter_id,
         charge_point_id,
