@@ -75,8 +75,24 @@ async def current_revision(store: Store) -> str | None:
         raise _unreachable(store, exc) from None
 
 
+SQLITE_SCHEMA_ATTEMPTS = 3
+"""How many times a process starting on a SQLite file waits out the busy timeout for another one's migration."""
+
+
 async def prepare_schema(store: Store, *, migrate: bool = False) -> SchemaAction:
     """Bring the store to the code's schema, or raise a `StoreError` that says what to do."""
+    for attempt in range(1, SQLITE_SCHEMA_ATTEMPTS + 1):
+        try:
+            return await _prepare_schema(store, migrate=migrate)
+        except StoreUnreachable as exc:
+            # Processes starting together on a new SQLite file queue on its write lock while one of them creates
+            # the schema, which on a busy machine can outlast one busy timeout; they wait for it a few times over.
+            if store.dialect != "sqlite" or "database is locked" not in str(exc) or attempt == SQLITE_SCHEMA_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _prepare_schema(store: Store, *, migrate: bool) -> SchemaAction:
     head = head_revision()
     current = await current_revision(store)
     if current == head:

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.engine import make_url
 
 from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
 from chargenet.store import schema
@@ -207,3 +209,25 @@ def test_the_head_read_from_file_names_is_alembics_head() -> None:
     assert schema.head_revision() == schema.alembic_head_revision()
     for script in ScriptDirectory.from_config(schema.alembic_config()).walk_revisions():
         assert script.path is not None and Path(script.path).name.startswith(f"{script.revision}_")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_process_starting_while_the_sqlite_file_is_locked_past_one_busy_timeout_waits_for_it(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chargenet.store import db
+
+    monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    path = make_url(database_url).database
+    assert path
+    # Another process creating the schema holds the write lock for longer than one busy timeout.
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")
+    asyncio.get_running_loop().call_later(0.3, holder.rollback)
+    store = Store(database_url)
+    try:
+        assert await schema.prepare_schema(store) == schema.SchemaAction.CREATED
+    finally:
+        await store.dispose()
+        holder.close()
