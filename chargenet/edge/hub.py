@@ -155,7 +155,7 @@ class Edge:
 
     async def record_boot(self, boot: records.Boot) -> None:
         """Written with the boots of the group commit's batch, in one statement."""
-        await self._committer.bulk(_write_boots, boot)
+        await self._committer.bulk(records.record_boots, boot)
 
     def heartbeat_interval(self, station_id: str) -> int:
         """The heartbeat interval `station_id` was last given, in seconds."""
@@ -178,10 +178,6 @@ class Edge:
             await link.shut(1001, "server shutting down")
         self._links.clear()
         await self._committer.close()
-
-
-async def _write_boots(session: AsyncSession, boots: list[records.Boot]) -> None:
-    await records.record_boots(session, boots)
 
 
 class StationLink:

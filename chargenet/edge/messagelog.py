@@ -20,7 +20,6 @@ a point out of a chart, nothing a partner or a bill depends on (the start and st
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -29,13 +28,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Insert, Table, bindparam, delete, insert, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Table, bindparam, delete, insert, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from chargenet.clock import Clock
 from chargenet.domain.samples import Sample, Thinning
 from chargenet.edge.protocol.meter_values import Reported
+from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
@@ -196,21 +195,23 @@ class MessageLog(LoopWorker):
         self._presence = {}
         samples = list(self._samples)
         self._samples = deque(maxlen=MAX_BUFFERED_SAMPLES)
-        first = True
+        tail_written = False
         try:
             # In transactions of at most ROWS_PER_TRANSACTION frames and presence rows: after thousands of stations
             # dropped at once, one transaction writing them all held the store's writer for the stations'
-            # reconnecting Boots and statuses to wait behind.
-            while first or frames or presence:
+            # reconnecting Boots and statuses to wait behind. Heartbeats and samples go with the last one, after
+            # every presence row they may update.
+            while not tail_written:
                 chunk, presence_chunk = frames[:ROWS_PER_TRANSACTION], presence[:ROWS_PER_TRANSACTION]
-                if first:
+                last = len(frames) <= ROWS_PER_TRANSACTION and len(presence) <= ROWS_PER_TRANSACTION
+                if last:
                     await self._write(chunk, heartbeats, dict(presence_chunk), samples)
+                    tail_written = True
                 else:
                     await self._write(chunk, {}, dict(presence_chunk), [])
-                first = False
                 frames, presence = frames[len(chunk) :], presence[len(presence_chunk) :]
         except BaseException:
-            if first:
+            if not tail_written:
                 self.samples_dropped += len(samples)
                 for station_id, at in heartbeats.items():
                     self._heartbeats.setdefault(station_id, at)
@@ -243,7 +244,7 @@ class MessageLog(LoopWorker):
             for station_id, fields in presence.items():
                 by_fields.setdefault(tuple(sorted(fields)), []).append({"station_id": station_id, **fields})
             for names, rows in by_fields.items():
-                await session.execute(_presence_upsert(self._store.dialect, names), rows)
+                await session.execute(presence_upsert(self._store.dialect, names), rows)
             if heartbeats:
                 rows = [
                     {"b_station_id": s, "b_last_heartbeat_at": at, "b_last_seen_at": at} for s, at in heartbeats.items()
@@ -272,15 +273,6 @@ _HEARTBEATS = (
     .where(_presence.c.station_id == bindparam("b_station_id"))
     .values(last_heartbeat_at=bindparam("b_last_heartbeat_at"), last_seen_at=bindparam("b_last_seen_at"))
 )
-
-
-@functools.cache
-def _presence_upsert(dialect: str, names: tuple[str, ...]) -> Insert:
-    """The upsert of presence rows that set these fields, built once for each set of fields met."""
-    upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_presence)
-    return upsert.on_conflict_do_update(
-        index_elements=[_presence.c.station_id], set_={name: upsert.excluded[name] for name in names}
-    )
 
 
 class _FrameLogger:

@@ -109,11 +109,13 @@ _BOOT_FIELDS = ("vendor", "model", "firmware_version", "booted_at", "last_seen_a
 
 
 @functools.cache
-def _boot_upsert(dialect: str) -> Insert:
+def presence_upsert(dialect: str, names: tuple[str, ...]) -> Insert:
+    """The upsert of presence rows that set these fields, built once for each set of fields met: one statement
+    for all the rows of a batch (boots, connections) that set the same fields."""
     presence = cast(Table, StationPresence.__table__)
     upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(presence)
     return upsert.on_conflict_do_update(
-        index_elements=[presence.c.station_id], set_={name: upsert.excluded[name] for name in _BOOT_FIELDS}
+        index_elements=[presence.c.station_id], set_={name: upsert.excluded[name] for name in names}
     )
 
 
@@ -134,7 +136,7 @@ async def record_boots(session: AsyncSession, boots: list[Boot]) -> None:
         }
         for boot in last.values()
     ]
-    await session.execute(_boot_upsert(session.get_bind().dialect.name), rows)
+    await session.execute(presence_upsert(session.get_bind().dialect.name, _BOOT_FIELDS), rows)
 
 
 async def presence(session: AsyncSession, station_id: str) -> StationPresence | None:

@@ -218,3 +218,28 @@ async def test_a_large_batch_is_written_in_transactions_of_a_bounded_number_of_r
             "CS-B",
             "CS-C",
         }
+
+
+async def test_heartbeats_are_written_after_the_presence_rows_of_every_chunk(
+    store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(messagelog, "ROWS_PER_TRANSACTION", 2)
+    keys = KeyStore(tmp_path)
+    stations = ("CS-A", "CS-B", "CS-C")
+    for station_id in stations:
+        await make_tenant(store, keys, clock.now(), station_id=station_id)
+    log = MessageLog(store, clock)
+    connected_at = clock.now()
+    for station_id in stations:
+        log.connection(station_id, True, connected_at)  # a first connection: its row does not exist yet
+    heartbeat_at = connected_at + timedelta(seconds=5)
+    for station_id in stations:
+        log.heartbeat(station_id, heartbeat_at)
+
+    await log.run_once()
+
+    async with store.transaction() as session:
+        rows = {row.station_id: row for row in await session.scalars(select(StationPresence))}
+    assert {s: (rows[s].last_heartbeat_at, rows[s].last_seen_at) for s in stations} == {
+        s: (heartbeat_at, heartbeat_at) for s in stations
+    }
