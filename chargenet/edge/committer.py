@@ -4,7 +4,8 @@ serves a whole batch, and each station is answered only after its own work is du
 The edge's use of the store's group commit (`chargenet.store.group_commit`): a unit is the body of an
 `async with committer.unit() as session:` block, run in the station's task, each in its own savepoint
 (`Failure.UNIT`), so one that fails (a duplicate start losing a unique constraint, a bad connector id) is rolled
-back alone while the rest of the batch commits; StatusNotification's writes go through `bulk`. Batches are
+back alone while the rest of the batch commits; BootNotification's and StatusNotification's writes go through
+`bulk`. Batches are
 unordered, so under load a batch grows to what arrives while it runs, up to MAX_BATCH units.
 """
 

@@ -325,15 +325,15 @@ class RpcConnection:
 
     async def close(self) -> None:
         self._closed = True
+        # The handler is usually a method of the object that owns this connection: a reference cycle, which only
+        # the garbage collector's full pass frees. After 10,000 stations dropped at once that pass held the event
+        # loop for three seconds; dropped here, the connection is freed as soon as its owner lets go of it.
+        self._handler = _closed_handler
         self._fail_all()
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-        # The handler is usually a method of the object that owns this connection: a reference cycle, which only
-        # the garbage collector's full pass frees. After 10,000 stations dropped at once that pass held the event
-        # loop for three seconds; dropped here, the connection is freed as soon as its owner lets go of it.
-        self._handler = _closed_handler
 
 
 __all__ = [

@@ -68,7 +68,9 @@ class StationWebSocketProtocol(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.config.ws_per_message_deflate:
-            # Replaced before any byte arrived: the extension is only negotiated in the handshake.
+            # Replaced before any byte arrived: the extension is only negotiated in the handshake. The arguments
+            # are uvicorn's own (0.54) but the extension; the one replaced is let go without its parser's cycle.
+            self.conn.parser = None  # type: ignore[assignment]
             self.conn = ServerProtocol(
                 extensions=[station_deflate()],
                 max_size=self.config.ws_max_size,

@@ -298,7 +298,8 @@ class GroupCommit:
 
     async def bulk(self, handler: BulkHandler, item: Any) -> None:
         """Hand `item` to `handler`, which writes all items of a batch with a few multi-row statements; returns
-        once the batch has committed. Raises what the handler raised (for every item of its batch)."""
+        once the batch has committed. Raises what the handler raised: under `Failure.UNIT` only for the items that
+        fail when written alone, under `Failure.BATCH` for every item of the batch."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._batching.add_to_group(handler, _Item(item, future))
         self.flush()
@@ -390,9 +391,13 @@ class GroupCommit:
     def _failed(self, done: list[_Unit], written: list[_Item], error: Exception) -> None:
         if self._log_failures:
             log.exception(f"{self._name} batch failed to commit", exc_info=error)
-        for unit in self._batching.abandon():
-            # Not run yet: a caller still waiting for its turn gets the error there.
-            _settle([unit.handoff if isinstance(unit, _Lease) else unit.outcome], error)
+        for unit in [*self._batching.abandon(), *self._current]:
+            # Not run yet, or taken and not finished (its savepoint failed around it): a caller still waiting for
+            # its turn gets the error there, one whose body ran gets it as the outcome.
+            if isinstance(unit, _Lease) and not unit.handoff.done():
+                _settle([unit.handoff], error)
+            else:
+                _settle([unit.outcome], error)
         _settle([unit.outcome for unit in done], error)
         _settle([item.outcome for item in written], error)
 
