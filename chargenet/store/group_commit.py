@@ -248,6 +248,7 @@ class GroupCommit:
         self._batching: Batching[_Unit, BulkHandler, _Item] = Batching(ordered=ordered, max_batch=max_batch)
         self._current: list[_Unit] = []  # taken by the batch running now
         self._bulk_current: list[_Item] = []
+        self._bulk_taken: list[_Item] = []  # taken by the batch running now, written or not yet
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.batches = 0  # committed
@@ -319,7 +320,8 @@ class GroupCommit:
         meanwhile, which could go on for ever)."""
         self.flush()
         units, items = self._batching.pending()
-        pending = [entry.outcome for entry in (*self._current, *units, *self._bulk_current, *items)]
+        taken = (*self._bulk_current, *self._bulk_taken)
+        pending = [entry.outcome for entry in (*self._current, *units, *taken, *items)]
         await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
 
     async def close(self) -> None:
@@ -372,7 +374,7 @@ class GroupCommit:
             self._failed(done, written, exc)
             return
         finally:
-            self._current, self._bulk_current = [], []
+            self._current, self._bulk_current, self._bulk_taken = [], [], []
         for item in written:
             if not item.outcome.done():
                 item.outcome.set_result(None)
@@ -423,28 +425,34 @@ class GroupCommit:
                     _settle([unit.outcome], exc)
                     continue
             done.append(unit)
-        for handler, items in self._batching.take_groups().items():
+        groups = self._batching.take_groups()
+        self._bulk_taken = [entry for items in groups.values() for entry in items]  # what `settled` waits for
+        for handler, items in groups.items():
             try:
                 async with session.begin_nested():
                     await handler(session, [entry.item for entry in items])
             except Exception as exc:
-                if self._log_failures:
-                    log.exception(f"{self._name} bulk write failed")
                 if len(items) == 1:
-                    _settle([items[0].outcome], exc)
+                    self._bulk_failed(items[0], exc)
                     continue
                 # Item by item, each in a savepoint of its own: one bad item (a station deleted meanwhile) fails its
-                # own caller, not the callers of every other item that happened to share its batch.
+                # own caller, not the callers of every other item that happened to share its batch. Only the items
+                # that fail alone are logged.
                 for entry in items:
                     try:
                         async with session.begin_nested():
                             await handler(session, [entry.item])
                     except Exception as alone:
-                        _settle([entry.outcome], alone)
+                        self._bulk_failed(entry, alone)
                     else:
                         written.append(entry)
             else:
                 written.extend(items)
+
+    def _bulk_failed(self, entry: _Item, error: Exception) -> None:
+        if self._log_failures:
+            log.error(f"{self._name} bulk write failed", exc_info=error)
+        _settle([entry.outcome], error)
 
     async def _together(self, session: AsyncSession, done: list[_Unit], written: list[_Item]) -> None:
         while (unit := self._next()) is not None:

@@ -195,6 +195,25 @@ async def test_with_unit_failure_a_bulk_that_fails_is_written_item_by_item_and_o
     assert await keys(store) == ["t-1", "t-2", "t-taken"]
 
 
+async def test_with_unit_failure_settled_waits_for_a_bulk_item_whose_handler_is_running(store: Store) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT)
+    running, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(session: AsyncSession, items: list[Any]) -> None:
+        running.set()
+        await release.wait()
+        await session.execute(insert(StoreSetting), [{"key": key, "value": "v"} for key in items])
+
+    written = asyncio.create_task(group.bulk(slow, "t-slow"))
+    await running.wait()
+    settled = asyncio.create_task(group.settled())
+    await asyncio.sleep(0.05)
+    assert not settled.done()
+    release.set()
+    await settled
+    assert written.done() and await keys(store) == ["t-slow"]
+
+
 async def test_a_bulk_handler_gets_the_items_of_a_batch_in_one_call(store: Store) -> None:
     group = GroupCommit(store, name="test", failure=Failure.UNIT)
     calls: list[list[Any]] = []
