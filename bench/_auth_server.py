@@ -8,6 +8,7 @@ parsing, no client authentication, no database), and `/api/v1/bench/charge-point
 from __future__ import annotations
 
 import asyncio
+import gc
 import secrets
 import sys
 from datetime import UTC, datetime
@@ -23,8 +24,10 @@ from chargenet.api.dependencies import Context
 from chargenet.api.pagination import PageParams
 from chargenet.app import create_app, open_context
 from chargenet.auth.permissions import Grant, Permissions
+from chargenet.cli.serve import GC_THRESHOLDS
 from chargenet.config import load_settings
 from chargenet.domain.scopes import Scope
+from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.services import charge_points
 from chargenet.services.callers import ApiApplication
 from chargenet.services.charge_points import ChargePointView
@@ -72,7 +75,17 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
     api.add_api_route(
         "/bench/charge-points", unprotected_charge_points, methods=["GET"], response_model=Page[ChargePointView]
     )
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
+    # As `chargenet serve` configures it: the stations of bench_auth's background connect to this process.
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        ws=StationWebSocketProtocol,
+        ws_max_size=settings.ocpp_max_frame,
+    )
     try:
         await uvicorn.Server(config).serve()
     finally:
@@ -80,4 +93,5 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
 
 
 if __name__ == "__main__":
+    gc.set_threshold(*GC_THRESHOLDS)
     asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))

@@ -7,8 +7,10 @@ keep-alive HTTP/1.1 client on asyncio streams, fast enough that the server, not 
    against a bare endpoint that only signs the same JWT. Targets: 2,000 grants/s on SQLite, 1,000 on PostgreSQL.
 2. `GET /api/v1/charge-points?limit=100` with a bearer token, the store holding STATIONS stations (one charge
    point and two connectors each), from CLIENTS concurrent keep-alive clients, against the same route without
-   the check. Targets: the protected rate at least 0.85 of the unprotected one; at least 1,500 requests/s on
-   SQLite and 1,000 on PostgreSQL, with a p99 under 100 ms.
+   the check, while every station holds an OCPP connection to the same process and sends a Heartbeat every
+   HEARTBEAT_PERIOD seconds (10,000 stations: about 170 a second; `bench._heartbeat_fleet`, a process of its
+   own). Targets: the protected rate at least 0.85 of the unprotected one; at least 1,500 requests/s on SQLite
+   and 1,000 on PostgreSQL, with a p99 under 100 ms. A heartbeat left unanswered fails the benchmark.
 
 Both on SQLite, then on a fresh database of the PostgreSQL server `make bench` starts.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import socket
 import subprocess
@@ -39,6 +42,7 @@ from chargenet.store.models import ChargePoint, Connector, Station
 CONNECTIONS = 16
 STATIONS = int(os.environ.get("CHARGENET_BENCH_STATIONS", "10000"))
 CLIENTS = 50  # concurrent clients of the charge points list
+HEARTBEAT_PERIOD = 60.0  # seconds between a connected station's heartbeats while the list is measured
 LIST_TARGET = {"SQLite": 1500.0, "PostgreSQL": 1000.0}  # requests/s
 TOKEN_TARGET = {"SQLite": 2000.0, "PostgreSQL": 1000.0}  # grants/s
 DURATION = 1.5
@@ -53,7 +57,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str]:
+async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str, list[str]]:
     settings = load_settings(_values(data_dir, database_url), environ={})
     context = await open_context(settings)
     now = context.clock.now()
@@ -99,7 +103,7 @@ async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str
             await connection.execute(text("ANALYZE"))
             await connection.commit()
     await context.close()
-    return company.id, app.client_id, app.client_secret
+    return company.id, app.client_id, app.client_secret, [f"ST-{i:02d}" for i in range(20)] + ids
 
 
 async def _connection(
@@ -124,6 +128,57 @@ async def _connection(
                 latencies.append(time.perf_counter() - now)
     finally:
         writer.close()
+
+
+@dataclass
+class Heartbeats:
+    sent: int
+    answered: int
+    failures: dict[str, int]
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.answered / self.seconds if self.seconds else 0.0
+
+    @property
+    def missed(self) -> str:
+        """What went wrong, empty when every heartbeat sent was answered."""
+        problems = [f"{kind} x{count}" for kind, count in self.failures.items()]
+        if self.answered < self.sent:
+            problems.append(f"{self.sent - self.answered} of {self.sent} unanswered")
+        return ", ".join(problems)
+
+
+async def _connect_fleet(port: int, station_ids: list[str]) -> asyncio.subprocess.Process:
+    """The stations of `bench._heartbeat_fleet`, once all of them are connected."""
+    fleet = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench._heartbeat_fleet",
+        f"ws://127.0.0.1:{port}/ocpp",
+        str(HEARTBEAT_PERIOD),
+        *station_ids,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert fleet.stdout is not None
+    line = await asyncio.wait_for(fleet.stdout.readline(), timeout=300)
+    if not line.startswith(b"connected "):
+        fleet.kill()
+        raise RuntimeError(f"the heartbeat fleet did not connect: {line!r}")
+    return fleet
+
+
+async def _stop_fleet(fleet: asyncio.subprocess.Process) -> Heartbeats:
+    assert fleet.stdout is not None
+    fleet.terminate()
+    line = await asyncio.wait_for(fleet.stdout.readline(), timeout=60)
+    await fleet.wait()
+    if not line:
+        return Heartbeats(0, 0, {"the fleet ended without a report": 1}, 0.0)
+    report = json.loads(line)
+    return Heartbeats(report["sent"], report["answered"], report["failures"], report["seconds"])
 
 
 @dataclass
@@ -171,7 +226,7 @@ async def _measure(database_url: str | None) -> list[Result]:
     store = "PostgreSQL" if database_url else "SQLite"
     list_target = LIST_TARGET[store]
     with tempfile.TemporaryDirectory() as scratch:
-        company_id, client_id, secret = await _setup(scratch, database_url)
+        company_id, client_id, secret, station_ids = await _setup(scratch, database_url)
         port = _free_port()
         server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any measuring
             [sys.executable, "-m", "bench._auth_server", scratch, str(port), company_id, database_url or ""],
@@ -200,12 +255,16 @@ async def _measure(database_url: str | None) -> list[Result]:
                 _request("POST", "/auth/oauth2/token", form, grant),
                 _request("POST", "/bench/token", {}, b""),
             )
-            ours_list, base_list = await _paired(
-                port,
-                _request("GET", "/api/v1/charge-points?limit=100", bearer),
-                _request("GET", "/api/v1/bench/charge-points?limit=100", {}),
-                CLIENTS,
-            )
+            fleet = await _connect_fleet(port, station_ids)
+            try:
+                ours_list, base_list = await _paired(
+                    port,
+                    _request("GET", "/api/v1/charge-points?limit=100", bearer),
+                    _request("GET", "/api/v1/bench/charge-points?limit=100", {}),
+                    CLIENTS,
+                )
+            finally:
+                heartbeats = await _stop_fleet(fleet)
         finally:
             server.terminate()
             server.wait(timeout=20)
@@ -217,10 +276,14 @@ async def _measure(database_url: str | None) -> list[Result]:
     print(
         f"GET /charge-points?limit=100 ({store}), {STATIONS:,} stations, {CLIENTS} clients: "
         f"{ours_list.per_second:,.0f} req/s, p99 {ours_list.p99_ms:.0f} ms (target: {list_target:,.0f} req/s, p99 "
-        f"under 100 ms); without the bearer check {base_list.per_second:,.0f} req/s, p99 {base_list.p99_ms:.0f} ms",
+        f"under 100 ms); without the bearer check {base_list.per_second:,.0f} req/s, p99 {base_list.p99_ms:.0f} ms; "
+        f"meanwhile {len(station_ids):,} stations connected, {heartbeats.per_second:,.0f} heartbeats/s answered "
+        f"({heartbeats.answered:,} of {heartbeats.sent:,})",
         flush=True,
     )
     misses = []
+    if heartbeats.missed:
+        misses.append(f"heartbeats unanswered: {heartbeats.missed}")
     if ours_list.per_second < list_target:
         misses.append(f"{ours_list.per_second:,.0f} req/s < {list_target:,.0f}")
     if ours_list.p99_ms >= 100:

@@ -2,23 +2,26 @@
 latency at a steady 500 events/s, each against a bare httpx POST loop to the same local receiver in the same run.
 The receiver is a process of its own (bench/webhook_receiver.py), as a partner's would be.
 
-Targets: with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. The store is
-the embedded SQLite (WAL, synchronous=FULL), so every acknowledged delivery is on disk before the next one.
+Targets: with ed25519, at least 60% of the bare loop's rate; p99 latency under 50 ms. Each on the embedded SQLite
+(WAL, synchronous=FULL, so every acknowledged delivery is on disk before the next one), then on a fresh database
+of the PostgreSQL server `make bench` starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
 
-from bench.common import Result
+from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.app import AppContext, open_context
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
@@ -74,9 +77,13 @@ async def _until(condition: Callable[[], bool], limit: float = 120.0) -> None:
         await asyncio.sleep(0.002)
 
 
-async def _context(scratch: Path) -> tuple[AppContext, str]:
+async def _context(scratch: Path, database_url: str | None) -> tuple[AppContext, str]:
     settings = load_settings(
-        {"data_dir": str(scratch), "webhook_allow_private": True, "database_url": f"sqlite:///{scratch / 'b.db'}"},
+        {
+            "data_dir": str(scratch),
+            "webhook_allow_private": True,
+            "database_url": database_url or f"sqlite:///{scratch / 'b.db'}",
+        },
         environ={},
     )
     context = await open_context(settings)
@@ -135,12 +142,12 @@ async def _run_engine(context: AppContext) -> tuple[DeliveryEngine, asyncio.Even
     return engine, stopping, task
 
 
-async def _throughput(lanes: int, events: int) -> Result:
+async def _throughput(lanes: int, events: int, server_url: str | None) -> Result:
     receiver = Receiver()
     await receiver.start()
     url = f"http://127.0.0.1:{receiver.port}/hook"
-    with tempfile.TemporaryDirectory() as scratch:
-        context, site_id = await _context(Path(scratch))
+    async with _scratch(server_url) as (scratch, database_url):
+        context, site_id = await _context(Path(scratch), database_url)
         await _webhooks(context, site_id, url, lanes)
         body = (PAYLOAD.model_dump_json()).encode()
         baseline = await _bare_rate(url, body, lanes, events)
@@ -160,7 +167,7 @@ async def _throughput(lanes: int, events: int) -> Result:
         await task
         await context.close()
     await receiver.stop()
-    name = f"signed ed25519 deliveries, {lanes} lane{'s' if lanes > 1 else ''} (SQLite)"
+    name = f"signed ed25519 deliveries, {lanes} lane{'s' if lanes > 1 else ''} ({_store_name(server_url)})"
     return Result(name, ours, baseline, "deliveries/s", target=0.6)
 
 
@@ -188,7 +195,7 @@ def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1]
 
 
-async def _latency(per_second: int) -> list[Result]:
+async def _latency(per_second: int, server_url: str | None) -> list[Result]:
     receiver = Receiver()
     await receiver.start()
     url = f"http://127.0.0.1:{receiver.port}/hook"
@@ -203,8 +210,8 @@ async def _latency(per_second: int) -> list[Result]:
 
         bare_ms, _ = await _steady(bare, receiver.arrivals, per_second)
     receiver.arrivals.clear()
-    with tempfile.TemporaryDirectory() as scratch:
-        context, site_id = await _context(Path(scratch))
+    async with _scratch(server_url) as (scratch, database_url):
+        context, site_id = await _context(Path(scratch), database_url)
         await _webhooks(context, site_id, url, 1)
         _engine, stopping, task = await _run_engine(context)
         await asyncio.sleep(0.6)
@@ -232,21 +239,44 @@ async def _latency(per_second: int) -> list[Result]:
         await task
         await context.close()
     await receiver.stop()
-    rate = f"1 lane, {per_second} events/s asked, {achieved:.0f} committed"
+    rate = f"1 lane, {per_second} events/s asked, {achieved:.0f} committed, {_store_name(server_url)}"
     return [
         Result(f"enqueue-to-delivery p50, {rate} (ms)", _p(ours_ms, 50), _p(bare_ms, 50), "ms"),
         Result(f"enqueue-to-delivery p99, {rate} (ms)", _p(ours_ms, 99), _p(bare_ms, 99), "ms"),
     ]
 
 
-async def _measure() -> list[Result]:
+def _store_name(server_url: str | None) -> str:
+    return "PostgreSQL" if server_url else "SQLite"
+
+
+@contextlib.asynccontextmanager
+async def _scratch(server_url: str | None) -> AsyncIterator[tuple[str, str | None]]:
+    """A folder for one measurement, and a fresh database on the PostgreSQL server for it (None: the measurement
+    keeps its store in the folder, on SQLite)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        if server_url is None:
+            yield scratch, None
+            return
+        database_url = await create_database(server_url)
+        try:
+            yield scratch, database_url
+        finally:
+            await drop_database(server_url, database_url)
+
+
+async def _measure(server_url: str | None) -> list[Result]:
     return [
-        await _throughput(1, SINGLE_LANE_EVENTS),
-        await _throughput(MANY_LANES, MANY_LANES_EVENTS),
-        *await _latency(100),
-        *await _latency(LATENCY_RATE),
+        await _throughput(1, SINGLE_LANE_EVENTS, server_url),
+        await _throughput(MANY_LANES, MANY_LANES_EVENTS, server_url),
+        *await _latency(100, server_url),
+        *await _latency(LATENCY_RATE, server_url),
     ]
 
 
 def run() -> list[Result]:
-    return asyncio.run(_measure())
+    results = asyncio.run(_measure(None))
+    server_url = os.environ.get(POSTGRES_SERVER)
+    if server_url:
+        results += asyncio.run(_measure(server_url))
+    return results
