@@ -250,7 +250,9 @@ def _ping_when_idle(engine: AsyncEngine, clock: Clock, idle: float) -> None:
     @event.listens_for(engine.sync_engine, "checkout")
     def _ping_if_rested(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         rested_from = record.info.get("checked_in_at")
-        if rested_from is None or (clock.now() - rested_from).total_seconds() < idle:
+        # A rest that comes out negative is the wall clock set back meanwhile: how long it rested is unknown, so
+        # it is pinged, as one that rested long is.
+        if rested_from is None or 0 <= (clock.now() - rested_from).total_seconds() < idle:
             return
         try:
             alive = engine.dialect.do_ping(dbapi_connection)

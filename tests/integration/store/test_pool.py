@@ -60,3 +60,12 @@ async def test_a_connection_in_steady_use_is_not_pinged_so_a_broken_one_fails_on
         await pooled.read_statement(_backend)
     # The disconnect emptied the pool: the next unit connects afresh.
     assert await pooled.read_statement(_backend) != gone
+
+
+async def test_a_connection_whose_rest_spans_the_clock_set_back_is_pinged(
+    pooled: Store, database_url: str, clock: ManualClock
+) -> None:
+    gone = await pooled.read_statement(_backend)
+    await _end_backend(database_url, gone)
+    clock.advance(-3600)
+    assert await pooled.read_statement(_backend) != gone
