@@ -86,7 +86,8 @@ class Batching(Generic[U, G, M]):
             raise ValueError("max_batch must be at least 1")
         self.ordered = ordered
         self.max_batch = max_batch
-        self._waiting: list[tuple[int, U]] = []
+        # A deque: an unordered batch takes its units from the front, one by one (thousands in a storm).
+        self._waiting: deque[tuple[int, U]] = deque()
         self._groups: dict[G, list[M]] = {}
         self._batch: deque[tuple[int, U]] = deque()  # ordered: the rest of the batch fixed at its start
         self._taken = 0
@@ -111,10 +112,10 @@ class Batching(Generic[U, G, M]):
         self._taken = 0
         if self.ordered:
             # Stable: units of one key keep the order they were handed over in.
-            self._waiting.sort(key=lambda entry: entry[0])
-            cut = len(self._waiting) if self.max_batch is None else self.max_batch
-            self._batch = deque(self._waiting[:cut])
-            self._waiting = self._waiting[cut:]
+            waiting = sorted(self._waiting, key=lambda entry: entry[0])
+            cut = len(waiting) if self.max_batch is None else self.max_batch
+            self._batch = deque(waiting[:cut])
+            self._waiting = deque(waiting[cut:])
             if self._waiting:
                 self._flush = True
 
@@ -128,7 +129,7 @@ class Batching(Generic[U, G, M]):
             self._flush = True
             return None
         self._taken += 1
-        return self._waiting.pop(0)[1]
+        return self._waiting.popleft()[1]
 
     def take_groups(self) -> dict[G, list[M]]:
         """The bulk groups, for the batch that has taken its last unit."""
@@ -145,7 +146,7 @@ class Batching(Generic[U, G, M]):
 
     def requeue(self) -> None:
         """The batch was discarded: the units it had not taken yet go first into the next one, at once."""
-        self._waiting[:0] = self._batch
+        self._waiting.extendleft(reversed(self._batch))
         self._batch = deque()
         self._flush = True
 

@@ -120,6 +120,19 @@ def test_a_discarded_batch_puts_the_units_it_had_not_taken_first_in_the_next_one
     assert take_all(batch) == ["d", "b", "c"]
 
 
+def test_units_of_one_key_put_back_by_a_discarded_batch_keep_their_order_ahead_of_later_ones() -> None:
+    batch = batching(ordered=True)
+    for unit in ("a", "b", "c"):
+        batch.add(unit, 1)
+    batch.flush()
+    batch.start()
+    assert batch.next() == "a"
+    batch.add("d", 1)
+    batch.requeue()
+    batch.start()
+    assert take_all(batch) == ["b", "c", "d"]
+
+
 def test_a_failed_ordered_batch_fails_the_units_it_had_not_taken_yet() -> None:
     batch = batching(ordered=True)
     for unit, key in (("a", 1), ("b", 2), ("c", 3)):
