@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -136,6 +137,7 @@ class Heartbeats:
     answered: int
     failures: dict[str, int]
     seconds: float
+    p99_ms: float
 
     @property
     def per_second(self) -> float:
@@ -151,7 +153,7 @@ class Heartbeats:
 
 
 async def _connect_fleet(port: int, station_ids: list[str]) -> asyncio.subprocess.Process:
-    """The stations of `bench._heartbeat_fleet`, once all of them are connected."""
+    """The stations of `bench._heartbeat_fleet`, once all of them are connected and the edge has settled."""
     fleet = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -162,23 +164,37 @@ async def _connect_fleet(port: int, station_ids: list[str]) -> asyncio.subproces
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    assert fleet.stdout is not None
-    line = await asyncio.wait_for(fleet.stdout.readline(), timeout=300)
-    if not line.startswith(b"connected "):
-        fleet.kill()
-        raise RuntimeError(f"the heartbeat fleet did not connect: {line!r}")
+    try:
+        assert fleet.stdout is not None
+        line = await asyncio.wait_for(fleet.stdout.readline(), timeout=300)
+        if not line.startswith(b"connected "):
+            raise RuntimeError(f"the heartbeat fleet did not connect: {line!r}")
+    except BaseException:
+        await _end(fleet)
+        raise
+    # The connections' own writes (presence rows) settle before the list is measured.
+    await asyncio.sleep(2)
     return fleet
 
 
 async def _stop_fleet(fleet: asyncio.subprocess.Process) -> Heartbeats:
     assert fleet.stdout is not None
-    fleet.terminate()
-    line = await asyncio.wait_for(fleet.stdout.readline(), timeout=60)
-    await fleet.wait()
+    try:
+        fleet.terminate()
+        line = await asyncio.wait_for(fleet.stdout.readline(), timeout=60)
+    finally:
+        await _end(fleet)
     if not line:
-        return Heartbeats(0, 0, {"the fleet ended without a report": 1}, 0.0)
+        return Heartbeats(0, 0, {"the fleet ended without a report": 1}, 0.0, 0.0)
     report = json.loads(line)
-    return Heartbeats(report["sent"], report["answered"], report["failures"], report["seconds"])
+    return Heartbeats(report["sent"], report["answered"], report["failures"], report["seconds"], report["p99_ms"])
+
+
+async def _end(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    await process.wait()
 
 
 @dataclass
@@ -263,11 +279,17 @@ async def _measure(database_url: str | None) -> list[Result]:
                     _request("GET", "/api/v1/bench/charge-points?limit=100", {}),
                     CLIENTS,
                 )
-            finally:
-                heartbeats = await _stop_fleet(fleet)
+            except BaseException:
+                await _end(fleet)  # the list's error is the one to see, not a missing report of the fleet's
+                raise
+            heartbeats = await _stop_fleet(fleet)
         finally:
             server.terminate()
-            server.wait(timeout=20)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
     print(
         f"token grants ({store}): {ours_tokens.per_second:,.0f}/s on one server process "
         f"(target: {TOKEN_TARGET[store]:,.0f}/s)",
@@ -278,7 +300,7 @@ async def _measure(database_url: str | None) -> list[Result]:
         f"{ours_list.per_second:,.0f} req/s, p99 {ours_list.p99_ms:.0f} ms (target: {list_target:,.0f} req/s, p99 "
         f"under 100 ms); without the bearer check {base_list.per_second:,.0f} req/s, p99 {base_list.p99_ms:.0f} ms; "
         f"meanwhile {len(station_ids):,} stations connected, {heartbeats.per_second:,.0f} heartbeats/s answered "
-        f"({heartbeats.answered:,} of {heartbeats.sent:,})",
+        f"({heartbeats.answered:,} of {heartbeats.sent:,}, p99 {heartbeats.p99_ms:.0f} ms)",
         flush=True,
     )
     misses = []
