@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chargenet.clock import ManualClock
 from chargenet.store.db import PING_AFTER_IDLE, Store
@@ -69,3 +71,20 @@ async def test_a_connection_whose_rest_spans_the_clock_set_back_is_pinged(
     await _end_backend(database_url, gone)
     clock.advance(-3600)
     assert await pooled.read_statement(_backend) != gone
+
+
+async def test_past_its_size_the_pool_makes_a_unit_wait_rather_than_open_a_connection(database_url: str) -> None:
+    store = Store(database_url, pool_size=2, pool_timeout=0.05)
+    try:
+        async with store.engine.connect() as first, store.engine.connect() as second:
+            held = {await _pid(first), await _pid(second)}
+            with pytest.raises(SQLAlchemyTimeoutError):
+                await store.read_statement(_backend)
+        # Given back, the pool's own connections serve the next unit.
+        assert await store.read_statement(_backend) in held
+    finally:
+        await store.dispose()
+
+
+async def _pid(connection: AsyncConnection) -> int:
+    return int((await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one())
