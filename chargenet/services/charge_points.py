@@ -235,23 +235,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
         Connector.info,
         Connector.status_at,
     )
-    metered = (
-        select(
-            Meter.station_id,
-            Meter.charge_point_id,
-            Meter.created_at,
-            Meter.id,
-            Meter.connector_id,
-            Meter.enabled,
-            MeterSession.transaction_id,
-            MeterState.energy_wh,
-            MeterState.max_current_a,
-            MeterState.power_w,
-            MeterState.read_at,
-        )
-        .outerjoin(MeterState, MeterState.meter_id == Meter.id)
-        .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
-    )
+    metered = _meters()
     present: FromClause
     connected: FromClause
     if dialect == "postgresql":
@@ -321,7 +305,7 @@ def _read(connection: Connection, statement: _Joined, values: Mapping[str, objec
     if found and connection.dialect.name == "sqlite":
         by_id = {p.id: p for p in found}
         station_ids = sorted({p.station_id for p in found})
-        for charge_point_id, *measured in connection.execute(_meters_of(), {"ids": station_ids}):
+        for _station, charge_point_id, _created, *measured in connection.execute(_meters_of(), {"ids": station_ids}):
             metered = by_id.get(charge_point_id)
             if metered is not None:
                 metered.meters.append(_meter(*measured))
@@ -342,12 +326,14 @@ def _meter(
     return (meter_id, connector_id, enabled, transaction_id, energy_wh, max_current, power, read_at)
 
 
-@functools.cache
-def _meters_of() -> Executable:
-    """The meters of a list of stations (bound as `ids`) on SQLite, built once."""
+def _meters() -> Select[*tuple[Any, ...]]:
+    """Meters with their last reading and open session: the station, charge point and creation instant they are
+    found and ordered by, then the columns of `_meter`."""
     return (
         select(
+            Meter.station_id,
             Meter.charge_point_id,
+            Meter.created_at,
             Meter.id,
             Meter.connector_id,
             Meter.enabled,
@@ -359,10 +345,14 @@ def _meters_of() -> Executable:
         )
         .outerjoin(MeterState, MeterState.meter_id == Meter.id)
         .outerjoin(MeterSession, and_(MeterSession.meter_id == Meter.id, MeterSession.stopped_at.is_(None)))
-        # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
-        .where(_one_of(Meter.station_id, "sqlite"))
-        .order_by(Meter.created_at, Meter.id)
     )
+
+
+@functools.cache
+def _meters_of() -> Executable:
+    """The meters of a list of stations (bound as `ids`) on SQLite, built once."""
+    # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
+    return _meters().where(_one_of(Meter.station_id, "sqlite")).order_by(Meter.created_at, Meter.id)
 
 
 # The views of charge points by id, with the key they were built from (`_Point.key`): a view is a pure function of
