@@ -37,7 +37,7 @@ from chargenet.store.notify import Listener, connect_arguments
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # PostgreSQL connections a process keeps (no more are opened): as many as it could open before (10 and an overflow
-# of 10), so a server's `max_connections` serves as many processes as it did.
+# of 10), so a server's `max_connections` serves as many processes as it did. SQLite's engines take neither setting.
 POOL_SIZE = 20
 POOL_TIMEOUT = 30.0  # seconds a unit waits for a pooled connection before it fails
 
@@ -74,7 +74,7 @@ class Store:
             # a burst and closed after it (SQLAlchemy's overflow) made a reconnect storm of 10,000 stations slower the
             # busier it got: each new connection cost the server a backend and the process its prepared statements
             # again, so units took longer, more overlapped, and more connections were opened. A station's p50 went
-            # from 418 ms to 46 ms, its p99 from 1.4 s to 0.44 s.
+            # from 418-536 ms to 46-52 ms, its p99 from 1.4-1.6 s to 0.43-0.45 s (docs/performance.md).
             self.engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout)
             _ping_when_idle(
                 self.engine, clock or SystemClock(), PING_AFTER_IDLE if ping_after_idle is None else ping_after_idle

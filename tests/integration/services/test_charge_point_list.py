@@ -12,12 +12,13 @@ from sqlalchemy import update
 from chargenet.auth.permissions import Grant, Permissions
 from chargenet.clock import ManualClock
 from chargenet.domain.scopes import Scope
+from chargenet.errors import NotFound
 from chargenet.keys import KeyStore
 from chargenet.services import charge_points, companies, meters, sites, stations
 from chargenet.services.callers import OPERATOR, ApiApplication
 from chargenet.services.pages import PageRequest, every_page
 from chargenet.store.db import Store
-from chargenet.store.models import Connector, StationPresence
+from chargenet.store.models import ChargePoint, Connector, Station, StationPresence
 
 
 class Network:
@@ -182,3 +183,41 @@ async def test_two_meters_on_two_connectors_show_once_each_in_order(
     ).items
     assert [c.connector_id for c in view.connectors] == [1, 2]
     assert [(m.id, m.connector_id) for m in view.meters] == [(made[0].id, 2), (made[1].id, 1)]
+
+
+async def test_charge_points_of_stations_sharing_an_ordinal_are_each_shown_whole(
+    store: Store, network: Network
+) -> None:
+    async with store.transaction() as session:
+        station = await session.get(Station, "A-1")
+        assert station is not None
+        session.add(ChargePoint(id="A-1-EXTRA", station_id="A-1", site_id=network.site_a, ordinal=1))
+        await session.flush()
+        session.add_all(Connector(charge_point_id="A-1-EXTRA", connector_id=c) for c in (1, 2))
+    async with store.read() as session:
+        views = await charge_points.charge_points_of_stations(session, caller(network.first, None), None, ["A-1"])
+    assert sorted(view.id for view in views) == sorted({view.id for view in views})
+    assert len(views) == 2
+    assert all([c.connector_id for c in view.connectors] == [1, 2] for view in views)
+
+
+async def test_one_charge_point_of_another_company_is_not_found(store: Store, network: Network) -> None:
+    [theirs] = await every_page(
+        lambda page: charge_points.list_charge_points(store, caller(network.second, None), None, page)
+    )
+    with pytest.raises(NotFound):
+        await charge_points.get_charge_point(store, caller(network.first, None), None, theirs.id)
+    shown = await charge_points.get_charge_point(store, caller(network.second, None), None, theirs.id)
+    assert shown == theirs
+
+
+async def test_a_company_grant_beside_a_site_grant_lists_each_charge_point_once(store: Store, network: Network) -> None:
+    assert await listed(store, caller(network.first, None, network.site_b)) == ["A-1", "A-2", "B-1"]
+
+
+async def test_a_grant_on_another_companys_site_reaches_nothing_there(store: Store, network: Network) -> None:
+    grants = [
+        Grant(network.first, network.site_b, frozenset({Scope.CHARGE_POINTS_READ})),
+        Grant(network.second, None, frozenset({Scope.CHARGE_POINTS_READ})),
+    ]
+    assert await listed(store, ApiApplication("app", Permissions.of(network.second, grants))) == ["C-1"]

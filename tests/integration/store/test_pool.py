@@ -1,4 +1,5 @@
-"""PostgreSQL's pooled connections: checked with a ping on checkout only after they rested (`PING_AFTER_IDLE`)."""
+"""PostgreSQL's pooled connections: checked with a ping on checkout only after they rested (`PING_AFTER_IDLE`), and
+never more of them than the pool's size."""
 
 from __future__ import annotations
 
