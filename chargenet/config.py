@@ -43,6 +43,7 @@ class Settings:
     webhook_allow_private: bool = False
     event_retention_days: int = 7
     ocpp_max_frame: int = 65536
+    database_pool_size: int | None = None  # None: the store's own (`store.db.POOL_SIZE`)
 
     @property
     def auth_url(self) -> str:
@@ -74,6 +75,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "webhook_allow_private": ("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "--webhook-allow-private"),
     "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
+    "database_pool_size": ("CHARGENET_DATABASE_POOL_SIZE", "--database-pool-size"),
 }
 
 # Settings that are secrets (a database URL carries its password), so `CHARGENET_<NAME>_FILE` may name a file with
@@ -123,6 +125,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     allow_private = pick("webhook_allow_private", _boolean, False)
     retention = pick("event_retention_days", _positive_int, 7)
     max_frame = pick("ocpp_max_frame", _positive_int, 65536)
+    pool_size: int | None = pick("database_pool_size", _positive_int, None)
     forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
         host=host,
@@ -140,6 +143,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         webhook_allow_private=allow_private,
         event_retention_days=retention,
         ocpp_max_frame=max_frame,
+        database_pool_size=pool_size,
     )
 
 

@@ -92,7 +92,7 @@ async def open_store(settings: Settings, *, migrate: bool = False, clock: Clock 
     keys = KeyStore(settings.keys_dir)
     keys.ensure()
     clock = clock or SystemClock()
-    store = Store(settings.database_url, clock=clock)
+    store = Store(settings.database_url, pool_size=settings.database_pool_size, clock=clock)
     try:
         await schema.prepare_schema(store, migrate=migrate)
         await _check_keys(store, keys)

@@ -91,6 +91,11 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--event-retention-days", dest="event_retention_days")
     group.add_argument("--ocpp-max-frame", dest="ocpp_max_frame")
+    group.add_argument(
+        "--database-pool-size",
+        dest="database_pool_size",
+        help="PostgreSQL connections this process keeps, and never exceeds (env CHARGENET_DATABASE_POOL_SIZE)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

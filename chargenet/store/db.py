@@ -55,7 +55,7 @@ class Store:
         self,
         url: str,
         *,
-        pool_size: int = POOL_SIZE,
+        pool_size: int | None = None,
         pool_timeout: float = POOL_TIMEOUT,
         clock: Clock | None = None,
         ping_after_idle: float | None = None,
@@ -75,7 +75,9 @@ class Store:
             # busier it got: each new connection cost the server a backend and the process its prepared statements
             # again, so units took longer, more overlapped, and more connections were opened. A station's p50 went
             # from 418-536 ms to 46-52 ms, its p99 from 1.4-1.6 s to 0.43-0.45 s (docs/performance.md).
-            self.engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout)
+            self.engine = create_async_engine(
+                url, pool_size=pool_size or POOL_SIZE, max_overflow=0, pool_timeout=pool_timeout
+            )
             _ping_when_idle(
                 self.engine, clock or SystemClock(), PING_AFTER_IDLE if ping_after_idle is None else ping_after_idle
             )

@@ -51,6 +51,7 @@ def test_postgres_url_is_given_the_async_driver(tmp_path: Path) -> None:
         ({}, {"CHARGENET_LOG_FORMAT": "xml"}, "CHARGENET_LOG_FORMAT", "'xml'"),
         ({}, {"CHARGENET_WEBHOOK_ALLOW_PRIVATE": "maybe"}, "CHARGENET_WEBHOOK_ALLOW_PRIVATE", "'maybe'"),
         ({}, {"CHARGENET_EVENT_RETENTION_DAYS": "0"}, "CHARGENET_EVENT_RETENTION_DAYS", "'0'"),
+        ({"database_pool_size": "many"}, {}, "--database-pool-size", "'many'"),
         ({"forwarded_allow_ips": "10.0.0.1,nope"}, {}, "--forwarded-allow-ips", "'nope'"),
         ({"tls_cert": "/nonexistent/cert.pem"}, {}, "--tls-cert", "/nonexistent/cert.pem"),
     ],
@@ -156,3 +157,8 @@ def test_a_setting_that_is_no_secret_takes_no_file_variable(tmp_path: Path) -> N
 @pytest.mark.parametrize(("text", "stripped"), [("a\n", "a"), ("a\r\n", "a"), ("a\n\n", "a\n"), ("a", "a")])
 def test_without_final_newline_drops_exactly_one_line_break(text: str, stripped: str) -> None:
     assert without_final_newline(text) == stripped
+
+
+def test_the_database_pool_size_defaults_to_the_stores_and_can_be_set(tmp_path: Path) -> None:
+    assert load_settings({"data_dir": str(tmp_path)}, {}).database_pool_size is None
+    assert load_settings({"data_dir": str(tmp_path)}, {"CHARGENET_DATABASE_POOL_SIZE": "8"}).database_pool_size == 8

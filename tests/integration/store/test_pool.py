@@ -4,6 +4,7 @@ never more of them than the pool's size."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, text
@@ -12,6 +13,8 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chargenet.clock import ManualClock
+from chargenet.config import load_settings
+from chargenet.context import open_store
 from chargenet.store.db import PING_AFTER_IDLE, Store
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -89,3 +92,12 @@ async def test_past_its_size_the_pool_makes_a_unit_wait_rather_than_open_a_conne
 
 async def _pid(connection: AsyncConnection) -> int:
     return int((await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+async def test_the_pool_size_setting_sizes_the_pool(database_url: str, tmp_path: Path) -> None:
+    settings = load_settings({"data_dir": str(tmp_path), "database_url": database_url, "database_pool_size": "3"}, {})
+    context = await open_store(settings)
+    try:
+        assert context.store.engine.sync_engine.pool.size() == 3  # type: ignore[attr-defined]
+    finally:
+        await context.close()
