@@ -59,11 +59,17 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
         for lane, site_id in rows:
             lanes_of.setdefault((site_id, lane.event_type), []).append(lane)
         for stream in streams:
+            lanes = lanes_of.get((stream.site_id, stream.event_type), [])
+            if not lanes:
+                # No webhook takes them: the cursor passes over every event the listing saw without reading one (under
+                # a flood of statuses with no webhook, the reads were 2 % of the edge's time).
+                await consumer.advance(session, stream.site_id, stream.event_type, stream.last_seq)
+                continue
             events = await consumer.read(session, stream, limit=batch)
             if not events:
                 continue
             now = clock.now()
-            for lane in lanes_of.get((stream.site_id, stream.event_type), []):
+            for lane in lanes:
                 letters = await enqueue_many(session, lane, events, now=now)
                 report.enqueued += len(events) - len(letters)
                 report.refused += len(letters)
