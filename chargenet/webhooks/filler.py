@@ -2,9 +2,10 @@
 
 One transaction per round: read each pending (site, event type) stream after the cursor, insert each event
 into every lane of that site's webhooks subscribed to that type (or dead-letter it as `queue_full`), advance
-the cursor. A crash keeps all of it or none of it, so an event is neither lost nor enqueued twice. Only one
-filler works at a time: on PostgreSQL a transaction-scoped advisory lock (a second process skips the round),
-on SQLite the `BEGIN IMMEDIATE` every transaction starts with.
+the cursor; a stream no lane takes has its cursor advanced past what the round listed, unread. A crash keeps all
+of it or none of it, so an event is neither lost nor enqueued twice. Only one filler works at a time: on
+PostgreSQL a transaction-scoped advisory lock (a second process skips the round), on SQLite the `BEGIN IMMEDIATE`
+every transaction starts with.
 """
 
 from __future__ import annotations
