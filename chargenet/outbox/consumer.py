@@ -88,11 +88,13 @@ class OutboxConsumer:
         )
 
 
-async def purge_events_before(session: AsyncSession, cutoff: datetime, consumers: Sequence[str] = ()) -> int:
+async def purge_events_before(
+    session: AsyncSession, cutoff: datetime, consumers: Sequence[str] = (), limit: int | None = None
+) -> int:
     """Retention: drop events raised before `cutoff` that every one of `consumers` has already taken (stream
-    counters stay, so sequences never repeat). An event a consumer has not taken yet is kept however old it is:
-    a consumer that was stopped for longer than the retention period loses nothing."""
-    query = delete(OutboxEvent).where(OutboxEvent.raised_at < cutoff)
+    counters stay, so sequences never repeat), at most `limit` of them. An event a consumer has not taken yet is
+    kept however old it is: a consumer that was stopped for longer than the retention period loses nothing."""
+    old = select(OutboxEvent.position).where(OutboxEvent.raised_at < cutoff)
     for name in consumers:
         taken = (
             select(OutboxCursor.last_seq)
@@ -104,6 +106,9 @@ async def purge_events_before(session: AsyncSession, cutoff: datetime, consumers
             )
             .exists()
         )
-        query = query.where(taken)
+        old = old.where(taken)
+    if limit is not None:
+        old = old.order_by(OutboxEvent.position).limit(limit)
+    query = delete(OutboxEvent).where(OutboxEvent.position.in_(old))
     result = await session.execute(query.execution_options(synchronize_session=False))
     return int(getattr(result, "rowcount", 0) or 0)

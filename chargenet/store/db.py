@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from chargenet.clock import Clock, SystemClock
 from chargenet.store.notify import Listener, connect_arguments
+from chargenet.store.sqlite_driver import LoopConnection, loop_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # PostgreSQL connections a process keeps (no more are opened): as many as it could open before (10 and an overflow
@@ -67,7 +68,9 @@ class Store:
             database = parsed.database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-            self.engine: AsyncEngine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+            # The writer's statements run on the event loop, its BEGIN and COMMIT on aiosqlite's thread
+            # (store/sqlite_driver.py): a unit of work pays two thread hops, not one per statement.
+            self.engine: AsyncEngine = create_async_engine(url, async_creator=_loop_connector(url))
             _configure_sqlite(self.engine)
         else:
             # A fixed pool: past `pool_size` units wait for a connection rather than open one. Connections opened for
@@ -200,6 +203,13 @@ class Store:
         if self._direct_reads is not None:
             self._direct_reads.dispose()
         await self.engine.dispose()
+
+
+def _loop_connector(url: str) -> Callable[[], Awaitable[LoopConnection]]:
+    dialect = make_url(url).get_dialect()()
+    arguments, options = dialect.create_connect_args(make_url(url))
+    options.pop("check_same_thread", None)
+    return loop_connector(*arguments, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS, **options)
 
 
 def _lower(value: object) -> object:

@@ -39,6 +39,23 @@ async def test_events_older_than_the_retention_period_are_purged_and_newer_ones_
     assert await _stored(store) == [(2, "NEW")]
 
 
+async def test_more_old_events_than_a_purge_takes_at_once_are_purged_in_several_transactions(
+    store: Store, clock: ManualClock
+) -> None:
+    outbox = Outbox(clock)
+    async with store.transaction() as session:
+        for n in range(5):
+            await outbox.publish(session, site_id="site_1", payload=authorize(f"OLD-{n}"))
+    clock.advance(timedelta(days=8).total_seconds())
+    async with store.transaction() as session:
+        await outbox.publish(session, site_id="site_1", payload=authorize("NEW"))
+    units: list[float] = []
+    store.time_units(transaction=units.append, read=lambda _: None)
+    await EventRetention(store, clock, days=7, batch=2).run_once()
+    assert len(units) == 3  # 2, 2 and 1 events
+    assert await _stored(store) == [(6, "NEW")]
+
+
 async def test_a_stream_emptied_by_retention_goes_on_with_the_next_sequence_number(
     store: Store, clock: ManualClock
 ) -> None:
