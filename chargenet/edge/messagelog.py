@@ -36,7 +36,7 @@ from chargenet.domain.samples import Sample, Thinning
 from chargenet.edge.protocol.meter_values import Reported
 from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import OcppMessage, StationPresence
 from chargenet.store.notify import CONNECTOR_STATUS, notify
 from chargenet.workers import LoopWorker
@@ -262,7 +262,7 @@ class MessageLog(LoopWorker):
             if self._purged_at is None or now - self._purged_at >= PURGE_EVERY:
                 self._purged_at = now
                 cutoff = now - timedelta(days=RETENTION_DAYS)
-                await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff))
+                await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff).execution_options(**LONG))
                 # The meters' samples too: this worker runs in every serving process.
                 await sample_store.purge(session, cutoff)
 

@@ -34,7 +34,7 @@ from chargenet.edge import records
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.ids import process_owner
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import StationCommand
 from chargenet.store.notify import COMMAND_ANSWERS, STATION_COMMANDS, notify
 from chargenet.waiting import first_of
@@ -209,7 +209,11 @@ class CommandRelay(LoopWorker):
         claimed: list[StationCommand] = []
         if now - self._last_purge >= FORGOTTEN_AFTER:
             async with self.store.transaction() as session:
-                await session.execute(delete(StationCommand).where(StationCommand.created_at < now - FORGOTTEN_AFTER))
+                await session.execute(
+                    delete(StationCommand)
+                    .where(StationCommand.created_at < now - FORGOTTEN_AFTER)
+                    .execution_options(**LONG)
+                )
             self._last_purge = now
         if not stations:
             return

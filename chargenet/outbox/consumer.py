@@ -8,6 +8,7 @@ from sqlalchemy import and_, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.store.db import LONG
 from chargenet.store.models import EventStream, OutboxCursor, OutboxEvent
 
 
@@ -109,6 +110,6 @@ async def purge_events_before(
         old = old.where(taken)
     if limit is not None:
         old = old.order_by(OutboxEvent.position).limit(limit)
-    query = delete(OutboxEvent).where(OutboxEvent.position.in_(old))
+    query = delete(OutboxEvent).where(OutboxEvent.position.in_(old)).execution_options(**LONG)
     result = await session.execute(query.execution_options(synchronize_session=False))
     return int(getattr(result, "rowcount", 0) or 0)

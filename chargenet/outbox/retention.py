@@ -8,7 +8,7 @@ from sqlalchemy import delete, select
 
 from chargenet.clock import Clock
 from chargenet.outbox.consumer import purge_events_before
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import WebhookDelivery
 from chargenet.workers import LoopWorker
 
@@ -52,6 +52,7 @@ class EventRetention(LoopWorker):
                 attempts = await session.execute(
                     delete(WebhookDelivery)
                     .where(WebhookDelivery.id.in_(old))
+                    .execution_options(**LONG)
                     .execution_options(synchronize_session=False)
                 )
             attempts_purged = int(getattr(attempts, "rowcount", 0) or 0)

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import AuditRecord
 from chargenet.workers import LoopWorker
 
@@ -159,7 +159,9 @@ async def list_records(
 
 async def purge(session: AsyncSession, *, now: datetime) -> int:
     """Delete records older than RETENTION; returns how many."""
-    result = await session.execute(delete(AuditRecord).where(AuditRecord.at < now - RETENTION))
+    result = await session.execute(
+        delete(AuditRecord).where(AuditRecord.at < now - RETENTION).execution_options(**LONG)
+    )
     return int(getattr(result, "rowcount", 0) or 0)
 
 

@@ -22,6 +22,7 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
+from chargenet.store.db import LONG
 from chargenet.store.models import AuthCacheEntry, Group, LocalAuthEntry, Meter, Site, Station, Webhook
 
 
@@ -164,8 +165,8 @@ async def delete_site(
             left.append(noun)
     if left:
         raise Conflict(f"site {site_id} still has {_listed(left)}; delete them first")
-    await session.execute(delete(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id))
-    await session.execute(delete(AuthCacheEntry).where(AuthCacheEntry.site_id == site_id))
+    await session.execute(delete(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id).execution_options(**LONG))
+    await session.execute(delete(AuthCacheEntry).where(AuthCacheEntry.site_id == site_id).execution_options(**LONG))
     await _audit(session, caller, row, "site.delete", now, {"name": row.name})
     await session.delete(row)
     await session.flush()

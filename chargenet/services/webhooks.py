@@ -38,6 +38,7 @@ from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cu
 from chargenet.services.reach import reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
+from chargenet.store.db import LONG
 from chargenet.store.models import (
     Site,
     Webhook,
@@ -514,13 +515,17 @@ async def delete_webhook(
     check_version("webhook", row.id, row.version, expected_version)
     await _audit(session, caller, row, "webhook.delete", now, _settings(row))
     await session.execute(
-        delete(WebhookLaneEntry).where(
-            WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id))
-        )
+        delete(WebhookLaneEntry)
+        .where(WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id)))
+        .execution_options(**LONG)
     )
     await session.execute(delete(WebhookLane).where(WebhookLane.webhook_id == webhook_id))
-    await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.webhook_id == webhook_id))
-    await session.execute(delete(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id))
+    await session.execute(
+        delete(WebhookDeadLetter).where(WebhookDeadLetter.webhook_id == webhook_id).execution_options(**LONG)
+    )
+    await session.execute(
+        delete(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id).execution_options(**LONG)
+    )
     await session.delete(row)
     await session.flush()
 

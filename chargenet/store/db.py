@@ -37,6 +37,10 @@ from chargenet.store.notify import Listener, connect_arguments
 from chargenet.store.sqlite_driver import LoopConnection, loop_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# The execution option of a statement that may run long (a purge of old rows): on SQLite it runs off the event loop
+# (store/sqlite_driver.py). `statement.execution_options(**LONG)`.
+MAY_RUN_LONG = "may_run_long"
+LONG = {MAY_RUN_LONG: True}
 # PostgreSQL connections a process keeps (no more are opened): as many as it could open before (10 and an overflow
 # of 10), so a server's `max_connections` serves as many processes as it did. SQLite's engines take neither setting.
 POOL_SIZE = 20
@@ -237,6 +241,15 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _long_off_the_loop(
+        connection: Any, _cursor: Any, _statement: str, _parameters: Any, context: Any, _executemany: bool
+    ) -> None:
+        if context is not None and context.execution_options.get(MAY_RUN_LONG):
+            driver = connection.connection.driver_connection
+            if isinstance(driver, LoopConnection):
+                driver.run_next_statement_in_thread()
 
     _interrupt_on_invalidate(engine)
 

@@ -10,6 +10,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.samples import Sample
+from chargenet.store.db import LONG
 from chargenet.store.models import MeterSample
 
 
@@ -24,4 +25,4 @@ async def write(session: AsyncSession, samples: Sequence[Sample]) -> None:
 
 
 async def purge(session: AsyncSession, before: datetime) -> None:
-    await session.execute(delete(MeterSample).where(MeterSample.at < before))
+    await session.execute(delete(MeterSample).where(MeterSample.at < before).execution_options(**LONG))

@@ -12,9 +12,10 @@ by `BEGIN IMMEDIATE`, and in WAL mode nothing else blocks a writer. So only thes
   thread, to wait out the busy timeout there;
 - `COMMIT`, which syncs the log to disk (`synchronous=FULL`) and may checkpoint it: always in the thread;
 - `close`, after them, in the thread.
-Every other call runs on the loop's thread, at once. The price is that the loop waits for a statement's own work:
-units are short (database work only, indexed rows), and a writer's long statement held every other writer of the
-process up before, on the lock, anyway.
+Every other call runs on the loop's thread, at once, except what may run long, which runs in the thread so that the
+event loop goes on meanwhile (and the work runs on the machine's other core): an executemany of MANY_ROWS rows or
+more, and a statement run with the execution option `may_run_long` (purges of old rows; the store tells the
+connection through `run_next_statement_in_thread`).
 
 A call made while one is still in the thread (a `COMMIT` whose caller was cancelled, and the rollback that follows)
 goes to the thread behind it, so the connection is never used by two threads at once.
@@ -29,6 +30,7 @@ from typing import Any
 
 import aiosqlite
 
+MANY_ROWS = 64  # an executemany of this many rows or more runs in the thread
 # The connection's calls that can wait on the disk (a cursor's `close` cannot).
 _DISK_CALLS = frozenset({"commit", "close"})
 
@@ -43,9 +45,18 @@ class LoopConnection(aiosqlite.Connection):
         # whose caller was cancelled still runs there, so "in the thread" is told by these, not by the caller.
         self._handed = 0
         self._finished = 0
+        self._next_in_thread = False
+
+    def run_next_statement_in_thread(self) -> None:
+        """The next statement may run long (a purge): it runs in the thread, and the event loop goes on meanwhile."""
+        self._next_in_thread = True
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self._handed != self._finished or self._connection is None or _on_disk(fn):
+        statement = _runs_statement(fn)
+        long = statement and (self._next_in_thread or _many_rows(fn, args))
+        if statement:
+            self._next_in_thread = False
+        if long or self._handed != self._finished or self._connection is None or _on_disk(fn):
             return await self._to_thread(partial(fn, *args, **kwargs))
         if not self._running:
             raise ValueError("Connection closed")
@@ -76,6 +87,23 @@ class LoopConnection(aiosqlite.Connection):
             return call()
         finally:
             self._finished += 1
+
+
+def _runs_statement(fn: Callable[..., Any]) -> bool:
+    return getattr(fn, "__name__", "") in ("execute", "executemany")
+
+
+def _many_rows(fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+    # A batch of many rows (the message log's frames, a thousand at a time) is worth the hop: it runs on the machine's
+    # other core, beside the event loop, rather than in its way.
+    return getattr(fn, "__name__", "") == "executemany" and len(args) > 1 and _at_least(args[1], MANY_ROWS)
+
+
+def _at_least(rows: Any, n: int) -> bool:
+    try:
+        return len(rows) >= n
+    except TypeError:  # an iterator: its length is unknown, so it may be long
+        return True
 
 
 def _on_disk(fn: Callable[..., Any]) -> bool:

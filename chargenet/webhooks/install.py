@@ -10,7 +10,7 @@ from sqlalchemy import delete
 
 from chargenet.clock import Clock
 from chargenet.context import AppContext
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import WebhookDeadLetter
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.metrics import WebhookMetrics, health_check
@@ -36,7 +36,9 @@ class DeadLetterRetention(LoopWorker):
     async def run_once(self) -> None:
         cutoff = self.clock.now() - DEAD_LETTER_RETENTION
         async with self.store.transaction() as session:
-            result = await session.execute(delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff))
+            result = await session.execute(
+                delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff).execution_options(**LONG)
+            )
         purged = int(getattr(result, "rowcount", 0) or 0)
         if purged:
             log.info("purged old dead letters", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})

@@ -11,13 +11,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.store.db import Store
+from chargenet.store.db import LONG, Store
 from chargenet.store.models import StoreSetting
-from chargenet.store.sqlite_driver import LoopConnection, loop_connector
+from chargenet.store.sqlite_driver import MANY_ROWS, LoopConnection, loop_connector
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -114,3 +114,22 @@ async def test_a_call_made_while_a_cancelled_one_runs_in_the_thread_runs_there_a
     statements = [entry for entry in traced if entry[0] != "PRAGMA"]
     # Tried on the loop without waiting first, then waited for in the thread, where the rollback follows it.
     assert statements == [("BEGIN", True), ("BEGIN", False), ("ROLLBACK", False), ("SELECT", True)]
+
+
+async def test_a_batch_of_many_rows_runs_in_the_thread_and_a_small_one_on_the_loop(store: Store) -> None:
+    traced: Traced = []
+    async with store.transaction() as session:
+        await _trace(session, traced)
+        await session.execute(insert(StoreSetting), [{"key": f"d-few-{n}", "value": "v"} for n in range(3)])
+        await session.execute(insert(StoreSetting), [{"key": f"d-many-{n}", "value": "v"} for n in range(MANY_ROWS)])
+    inserts = [on_loop for statement, on_loop in traced if statement == "INSERT"]
+    assert inserts == [True] * 3 + [False] * MANY_ROWS
+
+
+async def test_a_statement_that_may_run_long_runs_in_the_thread_and_the_next_on_the_loop(store: Store) -> None:
+    traced: Traced = []
+    async with store.transaction() as session:
+        await _trace(session, traced)
+        await session.execute(delete(StoreSetting).where(StoreSetting.key.like("d-%")).execution_options(**LONG))
+        await session.execute(delete(StoreSetting).where(StoreSetting.key.like("e-%")))
+    assert [entry for entry in traced if entry[0] == "DELETE"] == [("DELETE", False), ("DELETE", True)]
