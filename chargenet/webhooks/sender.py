@@ -7,8 +7,8 @@ receiver that streams an endless body cannot hold the lane (a token answer longe
 attempt). The status decides the outcome: once it is in, the body is read only for what remains of the
 deadline, and a body that has not ended by then (or goes past the cap) closes its connection instead of
 returning it to the pool, without turning a 2xx into a failure. The first `EXCERPT_BYTES` of the body are
-kept for the delivery log (decisions.md "Delivery log"). Each endpoint (scheme, host, port) has its own
-connection pool.
+kept for the delivery log (decisions.md "Delivery log"). Each webhook has its own connection pool (at most 10
+connections; a lane uses one at a time); OAuth2 token requests share one pool per origin (scheme, host, port).
 
 A cancelled attempt (the webhook was disabled) propagates `asyncio.CancelledError`; the worker maps it to the
 `Cancelled` outcome. Every other failure is returned as a `Failed` outcome naming what went wrong.
@@ -125,8 +125,9 @@ class WebhookSender:
         self._max_response_bytes = max_response_bytes
         self._resolver = resolver
         self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
-        self._transports: dict[tuple[str, str, int], GuardedTransport] = {}
-        self._targets: dict[str, _Target] = {}
+        self._origins: dict[tuple[str, str, int], GuardedTransport] = {}  # the clients' (token requests)
+        self._transports: dict[tuple[str, str], GuardedTransport] = {}  # each webhook's, by its id and URL
+        self._targets: dict[tuple[str, str], _Target] = {}
         self._ssl_context: ssl.SSLContext | None = None
         self._tokens: dict[str, _TokenSlot] = {}
         self._extensions = {"timeout": httpx.Timeout(timeout).as_dict()}
@@ -140,11 +141,7 @@ class WebhookSender:
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         client = self._clients.get(origin)
         if client is None:
-            if self._ssl_context is None:
-                self._ssl_context = httpx.create_ssl_context()
-            transport = GuardedTransport(
-                allow_private=self._allow_private, resolver=self._resolver, ssl_context=self._ssl_context
-            )
+            transport = self._new_transport()
             client = httpx.AsyncClient(
                 transport=transport,
                 follow_redirects=False,
@@ -153,17 +150,33 @@ class WebhookSender:
                 trust_env=False,
             )
             self._clients[origin] = client
-            self._transports[origin] = transport
-        return client, self._transports[origin]
+            self._origins[origin] = transport
+        return client, self._origins[origin]
 
-    def _target(self, url: str) -> _Target:
-        """What every delivery to `url` shares: its parsed URL, its origin's transport, the client's own headers."""
-        target = self._targets.get(url)
+    def _target(self, endpoint: Endpoint) -> _Target:
+        """What every delivery of a webhook shares: its parsed URL, its connection pool, the client's own headers.
+
+        Each webhook has a pool of its own, not one per origin: a lane sends one request at a time, so its webhook's
+        pool holds a connection or two, where one pool shared by a hundred lanes to the same receiver made every
+        request look through a hundred connections for an idle one (a fifth of a delivery's CPU), and made lanes
+        queue behind a shared limit."""
+        key = (endpoint.webhook_id, endpoint.url)
+        target = self._targets.get(key)
         if target is None:
-            client, transport = self._origin(url)
-            target = _Target(httpx.URL(url), transport, list(client.headers.multi_items()))
-            self._targets[url] = target
+            client, _ = self._origin(endpoint.url)
+            transport = self._transports.get(key)
+            if transport is None:
+                transport = self._transports[key] = self._new_transport()
+            target = _Target(httpx.URL(endpoint.url), transport, list(client.headers.multi_items()))
+            self._targets[key] = target
         return target
+
+    def _new_transport(self) -> GuardedTransport:
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context()
+        return GuardedTransport(
+            allow_private=self._allow_private, resolver=self._resolver, ssl_context=self._ssl_context
+        )
 
     async def send(self, endpoint: Endpoint, body: bytes) -> AttemptResult:
         """One attempt; never raises except `asyncio.CancelledError` when the attempt is cancelled."""
@@ -203,7 +216,7 @@ class WebhookSender:
     ) -> tuple[int, str]:
         # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
         keys = self._keys()
-        target = self._target(endpoint.url)
+        target = self._target(endpoint)
         headers = [
             *target.headers,
             ("Content-Type", "application/json"),
@@ -312,9 +325,12 @@ class WebhookSender:
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
-        self._transports, self._targets = {}, {}
+        transports, self._transports = self._transports, {}
+        self._origins, self._targets = {}, {}
         for client in clients.values():
             await client.aclose()
+        for transport in transports.values():
+            await transport.aclose()
 
 
 def _describe(exc: httpx.HTTPError) -> str:

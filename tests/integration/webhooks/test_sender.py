@@ -108,6 +108,16 @@ async def test_requests_to_one_endpoint_share_a_pooled_connection() -> None:
     assert receiver.connections == 1
 
 
+async def test_each_webhook_to_one_receiver_has_its_own_pooled_connection() -> None:
+    async with run_receiver() as receiver:
+        sender = _sender()
+        for _ in range(3):
+            for webhook_id in ("wh_1", "wh_2"):
+                await sender.send(Endpoint(webhook_id, receiver.url, NoAuth()), BODY)
+        await sender.aclose()
+    assert receiver.connections == 2
+
+
 async def test_server_error_is_a_failed_attempt() -> None:
     async with run_receiver(lambda _r: Reply(500)) as receiver:
         sender = _sender()
