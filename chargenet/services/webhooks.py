@@ -470,7 +470,9 @@ async def update_webhook(
                 for entry in entries:
                     letter = unsubscribed(entry.event_id, name)
                     await store_dead_letter(session, row.id, name, letter, entry.body, now)
-                await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id))
+                await session.execute(
+                    delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id).execution_options(**LONG)
+                )
                 await session.delete(lane)
     if (_settings(row), row.credentials) != before:
         row.version += 1

@@ -213,7 +213,9 @@ def _loop_connector(url: str) -> Callable[[], Awaitable[LoopConnection]]:
     dialect = make_url(url).get_dialect()()
     arguments, options = dialect.create_connect_args(make_url(url))
     options.pop("check_same_thread", None)
-    return loop_connector(*arguments, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS, **options)
+    timeout = options.pop("timeout", None)  # `?timeout=` in the URL, in seconds, as pysqlite takes it
+    busy_timeout_ms = SQLITE_BUSY_TIMEOUT_MS if timeout is None else int(float(timeout) * 1000)
+    return loop_connector(*arguments, busy_timeout_ms=busy_timeout_ms, **options)
 
 
 def _lower(value: object) -> object:
@@ -312,6 +314,9 @@ def _interrupt_on_invalidate(engine: AsyncEngine) -> None:
         # out the busy timeout. The statement is interrupted and the transaction rolled back first, on the
         # connection's own thread, ahead of the close.
         driver = getattr(dbapi_connection, "driver_connection", None)
+        if isinstance(driver, LoopConnection):
+            driver.interrupt_and_roll_back()  # counted, so that nothing runs on the loop beside it
+            return
         connection = getattr(driver, "_connection", None)
         queue = getattr(driver, "_tx", None)
         if isinstance(connection, sqlite3.Connection) and queue is not None:

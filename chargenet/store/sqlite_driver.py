@@ -79,8 +79,20 @@ class LoopConnection(aiosqlite.Connection):
             connection.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
 
     async def _to_thread(self, call: Callable[[], Any]) -> Any:
+        if not self._running or self._connection is None:
+            raise ValueError("Connection closed")
         self._handed += 1
         return await super()._execute(self._in_thread, call)  # type: ignore[no-untyped-call]
+
+    def interrupt_and_roll_back(self) -> None:
+        """Interrupt the statement running in the thread, if any, and roll back behind it there, without waiting
+        (a connection SQLAlchemy invalidates, about to be closed)."""
+        connection = self._connection
+        if connection is None:
+            return
+        connection.interrupt()
+        self._handed += 1
+        self._tx.put_nowait((None, partial(self._in_thread, connection.rollback)))
 
     def _in_thread(self, call: Callable[[], Any]) -> Any:
         try:

@@ -469,9 +469,10 @@ class DeliveryEngine:
         async with self.store.transaction() as session:
             webhook = await session.get(Webhook, snapshot.webhook_id)
         if webhook is None:
+            self.sender.forget(snapshot.webhook_id)
             raise NotFound("webhook", snapshot.webhook_id)
         if cached is not None:
-            self.sender.forget_token(webhook.id)
+            self.sender.forget(webhook.id)
         endpoint = endpoint_of(webhook, self.cipher)
         self._endpoints[webhook.id] = (webhook.updated_at, endpoint)
         return endpoint

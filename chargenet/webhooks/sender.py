@@ -128,6 +128,8 @@ class WebhookSender:
         self._origins: dict[tuple[str, str, int], GuardedTransport] = {}  # the clients' (token requests)
         self._transports: dict[tuple[str, str], GuardedTransport] = {}  # each webhook's, by its id and URL
         self._targets: dict[tuple[str, str], _Target] = {}
+        self._retired: dict[GuardedTransport, asyncio.TimerHandle] = {}  # forgotten pools, each closed by its timer
+        self._closing: set[asyncio.Future[None]] = set()
         self._ssl_context: ssl.SSLContext | None = None
         self._tokens: dict[str, _TokenSlot] = {}
         self._extensions = {"timeout": httpx.Timeout(timeout).as_dict()}
@@ -164,9 +166,7 @@ class WebhookSender:
         target = self._targets.get(key)
         if target is None:
             client, _ = self._origin(endpoint.url)
-            transport = self._transports.get(key)
-            if transport is None:
-                transport = self._transports[key] = self._new_transport()
+            transport = self._transports[key] = self._new_transport()
             target = _Target(httpx.URL(endpoint.url), transport, list(client.headers.multi_items()))
             self._targets[key] = target
         return target
@@ -234,7 +234,7 @@ class WebhookSender:
         ]
         if authorization:
             headers.append(("Authorization", authorization))
-        # Straight to the origin's transport: what the client would add on the way (its headers, the timeout) is
+        # Straight to the webhook's transport: what the client would add on the way (its headers, the timeout) is
         # added here; what it would do besides (redirects, authentication flows, cookies) a delivery never wants.
         request = httpx.Request("POST", target.url, content=body, headers=headers, extensions=self._extensions)
         try:
@@ -320,17 +320,38 @@ class WebhookSender:
         except TokenResponseInvalid as exc:
             raise _AttemptFailed(exc.detail) from None
 
-    def forget_token(self, webhook_id: str) -> None:
+    def forget(self, webhook_id: str) -> None:
+        """Drop what is kept for a webhook whose settings changed, or that is gone: its OAuth2 token and its connection
+        pools. A pool is closed once no attempt can be using it any more (after an attempt's deadline): another lane
+        of the webhook may be sending through it right now."""
         self._tokens.pop(webhook_id, None)
+        for key in [key for key in self._transports if key[0] == webhook_id]:
+            self._targets.pop(key, None)
+            transport = self._transports.pop(key)
+            self._retired[transport] = asyncio.get_running_loop().call_later(
+                self._timeout, self._close_retired, transport
+            )
+
+    def _close_retired(self, transport: GuardedTransport) -> None:
+        if self._retired.pop(transport, None) is not None:
+            closing = asyncio.ensure_future(transport.aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
-        transports, self._transports = self._transports, {}
-        self._origins, self._targets = {}, {}
-        for client in clients.values():
-            await client.aclose()
-        for transport in transports.values():
-            await transport.aclose()
+        transports = [*self._transports.values(), *self._retired]
+        for timer in self._retired.values():
+            timer.cancel()
+        self._transports, self._retired, self._origins, self._targets = {}, {}, {}, {}
+        try:
+            for client in clients.values():
+                await client.aclose()
+        finally:
+            for transport in transports:
+                with contextlib.suppress(Exception):
+                    await transport.aclose()
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
 
 def _describe(exc: httpx.HTTPError) -> str:

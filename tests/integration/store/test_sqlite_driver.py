@@ -11,11 +11,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.store.db import LONG, Store
+from chargenet.store.db import LONG, SQLITE_BUSY_TIMEOUT_MS, Store
 from chargenet.store.models import StoreSetting
 from chargenet.store.sqlite_driver import MANY_ROWS, LoopConnection, loop_connector
 
@@ -75,19 +75,17 @@ async def test_a_begin_waits_off_the_event_loop_while_another_process_holds_the_
     async with store.transaction() as session:  # the writer's connection is open and pooled
         await session.execute(insert(StoreSetting).values(key="d-first", value="v"))
 
-    async def write() -> None:
+    async def write() -> int:
         async with store.transaction() as session:
             await session.execute(insert(StoreSetting).values(key="d-waited", value="v"))
+            return int((await session.execute(text("PRAGMA busy_timeout"))).scalar_one())
 
     with _write_lock_held(_database(store)):
         writing = asyncio.create_task(write())
-        ticks = 0
-        for _ in range(5):  # the loop goes on while the unit waits for the lock
-            await asyncio.sleep(0.01)
-            ticks += 1
-        assert ticks == 5
+        await asyncio.sleep(0.05)  # returns while the unit waits for the lock: the loop was not held
         assert not writing.done()
-    await asyncio.wait_for(writing, timeout=5)
+    # The unit that waited has the busy timeout it was set up with, not the 0 of the attempt on the loop.
+    assert await asyncio.wait_for(writing, timeout=5) == SQLITE_BUSY_TIMEOUT_MS
     async with store.read() as session:
         assert await session.scalar(select(StoreSetting.value).where(StoreSetting.key == "d-waited")) == "v"
 
@@ -133,3 +131,12 @@ async def test_a_statement_that_may_run_long_runs_in_the_thread_and_the_next_on_
         await session.execute(delete(StoreSetting).where(StoreSetting.key.like("d-%")).execution_options(**LONG))
         await session.execute(delete(StoreSetting).where(StoreSetting.key.like("e-%")))
     assert [entry for entry in traced if entry[0] == "DELETE"] == [("DELETE", False), ("DELETE", True)]
+
+
+async def test_a_timeout_in_the_url_sets_the_writers_busy_timeout(store: Store) -> None:
+    timed = Store(f"sqlite+aiosqlite:///{_database(store)}?timeout=2.5")
+    try:
+        async with timed.transaction() as session:
+            assert (await session.execute(text("PRAGMA busy_timeout"))).scalar_one() == 2500
+    finally:
+        await timed.dispose()

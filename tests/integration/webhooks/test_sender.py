@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import UTC, datetime
@@ -114,6 +115,22 @@ async def test_each_webhook_to_one_receiver_has_its_own_pooled_connection() -> N
         for _ in range(3):
             for webhook_id in ("wh_1", "wh_2"):
                 await sender.send(Endpoint(webhook_id, receiver.url, NoAuth()), BODY)
+        await sender.aclose()
+    assert receiver.connections == 2
+
+
+async def test_a_forgotten_webhooks_pool_is_closed_after_an_attempts_deadline_and_a_new_one_opened() -> None:
+    async with run_receiver() as receiver:
+        sender = _sender(timeout=0.2)
+        await sender.send(_endpoint(receiver.url), BODY)
+        sender.forget("wh_1")  # its settings changed
+        assert len(receiver.open_connections) == 1  # another lane of it may still be sending through it
+        for _ in range(50):
+            await asyncio.sleep(0.02)
+            if not receiver.open_connections:
+                break
+        assert not receiver.open_connections
+        await sender.send(_endpoint(receiver.url), BODY)
         await sender.aclose()
     assert receiver.connections == 2
 
