@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import Table, bindparam, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -33,14 +33,15 @@ class Outbox:
         event = build_event(event_id=self._new_id(), site_id=site_id, raised_at=now, payload=payload)
         seq = await _next_seq(session, site_id, event.eventType.value)
         await session.execute(
-            insert(OutboxEvent).values(
-                event_id=event.eventId,
-                site_id=site_id,
-                event_type=event.eventType.value,
-                seq=seq,
-                body=json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False),
-                raised_at=now,
-            )
+            _INSERT_EVENTS,
+            {
+                "event_id": event.eventId,
+                "site_id": site_id,
+                "event_type": event.eventType.value,
+                "seq": seq,
+                "body": json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False),
+                "raised_at": now,
+            },
         )
         _committed_wakes(session)
         return event
@@ -82,6 +83,25 @@ class Outbox:
 
 # On the table rather than the ORM class: the ORM's bulk insert costs more than the statement, and nothing comes back.
 _INSERT_EVENTS = insert(cast(Table, OutboxEvent.__table__))
+_streams = cast(Table, EventStream.__table__)
+
+
+def _bump_stream(dialect_insert: Callable[[Table], Any]) -> Any:
+    """One statement that hands out a stream's next `count` sequence numbers and returns the last: it creates the
+    stream at `count`, or adds `count` to it. Either way the row stays locked until the commit (on PostgreSQL a
+    second publisher of the stream waits there, then adds to what the first committed), so sequence order is
+    commit order. Built once per dialect: building the ORM's insert and update on each call cost more than running
+    them (1.3 ms an event under cProfile, most of a single publish)."""
+    statement = dialect_insert(_streams).values(
+        site_id=bindparam("stream_site"), event_type=bindparam("stream_type"), last_seq=bindparam("count")
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[_streams.c.site_id, _streams.c.event_type],
+        set_={"last_seq": _streams.c.last_seq + statement.excluded.last_seq},
+    ).returning(_streams.c.last_seq)
+
+
+_BUMP_STREAM = {"postgresql": _bump_stream(postgresql.insert), "sqlite": _bump_stream(sqlite.insert)}
 
 
 def _committed_wakes(session: AsyncSession) -> None:
@@ -92,15 +112,6 @@ def _committed_wakes(session: AsyncSession) -> None:
 
 
 async def _next_seq(session: AsyncSession, site_id: str, event_type: str, count: int = 1) -> int:
-    dialect = session.get_bind().dialect.name
-    insert_stream = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(EventStream)
-    await session.execute(
-        insert_stream.values(site_id=site_id, event_type=event_type, last_seq=0).on_conflict_do_nothing()
-    )
-    result = await session.execute(
-        update(EventStream)
-        .where(EventStream.site_id == site_id, EventStream.event_type == event_type)
-        .values(last_seq=EventStream.last_seq + count)
-        .returning(EventStream.last_seq)
-    )
+    statement = _BUMP_STREAM[session.get_bind().dialect.name]
+    result = await session.execute(statement, {"stream_site": site_id, "stream_type": event_type, "count": count})
     return int(result.scalar_one())
