@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, func, select
+from sqlalchemy import Integer, Table, and_, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -41,20 +42,7 @@ class OutboxConsumer:
         self.name = name
 
     async def pending_streams(self, session: AsyncSession) -> list[PendingStream]:
-        cursor = func.coalesce(OutboxCursor.last_seq, 0)
-        rows = await session.execute(
-            select(EventStream.site_id, EventStream.event_type, cursor, EventStream.last_seq)
-            .outerjoin(
-                OutboxCursor,
-                and_(
-                    OutboxCursor.consumer == self.name,
-                    OutboxCursor.site_id == EventStream.site_id,
-                    OutboxCursor.event_type == EventStream.event_type,
-                ),
-            )
-            .where(EventStream.last_seq > cursor)
-            .order_by(EventStream.site_id, EventStream.event_type)
-        )
+        rows = await session.execute(_PENDING_STREAMS, {"consumer": self.name})
         return [PendingStream(site, kind, int(after), int(last)) for site, kind, after, last in rows]
 
     async def read(self, session: AsyncSession, stream: PendingStream, limit: int = 100) -> list[StoredEvent]:
@@ -67,26 +55,79 @@ class OutboxConsumer:
         streams), and an event committed since, perhaps for a webhook it has not locked, waits for its next round.
         """
         rows = await session.execute(
-            select(OutboxEvent)
-            .where(
-                OutboxEvent.site_id == stream.site_id,
-                OutboxEvent.event_type == stream.event_type,
-                OutboxEvent.seq > stream.after_seq,
-                OutboxEvent.seq <= stream.last_seq,
-            )
-            .order_by(OutboxEvent.seq)
-            .limit(limit)
+            _READ,
+            {
+                "site_id": stream.site_id,
+                "event_type": stream.event_type,
+                "after_seq": stream.after_seq,
+                "last_seq": stream.last_seq,
+                "limit": limit,
+            },
         )
-        return [StoredEvent(e.event_id, e.site_id, e.event_type, e.seq, e.body, e.raised_at) for e in rows.scalars()]
+        return [StoredEvent(*row) for row in rows]
 
     async def advance(self, session: AsyncSession, site_id: str, event_type: str, seq: int) -> None:
-        dialect = session.get_bind().dialect.name
-        upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(OutboxCursor).values(
-            consumer=self.name, site_id=site_id, event_type=event_type, last_seq=seq
-        )
+        statement = _ADVANCE[session.get_bind().dialect.name]
         await session.execute(
-            upsert.on_conflict_do_update(index_elements=["consumer", "site_id", "event_type"], set_={"last_seq": seq})
+            statement, {"consumer": self.name, "cursor_site": site_id, "cursor_type": event_type, "seq": seq}
         )
+
+
+# A fill round runs these several times a second under load: built once, every value bound, plain columns (no ORM
+# objects), rather than built and loaded through the ORM on each call.
+_events = cast(Table, OutboxEvent.__table__)
+_streams = cast(Table, EventStream.__table__)
+_cursors = cast(Table, OutboxCursor.__table__)
+_cursor_seq = func.coalesce(_cursors.c.last_seq, 0)
+_PENDING_STREAMS = (
+    select(_streams.c.site_id, _streams.c.event_type, _cursor_seq, _streams.c.last_seq)
+    .select_from(
+        _streams.outerjoin(
+            _cursors,
+            and_(
+                _cursors.c.consumer == bindparam("consumer"),
+                _cursors.c.site_id == _streams.c.site_id,
+                _cursors.c.event_type == _streams.c.event_type,
+            ),
+        )
+    )
+    .where(_streams.c.last_seq > _cursor_seq)
+    .order_by(_streams.c.site_id, _streams.c.event_type)
+)
+_READ = (
+    select(
+        _events.c.event_id,
+        _events.c.site_id,
+        _events.c.event_type,
+        _events.c.seq,
+        _events.c.body,
+        _events.c.raised_at,
+    )
+    .where(
+        _events.c.site_id == bindparam("site_id"),
+        _events.c.event_type == bindparam("event_type"),
+        _events.c.seq > bindparam("after_seq"),
+        _events.c.seq <= bindparam("last_seq"),
+    )
+    .order_by(_events.c.seq)
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
+def _advance(dialect_insert: Callable[[Table], Any]) -> Any:
+    statement = dialect_insert(_cursors).values(
+        consumer=bindparam("consumer"),
+        site_id=bindparam("cursor_site"),
+        event_type=bindparam("cursor_type"),
+        last_seq=bindparam("seq"),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[_cursors.c.consumer, _cursors.c.site_id, _cursors.c.event_type],
+        set_={"last_seq": statement.excluded.last_seq},
+    )
+
+
+_ADVANCE = {"postgresql": _advance(postgresql.insert), "sqlite": _advance(sqlite.insert)}
 
 
 async def purge_events_before(
