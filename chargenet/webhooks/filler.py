@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import cast
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import Table, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
@@ -21,7 +22,7 @@ from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
 from chargenet.store.notify import WEBHOOK_LANES, notify
-from chargenet.webhooks.queue import enqueue_many
+from chargenet.webhooks.queue import FillableLane, enqueue_many
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,8 @@ CONSUMER = "webhook-lanes"
 # An arbitrary constant that names the filler's advisory lock in PostgreSQL's shared lock space.
 FILLER_LOCK_KEY = 0x63_68_67_77_68_6B
 BATCH = 500
+_lanes = cast(Table, WebhookLane.__table__)
+_webhooks = cast(Table, Webhook.__table__)
 
 
 @dataclass
@@ -50,15 +53,15 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
         # Every lane this round may touch is locked up front, in id order: lane workers settling several lanes
         # in one transaction lock them in id order too, so the two never wait for each other in a cycle.
         rows = await session.execute(
-            select(WebhookLane, Webhook.site_id)
-            .join(Webhook, Webhook.id == WebhookLane.webhook_id)
-            .where(tuple_(Webhook.site_id, WebhookLane.event_type).in_([(s.site_id, s.event_type) for s in streams]))
-            .order_by(WebhookLane.id)
-            .with_for_update(of=WebhookLane)
+            select(_lanes.c.id, _lanes.c.webhook_id, _lanes.c.event_type, _lanes.c.size, _webhooks.c.site_id)
+            .join(_webhooks, _webhooks.c.id == _lanes.c.webhook_id)
+            .where(tuple_(_webhooks.c.site_id, _lanes.c.event_type).in_([(s.site_id, s.event_type) for s in streams]))
+            .order_by(_lanes.c.id)
+            .with_for_update(of=_lanes)
         )
-        lanes_of: dict[tuple[str, str], list[WebhookLane]] = {}
-        for lane, site_id in rows:
-            lanes_of.setdefault((site_id, lane.event_type), []).append(lane)
+        lanes_of: dict[tuple[str, str], list[FillableLane]] = {}
+        for lane_id, webhook_id, event_type, size, site_id in rows:
+            lanes_of.setdefault((site_id, event_type), []).append(FillableLane(lane_id, webhook_id, event_type, size))
         for stream in streams:
             lanes = lanes_of.get((stream.site_id, stream.event_type), [])
             if not lanes:

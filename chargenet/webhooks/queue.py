@@ -20,6 +20,7 @@ from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal,
 from sqlalchemy import event as orm_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
@@ -70,6 +71,25 @@ class _Event:
     body: str
 
 
+class LaneRow(Protocol):
+    """What enqueueing needs of a lane: a `WebhookLane`, or the filler's plain row of one."""
+
+    id: int
+    webhook_id: str
+    event_type: str
+    size: int
+
+
+@dataclass(slots=True)
+class FillableLane:
+    """A lane as the filler reads it (plain columns, no ORM object); `size` follows what it enqueues."""
+
+    id: int
+    webhook_id: str
+    event_type: str
+    size: int
+
+
 async def enqueue(
     session: AsyncSession, lane: WebhookLane, *, event_id: str, body: str, now: datetime
 ) -> DeadLetter | None:
@@ -79,18 +99,24 @@ async def enqueue(
 
 
 async def enqueue_many(
-    session: AsyncSession, lane: WebhookLane, events: Sequence[QueuedEvent], *, now: datetime
+    session: AsyncSession, lane: LaneRow, events: Sequence[QueuedEvent], *, now: datetime
 ) -> list[DeadLetter]:
     """Put `events` at the tail of `lane` in their order, in one multi-row insert; those that find the lane full
     go to the dead letters instead (Rule 2). Returns their dead letters."""
     admitted, refused = events[: room(lane.size)], events[room(lane.size) :]
     if admitted:
-        # One statement whose rows take ascending ids in list order, the lane order.
+        # Rows inserted in list order take ascending ids, the lane order. Prebuilt Core statements: the filler runs
+        # them for each lane of each round.
         await session.execute(
-            insert(WebhookLaneEntry),
+            _ENQUEUE,
             [{"lane_id": lane.id, "event_id": e.event_id, "body": e.body, "enqueued_at": now} for e in admitted],
         )
-        lane.size += len(admitted)
+        await session.execute(_GROW, {"lane": lane.id, "added": len(admitted)})
+        size = lane.size + len(admitted)
+        if isinstance(lane, WebhookLane):
+            set_committed_value(lane, "size", size)  # written just now: the ORM must not write it again
+        else:
+            lane.size = size
     letters = []
     for event in refused:
         letter = refused_at_full_lane(event.event_id)
@@ -171,6 +197,8 @@ _deliveries = cast(Table, WebhookDelivery.__table__)
 _webhooks = cast(Table, Webhook.__table__)
 
 _LOG_ATTEMPTS = insert(_deliveries)
+_ENQUEUE = insert(_entries)
+_GROW = update(_lanes).where(_lanes.c.id == bindparam("lane")).values(size=_lanes.c.size + bindparam("added"))
 
 
 async def record_attempts(session: AsyncSession, webhook_id: str, event_type: str, attempts: Sequence[Attempt]) -> None:
