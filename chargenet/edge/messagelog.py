@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Table, bindparam, delete, insert, update
+from sqlalchemy import Table, bindparam, insert, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from chargenet.clock import Clock
@@ -36,9 +36,10 @@ from chargenet.domain.samples import Sample, Thinning
 from chargenet.edge.protocol.meter_values import Reported
 from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
-from chargenet.store.db import LONG, Store
+from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
 from chargenet.store.notify import CONNECTOR_STATUS, notify
+from chargenet.store.purge import purge_in_batches
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,9 @@ class MessageLog(LoopWorker):
         self._thinning = Thinning()
         self.dropped = 0
         self.samples_dropped = 0
-        self._purged_at: datetime | None = None
+        # The first purge comes PURGE_EVERY after start, not at it: a process starting after days down writes its
+        # first batches (the stations reconnecting) before it clears the backlog of old frames.
+        self._purged_at: datetime = clock.now()
 
     def logger(self, station_id: str, peer: str) -> _FrameLogger:
         return _FrameLogger(self, station_id, peer)
@@ -220,6 +223,19 @@ class MessageLog(LoopWorker):
             for station_id, fields in presence:  # the newer news, if any came meanwhile, wins
                 self._presence[station_id] = {**fields, **self._presence.get(station_id, {})}
             raise
+        await self._purge_when_due()
+
+    async def _purge_when_due(self) -> None:
+        """Frames past the retention, every PURGE_EVERY, in transactions of their own after the batch's (a purge
+        that found a backlog, after days down, would otherwise hold the batch's transaction and the write lock)."""
+        now = self.clock.now()
+        if now - self._purged_at < PURGE_EVERY:
+            return
+        self._purged_at = now
+        cutoff = now - timedelta(days=RETENTION_DAYS)
+        await purge_in_batches(self._store, _messages, _messages.c.at < cutoff)
+        # The meters' samples too: this worker runs in every serving process.
+        await sample_store.purge(self._store, cutoff)
 
     async def _write(
         self,
@@ -258,16 +274,10 @@ class MessageLog(LoopWorker):
                 except (SQLAlchemyError, OverflowError, ValueError):  # the driver's or our own bind checks
                     log.exception("meter-value samples refused by the store", extra={"fields": {"n": len(samples)}})
                     self.samples_dropped += len(samples)
-            now = self.clock.now()
-            if self._purged_at is None or now - self._purged_at >= PURGE_EVERY:
-                self._purged_at = now
-                cutoff = now - timedelta(days=RETENTION_DAYS)
-                await session.execute(delete(OcppMessage).where(OcppMessage.at < cutoff).execution_options(**LONG))
-                # The meters' samples too: this worker runs in every serving process.
-                await sample_store.purge(session, cutoff)
 
 
 _presence = cast(Table, StationPresence.__table__)
+_messages = cast(Table, OcppMessage.__table__)
 _HEARTBEATS = (
     update(_presence)
     .where(_presence.c.station_id == bindparam("b_station_id"))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import delete
+from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.samples import Sample
-from chargenet.store.db import LONG
+from chargenet.store.db import Store
 from chargenet.store.models import MeterSample
+from chargenet.store.purge import purge_in_batches
 
 
 async def write(session: AsyncSession, samples: Sequence[Sample]) -> None:
@@ -24,5 +26,9 @@ async def write(session: AsyncSession, samples: Sequence[Sample]) -> None:
     await session.execute(insert.on_conflict_do_nothing(), rows)
 
 
-async def purge(session: AsyncSession, before: datetime) -> None:
-    await session.execute(delete(MeterSample).where(MeterSample.at < before).execution_options(**LONG))
+_samples = cast(Table, MeterSample.__table__)
+
+
+async def purge(store: Store, before: datetime) -> int:
+    """Delete the samples taken before `before`, in short transactions (`purge_in_batches`); returns how many."""
+    return await purge_in_batches(store, _samples, _samples.c.at < before)

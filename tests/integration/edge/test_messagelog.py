@@ -42,6 +42,21 @@ async def test_frames_older_than_30_days_are_purged(store: Store, clock: ManualC
     assert await frames(store) == ["new"]
 
 
+async def test_a_process_starting_purges_old_frames_a_purge_interval_after_its_start_not_at_it(
+    store: Store, clock: ManualClock
+) -> None:
+    log = MessageLog(store, clock)
+    log.add("CS-1", "station", "in", "old")
+    await log.run_once()
+    clock.advance(31 * 86400)
+    restarted = MessageLog(store, clock)
+    await restarted.run_once()
+    assert await frames(store) == ["old"]
+    clock.advance(messagelog.PURGE_EVERY.total_seconds())
+    await restarted.run_once()
+    assert await frames(store) == []
+
+
 async def test_boot_recorded_while_another_transaction_writes_the_presence_row_keeps_both(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
