@@ -20,7 +20,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,27 +75,31 @@ class LiveFeed:
         notified = self.listener.subscribe(CONNECTOR_STATUS) if self.listener is not None else asyncio.Event()
         try:
             while not stopping.is_set():
-                # A commit while reading sets them again: the next wait returns at once.
+                # A commit or a first browser while reading sets them again: the next wait returns at once.
                 committed.clear()
                 notified.clear()
+                self._watched.clear()
+                read_at = self.clock.now()
                 try:
                     await self.run_once()
                 except Exception:
                     # The store may be away for a moment; the streams stay open and the next read catches up.
                     log.exception("the live feed could not read the store")
-                await self._wait(committed, notified, stopping)
+                await self._wait(read_at, committed, notified, stopping)
         finally:
             if self.listener is not None:
                 self.listener.unsubscribe(CONNECTOR_STATUS, notified)
             self.end_all()
 
-    async def _wait(self, committed: asyncio.Event, notified: asyncio.Event, stopping: asyncio.Event) -> None:
+    async def _wait(
+        self, read_at: datetime, committed: asyncio.Event, notified: asyncio.Event, stopping: asyncio.Event
+    ) -> None:
+        await asyncio.sleep(0.05)
         poll = self.poll_every
         if self.listener is not None and self.listener.listening(CONNECTOR_STATUS):
             poll = max(poll, self.poll_every_listening)
-        self._watched.clear()
         waits = [
-            asyncio.create_task(self.clock.sleep(poll)),
+            asyncio.create_task(self._until(read_at + timedelta(seconds=poll))),
             asyncio.create_task(stopping.wait()),
             asyncio.create_task(self._watched.wait()),
         ]
@@ -110,6 +114,11 @@ class LiveFeed:
         finally:
             for wait in waits:
                 wait.cancel()
+
+    async def _until(self, due: datetime) -> None:
+        # The poll is due a period after the last read began, not after it ended: time that passed while reading
+        # (or before this task first ran) counts, so a poll is never put off by the read before it.
+        await self.clock.sleep((due - self.clock.now()).total_seconds())
 
     async def run_once(self) -> int:
         """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import ManualClock
 from chargenet.console.live import LiveFeed
@@ -180,6 +182,40 @@ async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: S
                 await asyncio.sleep(0.01)  # and from then on every commit does
     finally:
         stopping.set()
+        await task
+
+
+async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_poll(
+    store: Store, clock: ManualClock
+) -> None:
+    gate, held = asyncio.Event(), asyncio.Event()
+    gate.set()
+
+    @asynccontextmanager
+    async def read() -> AsyncIterator[AsyncSession]:
+        if not gate.is_set():
+            held.set()
+        await gate.wait()
+        async with store.read() as session:
+            yield session
+
+    feed = LiveFeed(read, clock, poll_every=3600)
+    reads = results_of(feed, "run_once")
+    stopping = asyncio.Event()
+    task = asyncio.create_task(feed.run(stopping))
+    try:
+        await feed.started.wait()
+        gate.clear()
+        feed.subscribe("acme")  # the first browser: the feed reads at once, and that read is held
+        await asyncio.wait_for(held.wait(), 5)
+        clock.advance(3600)  # the poll falls due while the feed reads
+        gate.set()
+        async with asyncio.timeout(5):
+            while len(reads) < 3:
+                await asyncio.sleep(0.01)  # the poll that fell due is not put off for another hour
+    finally:
+        stopping.set()
+        gate.set()
         await task
 
 
