@@ -17,11 +17,12 @@ from typing import Annotated
 import uvicorn
 from fastapi import FastAPI, Query
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from chargenet.api.dependencies import Context
+from chargenet.api.dependencies import Context, Directory
 from chargenet.api.pagination import PageParams
+from chargenet.api.routes.charge_points import RENDERED
 from chargenet.app import create_app, open_context
 from chargenet.auth.permissions import Grant, Permissions
 from chargenet.cli.serve import GC_THRESHOLDS
@@ -68,9 +69,13 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
     async def unprotected_charge_points(
         context: Context,
         page: PageParams,
+        directory: Directory,
         site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
-    ) -> Page[ChargePointView]:
-        return await charge_points.list_charge_points(context.store, caller, context.edge, page, site_id=site_id)
+    ) -> Response:
+        listed = await charge_points.list_charge_points(
+            context.store, caller, context.edge, page, site_id=site_id, directory=directory
+        )
+        return RENDERED.response(listed)
 
     api.add_api_route(
         "/bench/charge-points", unprotected_charge_points, methods=["GET"], response_model=Page[ChargePointView]

@@ -43,6 +43,7 @@ from chargenet.observability.recent import Recent, RecentRefresher
 from chargenet.observability.request_metrics import RequestMetrics
 from chargenet.outbox.retention import EventRetention
 from chargenet.services.audit import AuditRetention
+from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.operators import Passwords
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
@@ -162,6 +163,8 @@ def create_app(
 
     # One live feed per process, whatever number of browsers follow it (the console's live status page).
     live_feed = LiveFeed(context.store.read, context.clock, listener=context.store.listener)
+    # One copy of the charge point list per process, which partners poll (`services.directory`).
+    directory = ChargePointDirectory(context.store, context.clock)
     context.on_stopping.append(live_feed.end_all)
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
@@ -169,7 +172,7 @@ def create_app(
         Route("/health/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *context.routes,
-        Mount("/api/v1", app=create_api(context)),
+        Mount("/api/v1", app=create_api(context, directory)),
         Mount(
             "/console",
             app=create_console(
@@ -197,7 +200,7 @@ def create_app(
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
         nonlocal running
         stopping = asyncio.Event()
-        workers: list[Worker] = [*context.workers, refresher, live_feed]
+        workers: list[Worker] = [*context.workers, refresher, live_feed, directory]
         tasks = [asyncio.create_task(worker.run(stopping), name=worker.name) for worker in workers]
         running = tasks
         log.info("chargenet started", extra={"fields": {"workers": len(tasks), "url": context.settings.public_url}})

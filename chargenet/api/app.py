@@ -23,10 +23,12 @@ from chargenet.api.routes import (
 
 if TYPE_CHECKING:
     from chargenet.context import AppContext
+    from chargenet.services.directory import ChargePointDirectory
 
 
-def create_api(context: AppContext) -> FastAPI:
-    """The `/api/v1` application. Each resource adds its router in `chargenet/api/routes/`."""
+def create_api(context: AppContext, directory: ChargePointDirectory | None = None) -> FastAPI:
+    """The `/api/v1` application. Each resource adds its router in `chargenet/api/routes/`. With `directory`
+    (run by the caller) the charge point list is served from it."""
     api = FastAPI(
         title="chargenet API",
         version=__version__,
@@ -36,6 +38,7 @@ def create_api(context: AppContext) -> FastAPI:
         servers=[{"url": context.settings.base_url}],
     )
     api.state.context = context
+    api.state.directory = directory
     install_problem_handlers(api)
     api.add_middleware(InputCheck)
     routers = (

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from chargenet.context import AppContext
+from chargenet.services.directory import ChargePointDirectory
 
 
 async def app_context(request: Request) -> AppContext:
@@ -20,3 +21,13 @@ async def app_context(request: Request) -> AppContext:
 
 
 Context = Annotated[AppContext, Depends(app_context)]
+
+
+async def charge_point_directory(request: Request) -> ChargePointDirectory | None:
+    """The process's charge point directory (`services.directory`), when `create_api` was given one."""
+    directory = getattr(request.app.state, "directory", None)
+    assert directory is None or isinstance(directory, ChargePointDirectory)
+    return directory
+
+
+Directory = Annotated[ChargePointDirectory | None, Depends(charge_point_directory)]

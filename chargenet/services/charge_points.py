@@ -7,7 +7,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import (
     JSON,
@@ -30,6 +30,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.expression import Executable
 
+from chargenet.auth.permissions import Reach
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
@@ -86,6 +87,17 @@ class ChargePointView(View):
     meters: list[ChargePointMeterView]
 
 
+class ChargePointsInMemory(Protocol):
+    """A copy of the store's charge points held in memory (`services.directory.ChargePointDirectory`)."""
+
+    async def page(
+        self, reach: Reach, site_id: str | None, after: str | None, fetch: int
+    ) -> list[ChargePointRows] | None:
+        """Up to `fetch` charge points, as `list_charge_points` would read them from the store; None when the copy
+        cannot answer for the store (the page is then read from it)."""
+        ...
+
+
 async def list_charge_points(
     store: Store,
     caller: Caller,
@@ -93,11 +105,19 @@ async def list_charge_points(
     page: PageRequest,
     *,
     site_id: str | None = None,
+    directory: ChargePointsInMemory | None = None,
 ) -> Page[ChargePointView]:
-    """The charge points the caller's groups reach, ordered by id; `stations` answers which are connected here."""
+    """The charge points the caller's groups reach, ordered by id; `stations` answers which are connected here.
+    From `directory` (this process's copy, `services.directory`) while its structure is the store's, else from the
+    store."""
     reach = caller.reach(Scope.CHARGE_POINTS_READ)
     if reach.empty:
         return page.complete([], more=False, key=lambda view: view.id)
+    if directory is not None:
+        kept = await directory.page(reach, site_id, page.after, page.fetch)
+        if kept is not None:
+            views = _views(stations, kept[: page.limit])
+            return page.complete(views, more=len(kept) > page.limit, key=lambda view: view.id)
     statement = _listing(
         store.dialect,
         reach.everything,
@@ -158,14 +178,14 @@ _POINTS = select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id, Ch
 
 # The rows of `_joined`: a charge point's row, its station's presence, one connector, and on PostgreSQL one meter.
 _Joined = Select[*tuple[Any, ...]]
-_Connector = tuple[int, str | None, str | None, str | None, datetime | None]
+ConnectorRow = tuple[int, str | None, str | None, str | None, datetime | None]
 # A meter's id, connector, whether enabled, open session's transaction, and its last reading's energy (Wh), current,
 # power and instant (None without a reading).
-_Meter = tuple[str, int, bool, int | None, int | None, float | None, float | None, datetime | None]
+MeterRow = tuple[str, int, bool, int | None, int | None, float | None, float | None, datetime | None]
 
 
 @dataclass(slots=True)
-class _Point:
+class ChargePointRows:
     """A charge point's row and what its view needs, as the store holds them: the key of its view (`_views`)."""
 
     id: str
@@ -173,8 +193,8 @@ class _Point:
     station_id: str
     present: bool  # its station has a presence row (it has connected over OCPP at least once)
     last_heartbeat: datetime | None
-    connectors: list[_Connector]
-    meters: list[_Meter]
+    connectors: list[ConnectorRow]
+    meters: list[MeterRow]
 
     def key(self, connection: ChargePointConnection) -> tuple[object, ...]:
         return (
@@ -236,7 +256,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
         Connector.info,
         Connector.status_at,
     )
-    metered = _meters()
+    metered = meters_with_state()
     present: FromClause
     connected: FromClause
     if dialect == "postgresql":
@@ -283,16 +303,18 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
     )
 
 
-def _read(connection: Connection, statement: _Joined, values: Mapping[str, object] | None = None) -> list[_Point]:
+def _read(
+    connection: Connection, statement: _Joined, values: Mapping[str, object] | None = None
+) -> list[ChargePointRows]:
     """The charge points of a `_joined` statement, each with its connectors and meters gathered from its rows (on
     SQLite, its meters from a second statement)."""
-    found: list[_Point] = []
-    point: _Point | None = None
+    found: list[ChargePointRows] = []
+    point: ChargePointRows | None = None
     meter_ids: set[str] = set()
     for row in connection.execute(statement, values).all():
         charge_point_id, site_id, station_id, presence, heartbeat, connector_id, status, error, info, at = row[:10]
         if point is None or point.id != charge_point_id:
-            point = _Point(charge_point_id, site_id, station_id, presence is not None, heartbeat, [], [])
+            point = ChargePointRows(charge_point_id, site_id, station_id, presence is not None, heartbeat, [], [])
             found.append(point)
             meter_ids = set()
         # A charge point with several connectors and meters has a row for each pair: the connectors come in order,
@@ -302,18 +324,18 @@ def _read(connection: Connection, statement: _Joined, values: Mapping[str, objec
         meter_id = row[10] if len(row) > 10 else None
         if meter_id is not None and meter_id not in meter_ids:
             meter_ids.add(meter_id)
-            point.meters.append(_meter(meter_id, *row[11:]))
+            point.meters.append(meter_row(meter_id, *row[11:]))
     if found and connection.dialect.name == "sqlite":
         by_id = {p.id: p for p in found}
         station_ids = sorted({p.station_id for p in found})
         for _station, charge_point_id, _created, *measured in connection.execute(_meters_of(), {"ids": station_ids}):
             metered = by_id.get(charge_point_id)
             if metered is not None:
-                metered.meters.append(_meter(*measured))
+                metered.meters.append(meter_row(*measured))
     return found
 
 
-def _meter(
+def meter_row(
     meter_id: str,
     connector_id: int,
     enabled: bool,
@@ -322,12 +344,12 @@ def _meter(
     max_current: float | None,
     power: float | None,
     read_at: datetime | None,
-) -> _Meter:
+) -> MeterRow:
     """A meter's columns as `_joined` and `_meters_of` select them, in that order."""
     return (meter_id, connector_id, enabled, transaction_id, energy_wh, max_current, power, read_at)
 
 
-def _meters() -> Select[*tuple[Any, ...]]:
+def meters_with_state() -> Select[*tuple[Any, ...]]:
     """Meters with their last reading and open session: the station, charge point and creation instant they are
     found and ordered by, then the columns of `_meter`."""
     return (
@@ -353,17 +375,17 @@ def _meters() -> Select[*tuple[Any, ...]]:
 def _meters_of() -> Executable:
     """The meters of a list of stations (bound as `ids`) on SQLite, built once."""
     # By station, whose index meters have; a meter of a charge point not asked for is keyed by its own and unused.
-    return _meters().where(_one_of(Meter.station_id, "sqlite")).order_by(Meter.created_at, Meter.id)
+    return meters_with_state().where(_one_of(Meter.station_id, "sqlite")).order_by(Meter.created_at, Meter.id)
 
 
-# The views of charge points by id, with the key they were built from (`_Point.key`): a view is a pure function of
-# its key, so one whose key has not changed is used again instead of being built anew, which was a third of a
-# page's time. Bounded: past VIEWS_CACHED the cache starts again.
+# The views of charge points by id, with the key they were built from (`ChargePointRows.key`): a view is a pure
+# function of its key, so one whose key has not changed is used again instead of being built anew, which was a
+# third of a page's time. Bounded: past VIEWS_CACHED the cache starts again.
 VIEWS_CACHED = 20_000
 _built: dict[str, tuple[tuple[object, ...], ChargePointView]] = {}
 
 
-def _views(stations: StationCommands | None, points: list[_Point]) -> list[ChargePointView]:
+def _views(stations: StationCommands | None, points: list[ChargePointRows]) -> list[ChargePointView]:
     with_meters = {p.station_id for p in points if p.meters}
     views = []
     for point in points:
@@ -387,7 +409,7 @@ def _views(stations: StationCommands | None, points: list[_Point]) -> list[Charg
     return views
 
 
-def _view(point: _Point, connection: ChargePointConnection) -> ChargePointView:
+def _view(point: ChargePointRows, connection: ChargePointConnection) -> ChargePointView:
     meter_views = []
     for meter_id, connector_id, enabled, transaction_id, energy_wh, max_current, power, read_at in point.meters:
         reading = None

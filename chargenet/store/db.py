@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, PoolProxiedConnection, Select, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -104,6 +104,8 @@ class Store:
             _configure_sqlite_reader(self._direct_reads)
         else:
             self._direct_reads = None
+        self._value_reader: PoolProxiedConnection | None = None  # `read_value`'s connection, opened on first use
+        self._compiled_values: dict[int, tuple[Select[Any], str, tuple[Any, ...]]] = {}
         # Every SQLite transaction is a writer (BEGIN IMMEDIATE), so only one runs at a time anyway. Queueing
         # this process's transactions on an asyncio lock, in order, replaces waiting in SQLite's busy handler,
         # which polls with sleeps of up to 100 ms: under load that alone took webhook latency from tens of
@@ -189,6 +191,28 @@ class Store:
         finally:
             self._observe_read(time.perf_counter() - started)
 
+    async def read_value(self, statement: Select[T]) -> T | None:
+        """The first column of the first row of `statement`, a read of one row by its key (a version, a counter),
+        at the least cost the store allows: on a SQLite file one call into pysqlite on a connection kept for such
+        reads, where `read_at_once`'s connection, transaction and result objects cost twice the read itself; on
+        PostgreSQL `read_statement`. `statement` should be a constant: its SQL is compiled once."""
+        if self._direct_reads is None:
+            return await self.read_statement(lambda connection: connection.execute(statement).scalar())
+        started = time.perf_counter()
+        try:
+            compiled = self._compiled_values.get(id(statement))
+            if compiled is None or compiled[0] is not statement:
+                made = statement.compile(dialect=self._direct_reads.dialect)
+                positions = made.positiontup or []
+                compiled = (statement, str(made), tuple(made.params[name] for name in positions))
+                self._compiled_values[id(statement)] = compiled
+            if self._value_reader is None:
+                self._value_reader = self._direct_reads.raw_connection()
+            row = self._value_reader.cursor().execute(compiled[1], compiled[2]).fetchone()
+            return None if row is None else row[0]
+        finally:
+            self._observe_read(time.perf_counter() - started)
+
     async def take_statistics(self, analysis_limit: int = 1000) -> None:
         """SQLite: sample every index for the query planner (`ANALYZE`, `analysis_limit` rows each, so it takes
         milliseconds however large the store), then close the pooled connections, since a connection reads the
@@ -202,6 +226,9 @@ class Store:
         await self.dispose()
 
     async def dispose(self) -> None:
+        if self._value_reader is not None:
+            self._value_reader.close()
+            self._value_reader = None
         if self._read_engine is not None:
             await self._read_engine.dispose()
         if self._direct_reads is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from starlette.responses import Response
 
-from chargenet.api.dependencies import Context
+from chargenet.api.dependencies import Context, Directory
 from chargenet.api.pagination import PageParams
+from chargenet.api.rendering import RenderedPages
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.services import charge_points
@@ -18,6 +20,7 @@ from chargenet.services.pages import Page
 ChargePointReader = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_READ))]
 
 router = APIRouter(tags=["charge points"])
+RENDERED = RenderedPages[ChargePointView]()
 
 
 @router.get("/charge-points", response_model=Page[ChargePointView])
@@ -25,10 +28,14 @@ async def list_charge_points(
     context: Context,
     caller: ChargePointReader,
     page: PageParams,
+    directory: Directory,
     site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
-) -> Page[ChargePointView]:
+) -> Response:
     """The charge points the caller's groups reach, with their connectors' last known status."""
-    return await charge_points.list_charge_points(context.store, caller, context.edge, page, site_id=site_id)
+    listed = await charge_points.list_charge_points(
+        context.store, caller, context.edge, page, site_id=site_id, directory=directory
+    )
+    return RENDERED.response(listed)
 
 
 @router.get("/charge-points/{charge_point_id}", response_model=ChargePointView)

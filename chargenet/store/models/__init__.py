@@ -14,7 +14,7 @@ from chargenet.store.models.edge import (
     UpstreamMessage,
 )
 from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
-from chargenet.store.models.meta import StoreSetting
+from chargenet.store.models.meta import DirectoryVersion, StoreSetting
 from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
 from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
 from chargenet.store.models.samples import MeterSample
@@ -37,6 +37,7 @@ __all__ = [
     "Company",
     "Connector",
     "ConnectorStatusHistory",
+    "DirectoryVersion",
     "EdgeTransaction",
     "EventStream",
     "Group",

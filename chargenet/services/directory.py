@@ -1,0 +1,268 @@
+"""The charge point list served from memory: this process's copy of every charge point with its connectors' last
+status, its station's link and its meters, kept current by a reader of the store.
+
+`GET /charge-points` is what partners poll. Read from the store, a page of 100 cost half a millisecond of the
+event loop's time on SQLite, and on PostgreSQL a planned statement on a server sharing the machine; from this copy
+it costs the page's own selection.
+
+What the copy promises, on both backends and whichever process wrote:
+- **Its structure is never behind.** Which charge points exist, on which site of which company, with which
+  connectors and meters, is versioned by the store itself (`directory_version`, bumped by triggers in the
+  transaction that changes it). Every page first reads that one row; when it has moved, the page is read from the
+  store as before and the copy is read again in the background, at once but at most once a `refresh_every`
+  (stations created one by one by a script cost one whole read a period, not one each). A station created, moved
+  or deleted, by the API, the command line or another process, shows in the very next page.
+- **Never a copy the reader could not keep.** A page is read from the store while the copy has not been read
+  for `stale_after` (2 s): the store away for a moment, the reader behind.
+- **What changes by the second follows within `refresh_every` (0.5 s).** A connector's status, a station's
+  connection and heartbeat, a meter's reading and open session are read again twice a second (what changed since
+  the last read, as the console's live table reads them: `services.connector_status.read_changes`), well inside
+  the 2 s that decisions.md allows for another process's changes. This process's own edge writes them through the
+  same store, so its changes take the same path.
+
+Memory: about 1 KiB a charge point besides the views the list keeps anyway (`charge_points.VIEWS_CACHED`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any
+
+from sqlalchemy import select
+
+from chargenet.auth.permissions import Reach
+from chargenet.clock import Clock
+from chargenet.domain.live import ConnectorState, StationLink
+from chargenet.services import connector_status
+from chargenet.services.charge_points import ChargePointRows, ConnectorRow, MeterRow, meter_row, meters_with_state
+from chargenet.store.db import Store
+from chargenet.store.models import ChargePoint, DirectoryVersion, Meter, Site
+
+log = logging.getLogger(__name__)
+
+REFRESH_EVERY = 0.5  # seconds between reads of what changed by the second
+OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
+STALE_AFTER = 2.0  # seconds since the last successful read past which pages are read from the store (decisions.md)
+
+_VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
+_CHARGE_POINTS = select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id, Site.company_id).join(
+    Site, Site.id == ChargePoint.site_id
+)
+_METERS = meters_with_state().order_by(Meter.created_at, Meter.id)
+
+
+@dataclass(slots=True)
+class DirectoryIndex:
+    """Every charge point of the store at one version, in id order overall, by company and by site. Sans-IO: the
+    reader fills it (`load`) and keeps its changing parts current (`absorb`); a page is selected from it."""
+
+    version: int
+    points: dict[str, ChargePointRows] = field(default_factory=dict)
+    _everything: list[str] = field(default_factory=list)
+    _by_company: dict[str, list[str]] = field(default_factory=dict)
+    _by_site: dict[str, list[str]] = field(default_factory=dict)
+    _site_company: dict[str, str] = field(default_factory=dict)
+    _by_station: dict[str, list[ChargePointRows]] = field(default_factory=dict)
+
+    @classmethod
+    def load(
+        cls,
+        version: int,
+        charge_points: Iterable[tuple[str, str, str, str]],
+        connectors: Iterable[ConnectorState],
+        links: Iterable[StationLink],
+        meters: Iterable[tuple[str, str, MeterRow]],
+    ) -> DirectoryIndex:
+        """The index of a store read in one snapshot: its charge points (id, site, station, company), every
+        connector, every station link and every meter (station, charge point, its row, in the list's order)."""
+        index = cls(version)
+        for charge_point_id, site_id, station_id, company_id in sorted(charge_points):
+            point = ChargePointRows(charge_point_id, site_id, station_id, False, None, [], [])
+            index.points[charge_point_id] = point
+            index._everything.append(charge_point_id)
+            index._by_company.setdefault(company_id, []).append(charge_point_id)
+            index._by_site.setdefault(site_id, []).append(charge_point_id)
+            index._site_company[site_id] = company_id
+            index._by_station.setdefault(station_id, []).append(point)
+        for connector in sorted(connectors, key=lambda c: c.key):
+            known = index.points.get(connector.charge_point_id)
+            if known is not None:
+                known.connectors.append(_connector_row(connector))
+        index.absorb((), links)
+        index.take_meters(meters)
+        return index
+
+    def absorb(self, connectors: Iterable[ConnectorState], links: Iterable[StationLink]) -> None:
+        """What changed by the second: connectors' statuses and stations' links. A connector or station this
+        version does not know is left for the reload its version will bring."""
+        for connector in connectors:
+            point = self.points.get(connector.charge_point_id)
+            if point is None:
+                continue
+            row = _connector_row(connector)
+            point.connectors = [row if c[0] == row[0] else c for c in point.connectors]
+        for link in links:
+            for point in self._by_station.get(link.station_id, ()):
+                point.present = True
+                point.last_heartbeat = link.last_heartbeat_at
+
+    def take_meters(self, meters: Iterable[tuple[str, str, MeterRow]]) -> None:
+        """Every meter with its last reading and open session, replacing those known."""
+        measured: dict[str, list[MeterRow]] = {}
+        for _station_id, charge_point_id, row in meters:
+            if charge_point_id in self.points:
+                measured.setdefault(charge_point_id, []).append(row)
+        for charge_point_id, point in self.points.items():
+            rows = measured.get(charge_point_id, [])
+            if rows != point.meters:
+                point.meters = rows
+
+    def page(self, reach: Reach, site_id: str | None, after: str | None, fetch: int) -> list[ChargePointRows]:
+        """Up to `fetch` charge points `reach` covers, of `site_id` when given, in id order after `after`: what
+        `charge_points.list_charge_points` selects from the store."""
+        lists: Sequence[list[str]]
+        if site_id is not None:
+            company_id = self._site_company.get(site_id)
+            covered = company_id is not None and reach.covers_site(company_id, site_id)
+            lists = [self._by_site[site_id]] if covered else []
+        elif reach.everything:
+            lists = [self._everything]
+        else:
+            lists = [self._by_company[c] for c in sorted(reach.companies) if c in self._by_company]
+            lists += [
+                self._by_site[s]
+                for s in sorted(reach.sites)
+                if s in self._by_site and self._site_company[s] not in reach.companies
+            ]
+        return [self.points[charge_point_id] for charge_point_id in islice(_merged(lists, after), fetch)]
+
+
+def _merged(lists: Sequence[list[str]], after: str | None) -> Iterator[str]:
+    """The ids of sorted, disjoint `lists` in order, from the first after `after`."""
+    tails = [islice(ids, bisect_right(ids, after) if after is not None else 0, None) for ids in lists]
+    if len(tails) == 1:
+        return tails[0]
+    return heapq.merge(*tails)
+
+
+def _connector_row(connector: ConnectorState) -> ConnectorRow:
+    return (connector.connector_id, connector.status, connector.error_code, connector.info, connector.status_at)
+
+
+class ChargePointDirectory:
+    """A worker (`run`) that keeps the `DirectoryIndex` of the store current, and the pages served from it."""
+
+    name = "charge-point-directory"
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        refresh_every: float = REFRESH_EVERY,
+        overlap: timedelta = OVERLAP,
+        stale_after: float = STALE_AFTER,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.refresh_every = refresh_every
+        self.overlap = overlap
+        self.index: DirectoryIndex | None = None
+        self._marks: connector_status.Marks | None = None
+        self.stale_after = timedelta(seconds=stale_after)
+        self._read_at = clock.now()  # when the last successful read began
+        self._behind = asyncio.Event()  # a page met a newer version than the index's: reload now
+        self.reads = 0  # successful reads of the store, whole or of what changed
+        self.whole_reads = 0
+        self.served = 0  # pages served from memory
+        self.missed = 0  # pages left to the store: the copy was behind the store's structure, or not loaded yet
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            read_at = self.clock.now()
+            self._behind.clear()
+            reloaded = False
+            try:
+                reloaded = await self.refresh()
+            except Exception:
+                # The store may be away for a moment: pages are read from it meanwhile, and the next read catches up.
+                log.exception("the charge point directory could not read the store")
+            due = read_at + timedelta(seconds=self.refresh_every)
+            waits = [asyncio.create_task(self._until(due)), asyncio.create_task(stopping.wait())]
+            if not reloaded:
+                # A page that met a newer structure has it read at once; but at most one whole read a period, so
+                # that stations created one after the other (a script, another process) cost one read a period
+                # rather than one each, their pages read from the store meanwhile.
+                waits.append(asyncio.create_task(self._behind.wait()))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+
+    async def _until(self, due: datetime) -> None:
+        # Due a period after the last read began: the time the read took counts.
+        await self.clock.sleep((due - self.clock.now()).total_seconds())
+
+    async def refresh(self) -> bool:
+        """One read: the whole store when its directory version moved (or at the start), else what changed by the
+        second since the last read. True for a whole read."""
+        started = self.clock.now()
+        async with self.store.read() as session:
+            # The version first: whatever the reads after it find is at least as new as it says.
+            version = int((await session.execute(_VERSION)).scalar_one())
+            index = self.index
+            if index is None or index.version != version:
+                everything = await connector_status.read_everything(session, now=self.clock.now())
+                charge_points = [
+                    (str(a), str(b), str(c), str(d)) for a, b, c, d in await session.execute(_CHARGE_POINTS)
+                ]
+                meters = _meter_rows(await session.execute(_METERS))
+                self.index = DirectoryIndex.load(
+                    version, charge_points, everything.connectors, everything.links, meters
+                )
+                self._marks = everything.marks
+                self._read_at = started
+                self.reads += 1
+                self.whole_reads += 1
+                return True
+            assert self._marks is not None
+            changes = await connector_status.read_changes(
+                session, self._marks, now=self.clock.now(), overlap=self.overlap
+            )
+            meters = _meter_rows(await session.execute(_METERS))
+        index.absorb(changes.connectors, changes.links)
+        index.take_meters(meters)
+        self._marks = changes.marks
+        self._read_at = started
+        self.reads += 1
+        return False
+
+    async def page(
+        self, reach: Reach, site_id: str | None, after: str | None, fetch: int
+    ) -> list[ChargePointRows] | None:
+        """The page from memory, or None when the store's structure is newer than the copy (read the store)."""
+        if self.index is None or self.clock.now() - self._read_at > self.stale_after:
+            # Not read yet, or not for too long (the store has been away): the store answers, not a stale copy.
+            self.missed += 1
+            return None
+        version = await self.store.read_value(_VERSION)
+        index = self.index  # the worker may have reloaded it meanwhile
+        if version != index.version:
+            self.missed += 1
+            self._behind.set()
+            return None
+        self.served += 1
+        return index.page(reach, site_id, after, fetch)
+
+
+def _meter_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, MeterRow]]:
+    """(station, charge point, its row) of each meter `_METERS` read."""
+    return [(str(row[0]), str(row[1]), meter_row(*row[3:])) for row in rows]

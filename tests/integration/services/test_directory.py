@@ -1,0 +1,312 @@
+"""The charge point list's copy in memory (`services.directory`), on both backends: its structure is never served
+behind the store's, whichever writer changed it; what changes by the second follows at its next read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert, select, update
+
+from chargenet.clock import ManualClock
+from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.edge.records import presence_upsert
+from chargenet.edge.statuses import record_status
+from chargenet.keys import KeyStore
+from chargenet.outbox import Outbox
+from chargenet.services import charge_points, companies, meters, sites, station_import, stations
+from chargenet.services.callers import OPERATOR
+from chargenet.services.charge_points import ChargePointView
+from chargenet.services.directory import ChargePointDirectory
+from chargenet.services.pages import PageRequest
+from chargenet.store.db import Store
+from chargenet.store.models import Connector, DirectoryVersion, MeterState, Site
+
+VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
+
+
+@dataclass
+class Fleet:
+    store: Store
+    clock: ManualClock
+    keys: KeyStore
+    site_id: str
+    directory: ChargePointDirectory
+
+    async def page(self) -> list[ChargePointView]:
+        """The operator's first page, through the directory as the API asks for it."""
+        shown = await charge_points.list_charge_points(
+            self.store, OPERATOR, None, PageRequest.of(), directory=self.directory
+        )
+        return shown.items
+
+    async def station(self, station_id: str) -> None:
+        async with self.store.transaction() as session:
+            await stations.create_station(
+                session,
+                OPERATOR,
+                self.keys.secret_hasher(),
+                self.keys.credential_cipher(),
+                site_id=self.site_id,
+                station_id=station_id,
+                now=self.clock.now(),
+                connectors=2,
+            )
+
+    async def status(self, station_id: str, status: str) -> None:
+        async with self.store.transaction() as session:
+            await record_status(
+                session,
+                Outbox(self.clock),
+                station_id=station_id,
+                ocpp_connector_id=1,
+                status=ConnectorStatus(status),
+                error_code=ChargePointErrorCode.NO_ERROR,
+                timestamp=self.clock.now(),
+                now=self.clock.now(),
+            )
+
+    async def meter(self) -> str:
+        async with self.store.transaction() as session:
+            made = await meters.create_meter(
+                session,
+                OPERATOR,
+                site_id=self.site_id,
+                station_id="ST-1",
+                connector_id=1,
+                profile="sdm630",
+                unit_id=1,
+                tcp="127.0.0.1:1502",
+                now=self.clock.now(),
+            )
+        return made.id
+
+
+@pytest.fixture
+async def fleet(store: Store, clock: ManualClock, tmp_path: Path) -> Fleet:
+    keys = KeyStore(tmp_path / "keys")
+    keys.ensure()
+    async with store.transaction() as session:
+        company = await companies.create_company(session, OPERATOR, name="Acme", now=clock.now())
+        site = await sites.create_site(
+            session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Harbour", now=clock.now()
+        )
+    made = Fleet(store, clock, keys, site.id, ChargePointDirectory(store, clock))
+    await made.station("ST-1")
+    await made.directory.refresh()
+    return made
+
+
+def ids(views: list[ChargePointView]) -> list[str]:
+    return [view.station_id for view in views]
+
+
+async def test_a_station_created_after_the_copy_was_read_is_listed_at_once(fleet: Fleet) -> None:
+    await fleet.station("ST-2")
+    assert ids(await fleet.page()) == ["ST-1", "ST-2"]
+    assert fleet.directory.missed == 1  # read from the store: the copy's structure was behind
+
+
+async def test_a_deleted_station_is_gone_from_the_next_page(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await stations.delete_station(session, OPERATOR, "ST-1", now=fleet.clock.now())
+    assert await fleet.page() == []
+
+
+async def test_once_read_again_the_new_structure_is_served_from_memory(fleet: Fleet) -> None:
+    await fleet.station("ST-2")
+    await fleet.directory.refresh()
+    assert ids(await fleet.page()) == ["ST-1", "ST-2"]
+    assert (fleet.directory.served, fleet.directory.missed) == (1, 0)
+
+
+async def test_a_status_shows_once_the_copy_has_read_what_changed(fleet: Fleet) -> None:
+    await fleet.status("ST-1", "Charging")
+    [before] = await fleet.page()
+    await fleet.directory.refresh()
+    [after] = await fleet.page()
+    assert [c.status for c in before.connectors] == [None, None]  # within a refresh (0.5 s) of the store
+    assert [c.status for c in after.connectors] == ["Charging", None]
+    assert fleet.directory.missed == 0
+
+
+async def test_a_meter_reading_shows_once_the_copy_has_read_again(fleet: Fleet) -> None:
+    meter_id = await fleet.meter()
+    await fleet.directory.refresh()
+    async with fleet.store.transaction() as session:
+        await session.execute(
+            insert(MeterState).values(
+                meter_id=meter_id, energy_wh=1500, read_at=fleet.clock.now(), power_w=7000.0, phase="idle"
+            )
+        )
+    await fleet.directory.refresh()
+    [view] = await fleet.page()
+    [meter] = view.meters
+    assert meter.last_reading is not None and meter.last_reading.energy_kwh == 1.5
+    assert fleet.directory.missed == 0
+
+
+@pytest.fixture
+async def worker(fleet: Fleet) -> AsyncIterator[ChargePointDirectory]:
+    """The directory's worker, its periodic reads a minute apart on the test's clock; it has read the store
+    twice, whole at its start and then what changed, so that its next whole read is not held back by the first."""
+    directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=60, stale_after=3600)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(directory.run(stopping))
+    try:
+        await until(lambda: directory.reads == 1)
+        fleet.clock.advance(60)
+        await until(lambda: directory.reads == 2)
+        fleet.directory = directory
+        yield directory
+    finally:
+        stopping.set()
+        await task
+
+
+async def test_a_page_that_meets_a_newer_structure_has_the_worker_read_it_without_waiting_for_its_period(
+    fleet: Fleet, worker: ChargePointDirectory
+) -> None:
+    await fleet.station("ST-2")
+    assert ids(await fleet.page()) == ["ST-1", "ST-2"]
+    await until(lambda: worker.whole_reads == 2)
+    assert ids(await fleet.page()) == ["ST-1", "ST-2"]
+    assert (worker.served, worker.missed) == (1, 1)
+
+
+async def test_structure_changing_again_and_again_is_read_whole_once_a_period(
+    fleet: Fleet, worker: ChargePointDirectory
+) -> None:
+    await fleet.station("ST-2")
+    await fleet.page()
+    await until(lambda: worker.whole_reads == 2)
+    await fleet.station("ST-3")
+    assert ids(await fleet.page()) == ["ST-1", "ST-2", "ST-3"]  # from the store meanwhile
+    await asyncio.sleep(0.2)
+    assert worker.whole_reads == 2
+    fleet.clock.advance(60)
+    await until(lambda: worker.whole_reads == 3)
+    assert ids(await fleet.page()) == ["ST-1", "ST-2", "ST-3"]
+    assert worker.missed == 2
+
+
+async def test_a_copy_not_read_for_longer_than_it_may_be_behind_is_not_served(fleet: Fleet) -> None:
+    fleet.clock.advance(2.5)  # the reader has not read for 2.5 s: the store away, the reader stuck
+    await fleet.page()
+    assert fleet.directory.missed == 1
+    await fleet.directory.refresh()
+    await fleet.page()
+    assert fleet.directory.served == 1
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(5):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+# --- the store's version of the list's structure --------------------------------------------------------------
+
+
+async def _import(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await station_import.import_stations(
+            session,
+            OPERATOR,
+            fleet.keys.secret_hasher(),
+            fleet.keys.credential_cipher(),
+            site_id=fleet.site_id,
+            rows=station_import.read_csv("id,connectors\nIMP-1,2\nIMP-2,1\n"),
+            now=fleet.clock.now(),
+        )
+
+
+async def _delete(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await stations.delete_station(session, OPERATOR, "ST-1", now=fleet.clock.now())
+
+
+async def _disable_meter(fleet: Fleet) -> None:
+    meter_id = await fleet.meter()
+    before = await fleet.store.read_value(VERSION)  # the meter's creation moved it already
+    async with fleet.store.transaction() as session:
+        await meters.update_meter(session, OPERATOR, meter_id, now=fleet.clock.now(), enabled=False)
+    assert await fleet.store.read_value(VERSION) != before
+
+
+async def _new_connector(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await session.execute(insert(Connector).values(charge_point_id="ST-1", connector_id=3))
+
+
+async def _site_moved(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        other = await companies.create_company(session, OPERATOR, name="Other", now=fleet.clock.now())
+    async with fleet.store.transaction() as session:
+        await session.execute(update(Site).where(Site.id == fleet.site_id).values(company_id=other.id))
+
+
+STRUCTURAL: dict[str, Callable[[Fleet], Awaitable[object]]] = {
+    "a station created": lambda fleet: fleet.station("ST-2"),
+    "a station deleted": _delete,
+    "stations imported": _import,
+    "a meter added": lambda fleet: fleet.meter(),
+    "a meter disabled": _disable_meter,
+    "a connector a station reported": _new_connector,
+    "a site given to another company": _site_moved,
+}
+
+
+@pytest.mark.parametrize("change", list(STRUCTURAL))
+async def test_a_change_of_what_the_list_is_made_of_moves_the_version(fleet: Fleet, change: str) -> None:
+    before = await fleet.store.read_value(VERSION)
+    await STRUCTURAL[change](fleet)
+    assert await fleet.store.read_value(VERSION) != before
+
+
+async def _heartbeat(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        values = {"station_id": "ST-1", "connected": True, "last_heartbeat_at": fleet.clock.now()}
+        await session.execute(presence_upsert(fleet.store.dialect, ("connected", "last_heartbeat_at")), [values])
+
+
+async def _station_key(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await stations.update_station(
+            session,
+            OPERATOR,
+            fleet.keys.secret_hasher(),
+            fleet.keys.credential_cipher(),
+            "ST-1",
+            now=fleet.clock.now(),
+            password="0123456789abcdef",
+        )
+
+
+SECONDLY: dict[str, Callable[[Fleet], Awaitable[object]]] = {
+    "a status": lambda fleet: fleet.status("ST-1", "Charging"),
+    "a heartbeat": _heartbeat,
+    "a station's new key": _station_key,
+}
+
+
+@pytest.mark.parametrize("change", list(SECONDLY))
+async def test_what_changes_by_the_second_leaves_the_version(fleet: Fleet, change: str) -> None:
+    await fleet.status("ST-1", "Available")  # the connectors' statuses exist: later ones are updates
+    before = await fleet.store.read_value(VERSION)
+    await SECONDLY[change](fleet)
+    assert await fleet.store.read_value(VERSION) == before
+
+
+async def test_a_value_read_by_key_is_the_stored_one_and_none_without_a_row(fleet: Fleet) -> None:
+    await fleet.station("ST-2")
+    assert await fleet.store.read_value(VERSION) == await _version_in_a_transaction(fleet.store)
+    assert await fleet.store.read_value(select(DirectoryVersion.version).where(DirectoryVersion.id == 2)) is None
+
+
+async def _version_in_a_transaction(store: Store) -> int | None:
+    async with store.read() as session:
+        return await session.scalar(VERSION)

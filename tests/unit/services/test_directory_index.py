@@ -1,0 +1,77 @@
+"""The charge point directory's index, without a store: which charge points a page selects, and what a read of
+what changed does to them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from chargenet.auth.permissions import Reach
+from chargenet.domain.live import ConnectorState, StationLink
+from chargenet.services.directory import DirectoryIndex
+
+AT = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+# (charge point, site, station, company): company co_a holds sites s1 and s2, co_b holds s3.
+POINTS = [
+    ("CP-1", "s1", "ST-1", "co_a"),
+    ("CP-2", "s3", "ST-2", "co_b"),
+    ("CP-3", "s2", "ST-3", "co_a"),
+    ("CP-4", "s3", "ST-4", "co_b"),
+    ("CP-5", "s1", "ST-5", "co_a"),
+    ("CP-5B", "s1", "ST-5", "co_a"),
+]
+
+
+def connector(charge_point_id: str, connector_id: int, status: str | None) -> ConnectorState:
+    station = charge_point_id.removesuffix("B").replace("CP", "ST")
+    return ConnectorState("co_a", "s1", station, charge_point_id, connector_id, status, None, None, AT, AT)
+
+
+def index() -> DirectoryIndex:
+    connectors = [connector(cp, c, None) for cp, *_ in POINTS for c in (2, 1)]
+    return DirectoryIndex.load(7, POINTS, connectors, [], [])
+
+
+def page(reach: Reach, *, site_id: str | None = None, after: str | None = None, fetch: int = 10) -> list[str]:
+    return [point.id for point in index().page(reach, site_id, after, fetch)]
+
+
+def test_companies_and_sites_reached_are_merged_in_id_order_each_once() -> None:
+    reach = Reach(frozenset({"co_a"}), frozenset({"s1", "s3"}))
+    assert page(reach) == ["CP-1", "CP-2", "CP-3", "CP-4", "CP-5", "CP-5B"]
+
+
+def test_a_page_starts_after_its_cursor_and_stops_at_its_size() -> None:
+    assert page(Reach(frozenset({"co_a", "co_b"}), frozenset()), after="CP-2", fetch=2) == ["CP-3", "CP-4"]
+
+
+def test_a_site_grant_reaches_that_site_only() -> None:
+    assert page(Reach(frozenset(), frozenset({"s2"}))) == ["CP-3"]
+
+
+def test_a_site_filter_outside_the_reach_selects_nothing() -> None:
+    assert page(Reach(frozenset({"co_a"}), frozenset()), site_id="s3") == []
+    assert page(Reach(frozenset({"co_a"}), frozenset()), site_id="s1") == ["CP-1", "CP-5", "CP-5B"]
+
+
+def test_everything_is_every_charge_point_and_an_unknown_site_nothing() -> None:
+    everything = Reach(frozenset(), frozenset(), everything=True)
+    assert page(everything, fetch=3) == ["CP-1", "CP-2", "CP-3"]
+    assert page(everything, site_id="s9") == []
+
+
+def test_connectors_are_kept_in_their_order() -> None:
+    assert [c[0] for c in index().points["CP-1"].connectors] == [1, 2]
+
+
+def test_a_status_read_later_changes_its_connector_only() -> None:
+    kept = index()
+    kept.absorb([connector("CP-1", 2, "Charging"), connector("CP-UNKNOWN", 1, "Faulted")], [])
+    assert [c[1] for c in kept.points["CP-1"].connectors] == [None, "Charging"]
+    assert "CP-UNKNOWN" not in kept.points  # left for the whole read its structure's version brings
+
+
+def test_a_station_link_shows_on_each_of_its_charge_points() -> None:
+    kept = index()
+    kept.absorb([], [StationLink("ST-5", True, AT, None, AT)])
+    assert [(p.present, p.last_heartbeat) for p in (kept.points["CP-5"], kept.points["CP-5B"])] == [(True, AT)] * 2
+    assert (kept.points["CP-1"].present, kept.points["CP-1"].last_heartbeat) == (False, None)
