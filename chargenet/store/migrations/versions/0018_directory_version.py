@@ -10,7 +10,7 @@ otherwise.
 On PostgreSQL a trigger fires once per statement, so a bulk import bumps once; the row's lock orders the writers
 that change the structure, which commit one after the other (SQLite's writers always do). On SQLite a trigger
 fires per row. A later migration that rebuilds one of these tables in SQLite's batch mode drops its triggers:
-it must create them again (`test_directory_version` fails otherwise).
+it must create them again (`tests/integration/services/test_directory.py` fails otherwise).
 
 Revision ID: 0018
 Revises: 0017
