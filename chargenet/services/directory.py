@@ -29,9 +29,9 @@ import asyncio
 import heapq
 import logging
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any
 
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 REFRESH_EVERY = 0.5  # seconds between reads of what changed by the second
 OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
+IDLE_AFTER = 60.0  # seconds without a page after which the copy is let go, and read again when asked for
 STALE_AFTER = 2.0  # seconds since the last successful read past which pages are read from the store (decisions.md)
 
 _VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
@@ -169,6 +170,7 @@ class ChargePointDirectory:
         refresh_every: float = REFRESH_EVERY,
         overlap: timedelta = OVERLAP,
         stale_after: float = STALE_AFTER,
+        idle_after: float = IDLE_AFTER,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -177,7 +179,9 @@ class ChargePointDirectory:
         self.index: DirectoryIndex | None = None
         self._marks: connector_status.Marks | None = None
         self.stale_after = timedelta(seconds=stale_after)
+        self.idle_after = timedelta(seconds=idle_after)
         self._read_at = clock.now()  # when the last successful read began
+        self._asked_at = datetime.min.replace(tzinfo=UTC)  # when a page was last asked for
         self._behind = asyncio.Event()  # a page met a newer version than the index's: reload now
         self.reads = 0  # successful reads of the store, whole or of what changed
         self.whole_reads = 0
@@ -186,6 +190,13 @@ class ChargePointDirectory:
 
     async def run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
+            if self.clock.now() - self._asked_at > self.idle_after:
+                # Nobody lists charge points from this process: no reads (a flood of statuses costs the reader most)
+                # and no copy, until a page asks for one again.
+                self.index = None
+                self._behind.clear()
+                await _first(self._behind.wait(), stopping.wait())
+                continue
             read_at = self.clock.now()
             self._behind.clear()
             reloaded = False
@@ -195,17 +206,13 @@ class ChargePointDirectory:
                 # The store may be away for a moment: pages are read from it meanwhile, and the next read catches up.
                 log.exception("the charge point directory could not read the store")
             due = read_at + timedelta(seconds=self.refresh_every)
-            waits = [asyncio.create_task(self._until(due)), asyncio.create_task(stopping.wait())]
+            waits = [self._until(due), stopping.wait()]
             if not reloaded:
                 # A page that met a newer structure has it read at once; but at most one whole read a period, so
                 # that stations created one after the other (a script, another process) cost one read a period
                 # rather than one each, their pages read from the store meanwhile.
-                waits.append(asyncio.create_task(self._behind.wait()))
-            try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for wait in waits:
-                    wait.cancel()
+                waits.append(self._behind.wait())
+            await _first(*waits)
 
     async def _until(self, due: datetime) -> None:
         # Due a period after the last read began: the time the read took counts.
@@ -249,9 +256,12 @@ class ChargePointDirectory:
         self, reach: Reach, site_id: str | None, after: str | None, fetch: int
     ) -> list[ChargePointRows] | None:
         """The page from memory, or None when the store's structure is newer than the copy (read the store)."""
-        if self.index is None or self.clock.now() - self._read_at > self.stale_after:
-            # Not read yet, or not for too long (the store has been away): the store answers, not a stale copy.
+        self._asked_at = self.clock.now()
+        if self.index is None or self._asked_at - self._read_at > self.stale_after:
+            # Not read yet (or let go while nobody asked), or not for too long (the store has been away): the store
+            # answers, not a stale copy.
             self.missed += 1
+            self._behind.set()
             return None
         version = await self.store.read_value(_VERSION)
         index = self.index  # the worker may have reloaded it meanwhile
@@ -266,3 +276,13 @@ class ChargePointDirectory:
 def _meter_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, MeterRow]]:
     """(station, charge point, its row) of each meter `_METERS` read."""
     return [(str(row[0]), str(row[1]), meter_row(*row[3:])) for row in rows]
+
+
+async def _first(*waits: Coroutine[Any, Any, object]) -> None:
+    """Until the first of `waits` is done; the others are cancelled."""
+    tasks = [asyncio.create_task(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

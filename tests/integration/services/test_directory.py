@@ -153,14 +153,16 @@ async def test_a_meter_reading_shows_once_the_copy_has_read_again(fleet: Fleet) 
 async def worker(fleet: Fleet) -> AsyncIterator[ChargePointDirectory]:
     """The directory's worker, its periodic reads a minute apart on the test's clock; it has read the store
     twice, whole at its start and then what changed, so that its next whole read is not held back by the first."""
-    directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=60, stale_after=3600)
+    directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=60, stale_after=3600, idle_after=3600)
     stopping = asyncio.Event()
     task = asyncio.create_task(directory.run(stopping))
+    fleet.directory = directory
     try:
+        await fleet.page()  # the first page asks for the copy
         await until(lambda: directory.reads == 1)
         fleet.clock.advance(60)
         await until(lambda: directory.reads == 2)
-        fleet.directory = directory
+        directory.served = directory.missed = 0
         yield directory
     finally:
         stopping.set()
@@ -191,6 +193,31 @@ async def test_structure_changing_again_and_again_is_read_whole_once_a_period(
     await until(lambda: worker.whole_reads == 3)
     assert ids(await fleet.page()) == ["ST-1", "ST-2", "ST-3"]
     assert worker.missed == 2
+
+
+async def test_a_copy_nobody_asks_for_is_let_go_and_read_again_when_a_page_asks(fleet: Fleet) -> None:
+    directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=1, idle_after=60)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(directory.run(stopping))
+    fleet.directory = directory
+    try:
+        await asyncio.sleep(0.1)
+        assert directory.reads == 0  # nobody asked yet
+        await fleet.page()
+        await until(lambda: directory.reads == 1)
+        fleet.clock.advance(61)
+        await until(lambda: directory.index is None)
+        reads = directory.reads
+        fleet.clock.advance(600)
+        await asyncio.sleep(0.1)
+        assert directory.reads == reads  # no reads while nobody asks
+        assert ids(await fleet.page()) == ["ST-1"]  # from the store, and the copy is read again
+        await until(lambda: directory.index is not None)
+        assert ids(await fleet.page()) == ["ST-1"]
+        assert (directory.served, directory.missed) == (1, 2)
+    finally:
+        stopping.set()
+        await task
 
 
 async def test_a_copy_not_read_for_longer_than_it_may_be_behind_is_not_served(fleet: Fleet) -> None:
