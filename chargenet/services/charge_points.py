@@ -173,6 +173,17 @@ async def charge_points_of_stations(
     return _views(stations, points)
 
 
+def read_every_charge_point(connection: Connection) -> list[ChargePointRows]:
+    """Every charge point of the store with what its view needs, in id order: the charge point directory's whole
+    read (`services.directory`), in the list's own statement without its page."""
+    return _read(connection, _everything(connection.dialect.name))
+
+
+@functools.cache
+def _everything(dialect: str) -> _Joined:
+    return _joined(_POINTS.order_by(ChargePoint.id), dialect, by_station=False)
+
+
 # What a query of charge points selects; `_read` joins what their views need to it.
 _POINTS = select(ChargePoint.id, ChargePoint.site_id, ChargePoint.station_id, ChargePoint.ordinal)
 

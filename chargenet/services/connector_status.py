@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Row, Select, and_, false, func, or_, select, true
+from sqlalchemy import Connection as StoreConnection
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import ConnectorStatus, EventType
@@ -235,6 +236,29 @@ async def read_everything(session: AsyncSession, *, now: datetime) -> Read:
     marks.received = _newest(None, *(c.received_at for c in connectors))
     marks.link = _newest(None, *(link.newest for link in links))
     return Read(connectors, links, marks)
+
+
+def read_marks(connection: StoreConnection, *, now: datetime) -> Marks:
+    """The marks to follow the store from, as `read_everything` leaves them, without reading the rows: for a reader
+    that read them its own way in the same snapshot (`services.directory`). Read before those rows, as the streams
+    must be, or in one snapshot with them."""
+    streams = {
+        site_id: int(last_seq)
+        for site_id, last_seq in connection.execute(
+            select(EventStream.site_id, EventStream.last_seq).where(
+                EventStream.event_type == EventType.CHARGE_POINT_STATUS.value
+            )
+        )
+    }
+    received = connection.execute(select(func.max(Connector.updated_at))).scalar()
+    newest = connection.execute(
+        select(
+            func.max(StationPresence.connected_at),
+            func.max(StationPresence.disconnected_at),
+            func.max(StationPresence.last_heartbeat_at),
+        )
+    ).one()
+    return Marks(streams=streams, received=received, received_since=now, link=_newest(None, *newest), link_since=now)
 
 
 async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, overlap: timedelta) -> Read:

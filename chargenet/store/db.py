@@ -175,6 +175,23 @@ class Store:
         finally:
             self._observe_read(time.perf_counter() - started)
 
+    async def read_in_thread(self, work: Callable[[Connection], T]) -> T:
+        """`read_at_once` for a `work` that reads many rows (a whole table): on a SQLite file it runs in a thread of
+        its own, so the event loop goes on meanwhile (the thread and the loop share the interpreter's lock, which
+        the loop gets back every few milliseconds); on PostgreSQL it is `read_at_once`."""
+        if self._direct_reads is None:
+            return await self.read_at_once(work)
+        started = time.perf_counter()
+        try:
+            return await asyncio.to_thread(self._read_directly, work)
+        finally:
+            self._observe_read(time.perf_counter() - started)
+
+    def _read_directly(self, work: Callable[[Connection], T]) -> T:
+        assert self._direct_reads is not None
+        with self._direct_reads.connect() as connection, connection.begin():
+            return work(connection)
+
     async def read_statement(self, work: Callable[[Connection], T]) -> T:
         """`read_at_once` for a `work` that runs exactly one statement (a station's credentials, a connector's
         status): a statement sees one snapshot by itself, so on PostgreSQL it runs outside a transaction, which

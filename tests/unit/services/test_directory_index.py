@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from chargenet.auth.permissions import Reach
 from chargenet.domain.live import ConnectorState, StationLink
+from chargenet.services.charge_points import ChargePointRows
 from chargenet.services.directory import DirectoryIndex
 
 AT = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -27,8 +28,11 @@ def connector(charge_point_id: str, connector_id: int, status: str | None) -> Co
 
 
 def index() -> DirectoryIndex:
-    connectors = [connector(cp, c, None) for cp, *_ in POINTS for c in (2, 1)]
-    return DirectoryIndex.load(7, POINTS, connectors, [], [])
+    points = [
+        ChargePointRows(cp, site, station, False, None, [(c, None, None, None, None) for c in (1, 2)], [])
+        for cp, site, station, _ in POINTS
+    ]
+    return DirectoryIndex.load(7, points, {site: company for _, site, _, company in POINTS})
 
 
 def page(reach: Reach, *, site_id: str | None = None, after: str | None = None, fetch: int = 10) -> list[str]:
@@ -59,8 +63,9 @@ def test_everything_is_every_charge_point_and_an_unknown_site_nothing() -> None:
     assert page(everything, site_id="s9") == []
 
 
-def test_connectors_are_kept_in_their_order() -> None:
-    assert [c[0] for c in index().points["CP-1"].connectors] == [1, 2]
+def test_a_charge_point_whose_site_is_unknown_is_left_out() -> None:
+    point = ChargePointRows("CP-9", "s9", "ST-9", False, None, [], [])
+    assert list(DirectoryIndex.load(7, [point], {"s1": "co_a"}).points) == []
 
 
 def test_a_status_read_later_changes_its_connector_only() -> None:
