@@ -173,15 +173,11 @@ async def charge_points_of_stations(
     return _views(stations, points)
 
 
-def read_every_charge_point(connection: Connection) -> list[ChargePointRows]:
-    """Every charge point of the store with what its view needs, in id order: the charge point directory's whole
-    read (`services.directory`), in the list's own statement without its page."""
-    return _read(connection, _everything(connection.dialect.name))
-
-
-@functools.cache
-def _everything(dialect: str) -> _Joined:
-    return _joined(_POINTS.order_by(ChargePoint.id), dialect, by_station=False)
+def read_charge_points_after(connection: Connection, after: str | None, fetch: int) -> list[ChargePointRows]:
+    """Up to `fetch` charge points of the store after `after`, in id order, with what their views need: the charge
+    point directory's whole read (`services.directory`), a part at a time, in the list's own statement."""
+    statement = _listing(connection.dialect.name, True, False, False, False, after is not None)
+    return _read(connection, statement, {"companies": [], "sites": [], "site_id": None, "after": after, "fetch": fetch})
 
 
 # What a query of charge points selects; `_read` joins what their views need to it.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -175,15 +175,26 @@ class Store:
         finally:
             self._observe_read(time.perf_counter() - started)
 
-    async def read_in_thread(self, work: Callable[[Connection], T]) -> T:
-        """`read_at_once` for a `work` that reads many rows (a whole table): on a SQLite file it runs in a thread of
-        its own, so the event loop goes on meanwhile (the thread and the loop share the interpreter's lock, which
-        the loop gets back every few milliseconds); on PostgreSQL it is `read_at_once`."""
-        if self._direct_reads is None:
-            return await self.read_at_once(work)
+    async def read_in_parts(self, work: Callable[[Connection], Generator[None, None, T]]) -> T:
+        """A read of many rows (a whole table) seeing one snapshot, that lets the event loop run between its parts:
+        `work` is a generator that yields after each part and returns the result. On a SQLite file it runs whole in
+        a thread of its own (the thread and the loop share the interpreter's lock, which the loop gets back every
+        few milliseconds); on PostgreSQL each part runs on the loop, in one read-only REPEATABLE READ transaction,
+        the loop going on between parts."""
         started = time.perf_counter()
         try:
-            return await asyncio.to_thread(self._read_directly, work)
+            if self._direct_reads is not None:
+                return await asyncio.to_thread(self._read_directly, lambda connection: _drained(work(connection)))
+            async with (self._read_engine or self.engine).connect() as pooled:
+                if self.dialect == "postgresql":
+                    await pooled.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+                async with pooled.begin():
+                    parts = await pooled.run_sync(work)  # a generator: nothing has run yet
+                    while True:
+                        done, value = await pooled.run_sync(lambda _: _next_part(parts))
+                        if done:
+                            return value  # type: ignore[return-value]
+                        await asyncio.sleep(0)
         finally:
             self._observe_read(time.perf_counter() - started)
 
@@ -251,6 +262,23 @@ class Store:
         if self._direct_reads is not None:
             self._direct_reads.dispose()
         await self.engine.dispose()
+
+
+def _drained(parts: Generator[None, None, T]) -> T:
+    while True:
+        try:
+            next(parts)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def _next_part(parts: Generator[None, None, T]) -> tuple[bool, T | None]:
+    """(True, the result) once `parts` returned, else (False, None): a StopIteration must not cross a coroutine."""
+    try:
+        next(parts)
+    except StopIteration as done:
+        return True, done.value
+    return False, None
 
 
 def _loop_connector(url: str) -> Callable[[], Awaitable[LoopConnection]]:

@@ -18,6 +18,7 @@ from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.services import charge_points, companies, meters, sites, station_import, stations
+from chargenet.services import directory as directory_module
 from chargenet.services.callers import OPERATOR
 from chargenet.services.charge_points import ChargePointView
 from chargenet.services.directory import ChargePointDirectory
@@ -158,7 +159,6 @@ async def worker(fleet: Fleet) -> AsyncIterator[ChargePointDirectory]:
     task = asyncio.create_task(directory.run(stopping))
     fleet.directory = directory
     try:
-        await fleet.page()  # the first page asks for the copy
         await until(lambda: directory.reads == 1)
         fleet.clock.advance(60)
         await until(lambda: directory.reads == 2)
@@ -195,16 +195,13 @@ async def test_structure_changing_again_and_again_is_read_whole_once_a_period(
     assert worker.missed == 2
 
 
-async def test_a_copy_nobody_asks_for_is_let_go_and_read_again_when_a_page_asks(fleet: Fleet) -> None:
+async def test_a_copy_nobody_asks_for_a_minute_is_let_go_and_read_again_when_a_page_asks(fleet: Fleet) -> None:
     directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=1, idle_after=60)
     stopping = asyncio.Event()
     task = asyncio.create_task(directory.run(stopping))
     fleet.directory = directory
     try:
-        await asyncio.sleep(0.1)
-        assert directory.reads == 0  # nobody asked yet
-        await fleet.page()
-        await until(lambda: directory.reads == 1)
+        await until(lambda: directory.reads == 1)  # read at the start, before anybody asks
         fleet.clock.advance(61)
         await until(lambda: directory.index is None)
         reads = directory.reads
@@ -214,10 +211,21 @@ async def test_a_copy_nobody_asks_for_is_let_go_and_read_again_when_a_page_asks(
         assert ids(await fleet.page()) == ["ST-1"]  # from the store, and the copy is read again
         await until(lambda: directory.index is not None)
         assert ids(await fleet.page()) == ["ST-1"]
-        assert (directory.served, directory.missed) == (1, 2)
+        assert (directory.served, directory.missed) == (1, 1)
     finally:
         stopping.set()
         await task
+
+
+async def test_the_whole_store_read_a_few_charge_points_at_a_time_is_read_whole(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(2, 6):
+        await fleet.station(f"ST-{n}")
+    monkeypatch.setattr(directory_module, "WHOLE_READ_PART", 2)
+    await fleet.directory.refresh()
+    assert ids(await fleet.page()) == ["ST-1", "ST-2", "ST-3", "ST-4", "ST-5"]
+    assert fleet.directory.missed == 0
 
 
 async def test_a_copy_not_read_for_longer_than_it_may_be_behind_is_not_served(fleet: Fleet) -> None:
