@@ -164,7 +164,8 @@ def create_app(
     # One live feed per process, whatever number of browsers follow it (the console's live status page).
     live_feed = LiveFeed(context.store.read, context.clock, listener=context.store.listener)
     # One copy of the charge point list per process, which partners poll (`services.directory`).
-    directory = ChargePointDirectory(context.store, context.clock)
+    pages = context.service_metrics.charge_point_pages
+    directory = ChargePointDirectory(context.store, context.clock, counted=lambda source: pages.labels(source).inc())
     context.on_stopping.append(live_feed.end_all)
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),

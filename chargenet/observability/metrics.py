@@ -8,7 +8,15 @@ however much traffic the process sees. docs/metrics.md lists every metric and wh
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge, GCCollector, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from chargenet import __version__
 
@@ -49,6 +57,12 @@ class ServiceMetrics:
             "Time from a request's arrival until its answer starts, by route template and status class",
             ["method", "route", "status_class"],
             buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.charge_point_pages = Counter(
+            "chargenet_charge_point_pages",
+            "Pages of GET /charge-points, by where they were read: the process's copy (memory) or the store",
+            ["source"],
             registry=registry,
         )
         self.store_units = Histogram(

@@ -30,7 +30,7 @@ import functools
 import heapq
 import logging
 from bisect import bisect_right
-from collections.abc import Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -167,6 +167,7 @@ class ChargePointDirectory:
         overlap: timedelta = OVERLAP,
         stale_after: float = STALE_AFTER,
         idle_after: float = IDLE_AFTER,
+        counted: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -181,6 +182,7 @@ class ChargePointDirectory:
         self._behind = asyncio.Event()  # a page met a newer version than the index's: reload now
         self.reads = 0  # successful reads of the store, whole or of what changed
         self.whole_reads = 0
+        self._counted = counted  # told `memory` or `store` for each page (the process's metrics)
         self.served = 0  # pages served from memory
         self.missed = 0  # pages left to the store: the copy was behind the store's structure, or not loaded yet
 
@@ -252,17 +254,23 @@ class ChargePointDirectory:
         if self.index is None or self._asked_at - self._read_at > self.stale_after:
             # Not read yet (or let go while nobody asked), or not for too long (the store has been away): the store
             # answers, not a stale copy.
-            self.missed += 1
-            self._behind.set()
+            self._missed()
             return None
         version = await self.store.read_value(_VERSION)
         index = self.index  # the worker may have reloaded it meanwhile
         if version != index.version:
-            self.missed += 1
-            self._behind.set()
+            self._missed()
             return None
         self.served += 1
+        if self._counted is not None:
+            self._counted("memory")
         return index.page(reach, site_id, after, fetch)
+
+    def _missed(self) -> None:
+        self.missed += 1
+        self._behind.set()  # read the store again now
+        if self._counted is not None:
+            self._counted("store")
 
 
 def _whole(connection: Connection, *, now: datetime) -> Generator[None, None, tuple[DirectoryIndex, Marks]]:

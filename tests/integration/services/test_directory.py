@@ -117,6 +117,15 @@ async def test_a_deleted_station_is_gone_from_the_next_page(fleet: Fleet) -> Non
     assert await fleet.page() == []
 
 
+async def test_each_page_is_counted_by_where_it_was_read(fleet: Fleet) -> None:
+    sources: list[str] = []
+    fleet.directory = ChargePointDirectory(fleet.store, fleet.clock, counted=sources.append)
+    await fleet.page()
+    await fleet.directory.refresh()
+    await fleet.page()
+    assert sources == ["store", "memory"]
+
+
 async def test_once_read_again_the_new_structure_is_served_from_memory(fleet: Fleet) -> None:
     await fleet.station("ST-2")
     await fleet.directory.refresh()
