@@ -60,6 +60,9 @@ REFRESH_EVERY = 0.5  # seconds between reads of what changed by the second
 OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
 IDLE_AFTER = 60.0  # seconds without a page after which the copy is let go, and read again when asked for
 WHOLE_READ_PART = 1000  # charge points a part of the whole read (about 15 ms of the event loop's time each)
+# A whole read at least this often (seconds) while asked: what the follow reads cannot see (a heartbeat or an error
+# code committed more than OVERLAP after its instant, a clock of another process ahead) is shown within it.
+WHOLE_EVERY = 60.0
 STALE_AFTER = 2.0  # seconds since the last successful read past which pages are read from the store (decisions.md)
 
 _VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
@@ -69,11 +72,14 @@ _METERS = meters_with_state().order_by(Meter.created_at, Meter.id)
 
 @dataclass(slots=True)
 class DirectoryIndex:
-    """Every charge point of the store at one version, in id order overall, by company and by site. Sans-IO: the
-    reader fills it (`load`) and keeps its changing parts current (`absorb`); a page is selected from it."""
+    """Every charge point of the store at one version, in the store's order of ids overall, by company and by site.
+    Sans-IO: the reader fills it (`load`) and keeps its changing parts current (`absorb`); a page is selected from
+    it. The order is the store's, as it read them, not Python's: PostgreSQL orders text by the database's
+    collation, which need not be code points (under en_US, "ST-10" comes before "ST-1-2")."""
 
     version: int
     points: dict[str, ChargePointRows] = field(default_factory=dict)
+    _rank: dict[str, int] = field(default_factory=dict)  # each id's place in the store's order
     _everything: list[str] = field(default_factory=list)
     _by_company: dict[str, list[str]] = field(default_factory=dict)
     _by_site: dict[str, list[str]] = field(default_factory=dict)
@@ -82,13 +88,15 @@ class DirectoryIndex:
 
     @classmethod
     def load(cls, version: int, points: Iterable[ChargePointRows], site_company: Mapping[str, str]) -> DirectoryIndex:
-        """The index of a store read in one snapshot: every charge point with its rows, and each site's company."""
+        """The index of a store read in one snapshot: every charge point with its rows, in the store's order of
+        ids, and each site's company."""
         index = cls(version)
-        for point in sorted(points, key=lambda p: p.id):
+        for point in points:
             company_id = site_company.get(point.site_id)
             if company_id is None:
                 continue  # its site is gone (a snapshot cannot show that, but a store read twice could)
             index.points[point.id] = point
+            index._rank[point.id] = len(index._rank)
             index._everything.append(point.id)
             index._by_company.setdefault(company_id, []).append(point.id)
             index._by_site.setdefault(point.site_id, []).append(point.id)
@@ -121,9 +129,15 @@ class DirectoryIndex:
             if rows != point.meters:
                 point.meters = rows
 
-    def page(self, reach: Reach, site_id: str | None, after: str | None, fetch: int) -> list[ChargePointRows]:
-        """Up to `fetch` charge points `reach` covers, of `site_id` when given, in id order after `after`: what
-        `charge_points.list_charge_points` selects from the store."""
+    def page(self, reach: Reach, site_id: str | None, after: str | None, fetch: int) -> list[ChargePointRows] | None:
+        """Up to `fetch` charge points `reach` covers, of `site_id` when given, in the store's order after `after`:
+        what `charge_points.list_charge_points` selects from the store. None for a cursor after an id this
+        version does not hold (one deleted since): only the store knows where it sorts."""
+        start: int | None = None
+        if after is not None:
+            start = self._rank.get(after)
+            if start is None:
+                return None
         lists: Sequence[list[str]]
         if site_id is not None:
             company_id = self._site_company.get(site_id)
@@ -138,15 +152,10 @@ class DirectoryIndex:
                 for s in sorted(reach.sites)
                 if s in self._by_site and self._site_company[s] not in reach.companies
             ]
-        return [self.points[charge_point_id] for charge_point_id in islice(_merged(lists, after), fetch)]
-
-
-def _merged(lists: Sequence[list[str]], after: str | None) -> Iterator[str]:
-    """The ids of sorted, disjoint `lists` in order, from the first after `after`."""
-    tails = [islice(ids, bisect_right(ids, after) if after is not None else 0, None) for ids in lists]
-    if len(tails) == 1:
-        return tails[0]
-    return heapq.merge(*tails)
+        rank = self._rank.__getitem__
+        tails = [islice(ids, bisect_right(ids, start, key=rank) if start is not None else 0, None) for ids in lists]
+        merged: Iterator[str] = tails[0] if len(tails) == 1 else heapq.merge(*tails, key=rank)
+        return [self.points[charge_point_id] for charge_point_id in islice(merged, fetch)]
 
 
 def _connector_row(connector: ConnectorState) -> ConnectorRow:
@@ -167,6 +176,7 @@ class ChargePointDirectory:
         overlap: timedelta = OVERLAP,
         stale_after: float = STALE_AFTER,
         idle_after: float = IDLE_AFTER,
+        whole_every: float = WHOLE_EVERY,
         counted: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
@@ -177,6 +187,8 @@ class ChargePointDirectory:
         self._marks: connector_status.Marks | None = None
         self.stale_after = timedelta(seconds=stale_after)
         self.idle_after = timedelta(seconds=idle_after)
+        self.whole_every = timedelta(seconds=whole_every)
+        self._whole_at = clock.now()  # when the last whole read began
         self._read_at = clock.now()  # when the last successful read began
         self._asked_at = datetime.min.replace(tzinfo=UTC)  # when a page was last asked for
         self._behind = asyncio.Event()  # a page met a newer version than the index's: reload now
@@ -199,15 +211,17 @@ class ChargePointDirectory:
                 continue
             read_at = self.clock.now()
             self._behind.clear()
-            reloaded = False
+            reloaded = failed = False
             try:
                 reloaded = await self.refresh()
             except Exception:
-                # The store may be away for a moment: pages are read from it meanwhile, and the next read catches up.
+                # The store may be away for a moment: pages are read from it meanwhile, and the next read catches up
+                # (a period later, however many pages ask meanwhile).
                 log.exception("the charge point directory could not read the store")
+                failed = True
             due = read_at + timedelta(seconds=self.refresh_every)
             waits = [self._until(due), stopping.wait()]
-            if not reloaded:
+            if not reloaded and not failed:
                 # A page that met a newer structure has it read at once; but at most one whole read a period, so
                 # that stations created one after the other (a script, another process) cost one read a period
                 # rather than one each, their pages read from the store meanwhile.
@@ -223,7 +237,7 @@ class ChargePointDirectory:
         second since the last read. True for a whole read."""
         started = self.clock.now()
         index = self.index
-        if index is not None:
+        if index is not None and started - self._whole_at < self.whole_every:
             async with self.store.read() as session:
                 # The version first: whatever the reads after it find is at least as new as it says.
                 version = int((await session.execute(_VERSION)).scalar_one())
@@ -241,7 +255,7 @@ class ChargePointDirectory:
                     return False
         # 150 ms of rows for 10,000 charge points: in a thread on SQLite, in parts on PostgreSQL.
         self.index, self._marks = await self.store.read_in_parts(functools.partial(_whole, now=self.clock.now()))
-        self._read_at = started
+        self._read_at = self._whole_at = started
         self.reads += 1
         self.whole_reads += 1
         return True
@@ -256,19 +270,30 @@ class ChargePointDirectory:
             # answers, not a stale copy.
             self._missed()
             return None
-        version = await self.store.read_value(_VERSION)
-        index = self.index  # the worker may have reloaded it meanwhile
-        if version != index.version:
+        try:
+            version = await self.store.read_value(_VERSION)
+        except Exception:
+            # The store answers the page, or says why it cannot.
+            log.warning("the charge point directory could not read the store's version", exc_info=True)
+            self._missed(behind=False)
+            return None
+        index = self.index  # the worker may have read it again meanwhile
+        if index is None or version != index.version:
             self._missed()
+            return None
+        found = index.page(reach, site_id, after, fetch)
+        if found is None:
+            self._missed(behind=False)
             return None
         self.served += 1
         if self._counted is not None:
             self._counted("memory")
-        return index.page(reach, site_id, after, fetch)
+        return found
 
-    def _missed(self) -> None:
+    def _missed(self, *, behind: bool = True) -> None:
         self.missed += 1
-        self._behind.set()  # read the store again now
+        if behind:
+            self._behind.set()  # read the store again now
         if self._counted is not None:
             self._counted("store")
 

@@ -236,7 +236,13 @@ class Store:
                 self._compiled_values[id(statement)] = compiled
             if self._value_reader is None:
                 self._value_reader = self._direct_reads.raw_connection()
-            row = self._value_reader.cursor().execute(compiled[1], compiled[2]).fetchone()
+            try:
+                row = self._value_reader.cursor().execute(compiled[1], compiled[2]).fetchone()
+            except Exception:
+                # The next read opens a connection anew rather than trying this one again.
+                self._value_reader.invalidate()
+                self._value_reader = None
+                raise
             return None if row is None else row[0]
         finally:
             self._observe_read(time.perf_counter() - started)

@@ -4,12 +4,14 @@ behind the store's, whichever writer changed it; what changes by the second foll
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, text, update
 
 from chargenet.clock import ManualClock
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
@@ -24,7 +26,7 @@ from chargenet.services.charge_points import ChargePointView
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
-from chargenet.store.models import Connector, DirectoryVersion, MeterState, Site
+from chargenet.store.models import Connector, DirectoryVersion, Meter, MeterState, Site
 
 VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
 
@@ -163,7 +165,9 @@ async def test_a_meter_reading_shows_once_the_copy_has_read_again(fleet: Fleet) 
 async def worker(fleet: Fleet) -> AsyncIterator[ChargePointDirectory]:
     """The directory's worker, its periodic reads a minute apart on the test's clock; it has read the store
     twice, whole at its start and then what changed, so that its next whole read is not held back by the first."""
-    directory = ChargePointDirectory(fleet.store, fleet.clock, refresh_every=60, stale_after=3600, idle_after=3600)
+    directory = ChargePointDirectory(
+        fleet.store, fleet.clock, refresh_every=60, stale_after=3600, idle_after=3600, whole_every=3600
+    )
     stopping = asyncio.Event()
     task = asyncio.create_task(directory.run(stopping))
     fleet.directory = directory
@@ -293,7 +297,54 @@ async def _site_moved(fleet: Fleet) -> None:
         await session.execute(update(Site).where(Site.id == fleet.site_id).values(company_id=other.id))
 
 
+async def _station_without_connectors(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        await stations.create_station(
+            session,
+            OPERATOR,
+            fleet.keys.secret_hasher(),
+            fleet.keys.credential_cipher(),
+            site_id=fleet.site_id,
+            station_id="ST-BARE",
+            now=fleet.clock.now(),
+        )
+
+
+async def _delete_meter(fleet: Fleet) -> None:
+    meter_id = await fleet.meter()
+    before = await fleet.store.read_value(VERSION)  # the meter's creation moved it already
+    async with fleet.store.transaction() as session:
+        await meters.delete_meter(session, OPERATOR, Outbox(fleet.clock), meter_id, now=fleet.clock.now())
+    assert await fleet.store.read_value(VERSION) != before
+
+
+async def _move_meter(fleet: Fleet) -> None:
+    meter_id = await fleet.meter()
+    before = await fleet.store.read_value(VERSION)
+    async with fleet.store.transaction() as session:
+        await session.execute(update(Meter).where(Meter.id == meter_id).values(connector_id=2))
+    assert await fleet.store.read_value(VERSION) != before
+
+
+async def _delete_empty_site(fleet: Fleet) -> None:
+    async with fleet.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            fleet.keys.credential_cipher(),
+            company_id=(await session.get(Site, fleet.site_id)).company_id,  # type: ignore[union-attr]
+            name="Empty",
+            now=fleet.clock.now(),
+        )
+    async with fleet.store.transaction() as session:
+        await session.execute(delete(Site).where(Site.id == site.id))
+
+
 STRUCTURAL: dict[str, Callable[[Fleet], Awaitable[object]]] = {
+    "a station without connectors created": _station_without_connectors,
+    "a meter deleted": _delete_meter,
+    "a meter moved to another connector": _move_meter,
+    "an empty site deleted": _delete_empty_site,
     "a station created": lambda fleet: fleet.station("ST-2"),
     "a station deleted": _delete,
     "stations imported": _import,
@@ -354,3 +405,44 @@ async def test_a_value_read_by_key_is_the_stored_one_and_none_without_a_row(flee
 async def _version_in_a_transaction(store: Store) -> int | None:
     async with store.read() as session:
         return await session.scalar(VERSION)
+
+
+async def test_every_trigger_of_the_version_is_in_the_store(store: Store) -> None:
+    migration = importlib.import_module("chargenet.store.migrations.versions.0018_directory_version")
+    if store.dialect == "postgresql":
+        found = "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE 'directory_%'"
+    else:
+        found = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'directory_%'"
+    async with store.read() as session:
+        names = set(await session.scalars(text(found)))
+    assert names == {name for name, _, _ in migration._triggers()}
+
+
+async def test_a_heartbeat_committed_long_after_its_instant_shows_by_the_next_whole_read(fleet: Fleet) -> None:
+    await fleet.station("ST-2")
+    fleet.directory = ChargePointDirectory(fleet.store, fleet.clock, whole_every=60)
+    await _heartbeat(fleet)  # ST-1's: the newest link instant the copy has seen
+    await fleet.directory.refresh()
+    fleet.clock.advance(3)  # past the overlap: the follow reads only what is newer than that instant
+    late = fleet.clock.now() - timedelta(seconds=30)
+    async with fleet.store.transaction() as session:
+        values = {"station_id": "ST-2", "connected": True, "last_heartbeat_at": late}
+        await session.execute(presence_upsert(fleet.store.dialect, ("connected", "last_heartbeat_at")), [values])
+    await fleet.directory.refresh()
+    assert [view.last_heartbeat for view in await fleet.page()][1] is None  # the follow cannot see it
+    fleet.clock.advance(60)
+    await fleet.directory.refresh()
+    assert [view.last_heartbeat for view in await fleet.page()][1] == late
+    assert fleet.directory.whole_reads == 2
+
+
+@pytest.mark.expected_traceback("ConnectionError: the store is away")
+async def test_a_version_that_cannot_be_read_leaves_the_page_to_the_store(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def failing(statement: object) -> None:
+        raise ConnectionError("the store is away")
+
+    monkeypatch.setattr(fleet.store, "read_value", failing)
+    assert ids(await fleet.page()) == ["ST-1"]
+    assert fleet.directory.missed == 1

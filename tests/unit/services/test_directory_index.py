@@ -36,7 +36,7 @@ def index() -> DirectoryIndex:
 
 
 def page(reach: Reach, *, site_id: str | None = None, after: str | None = None, fetch: int = 10) -> list[str]:
-    return [point.id for point in index().page(reach, site_id, after, fetch)]
+    return [point.id for point in index().page(reach, site_id, after, fetch) or []]
 
 
 def test_companies_and_sites_reached_are_merged_in_id_order_each_once() -> None:
@@ -80,3 +80,16 @@ def test_a_station_link_shows_on_each_of_its_charge_points() -> None:
     kept.absorb([], [StationLink("ST-5", True, AT, None, AT)])
     assert [(p.present, p.last_heartbeat) for p in (kept.points["CP-5"], kept.points["CP-5B"])] == [(True, AT)] * 2
     assert (kept.points["CP-1"].present, kept.points["CP-1"].last_heartbeat) == (False, None)
+
+
+def test_the_order_is_the_stores_not_pythons() -> None:
+    # PostgreSQL under en_US puts "ST-10" before "ST-1-2"; code points would not.
+    points = [ChargePointRows(cp, "s1", cp, False, None, [], []) for cp in ("ST-10", "ST-1-2", "ST-2")]
+    kept = DirectoryIndex.load(7, points, {"s1": "co_a"})
+    everything = Reach(frozenset(), frozenset(), everything=True)
+    assert [p.id for p in kept.page(everything, None, None, 10) or []] == ["ST-10", "ST-1-2", "ST-2"]
+    assert [p.id for p in kept.page(everything, None, "ST-10", 10) or []] == ["ST-1-2", "ST-2"]
+
+
+def test_a_cursor_after_an_id_it_does_not_hold_is_left_to_the_store() -> None:
+    assert index().page(Reach(frozenset({"co_a"}), frozenset()), None, "CP-0-GONE", 10) is None
