@@ -18,7 +18,10 @@ What the copy promises, on both backends and whichever process wrote:
   connection and heartbeat, a meter's reading and open session are read again twice a second (what changed since
   the last read, as the console's live table reads them: `services.connector_status.read_changes`), well inside
   the 2 s that decisions.md allows for another process's changes. This process's own edge writes them through the
-  same store, so its changes take the same path.
+  same store, so its changes take the same path. Statuses are found by their events' sequence, so none is missed;
+  a heartbeat or a new error code is found by its instant, re-reading 2 s behind the newest seen, so one committed
+  later than that after its instant (a store overloaded for seconds, another process's clock ahead) is found by
+  the whole read the copy makes at least once a minute (`whole_every`).
 
 Memory: about 1 KiB a charge point besides the views the list keeps anyway (`charge_points.VIEWS_CACHED`).
 """
