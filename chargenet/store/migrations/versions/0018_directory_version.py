@@ -12,9 +12,10 @@ that change the structure, which commit one after the other (SQLite's writers al
 edge's only one is a batch of statuses that creates a connector a station reported unannounced), but two of them
 locking rows in opposite orders can deadlock: a station deleted (its connectors, then the version) while another
 process's batch creates a connector (the version) and then records that station's statuses. PostgreSQL then
-aborts one of the two transactions, as it would for any other pair of writers locking in opposite orders. On SQLite a trigger
-fires per row. A later migration that rebuilds one of these tables in SQLite's batch mode drops its triggers:
-it must create them again (`tests/integration/services/test_directory.py` fails otherwise).
+aborts one of the two transactions, as it would for any other pair of writers locking in opposite orders.
+
+On SQLite a trigger fires per row. A later migration that rebuilds one of these tables in SQLite's batch mode
+drops its triggers: it must create them again (`tests/integration/services/test_directory.py` fails otherwise).
 
 Revision ID: 0018
 Revises: 0017
