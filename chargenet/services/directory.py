@@ -33,7 +33,7 @@ import functools
 import heapq
 import logging
 from bisect import bisect_right
-from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -56,6 +56,7 @@ from chargenet.services.charge_points import (
 from chargenet.services.connector_status import Marks
 from chargenet.store.db import Store
 from chargenet.store.models import DirectoryVersion, Meter, Site
+from chargenet.waiting import first_of
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,7 @@ class ChargePointDirectory:
                 # and no copy, until a page asks for one again.
                 self.index = None
                 self._behind.clear()
-                await _first(self._behind.wait(), stopping.wait())
+                await first_of(self._behind.wait(), stopping.wait())
                 continue
             read_at = self.clock.now()
             self._behind.clear()
@@ -229,7 +230,7 @@ class ChargePointDirectory:
                 # that stations created one after the other (a script, another process) cost one read a period
                 # rather than one each, their pages read from the store meanwhile.
                 waits.append(self._behind.wait())
-            await _first(*waits)
+            await first_of(*waits)
 
     async def _until(self, due: datetime) -> None:
         # Due a period after the last read began: the time the read took counts.
@@ -321,13 +322,3 @@ def _whole(connection: Connection, *, now: datetime) -> Generator[None, None, tu
 def _meter_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, MeterRow]]:
     """(station, charge point, its row) of each meter `_METERS` read."""
     return [(str(row[0]), str(row[1]), meter_row(*row[3:])) for row in rows]
-
-
-async def _first(*waits: Coroutine[Any, Any, object]) -> None:
-    """Until the first of `waits` is done; the others are cancelled."""
-    tasks = [asyncio.create_task(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
