@@ -29,6 +29,7 @@ from chargenet.domain.live import DEFAULT_CAPACITY, Fanout, LiveRow, LiveState, 
 from chargenet.outbox.signal import outbox_committed
 from chargenet.services import connector_status
 from chargenet.store.notify import CONNECTOR_STATUS, Listener
+from chargenet.waiting import first_of, sleep_until
 
 log = logging.getLogger(__name__)
 
@@ -94,31 +95,18 @@ class LiveFeed:
     async def _wait(
         self, read_at: datetime, committed: asyncio.Event, notified: asyncio.Event, stopping: asyncio.Event
     ) -> None:
-        await asyncio.sleep(0.05)
         poll = self.poll_every
         if self.listener is not None and self.listener.listening(CONNECTOR_STATUS):
             poll = max(poll, self.poll_every_listening)
-        waits = [
-            asyncio.create_task(self._until(read_at + timedelta(seconds=poll))),
-            asyncio.create_task(stopping.wait()),
-            asyncio.create_task(self._watched.wait()),
-        ]
+        # The poll is due a period after the last read began, not after it ended.
+        waits = [sleep_until(self.clock, read_at + timedelta(seconds=poll)), stopping.wait(), self._watched.wait()]
         if self._wakers:
             # Only while a browser watches: otherwise a network sending statuses would have the feed read the store
             # after every commit for nobody (6 % of the edge's time under a flood of StatusNotifications). The poll
             # keeps the state fresh meanwhile, so a browser arriving finds it at most one poll old, as it finds what
             # another process committed.
-            waits += [asyncio.create_task(committed.wait()), asyncio.create_task(notified.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
-
-    async def _until(self, due: datetime) -> None:
-        # The poll is due a period after the last read began, not after it ended: time that passed while reading
-        # (or before this task first ran) counts, so a poll is never put off by the read before it.
-        await self.clock.sleep((due - self.clock.now()).total_seconds())
+            waits += [committed.wait(), notified.wait()]
+        await first_of(*waits)
 
     async def run_once(self) -> int:
         """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""

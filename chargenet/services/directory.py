@@ -56,7 +56,7 @@ from chargenet.services.charge_points import (
 from chargenet.services.connector_status import Marks
 from chargenet.store.db import Store
 from chargenet.store.models import DirectoryVersion, Meter, Site
-from chargenet.waiting import first_of
+from chargenet.waiting import first_of, sleep_until
 
 log = logging.getLogger(__name__)
 
@@ -224,17 +224,13 @@ class ChargePointDirectory:
                 log.exception("the charge point directory could not read the store")
                 failed = True
             due = read_at + timedelta(seconds=self.refresh_every)
-            waits = [self._until(due), stopping.wait()]
+            waits = [sleep_until(self.clock, due), stopping.wait()]
             if not reloaded and not failed:
                 # A page that met a newer structure has it read at once; but at most one whole read a period, so
                 # that stations created one after the other (a script, another process) cost one read a period
                 # rather than one each, their pages read from the store meanwhile.
                 waits.append(self._behind.wait())
             await first_of(*waits)
-
-    async def _until(self, due: datetime) -> None:
-        # Due a period after the last read began: the time the read took counts.
-        await self.clock.sleep((due - self.clock.now()).total_seconds())
 
     async def refresh(self) -> bool:
         """One read: the whole store when its directory version moved (or at the start), else what changed by the
