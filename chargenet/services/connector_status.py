@@ -198,13 +198,14 @@ def _newest(current: datetime | None, *instants: datetime | None) -> datetime | 
     return max(known) if known else None
 
 
+# Each site's last ChargePointStatus sequence.
+_STREAMS = select(EventStream.site_id, EventStream.last_seq).where(
+    EventStream.event_type == EventType.CHARGE_POINT_STATUS.value
+)
+
+
 async def _streams(session: AsyncSession) -> dict[str, int]:
-    rows = await session.execute(
-        select(EventStream.site_id, EventStream.last_seq).where(
-            EventStream.event_type == EventType.CHARGE_POINT_STATUS.value
-        )
-    )
-    return {site_id: int(last_seq) for site_id, last_seq in rows}
+    return {site_id: int(last_seq) for site_id, last_seq in await session.execute(_STREAMS)}
 
 
 def _window(
@@ -242,14 +243,7 @@ def read_marks(connection: StoreConnection, *, now: datetime) -> Marks:
     """The marks to follow the store from, as `read_everything` leaves them, without reading the rows: for a reader
     that read them its own way in the same snapshot (`services.directory`). Read before those rows, as the streams
     must be, or in one snapshot with them."""
-    streams = {
-        site_id: int(last_seq)
-        for site_id, last_seq in connection.execute(
-            select(EventStream.site_id, EventStream.last_seq).where(
-                EventStream.event_type == EventType.CHARGE_POINT_STATUS.value
-            )
-        )
-    }
+    streams = {site_id: int(last_seq) for site_id, last_seq in connection.execute(_STREAMS)}
     received = connection.execute(select(func.max(Connector.updated_at))).scalar()
     newest = connection.execute(
         select(
