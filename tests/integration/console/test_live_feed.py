@@ -15,65 +15,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import ManualClock
 from chargenet.console.live import LiveFeed
-from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.domain.live import LiveRow, Subscription
-from chargenet.edge.statuses import record_status
-from chargenet.keys import KeyStore
-from chargenet.outbox import Outbox, signal
-from chargenet.services import companies, connector_status, sites, stations
-from chargenet.services.callers import OPERATOR
+from chargenet.outbox import signal
+from chargenet.services import connector_status
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence
 from tests.support.processes import results_of
+from tests.support.tenants import Tenant
 
 
 @dataclass
-class Running:
-    store: Store
-    clock: ManualClock
+class Running(Tenant):
     feed: LiveFeed
-    company_id: str
-    site_id: str
-    keys: KeyStore
-
-    async def status(self, status: str, error_code: str = "NoError", *, station_id: str = "ST-1") -> None:
-        async with self.store.transaction() as session:
-            await record_status(
-                session,
-                Outbox(self.clock),
-                station_id=station_id,
-                ocpp_connector_id=1,
-                status=ConnectorStatus(status),
-                error_code=ChargePointErrorCode(error_code),
-                timestamp=self.clock.now(),
-                now=self.clock.now(),
-            )
-
-    async def station(self, station_id: str) -> None:
-        async with self.store.transaction() as session:
-            await stations.create_station(
-                session,
-                OPERATOR,
-                self.keys.secret_hasher(),
-                self.keys.credential_cipher(),
-                site_id=self.site_id,
-                station_id=station_id,
-                now=self.clock.now(),
-                connectors=2,
-            )
 
 
 @pytest.fixture
 async def running(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncIterator[Running]:
-    keys = KeyStore(tmp_path / "keys")
-    keys.ensure()
-    async with store.transaction() as session:
-        company = await companies.create_company(session, OPERATOR, name="Acme", now=clock.now())
-        site = await sites.create_site(
-            session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Harbour", now=clock.now()
-        )
+    tenant = await Tenant.create(store, clock, tmp_path / "keys")
     feed = LiveFeed(store.read, clock, poll_every=3600)  # a poll only when a test moves the clock an hour
-    running = Running(store, clock, feed, company.id, site.id, keys)
+    running = Running(**vars(tenant), feed=feed)
     await running.station("ST-1")
     # A browser of another company already watches, as on a console in use: the feed follows every commit.
     feed.subscribe("another-company")

@@ -14,10 +14,7 @@ import pytest
 from sqlalchemy import delete, insert, select, text, update
 
 from chargenet.clock import ManualClock
-from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.records import presence_upsert
-from chargenet.edge.statuses import record_status
-from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.services import charge_points, companies, meters, sites, station_import, stations
 from chargenet.services import directory as directory_module
@@ -27,17 +24,13 @@ from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from chargenet.store.models import Connector, DirectoryVersion, Meter, MeterState, Site
+from tests.support.tenants import Tenant
 
 VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
 
 
 @dataclass
-class Fleet:
-    store: Store
-    clock: ManualClock
-    keys: KeyStore
-    company_id: str
-    site_id: str
+class Fleet(Tenant):
     directory: ChargePointDirectory
 
     async def page(self) -> list[ChargePointView]:
@@ -46,32 +39,6 @@ class Fleet:
             self.store, OPERATOR, None, PageRequest.of(), directory=self.directory
         )
         return shown.items
-
-    async def station(self, station_id: str) -> None:
-        async with self.store.transaction() as session:
-            await stations.create_station(
-                session,
-                OPERATOR,
-                self.keys.secret_hasher(),
-                self.keys.credential_cipher(),
-                site_id=self.site_id,
-                station_id=station_id,
-                now=self.clock.now(),
-                connectors=2,
-            )
-
-    async def status(self, station_id: str, status: str) -> None:
-        async with self.store.transaction() as session:
-            await record_status(
-                session,
-                Outbox(self.clock),
-                station_id=station_id,
-                ocpp_connector_id=1,
-                status=ConnectorStatus(status),
-                error_code=ChargePointErrorCode.NO_ERROR,
-                timestamp=self.clock.now(),
-                now=self.clock.now(),
-            )
 
     async def meter(self) -> str:
         async with self.store.transaction() as session:
@@ -91,14 +58,8 @@ class Fleet:
 
 @pytest.fixture
 async def fleet(store: Store, clock: ManualClock, tmp_path: Path) -> Fleet:
-    keys = KeyStore(tmp_path / "keys")
-    keys.ensure()
-    async with store.transaction() as session:
-        company = await companies.create_company(session, OPERATOR, name="Acme", now=clock.now())
-        site = await sites.create_site(
-            session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Harbour", now=clock.now()
-        )
-    made = Fleet(store, clock, keys, company.id, site.id, ChargePointDirectory(store, clock))
+    tenant = await Tenant.create(store, clock, tmp_path / "keys")
+    made = Fleet(**vars(tenant), directory=ChargePointDirectory(store, clock))
     await made.station("ST-1")
     await made.directory.refresh()
     return made
@@ -137,7 +98,7 @@ async def test_once_read_again_the_new_structure_is_served_from_memory(fleet: Fl
 
 
 async def test_a_status_shows_once_the_copy_has_read_what_changed(fleet: Fleet) -> None:
-    await fleet.status("ST-1", "Charging")
+    await fleet.status("Charging")
     [before] = await fleet.page()
     await fleet.directory.refresh()
     [after] = await fleet.page()
@@ -386,7 +347,7 @@ async def _station_key(fleet: Fleet) -> None:
 
 
 SECONDLY: dict[str, Callable[[Fleet], Awaitable[object]]] = {
-    "a status": lambda fleet: fleet.status("ST-1", "Charging"),
+    "a status": lambda fleet: fleet.status("Charging"),
     "a heartbeat": _heartbeat,
     "a station's new key": _station_key,
 }
@@ -394,7 +355,7 @@ SECONDLY: dict[str, Callable[[Fleet], Awaitable[object]]] = {
 
 @pytest.mark.parametrize("change", list(SECONDLY))
 async def test_what_changes_by_the_second_leaves_the_version(fleet: Fleet, change: str) -> None:
-    await fleet.status("ST-1", "Available")  # the connectors' statuses exist: later ones are updates
+    await fleet.status("Available")  # the connectors' statuses exist: later ones are updates
     before = await fleet.store.read_value(VERSION)
     await SECONDLY[change](fleet)
     assert await fleet.store.read_value(VERSION) == before
