@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from chargenet.services import meters, stations
@@ -109,3 +111,17 @@ async def test_a_meter_shows_on_the_charge_point_it_measures_only(served: Served
     shown = await charge_points(served)
     assert [m["id"] for m in shown["TWIN-2"]["meters"]] == [meter.id]
     assert shown["TWIN-1"]["meters"] == []
+
+
+async def test_the_list_is_served_from_the_process_copy_with_what_the_store_shows(served: Served) -> None:
+    def pages(source: str) -> float:
+        value = served.context.metrics.get_sample_value("chargenet_charge_point_pages_total", {"source": source})
+        return value or 0.0
+
+    from_store = await charge_points(served)  # CS-1 came after the copy's first read: the store answers
+    assert pages("store") >= 1
+    async with asyncio.timeout(5):
+        while pages("memory") == 0:  # the copy reads the store again at once, then answers
+            from_memory = await charge_points(served)
+            await asyncio.sleep(0.01)
+    assert from_memory == from_store
