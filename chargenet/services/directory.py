@@ -90,6 +90,7 @@ class DirectoryIndex:
     _by_site: dict[str, list[str]] = field(default_factory=dict)
     _site_company: dict[str, str] = field(default_factory=dict)
     _by_station: dict[str, list[ChargePointRows]] = field(default_factory=dict)
+    _metered: set[str] = field(default_factory=set)  # the charge points with meters
 
     @classmethod
     def load(cls, version: int, points: Iterable[ChargePointRows], site_company: Mapping[str, str]) -> DirectoryIndex:
@@ -107,6 +108,8 @@ class DirectoryIndex:
             index._by_site.setdefault(point.site_id, []).append(point.id)
             index._site_company[point.site_id] = company_id
             index._by_station.setdefault(point.station_id, []).append(point)
+            if point.meters:
+                index._metered.add(point.id)
         return index
 
     def absorb(self, connectors: Iterable[ConnectorState], links: Iterable[StationLink]) -> None:
@@ -124,15 +127,19 @@ class DirectoryIndex:
                 point.last_heartbeat = link.last_heartbeat_at
 
     def take_meters(self, meters: Iterable[tuple[str, str, MeterRow]]) -> None:
-        """Every meter with its last reading and open session, replacing those known."""
+        """Every meter with its last reading and open session, replacing those known. Only charge points with
+        meters, before or now, are visited: most have none, and this runs twice a second."""
         measured: dict[str, list[MeterRow]] = {}
         for _station_id, charge_point_id, row in meters:
             if charge_point_id in self.points:
                 measured.setdefault(charge_point_id, []).append(row)
-        for charge_point_id, point in self.points.items():
-            rows = measured.get(charge_point_id, [])
+        for charge_point_id in self._metered - measured.keys():
+            self.points[charge_point_id].meters = []
+        for charge_point_id, rows in measured.items():
+            point = self.points[charge_point_id]
             if rows != point.meters:
                 point.meters = rows
+        self._metered = set(measured)
 
     def page(self, reach: Reach, site_id: str | None, after: str | None, fetch: int) -> list[ChargePointRows] | None:
         """Up to `fetch` charge points `reach` covers, of `site_id` when given, in the store's order after `after`:

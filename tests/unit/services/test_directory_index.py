@@ -93,3 +93,12 @@ def test_the_order_is_the_stores_not_pythons() -> None:
 
 def test_a_cursor_after_an_id_it_does_not_hold_is_left_to_the_store() -> None:
     assert index().page(Reach(frozenset({"co_a"}), frozenset()), None, "CP-0-GONE", 10) is None
+
+
+def test_meters_read_again_replace_those_known_and_a_meter_gone_leaves() -> None:
+    kept = index()
+    meter = ("meter_1", 1, True, None, 1500, None, None, AT)
+    kept.take_meters([("ST-1", "CP-1", meter)])
+    assert kept.points["CP-1"].meters == [meter]
+    kept.take_meters([])
+    assert kept.points["CP-1"].meters == []
