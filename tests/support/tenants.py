@@ -37,8 +37,9 @@ class Tenant:
             )
         return cls(store, clock, keys, company.id, site.id)
 
-    async def station(self, station_id: str) -> None:
-        """A station of the site with one charge point of two connectors, as the operator creates it."""
+    async def station(self, station_id: str, *, connectors: int | None = 2) -> None:
+        """A station of the site with one charge point of two connectors (or of those its statuses will report,
+        with `connectors=None`), as the operator creates it."""
         async with self.store.transaction() as session:
             await stations.create_station(
                 session,
@@ -48,7 +49,7 @@ class Tenant:
                 site_id=self.site_id,
                 station_id=station_id,
                 now=self.clock.now(),
-                connectors=2,
+                connectors=connectors,
             )
 
     async def status(self, status: str, error_code: str = "NoError", *, station_id: str = "ST-1") -> None:

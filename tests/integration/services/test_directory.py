@@ -251,19 +251,6 @@ async def _site_moved(fleet: Fleet) -> None:
         await session.execute(update(Site).where(Site.id == fleet.site_id).values(company_id=other.id))
 
 
-async def _station_without_connectors(fleet: Fleet) -> None:
-    async with fleet.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            fleet.keys.secret_hasher(),
-            fleet.keys.credential_cipher(),
-            site_id=fleet.site_id,
-            station_id="ST-BARE",
-            now=fleet.clock.now(),
-        )
-
-
 async def _delete_empty_site(fleet: Fleet) -> None:
     async with fleet.store.transaction() as session:
         site = await sites.create_site(
@@ -279,7 +266,7 @@ async def _delete_empty_site(fleet: Fleet) -> None:
 
 
 STRUCTURAL: dict[str, Callable[[Fleet], Awaitable[object]]] = {
-    "a station without connectors created": _station_without_connectors,
+    "a station without connectors created": lambda fleet: fleet.station("ST-BARE", connectors=None),
     "an empty site deleted": _delete_empty_site,
     "a station created": lambda fleet: fleet.station("ST-2"),
     "a station deleted": _delete,
