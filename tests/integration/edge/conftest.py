@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import uvicorn
 from sqlalchemy import select
+from starlette.routing import Mount
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock, ManualClock
@@ -22,12 +23,22 @@ from chargenet.edge.hub import Edge
 from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
+from chargenet.services.directory import ChargePointDirectory
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import OutboxEvent
 from tests.factories import Tenant, make_tenant, partner_token
 
 PASSWORD = "0123456789abcdef0123"
+
+
+def directory_of(server: uvicorn.Server) -> ChargePointDirectory:
+    """The charge point directory of the app `server` runs (`services.directory`)."""
+    app = server.config.app
+    api = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == "/api/v1")
+    directory = api.state.directory
+    assert isinstance(directory, ChargePointDirectory)
+    return directory
 
 
 def free_port() -> int:
@@ -42,6 +53,7 @@ class Served:
     port: int
     tenant: Tenant
     token: str  # a partner's bearer token granting the edge's scopes over the tenant's company
+    directory: ChargePointDirectory  # the copy GET /charge-points is served from
 
     @property
     def edge(self) -> Edge:
@@ -134,7 +146,7 @@ async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None)
     context.edge.command_timeout = timedelta(seconds=2)
     context.edge.upstream_timeout = timedelta(seconds=1)
     try:
-        yield Served(context, port, tenant, token)
+        yield Served(context, port, tenant, token, directory_of(server))
     finally:
         server.should_exit = True
         await task
