@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from chargenet.services.callers import OPERATOR
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks import queue
 from chargenet.webhooks.engine import DeliveryEngine
+from chargenet.webhooks.filler import FillReport
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import make_tenant
@@ -93,6 +95,33 @@ async def test_running_engine_delivers_signed_events_in_order(context: AppContex
             keys=public_keys,
             now=context.clock.now().timestamp(),
         )
+
+
+async def test_filler_rounds_start_a_spacing_apart_while_commits_keep_coming(
+    context: AppContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with run_receiver() as receiver:
+        site_id, _ = await _setup(context, receiver.url)
+        engine, stopping, task = await _start(context)
+        engine.fill_spacing = 0.05
+        rounds: list[float] = []
+        fill_once = engine.fill_once
+
+        async def counted() -> FillReport:
+            rounds.append(time.monotonic())
+            return await fill_once()
+
+        monkeypatch.setattr(engine, "fill_once", counted)
+        names = [f"E{n}" for n in range(20)]
+        for name in names:  # each its own commit, each waking the filler
+            await _publish(context, site_id, name)
+            await asyncio.sleep(0.005)
+        await _eventually(lambda: len(receiver.received) == len(names))
+        stopping.set()
+        await task
+    assert tags(receiver.bodies()) == names
+    gaps = [later - earlier for earlier, later in itertools.pairwise(rounds)]
+    assert gaps and min(gaps) >= 0.05
 
 
 async def test_idle_lane_wakes_for_entries_another_process_queued(context: AppContext) -> None:
