@@ -7,9 +7,10 @@ Theory of operation.
   started, so a stream of commits is taken a round per spacing rather than a round per commit; and every
   `poll_interval` for events whose news did not come (SQLite, which has no notifications; a listening
   connection that was down). While the notifications reach this process the poll is only a fallback and
-  slows to the lease round (`lease_interval`), which fills too. Every `lease_interval` it renews the leases this process holds, gives up those of disabled webhooks,
-  and takes free or expired ones. A lease lasts 10 s and is renewed every second, so the lanes of a process
-  that died are taken over within about 11 s (decisions.md §4 asks for 15).
+  slows to the lease round (`lease_interval`), which fills too. Every `lease_interval` it renews the leases
+  this process holds, gives up those of disabled webhooks, and takes free or expired ones. A lease lasts 10 s
+  and is renewed every second, so the lanes of a process that died are taken over within about 11 s
+  (decisions.md §4 asks for 15).
 - Each held lane has one task that repeats `step`: read the lane (up to WINDOW entries), ask the lane core
   what is due, send the head if it is, persist the core's effect (only while the lease is still ours) and read
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
