@@ -4,7 +4,8 @@ httpcore hands the host name to its network backend when it opens a connection; 
 name itself, applies `addresses.check_address` to every address it resolves to, and connects to the checked
 address. Checking the resolved address at connect time (not the name, not once at configuration) is what
 defeats DNS rebinding. TLS still verifies the certificate against the host name: httpcore starts TLS with the
-origin's host as `server_hostname`, whatever address the socket went to.
+origin's host as `server_hostname`, whatever address the socket went to. Below the check the sockets are
+asyncio's own (`network.AsyncioBackend`), not anyio's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 
 from chargenet.errors import ChargenetError
 from chargenet.webhooks.addresses import check_address
+from chargenet.webhooks.network import AsyncioBackend
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -68,7 +70,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, *, allow_private: bool, resolver: Resolver) -> None:
         self._allow_private = allow_private
         self._resolver = resolver
-        self._inner = httpcore.AnyIOBackend()
+        self._inner = AsyncioBackend()
 
     async def connect_tcp(
         self,
