@@ -8,7 +8,6 @@ parsing, no client authentication, no database), and `/api/v1/bench/charge-point
 from __future__ import annotations
 
 import asyncio
-import gc
 import secrets
 import sys
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from chargenet.api.pagination import PageParams
 from chargenet.api.routes.charge_points import RENDERED
 from chargenet.app import create_app, open_context
 from chargenet.auth.permissions import Grant, Permissions
-from chargenet.cli.serve import GC_THRESHOLDS
+from chargenet.collector import freeze_startup_heap, tune_for_serving
 from chargenet.config import load_settings
 from chargenet.domain.scopes import Scope
 from chargenet.edge.transport import StationWebSocketProtocol
@@ -91,6 +90,7 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
         ws=StationWebSocketProtocol,
         ws_max_size=settings.ocpp_max_frame,
     )
+    freeze_startup_heap()  # as `chargenet serve` does
     try:
         await uvicorn.Server(config).serve()
     finally:
@@ -98,5 +98,5 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
 
 
 if __name__ == "__main__":
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_for_serving()
     asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))

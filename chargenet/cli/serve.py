@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import socket
@@ -15,6 +14,7 @@ import uvicorn
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.cli.common import add_store_flags, emit, run_with_context, settings_flags
+from chargenet.collector import freeze_startup_heap, tune_for_serving
 from chargenet.config import Settings, load_settings
 from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.observability.logging import configure_logging
@@ -29,15 +29,6 @@ from chargenet.webhooks.install import install as install_webhooks
 
 log = logging.getLogger(__name__)
 
-# The cyclic garbage collector's generation thresholds for the serving process. With CPython's (700, 10, 10), a
-# young collection runs every few hundred allocations and moves whatever is alive at that moment (the frames,
-# tasks and futures of every call in flight, thousands of them with thousands of stations) to the oldest
-# generation, so often that full collections, each walking every object of every connection, kept coming under
-# load: at 10,000 stations (1.8 million objects) the benchmark's edge spent 24 s in 17 of them on a shared 2-core
-# VM, stalling every station meanwhile. A youngest generation of 50,000 lets nearly all short-lived objects be
-# freed by reference counting before a collection sees them: no full collection in the same run. Reference
-# cycles are still collected, a little later.
-GC_THRESHOLDS = (50_000, 20, 100)
 
 DEMO_COMPANY = "Demo Charging Company"
 DEMO_SITE = "Demo Site"
@@ -117,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _serve(args: argparse.Namespace) -> None:
     settings = load_settings(settings_flags(args))
     configure_logging(settings.log_format, settings.log_level)
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_for_serving()
     asyncio.run(serve(settings, migrate=args.migrate))
 
 
@@ -140,6 +131,7 @@ async def serve(settings: Settings, *, migrate: bool = False, context: AppContex
             timeout_graceful_shutdown=10,
             lifespan="on",
         )
+        freeze_startup_heap()
         log.info("serving", extra={"fields": {"url": settings.public_url, "database": context.store.dialect}})
         await _Server(config, context).serve()
     finally:
@@ -174,6 +166,7 @@ def _demo(args: argparse.Namespace) -> None:
         args.webhook_allow_private = True
     settings = load_settings(settings_flags(args))
     configure_logging(settings.log_format, settings.log_level)
+    tune_for_serving()
 
     async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials, tuple[str, str]]:
         async with ctx.store.transaction() as session:
