@@ -7,10 +7,12 @@ sharing a PostgreSQL store, this one included, wrote connector statuses or stati
 notification on `store.notify.CONNECTOR_STATUS`); and otherwise every `poll_every` seconds of the injected clock.
 The poll finds what no wake-up told of: on SQLite, what other processes committed and what raises no event (a
 connection, a new error code under the same status); on PostgreSQL only heartbeats, and what a dropped listening
-connection missed, so while the process listens it slows to `poll_every_listening`. With no stream open it only
-polls. What changed goes through the sans-IO core (`domain.live`): `LiveState` drops what is already known,
-`Fanout` queues it for each open stream of the row's company, bounded, and drops a stream that falls behind to a
-resync.
+connection missed, so while the process listens it slows to `poll_every_listening`. With no stream open it does
+not read at all: the first browser's stream wakes it, and that read catches up on everything that changed
+meanwhile (the page the browser shows was read from the store, and its stream resumes from the mark taken then,
+so nothing in between is lost). What changed goes through the sans-IO core (`domain.live`): `LiveState` drops
+what is already known, `Fanout` queues it for each open stream of the row's company, bounded, and drops a stream
+that falls behind to a resync.
 """
 
 from __future__ import annotations
@@ -95,18 +97,19 @@ class LiveFeed:
     async def _wait(
         self, read_at: datetime, committed: asyncio.Event, notified: asyncio.Event, stopping: asyncio.Event
     ) -> None:
+        if not self._wakers:
+            # Nobody watches: reading for nobody, after every commit or even twice a second, was 6 % of the edge's
+            # time under a flood of StatusNotifications. The first browser wakes the feed, which then catches up.
+            await first_of(stopping.wait(), self._watched.wait())
+            return
         poll = self.poll_every
         if self.listener is not None and self.listener.listening(CONNECTOR_STATUS):
             poll = max(poll, self.poll_every_listening)
         # The poll is due a period after the last read began, not after it ended.
-        waits = [sleep_until(self.clock, read_at + timedelta(seconds=poll)), stopping.wait(), self._watched.wait()]
-        if self._wakers:
-            # Only while a browser watches: otherwise a network sending statuses would have the feed read the store
-            # after every commit for nobody (6 % of the edge's time under a flood of StatusNotifications). The poll
-            # keeps the state fresh meanwhile, so a browser arriving finds it at most one poll old, as it finds what
-            # another process committed.
-            waits += [committed.wait(), notified.wait()]
-        await first_of(*waits)
+        due = read_at + timedelta(seconds=poll)
+        await first_of(
+            sleep_until(self.clock, due), stopping.wait(), self._watched.wait(), committed.wait(), notified.wait()
+        )
 
     async def run_once(self) -> int:
         """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""
@@ -138,7 +141,7 @@ class LiveFeed:
     def subscribe(self, company_id: str, *, session_hash: str | None = None, since: Mark | None = None) -> Subscription:
         subscription = self.fanout.subscribe(company_id, capacity=self.capacity, session_hash=session_hash, since=since)
         if not self._wakers:
-            self._watched.set()  # the reader, polling for nobody until now, reads and then follows every commit
+            self._watched.set()  # the reader, idle while nobody watched, catches up and then follows every commit
         self._wakers[id(subscription)] = asyncio.Event()
         return subscription
 

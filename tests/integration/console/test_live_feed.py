@@ -145,6 +145,31 @@ async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: S
         await task
 
 
+async def test_with_no_browser_watching_the_feed_does_not_poll_and_the_first_browser_catches_up(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    tenant = await Tenant.create(store, clock, tmp_path / "keys")
+    await tenant.station("ST-1")
+    feed = LiveFeed(store.read, clock, poll_every=1)
+    reads = results_of(feed, "run_once")
+    stopping = asyncio.Event()
+    task = asyncio.create_task(feed.run(stopping))
+    try:
+        await feed.started.wait()
+        mark = feed.mark()  # where a page read from the store now resumes
+        await tenant.status("Charging")
+        for _ in range(3):
+            clock.advance(3600)  # many polls' worth of time
+            await asyncio.sleep(0.05)
+        assert len(reads) == 1  # the first read only
+        subscription = feed.subscribe(tenant.company_id, since=mark)
+        [row] = await rows_for(feed, subscription)
+        assert (row.key, row.connector.status) == (("ST-1", 1), "Charging")
+    finally:
+        stopping.set()
+        await task
+
+
 async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_poll(
     store: Store, clock: ManualClock
 ) -> None:
