@@ -12,7 +12,9 @@ The heap at start. What a process holds once it is set up (modules, classes, the
 pydantic's compiled structures: about 190,000 objects) lives as long as the process, yet every full collection walked
 it again: 90-100 ms with nothing else running, which at 500 webhook events a second showed as the worst
 publish-to-receipt latency of a run. Frozen once set up, it is left out of every later collection; what the
-process creates afterwards is collected as before.
+process creates afterwards is collected as before. The price: an object alive at the freeze that later becomes part
+of a reference cycle (a pooled connection replaced after a disconnect, say) is never collected, with what it holds.
+That is bounded by the heap at start and does not grow with time; reference counting still frees the rest.
 """
 
 from __future__ import annotations

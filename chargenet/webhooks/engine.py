@@ -91,8 +91,8 @@ UNSETTLED_LIMIT = 4  # decisions.md "Crash re-sends": at most 4 events a lane
 ACK_DELAY = 0.01
 # Filler rounds start at least this far apart. Each round is a transaction of a few statements however many events it
 # takes; at 500 events/s one round an event (events commit about 2 ms apart) took a fifth of the event loop and most
-# of the SQLite writer's turns, and the lane fell behind. A round that is due sooner waits out the rest, so a lone
-# event is never held back.
+# of the SQLite writer's turns, and the lane fell behind. A round that is due sooner waits out the rest: an event
+# waits at most this long for its round, and not at all when the last round began longer ago.
 FILL_SPACING = 0.01
 
 

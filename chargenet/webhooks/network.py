@@ -110,14 +110,18 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109 - httpcore's interface
         connection = self._connection
-        try:
-            if not connection.readable:
-                async with asyncio.timeout(timeout):
+        if not connection.readable:
+            waiting = asyncio.timeout(timeout)
+            try:
+                async with waiting:
                     await connection.arrival()
+            except TimeoutError:
+                if waiting.expired():
+                    raise httpcore.ReadTimeout(f"nothing read within {timeout} s") from None
+                raise  # not ours: cannot come from waiting on a future
+        try:
             return connection.take(max_bytes)
-        except TimeoutError:
-            raise httpcore.ReadTimeout(f"nothing read within {timeout} s") from None
-        except OSError as exc:
+        except Exception as exc:  # the error the connection ended with (a reset, a timeout of the kernel's own)
             raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109 - httpcore's interface
@@ -127,18 +131,29 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError("the connection is closed")
         try:
             self._transport.write(buffer)
-            paused = self._connection.write_paused
-            if paused is not None:
-                async with asyncio.timeout(timeout):
-                    await paused
-        except TimeoutError:
-            raise httpcore.WriteTimeout(f"not written within {timeout} s") from None
-        except OSError as exc:
+        except Exception as exc:
             raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+        paused = self._connection.write_paused
+        if paused is None:
+            return
+        waiting = asyncio.timeout(timeout)
+        try:
+            async with waiting:
+                await paused
+        except TimeoutError:
+            if waiting.expired():
+                raise httpcore.WriteTimeout(f"not written within {timeout} s") from None
+            raise
+        if self._connection.ended:  # woken by the end of the connection, not by its buffer draining
+            raise httpcore.WriteError(str(self._connection.error or "the connection closed while writing"))
 
     async def aclose(self) -> None:
+        # As anyio does: a graceful close first, then whatever is left is dropped. A close alone would wait for
+        # the unsent buffer to drain with no limit (a receiver that stopped reading), or, on TLS, up to 30 s
+        # for the peer's close_notify; a timed-out delivery to a stuck receiver would leave its socket behind.
         self._transport.close()
-        await asyncio.sleep(0)  # the socket is closed by the loop's next pass
+        await asyncio.sleep(0)
+        self._transport.abort()
 
     async def start_tls(
         self,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -113,7 +115,7 @@ async def test_what_arrives_unread_is_held_near_the_high_water_mark_until_read()
         while len(received) < len(flood):
             received += await stream.read(65536, timeout=5)
         await stream.aclose()
-    assert HIGH_WATER <= held < 2 * HIGH_WATER
+    assert HIGH_WATER <= held <= 2 * HIGH_WATER
     assert bytes(received) == flood
 
 
@@ -173,16 +175,56 @@ async def test_no_answer_within_the_read_timeout_is_a_read_timeout() -> None:
             await http.request("GET", f"http://127.0.0.1:{server.port}/", extensions={"timeout": {"read": 0.05}})
 
 
-async def test_a_connection_reset_mid_answer_is_an_error_not_an_answer() -> None:
+async def test_a_connection_reset_mid_answer_is_a_read_error() -> None:
     async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
         await writer.drain()
+        await asyncio.sleep(0.05)  # the client has read what came
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
         writer.transport.abort()
 
     async with serving(reset) as server, pool() as http:
-        with pytest.raises((httpcore.ReadError, httpcore.RemoteProtocolError)):
+        with pytest.raises(httpcore.ReadError):
             await http.request("GET", f"http://127.0.0.1:{server.port}/")
+
+
+async def test_a_body_the_peer_does_not_read_within_the_write_timeout_is_a_write_timeout() -> None:
+    async with serving(never_reading) as server:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.port)
+        with pytest.raises(httpcore.WriteTimeout):
+            await stream.write(b"x" * (32 * 1024 * 1024), timeout=0.05)
+        await stream.aclose()
+
+
+async def test_closing_a_connection_whose_peer_stopped_reading_releases_its_socket_at_once() -> None:
+    async with serving(never_reading) as server:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.port)
+        sock = stream.get_extra_info("socket")
+        with pytest.raises(httpcore.WriteTimeout):
+            await stream.write(b"x" * (32 * 1024 * 1024), timeout=0.05)
+        await stream.aclose()  # megabytes still unsent: a graceful close alone would wait for them for ever
+        await asyncio.sleep(0.01)
+        assert sock.fileno() == -1
+
+
+async def test_a_write_woken_by_the_end_of_the_connection_is_a_write_error() -> None:
+    async def reset_later(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.1)  # the client's buffer fills and its write waits
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async with serving(reset_later) as server:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.port)
+        with pytest.raises(httpcore.WriteError):
+            await stream.write(b"x" * (32 * 1024 * 1024), timeout=5)
+        await stream.aclose()
+
+
+async def never_reading(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await asyncio.sleep(5)
 
 
 async def test_unix_sockets_are_refused() -> None:
