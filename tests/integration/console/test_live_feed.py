@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -55,6 +55,23 @@ async def rows_for(feed: LiveFeed, subscription: Subscription, within: float = 5
             assert isinstance(got, list)
             if got:
                 return got
+
+
+@asynccontextmanager
+async def feed_running(
+    read: Callable[[], AbstractAsyncContextManager[AsyncSession]], clock: ManualClock, *, poll_every: float
+) -> AsyncIterator[tuple[LiveFeed, list[object]]]:
+    """A feed whose reader runs, once its first read is in; and the results of its reads so far."""
+    feed = LiveFeed(read, clock, poll_every=poll_every)
+    reads = results_of(feed, "run_once")
+    stopping = asyncio.Event()
+    task = asyncio.create_task(feed.run(stopping))
+    try:
+        await feed.started.wait()
+        yield feed, reads
+    finally:
+        stopping.set()
+        await task
 
 
 async def test_a_status_committed_in_this_process_wakes_the_feed_without_a_poll(running: Running) -> None:
@@ -122,12 +139,7 @@ async def test_rows_stamped_behind_the_newest_are_read_again_only_for_the_overla
 
 
 async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: Store, clock: ManualClock) -> None:
-    feed = LiveFeed(store.read, clock, poll_every=3600)
-    reads = results_of(feed, "run_once")
-    stopping = asyncio.Event()
-    task = asyncio.create_task(feed.run(stopping))
-    try:
-        await feed.started.wait()
+    async with feed_running(store.read, clock, poll_every=3600) as (feed, reads):
         for _ in range(3):
             publisher_signal_commit()
             await asyncio.sleep(0.05)
@@ -140,9 +152,6 @@ async def test_with_no_browser_watching_a_commit_does_not_wake_the_feed(store: S
         async with asyncio.timeout(5):
             while len(reads) < 3:
                 await asyncio.sleep(0.01)  # and from then on every commit does
-    finally:
-        stopping.set()
-        await task
 
 
 async def test_with_no_browser_watching_the_feed_does_not_poll_and_the_first_browser_catches_up(
@@ -150,12 +159,7 @@ async def test_with_no_browser_watching_the_feed_does_not_poll_and_the_first_bro
 ) -> None:
     tenant = await Tenant.create(store, clock, tmp_path / "keys")
     await tenant.station("ST-1")
-    feed = LiveFeed(store.read, clock, poll_every=1)
-    reads = results_of(feed, "run_once")
-    stopping = asyncio.Event()
-    task = asyncio.create_task(feed.run(stopping))
-    try:
-        await feed.started.wait()
+    async with feed_running(store.read, clock, poll_every=1) as (feed, reads):
         mark = feed.mark()  # where a page read from the store now resumes
         await tenant.status("Charging")
         for _ in range(3):
@@ -165,9 +169,6 @@ async def test_with_no_browser_watching_the_feed_does_not_poll_and_the_first_bro
         subscription = feed.subscribe(tenant.company_id, since=mark)
         [row] = await rows_for(feed, subscription)
         assert (row.key, row.connector.status) == (("ST-1", 1), "Charging")
-    finally:
-        stopping.set()
-        await task
 
 
 async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_poll(
@@ -184,24 +185,18 @@ async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_pol
         async with store.read() as session:
             yield session
 
-    feed = LiveFeed(read, clock, poll_every=3600)
-    reads = results_of(feed, "run_once")
-    stopping = asyncio.Event()
-    task = asyncio.create_task(feed.run(stopping))
-    try:
-        await feed.started.wait()
-        gate.clear()
-        feed.subscribe("acme")  # the first browser: the feed reads at once, and that read is held
-        await asyncio.wait_for(held.wait(), 5)
-        clock.advance(3600)  # the poll falls due while the feed reads
-        gate.set()
-        async with asyncio.timeout(5):
-            while len(reads) < 3:
-                await asyncio.sleep(0.01)  # the poll that fell due is not put off for another hour
-    finally:
-        stopping.set()
-        gate.set()
-        await task
+    async with feed_running(read, clock, poll_every=3600) as (feed, reads):
+        try:
+            gate.clear()
+            feed.subscribe("acme")  # the first browser: the feed reads at once, and that read is held
+            await asyncio.wait_for(held.wait(), 5)
+            clock.advance(3600)  # the poll falls due while the feed reads
+            gate.set()
+            async with asyncio.timeout(5):
+                while len(reads) < 3:
+                    await asyncio.sleep(0.01)  # the poll that fell due is not put off for another hour
+        finally:
+            gate.set()  # a held read would keep the feed from stopping
 
 
 def publisher_signal_commit() -> None:
