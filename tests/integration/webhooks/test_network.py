@@ -168,7 +168,7 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
 async def test_no_answer_within_the_read_timeout_is_a_read_timeout() -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # never answers; cancelled when the test's server stops
 
     async with serving(silent) as server, pool() as http:
         with pytest.raises(httpcore.ReadTimeout):
@@ -224,7 +224,7 @@ async def test_a_write_woken_by_the_end_of_the_connection_is_a_write_error() -> 
 
 
 async def never_reading(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    await asyncio.sleep(5)
+    await asyncio.Event().wait()  # cancelled when the test's server stops
 
 
 async def test_unix_sockets_are_refused() -> None:
