@@ -8,11 +8,12 @@ notification on `store.notify.CONNECTOR_STATUS`); and otherwise every `poll_ever
 The poll finds what no wake-up told of: on SQLite, what other processes committed and what raises no event (a
 connection, a new error code under the same status); on PostgreSQL only heartbeats, and what a dropped listening
 connection missed, so while the process listens it slows to `poll_every_listening`. With no stream open it does
-not read at all: the first browser's stream wakes it, and that read catches up on everything that changed
-meanwhile (the page the browser shows was read from the store, and its stream resumes from the mark taken then,
-so nothing in between is lost). What changed goes through the sans-IO core (`domain.live`): `LiveState` drops
-what is already known, `Fanout` queues it for each open stream of the row's company, bounded, and drops a stream
-that falls behind to a resync.
+not read at all: the first browser's stream wakes it, and it catches up by reading every connector and link
+again, as at its start (bounded by the fleet, where reading the events raised meanwhile is not: a day of a busy
+network's statuses), publishing what differs; the page the browser shows was read from the store, and its stream
+resumes from the mark taken then, so nothing in between is lost. What changed goes through the sans-IO core
+(`domain.live`): `LiveState` drops what is already known, `Fanout` queues it for each open stream of the row's
+company, bounded, and drops a stream that falls behind to a resync.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class LiveFeed:
         self.state = LiveState()
         self.fanout = Fanout(secrets.token_hex(8))
         self._marks: connector_status.Marks | None = None
+        self._behind = False  # nobody watched for a while: the next read reads everything again
         self._wakers: dict[int, asyncio.Event] = {}
         self._watched = asyncio.Event()
         self.started = asyncio.Event()  # set once the first read is in
@@ -100,6 +102,7 @@ class LiveFeed:
         if not self._wakers:
             # Nobody watches: reading for nobody, after every commit or even twice a second, was 6 % of the edge's
             # time under a flood of StatusNotifications. The first browser wakes the feed, which then catches up.
+            self._behind = True
             await first_of(stopping.wait(), self._watched.wait())
             return
         poll = self.poll_every
@@ -114,19 +117,26 @@ class LiveFeed:
     async def run_once(self) -> int:
         """One read of the store; answers how many rows changed (0 for the first read, which only learns)."""
         async with self._read() as session:
-            if self._marks is None:
-                first = await connector_status.read_everything(session, now=self.clock.now())
-                self.state.absorb(first.connectors, first.links)
-                self._marks = first.marks
-                self.started.set()
-                return 0
-            read = await connector_status.read_changes(session, self._marks, now=self.clock.now(), overlap=self.overlap)
-            # A station met first through its link (created after the first read): its connectors, so that its
-            # rows follow its connection too.
-            unknown = sorted({link.station_id for link in read.links if not self.state.knows_station(link.station_id)})
-            extra = await connector_status.read_station_connectors(session, unknown)
-        self._marks = read.marks
-        rows = self.state.absorb([*extra, *read.connectors], read.links)
+            if self._marks is None or self._behind:
+                whole = await connector_status.read_everything(session, now=self.clock.now())
+                first = self._marks is None
+                rows = self.state.absorb(whole.connectors, whole.links)
+                self._marks, self._behind = whole.marks, False
+                if first:
+                    self.started.set()
+                    return 0
+            else:
+                read = await connector_status.read_changes(
+                    session, self._marks, now=self.clock.now(), overlap=self.overlap
+                )
+                # A station met first through its link (created after the first read): its connectors, so that its
+                # rows follow its connection too.
+                unknown = sorted(
+                    {link.station_id for link in read.links if not self.state.knows_station(link.station_id)}
+                )
+                extra = await connector_status.read_station_connectors(session, unknown)
+                self._marks = read.marks
+                rows = self.state.absorb([*extra, *read.connectors], read.links)
         if rows:
             for subscription in self.fanout.publish(rows, self.clock.now()):
                 self._wake(subscription)

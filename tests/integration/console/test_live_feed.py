@@ -171,6 +171,25 @@ async def test_with_no_browser_watching_the_feed_does_not_poll_and_the_first_bro
         assert (row.key, row.connector.status) == (("ST-1", 1), "Charging")
 
 
+async def test_the_catch_up_after_an_unwatched_spell_reads_the_fleet_not_the_events_raised_meanwhile(
+    store: Store, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await Tenant.create(store, clock, tmp_path / "keys")
+    await tenant.station("ST-1")
+    async with feed_running(store.read, clock, poll_every=1) as (feed, _reads):
+        for status in ("Preparing", "Charging", "Finishing", "Available", "Charging"):
+            await tenant.status(status)  # a busy spell, nobody watching
+        changes, wholes = counted(monkeypatch, "read_changes"), counted(monkeypatch, "read_everything")
+        subscription = feed.subscribe(tenant.company_id, since=feed.mark())
+        [row] = await rows_for(feed, subscription)
+        assert row.connector.status == "Charging"
+        assert (len(wholes), len(changes)) == (1, 0)
+        await tenant.status("Finishing")  # watched now: followed by its changes again
+        [row] = await rows_for(feed, subscription)
+        assert row.connector.status == "Finishing"
+        assert (len(wholes), len(changes)) == (1, 1)
+
+
 async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_poll(
     store: Store, clock: ManualClock
 ) -> None:
@@ -197,6 +216,19 @@ async def test_time_that_passes_while_the_feed_reads_counts_towards_its_next_pol
                     await asyncio.sleep(0.01)  # the poll that fell due is not put off for another hour
         finally:
             gate.set()  # a held read would keep the feed from stopping
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, read: str) -> list[None]:
+    """Each call of `connector_status.<read>` from now on, for the rest of the test."""
+    calls: list[None] = []
+    original = getattr(connector_status, read)
+
+    async def counting(*args: object, **kwargs: object) -> object:
+        calls.append(None)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(connector_status, read, counting)
+    return calls
 
 
 def publisher_signal_commit() -> None:
