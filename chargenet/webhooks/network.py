@@ -111,14 +111,11 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109 - httpcore's interface
         connection = self._connection
         if not connection.readable:
-            waiting = asyncio.timeout(timeout)
             try:
-                async with waiting:
-                    await connection.arrival()
+                async with asyncio.timeout(timeout):
+                    await connection.arrival()  # a future only this connection resolves: a timeout here is ours
             except TimeoutError:
-                if waiting.expired():
-                    raise httpcore.ReadTimeout(f"nothing read within {timeout} s") from None
-                raise  # not ours: cannot come from waiting on a future
+                raise httpcore.ReadTimeout(f"nothing read within {timeout} s") from None
         try:
             return connection.take(max_bytes)
         except Exception as exc:  # the error the connection ended with (a reset, a timeout of the kernel's own)
@@ -136,14 +133,11 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         paused = self._connection.write_paused
         if paused is None:
             return
-        waiting = asyncio.timeout(timeout)
         try:
-            async with waiting:
+            async with asyncio.timeout(timeout):
                 await paused
         except TimeoutError:
-            if waiting.expired():
-                raise httpcore.WriteTimeout(f"not written within {timeout} s") from None
-            raise
+            raise httpcore.WriteTimeout(f"not written within {timeout} s") from None
         if self._connection.ended:  # woken by the end of the connection, not by its buffer draining
             raise httpcore.WriteError(str(self._connection.error or "the connection closed while writing"))
 
