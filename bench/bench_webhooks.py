@@ -186,16 +186,16 @@ async def _throughput(lanes: int, events: int, server_url: str | None) -> list[R
 
 
 async def _steady(
-    send: Callable[[int], Awaitable[None]], arrivals: list[float], per_second: int
+    send: Callable[[int], Awaitable[None]], arrivals: list[float], per_second: int, seconds: float = LATENCY_SECONDS
 ) -> tuple[list[float], float]:
-    """Send at `per_second` for LATENCY_SECONDS; latencies in ms from each send to its arrival, and the rate
+    """Send at `per_second` for `seconds`; latencies in ms from each send to its arrival, and the rate
     achieved (a publisher that waits for its commit cannot go faster than the store lets it).
 
     At most 900 events, so a lane slower than the rate backs up but never overflows its 1000 places."""
     sent: list[float] = []
     interval = 1 / per_second
     start = time.perf_counter()
-    for n in range(min(900, int(per_second * LATENCY_SECONDS))):
+    for n in range(min(900, max(2, int(per_second * seconds)))):
         target = start + n * interval
         await asyncio.sleep(max(0.0, target - time.perf_counter()))
         sent.append(time.perf_counter())
@@ -209,12 +209,7 @@ async def _warm_up(send: Callable[[int], Awaitable[None]], arrivals: list[float]
     """Send at `per_second` for WARM_UP_SECONDS, unmeasured, and wait for every arrival: what a process sets up once
     (connections in its pools, statements prepared on them, the TLS context, the signing keys) is set up before
     the measured window, for the baseline and for us alike, as in a service that has been running."""
-    count = max(1, int(per_second * WARM_UP_SECONDS))
-    start = time.perf_counter()
-    for n in range(count):
-        await asyncio.sleep(max(0.0, start + n / per_second - time.perf_counter()))
-        await send(n)
-    await _until(lambda: len(arrivals) >= count)
+    await _steady(send, arrivals, per_second, seconds=WARM_UP_SECONDS)
     arrivals.clear()
 
 
