@@ -35,8 +35,8 @@ from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions, overview
 from chargenet.services.callers import OperatorCaller
-from chargenet.services.operators import Passwords, Transactions
-from chargenet.store.db import Store
+from chargenet.services.operators import Passwords
+from chargenet.store.db import Store, Transactions
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.keys import SecretHasher
 from chargenet.services import applications, audit, groups, operators
 from chargenet.services.callers import OPERATOR
+from chargenet.store.db import Transactions
 from chargenet.store.models import Application, Group, Operator
 
 DEMO_APP = "demo partner"
@@ -59,7 +60,7 @@ DEMO_OPERATOR = "operator@demo.test"
 
 
 async def ensure_demo_operator(
-    transaction: operators.Transactions, passwords: operators.Passwords, *, company_id: str, now: datetime
+    transaction: Transactions, passwords: operators.Passwords, *, company_id: str, now: datetime
 ) -> tuple[str, str]:
     """The demo company's owner in the console, with a new generated password on every start (printed once,
     like the partner's secret); returns the e-mail and the password."""

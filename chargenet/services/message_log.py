@@ -22,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services.callers import Caller
-from chargenet.services.operators import Transactions
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View
+from chargenet.store.db import Transactions
 from chargenet.store.models import OcppMessage, Site, Station
 
 GAP = "gap"  # `chargenet.edge.messagelog.GAP`: the runtime's name, which services may not import

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,9 +37,8 @@ from chargenet.ids import new_id
 from chargenet.services import audit
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.versions import check_version
+from chargenet.store.db import Transactions
 from chargenet.store.models import Company, Operator, OperatorSession
-
-Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 
 class Passwords:

@@ -26,11 +26,11 @@ from chargenet.domain.text import INT32_MAX
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services.callers import Caller
 from chargenet.services.message_log import GAP, MessageView, message_view
-from chargenet.services.operators import Transactions
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.sessions import TransactionView
 from chargenet.services.views import Instant, View
+from chargenet.store.db import Transactions
 from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site, Station
 
 EXPORT_BATCH = 2000

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -38,7 +37,7 @@ from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cu
 from chargenet.services.reach import reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
-from chargenet.store.db import LONG
+from chargenet.store.db import LONG, Transactions
 from chargenet.store.models import (
     Site,
     Webhook,
@@ -66,8 +65,6 @@ from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefuse
 
 MAX_PAGE = 500
 MAX_SITE_CHOICES = 500
-
-Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 # The thresholds of a lane's health metrics (service.md §8), as the console shows them beside each value.
 THRESHOLDS = {

@@ -23,7 +23,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +49,10 @@ POOL_TIMEOUT = 30.0  # seconds a unit waits for a pooled connection before it fa
 T = TypeVar("T")
 
 Observe = Callable[[float], None]  # a duration in seconds
+
+# Units of work as a use case that opens its own is given them: `Store.transaction`, or `Store.read` for one that
+# only reads (docs/architecture.md, "Who owns the unit of work").
+Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 
 def _unobserved(_seconds: float) -> None:
