@@ -72,7 +72,7 @@ async def main(data_dir: str, port: int, company_id: str, database_url: str | No
         site_id: Annotated[str | None, Query(alias="siteId", max_length=64)] = None,
     ) -> Response:
         listed = await charge_points.list_charge_points(
-            context.store, caller, context.edge, page, site_id=site_id, directory=directory
+            context.store.read_statement, caller, context.edge, page, site_id=site_id, directory=directory
         )
         return RENDERED.response(listed)
 

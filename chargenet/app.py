@@ -189,7 +189,6 @@ def create_app(
                     webhook_allow_private=context.settings.webhook_allow_private,
                     webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,
-                    store=context.store,
                     live=live_feed,
                     outbox=context.outbox,
                 )

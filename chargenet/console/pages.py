@@ -36,7 +36,7 @@ from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import audit, console_sessions, overview
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords
-from chargenet.store.db import Store, Transactions
+from chargenet.store.db import Transactions
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,6 @@ class Console:
     webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
     webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
-    store: Store | None = None  # what station commands are sent through (`services.station_commands`)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
 

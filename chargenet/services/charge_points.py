@@ -40,7 +40,7 @@ from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View
-from chargenet.store.db import Store
+from chargenet.store.db import ReadStatement
 from chargenet.store.models import (
     ChargePoint,
     Connector,
@@ -99,7 +99,7 @@ class ChargePointsInMemory(Protocol):
 
 
 async def list_charge_points(
-    store: Store,
+    read_statement: ReadStatement,
     caller: Caller,
     stations: StationCommands | None,
     page: PageRequest,
@@ -118,14 +118,7 @@ async def list_charge_points(
         if kept is not None:
             views = _views(stations, kept[: page.limit])
             return page.complete(views, more=len(kept) > page.limit, key=lambda view: view.id)
-    statement = _listing(
-        store.dialect,
-        reach.everything,
-        bool(reach.companies),
-        bool(reach.sites),
-        site_id is not None,
-        page.after is not None,
-    )
+    shape = (reach.everything, bool(reach.companies), bool(reach.sites), site_id is not None, page.after is not None)
     values = {
         "companies": sorted(reach.companies),
         "sites": sorted(reach.sites),
@@ -134,20 +127,22 @@ async def list_charge_points(
         "fetch": page.fetch,
     }
     # One statement on PostgreSQL; SQLite's second (the meters) shares the first's snapshot (`read_statement`).
-    points = await store.read_statement(lambda connection: _read(connection, statement, values))
+    points = await read_statement(
+        lambda connection: _read(connection, _listing(connection.dialect.name, *shape), values)
+    )
     views = _views(stations, points[: page.limit])
     return page.complete(views, more=len(points) > page.limit, key=lambda view: view.id)
 
 
 async def get_charge_point(
-    store: Store, caller: Caller, stations: StationCommands | None, charge_point_id: str
+    read_statement: ReadStatement, caller: Caller, stations: StationCommands | None, charge_point_id: str
 ) -> ChargePointView:
     query = _POINTS.join(Site, Site.id == ChargePoint.site_id).where(
         ChargePoint.id == charge_point_id, site_filter(caller.reach(Scope.CHARGE_POINTS_READ))
     )
 
-    points = await store.read_statement(
-        lambda connection: _read(connection, _joined(query, store.dialect, by_station=False))
+    points = await read_statement(
+        lambda connection: _read(connection, _joined(query, connection.dialect.name, by_station=False))
     )
     if not points:
         # Also for a charge point of another company: its existence is not revealed.

@@ -4,7 +4,8 @@ Each function finds the station behind a charge point or transaction (checking t
 for sessions, `charge-points:write` for commands, `transactions:read` for the list), sends the command through the
 `StationCommands` port, and turns the station's answer into a result or an error: `StationNotConnected` (503),
 `StationDidNotAnswer` (504), `StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema),
-`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see).
+`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see). A command's lookup
+runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from chargenet.services.localauth import validate_id_tag
 from chargenet.services.pages import Page, PageRequest, UnknownCursor
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View, optional
-from chargenet.store.db import Store
+from chargenet.store.db import Transactions
 from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Site, Station
 
 
@@ -97,22 +98,30 @@ def _accepted(station_id: str, action: str, answer: Payload) -> CommandAnswer:
 
 
 async def start_session(
-    store: Store, edge: StationCommands, caller: Caller, *, charge_point_id: str, connector_id: int, id_tag: str
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    charge_point_id: str,
+    connector_id: int,
+    id_tag: str,
 ) -> CommandAnswer:
     """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
     validate_id_tag(id_tag)
     if connector_id < 1:
         raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
-    async with store.transaction() as session:
+    async with reading() as session:
         target = await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
     payload = {"connectorId": target.ocpp_connector_id, "idTag": id_tag}
     answer = await _command(edge, target, "RemoteStartTransaction", payload)
     return _accepted(target.station_id, "RemoteStartTransaction", answer)
 
 
-async def stop_session(store: Store, edge: StationCommands, caller: Caller, *, transaction_id: int) -> CommandAnswer:
+async def stop_session(
+    reading: Transactions, edge: StationCommands, caller: Caller, *, transaction_id: int
+) -> CommandAnswer:
     """RemoteStopTransaction, sent to the transaction's own station only."""
-    async with store.transaction() as session:
+    async with reading() as session:
         row = await session.get(EdgeTransaction, transaction_id)
         if row is None:
             metered = await session.get(MeterSession, transaction_id)
@@ -132,7 +141,7 @@ async def stop_session(store: Store, edge: StationCommands, caller: Caller, *, t
 
 
 async def charge_point_command(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -142,7 +151,7 @@ async def charge_point_command(
     connector_id: int = 0,
 ) -> CommandAnswer:
     """Reset, UnlockConnector, ChangeAvailability, TriggerMessage: the station's answer, whatever it is."""
-    async with store.transaction() as session:
+    async with reading() as session:
         target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
     if "connectorId" in payload:
         payload = {**payload, "connectorId": target.ocpp_connector_id}
@@ -156,14 +165,20 @@ _AVAILABILITY_ANSWERS = ("Rejected", "Scheduled", "Accepted")
 
 
 async def change_availability(
-    store: Store, edge: StationCommands, caller: Caller, *, charge_point_id: str, connector_id: int, availability: str
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    charge_point_id: str,
+    connector_id: int,
+    availability: str,
 ) -> AvailabilityAnswer:
     """ChangeAvailability of one connector of a charge point, or with connector 0 of the whole charge point.
 
     On a station with several charge points OCPP's connector 0 is the whole station, so a charge point's own
     availability goes to each of its connectors, one command each; the answer is then the least favourable
     status (Rejected, Scheduled, Accepted) with each connector's own under `connectors`."""
-    async with store.transaction() as session:
+    async with reading() as session:
         target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
     ids = charge_point_connector_ids(target.layout, target.address)
     statuses = []

@@ -8,6 +8,8 @@ stations without an upstream: where the site has an upstream central system they
 second source of them would fight it (`Conflict`).
 
 Every command goes through `Edge.command`, which reaches a station held by another process through the store.
+Each function takes `reading`, units of work that only read (`Store.read`): it looks up what it needs in one and
+waits for the station after it, holding no unit of work while the station answers.
 Each function raises `NotFound`, `InvalidInput` for values OCPP would refuse, and the edge's errors
 (`StationNotConnected`, `StationDidNotAnswer`, `StationAnswerFailed`).
 """
@@ -28,7 +30,7 @@ from chargenet.services import sessions
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
-from chargenet.store.db import Store
+from chargenet.store.db import Transactions
 from chargenet.store.models import Site, Station
 
 
@@ -51,9 +53,11 @@ class StationTarget:
         return charge_point_id
 
 
-async def _station(store: Store, caller: Caller, station_id: str, *, central_only: bool = False) -> StationTarget:
+async def _station(
+    reading: Transactions, caller: Caller, station_id: str, *, central_only: bool = False
+) -> StationTarget:
     """The station, if the caller's `charge-points:write` reaches its site; `NotFound` otherwise."""
-    async with store.transaction() as session:
+    async with reading() as session:
         row = await session.get(Station, station_id)
         site = await session.get(Site, row.site_id) if row is not None else None
         if row is None or site is None or not caller.allows(Scope.CHARGE_POINTS_WRITE, site.company_id, site.id):
@@ -83,13 +87,13 @@ async def _to_station(edge: StationCommands, station_id: str, action: str, paylo
     return await edge.command(station_id, action, _checked(action, payload))
 
 
-async def reset(store: Store, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
-    await _station(store, caller, station_id)
+async def reset(reading: Transactions, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
+    await _station(reading, caller, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
 
 
 async def unlock(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -97,9 +101,9 @@ async def unlock(
     charge_point_id: str | None,
     connector_id: int,
 ) -> CommandAnswer:
-    target = await _station(store, caller, station_id)
+    target = await _station(reading, caller, station_id)
     return await sessions.charge_point_command(
-        store,
+        reading,
         edge,
         caller,
         charge_point_id=target.charge_point(charge_point_id),
@@ -110,7 +114,7 @@ async def unlock(
 
 
 async def change_availability(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -120,12 +124,12 @@ async def change_availability(
     availability: str,
 ) -> Payload | AvailabilityAnswer:
     """Without a charge point or connector, the station itself (OCPP connector 0); otherwise as the API does it."""
-    target = await _station(store, caller, station_id)
+    target = await _station(reading, caller, station_id)
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
         return await _to_station(edge, station_id, "ChangeAvailability", payload)
     return await sessions.change_availability(
-        store,
+        reading,
         edge,
         caller,
         charge_point_id=target.charge_point(charge_point_id),
@@ -135,7 +139,7 @@ async def change_availability(
 
 
 async def trigger(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -144,12 +148,12 @@ async def trigger(
     charge_point_id: str | None,
     connector_id: int | None,
 ) -> Payload | CommandAnswer:
-    target = await _station(store, caller, station_id)
+    target = await _station(reading, caller, station_id)
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
     return await sessions.charge_point_command(
-        store,
+        reading,
         edge,
         caller,
         charge_point_id=target.charge_point(charge_point_id),
@@ -160,7 +164,7 @@ async def trigger(
 
 
 async def central_command(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -172,7 +176,7 @@ async def central_command(
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
     to a station without an upstream; the station's answer as it came. A command that does not fit in one frame
     (`limits`) is the caller's to shorten: `InvalidInput`, before the station is asked."""
-    await _station(store, caller, station_id, central_only=True)
+    await _station(reading, caller, station_id, central_only=True)
     try:
         frames.serialize_frame(Call("x" * 36, action, _checked(action, payload)), limits)
     except LocalProtocolError:
@@ -181,12 +185,18 @@ async def central_command(
 
 
 async def send_local_list(
-    store: Store, edge: StationCommands, caller: Caller, *, station_id: str, list_version: int, limits: FrameLimits
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    list_version: int,
+    limits: FrameLimits,
 ) -> Payload:
     """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
     those tags itself while it cannot reach the edge. `charge-points:write` on the station is what it takes."""
-    target = await _station(store, caller, station_id, central_only=True)
-    async with store.transaction() as session:
+    target = await _station(reading, caller, station_id, central_only=True)
+    async with reading() as session:
         entries = await entries_of_site(session, target.site_id)
     authorization = []
     for entry in entries:
@@ -208,7 +218,7 @@ async def send_local_list(
 
 
 async def reserve_now(
-    store: Store,
+    reading: Transactions,
     edge: StationCommands,
     caller: Caller,
     *,
@@ -222,7 +232,7 @@ async def reserve_now(
 ) -> CommandAnswer:
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
     station with several charge points it would reserve the whole station."""
-    target = await _station(store, caller, station_id, central_only=True)
+    target = await _station(reading, caller, station_id, central_only=True)
     if connector_id < 1:
         raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
     validate_id_tag(id_tag, "id-tag")
@@ -235,7 +245,7 @@ async def reserve_now(
     if parent_id_tag is not None:
         payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
     return await sessions.charge_point_command(
-        store,
+        reading,
         edge,
         caller,
         charge_point_id=target.charge_point(charge_point_id),

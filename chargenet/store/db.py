@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, PoolProxiedConnection, Select, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -53,6 +53,13 @@ Observe = Callable[[float], None]  # a duration in seconds
 # Units of work as a use case that opens its own is given them: `Store.transaction`, or `Store.read` for one that
 # only reads (docs/architecture.md, "Who owns the unit of work").
 Transactions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+
+class ReadStatement(Protocol):
+    """`Store.read_statement`, as a read on the hot path is given it: `work`, a function of one statement, runs
+    as a unit of its own."""
+
+    async def __call__(self, work: Callable[[Connection], T], /) -> T: ...
 
 
 def _unobserved(_seconds: float) -> None:

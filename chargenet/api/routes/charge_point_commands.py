@@ -75,7 +75,7 @@ async def _send(
     connector_id: int = 0,
 ) -> CommandAnswer:
     return await sessions.charge_point_command(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         charge_point_id=charge_point_id,
@@ -103,7 +103,7 @@ async def availability(
     """`connectorId` 0 is the whole charge point: on a station with several, each of its connectors is sent its own
     ChangeAvailability, and the answer adds each one's status under `connectors`."""
     return await sessions.change_availability(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         charge_point_id=charge_point_id,

@@ -33,11 +33,11 @@ async def list_charge_points(
 ) -> Response:
     """The charge points the caller's groups reach, with their connectors' last known status."""
     listed = await charge_points.list_charge_points(
-        context.store, caller, context.edge, page, site_id=site_id, directory=directory
+        context.store.read_statement, caller, context.edge, page, site_id=site_id, directory=directory
     )
     return RENDERED.response(listed)
 
 
 @router.get("/charge-points/{charge_point_id}", response_model=ChargePointView)
 async def get_charge_point(charge_point_id: str, context: Context, caller: ChargePointReader) -> ChargePointView:
-    return await charge_points.get_charge_point(context.store, caller, context.edge, charge_point_id)
+    return await charge_points.get_charge_point(context.store.read_statement, caller, context.edge, charge_point_id)

@@ -38,7 +38,7 @@ class StartSession(BaseModel):
 @router.post("/sessions", status_code=202, response_model=CommandAnswer)
 async def start_session(body: StartSession, context: Context, caller: SessionWriter) -> CommandAnswer:
     return await sessions.start_session(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         charge_point_id=body.chargePointId,
@@ -49,7 +49,7 @@ async def start_session(body: StartSession, context: Context, caller: SessionWri
 
 @router.post("/sessions/{transaction_id}/stop", status_code=202, response_model=CommandAnswer)
 async def stop_session(transaction_id: Int32Path, context: Context, caller: SessionWriter) -> CommandAnswer:
-    return await sessions.stop_session(context.store, context.stations, caller, transaction_id=transaction_id)
+    return await sessions.stop_session(context.store.read, context.stations, caller, transaction_id=transaction_id)
 
 
 @router.get("/transactions", response_model=Page[TransactionView])

@@ -161,7 +161,7 @@ def _as(model: type[AnswerT], answer: Payload) -> AnswerT:
 @command("/stations/{station_id}/reset", response_model=StatusAnswer)
 async def reset(station_id: str, body: ResetBody, context: Context, caller: Commander) -> StatusAnswer:
     answer = await station_commands.reset(
-        context.store, context.stations, caller, station_id=station_id, kind=body.type
+        context.store.read, context.stations, caller, station_id=station_id, kind=body.type
     )
     return _as(StatusAnswer, answer)
 
@@ -172,7 +172,7 @@ async def availability(
 ) -> StatusAnswer:
     """The station itself (OCPP connector 0); `POST /charge-points/{id}/availability` changes one charge point."""
     answer = await station_commands.change_availability(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         station_id=station_id,
@@ -188,7 +188,7 @@ async def availability(
 async def trigger(station_id: str, body: StationTriggerBody, context: Context, caller: Commander) -> StatusAnswer:
     """A message about the station as a whole; `POST /charge-points/{id}/trigger` asks about one connector."""
     answer = await station_commands.trigger(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         station_id=station_id,
@@ -202,7 +202,7 @@ async def trigger(station_id: str, body: StationTriggerBody, context: Context, c
 
 async def _central(context: Context, caller: ApiApplication, station_id: str, action: str, payload: Payload) -> Payload:
     return await station_commands.central_command(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         station_id=station_id,
@@ -239,7 +239,7 @@ async def send_local_list(
 ) -> StatusAnswer:
     """The site's whole local authorization list (updateType Full)."""
     answer = await station_commands.send_local_list(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         station_id=station_id,
@@ -258,7 +258,7 @@ async def local_list_version(station_id: str, context: Context, caller: Commande
 async def reserve(station_id: str, body: ReserveBody, context: Context, caller: Commander) -> CommandAnswer:
     expires: datetime = body.expiryDate
     return await station_commands.reserve_now(
-        context.store,
+        context.store.read,
         context.stations,
         caller,
         station_id=station_id,

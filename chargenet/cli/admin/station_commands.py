@@ -27,7 +27,7 @@ from chargenet.ports import StationCommands
 from chargenet.services import station_commands
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
-from chargenet.store.db import Store
+from chargenet.store.db import Transactions
 
 TRIGGER_MESSAGES = [
     "BootNotification",
@@ -122,12 +122,12 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Store, StationCommands], Awaitable[Payload | BaseModel]]
+Command = Callable[[Transactions, StationCommands], Awaitable[Payload | BaseModel]]
 
 
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
     async def run(context: AppContext) -> Payload | BaseModel:
-        return await command(context.store, RelayedCommands(context.store, context.clock))
+        return await command(context.store.read, RelayedCommands(context.store, context.clock))
 
     result = run_with_context(args, run)
     # The station's answer as it came, or the use case's view of it; numbers as JSON has them.
@@ -153,14 +153,16 @@ def _reset(args: argparse.Namespace) -> None:
     _run(
         args,
         "Reset",
-        lambda store, edge: station_commands.reset(store, edge, OPERATOR, station_id=args.station_id, kind=args.kind),
+        lambda reading, edge: station_commands.reset(
+            reading, edge, OPERATOR, station_id=args.station_id, kind=args.kind
+        ),
     )
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
-            store,
+            reading,
             edge,
             OPERATOR,
             station_id=args.station_id,
@@ -172,9 +174,9 @@ def _unlock(args: argparse.Namespace) -> None:
 
 
 def _availability(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.change_availability(
-            store,
+            reading,
             edge,
             OPERATOR,
             station_id=args.station_id,
@@ -187,9 +189,9 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.trigger(
-            store,
+            reading,
             edge,
             OPERATOR,
             station_id=args.station_id,
@@ -202,9 +204,9 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
-            store, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
+            reading, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
         )
 
     _run(args, action, command)
@@ -240,9 +242,9 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
-            store, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
+            reading, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
         )
 
     limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
@@ -251,9 +253,9 @@ def _send_local_list(args: argparse.Namespace) -> None:
 
 
 def _reserve(args: argparse.Namespace) -> None:
-    async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
+    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.reserve_now(
-            store,
+            reading,
             edge,
             OPERATOR,
             station_id=args.station_id,

@@ -49,7 +49,7 @@ from chargenet.ids import new_authorization_key
 from chargenet.ports import StationCommands
 from chargenet.services import charge_points, companies, sessions, sites, station_commands, stations, transactions
 from chargenet.services.callers import OperatorCaller
-from chargenet.store.db import Store
+from chargenet.store.db import Transactions
 
 RESET_TYPES = (("Soft", "Soft: restart the software, ending sessions cleanly"), ("Hard", "Hard: reboot"))
 AVAILABILITY = (("Inoperative", "Inoperative"), ("Operative", "Operative"))
@@ -100,10 +100,10 @@ class Outcome:
         ]
 
 
-def _runtime(console: Console, station_id: str) -> tuple[Store, StationCommands]:
-    if console.store is None or console.stations is None:
+def _runtime(console: Console, station_id: str) -> tuple[Transactions, StationCommands]:
+    if console.stations is None:
         raise StationNotConnected(station_id, "this console was started without a way to reach stations")
-    return console.store, console.stations
+    return console.reading, console.stations
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 # --- commands ---------------------------------------------------------------------------------------------------
 
-Send = Callable[[Store, StationCommands, OperatorCaller, str, Mapping[str, str]], Awaitable["Answered"]]
+Send = Callable[[Transactions, StationCommands, OperatorCaller, str, Mapping[str, str]], Awaitable["Answered"]]
 
 
 @dataclass(frozen=True)
@@ -236,45 +236,45 @@ def _choice(form: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str
 
 
 async def _remote_start(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     id_tag = form.get("id_tag", "").strip()
     if not id_tag:
         raise InvalidInput("type the idTag the session is for", field="id_tag")
     answer = await sessions.start_session(
-        store, edge, caller, charge_point_id=_charge_point(form), connector_id=_connector(form), id_tag=id_tag
+        reading, edge, caller, charge_point_id=_charge_point(form), connector_id=_connector(form), id_tag=id_tag
     )
     return Answered(answer.status)
 
 
 async def _remote_stop(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     number = whole_number(form, "transaction_id", low=1, high=2**31 - 1)
     if number is None:
         raise InvalidInput("no transaction in progress here", field="transaction_id")
-    async with store.read() as session:
+    async with reading() as session:
         active = await transactions.active_on_station(session, caller, station_id)
     if number not in {tx.transaction_id for tx in active}:
         raise Conflict(f"transaction {number} is not in progress on station {station_id} (any more)")
-    answer = await sessions.stop_session(store, edge, caller, transaction_id=number)
+    answer = await sessions.stop_session(reading, edge, caller, transaction_id=number)
     return Answered(answer.status)
 
 
 async def _unlock(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.unlock(
-        store, edge, caller, station_id=station_id, charge_point_id=_charge_point(form), connector_id=_connector(form)
+        reading, edge, caller, station_id=station_id, charge_point_id=_charge_point(form), connector_id=_connector(form)
     )
     return _status_of(answer)
 
 
 async def _availability(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.change_availability(
-        store,
+        reading,
         edge,
         caller,
         station_id=station_id,
@@ -286,10 +286,10 @@ async def _availability(
 
 
 async def _trigger(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.trigger(
-        store,
+        reading,
         edge,
         caller,
         station_id=station_id,
@@ -301,17 +301,17 @@ async def _trigger(
 
 
 async def _reset(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     kind = _choice(form, "type", ("Soft", "Hard"))
-    return _status_of(await station_commands.reset(store, edge, caller, station_id=station_id, kind=kind))
+    return _status_of(await station_commands.reset(reading, edge, caller, station_id=station_id, kind=kind))
 
 
 async def _station_availability(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.change_availability(
-        store,
+        reading,
         edge,
         caller,
         station_id=station_id,
@@ -323,10 +323,10 @@ async def _station_availability(
 
 
 async def _station_trigger(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.trigger(
-        store,
+        reading,
         edge,
         caller,
         station_id=station_id,
@@ -338,10 +338,10 @@ async def _station_trigger(
 
 
 async def _clear_cache(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     answer = await station_commands.central_command(
-        store, edge, caller, station_id=station_id, action="ClearCache", payload={}
+        reading, edge, caller, station_id=station_id, action="ClearCache", payload={}
     )
     return _status_of(answer)
 
@@ -364,12 +364,12 @@ def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
 
 
 async def _get_configuration(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     wanted = [key.strip() for key in form.get("keys", "").split(",") if key.strip()]
     payload: Payload = {"key": wanted} if wanted else {}
     answer = await station_commands.central_command(
-        store, edge, caller, station_id=station_id, action="GetConfiguration", payload=payload
+        reading, edge, caller, station_id=station_id, action="GetConfiguration", payload=payload
     )
     unknown = answer.get("unknownKey")
     return Answered(
@@ -380,14 +380,14 @@ async def _get_configuration(
 
 
 async def _change_configuration(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
     key = form.get("key", "").strip()
     if not key:
         raise InvalidInput("type the key to change", field="key")
     payload: Payload = {"key": key, "value": form.get("value", "")}
     answer = await station_commands.central_command(
-        store, edge, caller, station_id=station_id, action="ChangeConfiguration", payload=payload
+        reading, edge, caller, station_id=station_id, action="ChangeConfiguration", payload=payload
     )
     return _status_of(answer)
 
@@ -437,8 +437,8 @@ async def _send(request: Request, signed: Signed) -> Response:
         _region(form), command.label, command.action, _target(command, form, station_id), "answered", status=None
     )
     try:
-        store, edge = _runtime(console, station_id)
-        answered = await command.send(store, edge, caller, station_id, form)
+        reading, edge = _runtime(console, station_id)
+        answered = await command.send(reading, edge, caller, station_id, form)
         outcome = replace(
             outcome,
             status=answered.status,

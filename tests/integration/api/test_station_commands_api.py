@@ -197,7 +197,7 @@ async def test_a_command_over_the_frame_limit_is_refused_before_the_station_is_a
 
     with pytest.raises(InvalidInput, match="does not fit in one OCPP frame"):
         await station_commands.central_command(
-            served.context.store,
+            served.context.store.read,
             served.context.stations,
             OPERATOR,
             station_id="CS-1",

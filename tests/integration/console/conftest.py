@@ -106,7 +106,6 @@ async def harness(
         secret_hasher=keys.secret_hasher(),
         read=store.read,
         credential_cipher=keys.credential_cipher(),
-        store=store,
     )
     app = Starlette(routes=[Mount("/console", app=create_console(console))])
     clients: list[httpx.AsyncClient] = []

@@ -139,7 +139,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
     port = free_port()
     public_url = f"http://127.0.0.1:{port}"
     feed = LiveFeed(store.read, clock)
-    console = Console(store.transaction, clock, public_url, passwords, read=store.read, store=store, live=feed)
+    console = Console(store.transaction, clock, public_url, passwords, read=store.read, live=feed)
     app = Starlette(routes=[Mount("/console", app=create_console(console))])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     stopping = asyncio.Event()

@@ -84,7 +84,12 @@ class Lister:
             await self.directory.refresh()
             missed = self.directory.missed
         shown = await charge_points.list_charge_points(
-            self.store, who, stations, page or PageRequest.of(), site_id=site_id, directory=self.directory
+            self.store.read_statement,
+            who,
+            stations,
+            page or PageRequest.of(),
+            site_id=site_id,
+            directory=self.directory,
         )
         if self.directory is not None:
             assert self.directory.missed == missed, "served from the store, not from the directory"
@@ -250,8 +255,8 @@ async def test_charge_points_of_stations_sharing_an_ordinal_are_each_shown_whole
 async def test_one_charge_point_of_another_company_is_not_found(lister: Lister, store: Store, network: Network) -> None:
     [theirs] = await every_page(lambda page: lister(caller(network.second, None), None, page))
     with pytest.raises(NotFound):
-        await charge_points.get_charge_point(store, caller(network.first, None), None, theirs.id)
-    shown = await charge_points.get_charge_point(store, caller(network.second, None), None, theirs.id)
+        await charge_points.get_charge_point(store.read_statement, caller(network.first, None), None, theirs.id)
+    shown = await charge_points.get_charge_point(store.read_statement, caller(network.second, None), None, theirs.id)
     assert shown == theirs
 
 

@@ -36,7 +36,7 @@ class Fleet(Tenant):
     async def page(self) -> list[ChargePointView]:
         """The operator's first page, through the directory as the API asks for it."""
         shown = await charge_points.list_charge_points(
-            self.store, OPERATOR, None, PageRequest.of(), directory=self.directory
+            self.store.read_statement, OPERATOR, None, PageRequest.of(), directory=self.directory
         )
         return shown.items
 
