@@ -79,20 +79,21 @@ async def _seed(data_dir: str) -> str:
             (await sites.create_site(session, OPERATOR, cipher, company_id=company.id, name=f"Site {n}", now=now)).id
             for n in range(SITES)
         ]
-        hooks = [
-            await webhooks.create_webhook(
-                session,
-                OPERATOR,
-                cipher,
-                site_id=site_ids[n % SITES],
-                url=f"http://127.0.0.1:9/hook/{n}",
-                event_types=["Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"],
-                auth=NoAuth(),
-                now=now,
-                allow_private=True,
-            )
-            for n in range(WEBHOOKS)
-        ]
+    hooks = [
+        await webhooks.create_webhook(
+            context.store.transaction,
+            OPERATOR,
+            cipher,
+            site_id=site_ids[n % SITES],
+            url=f"http://127.0.0.1:9/hook/{n}",
+            event_types=["Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"],
+            auth=NoAuth(),
+            now=now,
+            allow_private=True,
+        )
+        for n in range(WEBHOOKS)
+    ]
+    async with context.store.transaction() as session:
         apps = [
             (
                 await applications.create_application(

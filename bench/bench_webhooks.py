@@ -105,19 +105,18 @@ async def _context(scratch: Path, database_url: str | None) -> tuple[AppContext,
 
 
 async def _webhooks(context: AppContext, site_id: str, url: str, count: int) -> None:
-    async with context.store.transaction() as session:
-        for _ in range(count):
-            await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                context.keys.credential_cipher(),
-                site_id=site_id,
-                url=url,
-                event_types=["Authorize"],
-                auth=NoAuth(),
-                now=context.clock.now(),
-                allow_private=True,
-            )
+    for _ in range(count):
+        await webhook_service.create_webhook(
+            context.store.transaction,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            site_id=site_id,
+            url=url,
+            event_types=["Authorize"],
+            auth=NoAuth(),
+            now=context.clock.now(),
+            allow_private=True,
+        )
 
 
 async def _publish(context: AppContext, site_id: str, count: int) -> None:

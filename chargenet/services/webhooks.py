@@ -3,10 +3,12 @@ delivery log, test events, dead letters and their replay.
 
 Credentials are encrypted with the credential key and never come back out through a view: a form learns only
 which of them are set. A webhook's target address, and an OAuth2 token URL's, is checked when it is created or
-changed (if the name resolves now) and again at every connect by the sender.
+changed (if the name resolves now) and again at every connect by the sender. Creating and changing a webhook
+therefore take the store's `transaction` factory: the names are resolved outside any unit of work, and the
+change is written in a short one after.
 
-Every change (create, edit, enable, disable, delete, test event, replay) writes its audit record in the
-caller's transaction, whichever face asked, and bumps the webhook's `version` if it changed the webhook; an edit
+Every change (create, edit, enable, disable, delete, test event, replay) writes its audit record in the unit
+of work that makes it, whichever face asked, and bumps the webhook's `version` if it changed the webhook; an edit
 made from an older version is refused with `StaleChange`. A console viewer changes nothing (`Forbidden`).
 """
 
@@ -27,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.clock import Clock
 from chargenet.domain.events import WEBHOOK_TEST, EventType, build_test_event
 from chargenet.domain.scopes import Scope
-from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
 from chargenet.ports import WebhookTests
@@ -280,7 +282,7 @@ def parse_event_types(values: Sequence[str]) -> list[EventType]:
     return result
 
 
-async def check_target(url: str, *, allow_private: bool, resolver: Resolver = resolve, field: str = "url") -> None:
+async def _check_target(url: str, *, allow_private: bool, resolver: Resolver, field: str) -> None:
     """Refuse a URL whose host resolves now to an address that is not allowed, with InvalidInput naming
     `field` (unresolvable names pass: the sender checks again at every connect)."""
     parts = urlsplit(url)
@@ -294,11 +296,23 @@ async def check_target(url: str, *, allow_private: bool, resolver: Resolver = re
         return
 
 
-async def _check_token_url(auth: OutboundAuth, *, allow_private: bool, resolver: Resolver) -> None:
-    # A token request is an outbound request like the delivery itself: a private token URL would let a webhook
-    # reach into the operator's network just the same (decisions.md §4).
+def _targets(url: str | None, auth: OutboundAuth | None) -> tuple[tuple[str, str], ...]:
+    """The addresses a change makes the webhook reach, each with the field that names it: its URL, and an OAuth2
+    token URL, since a token request is an outbound request like the delivery itself: a private token URL would
+    let a webhook reach into the operator's network just the same (decisions.md §4)."""
+    targets = []
+    if url is not None:
+        targets.append(("url", url))
     if isinstance(auth, OAuth2ClientCredentials):
-        await check_target(auth.token_url, allow_private=allow_private, resolver=resolver, field="tokenUrl")
+        targets.append(("tokenUrl", auth.token_url))
+    return tuple(targets)
+
+
+async def _check_targets(targets: tuple[tuple[str, str], ...], *, allow_private: bool, resolver: Resolver) -> None:
+    """Resolve each target and refuse one that is not allowed. Called outside any unit of work: a resolver may
+    take seconds to answer, and on SQLite a unit that writes holds the store's one writer lock meanwhile."""
+    for field, url in targets:
+        await _check_target(url, allow_private=allow_private, resolver=resolver, field=field)
 
 
 def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
@@ -356,7 +370,7 @@ async def _audit(
 
 
 async def create_webhook(
-    session: AsyncSession,
+    transaction: Transactions,
     caller: Caller,
     cipher: CredentialCipher,
     *,
@@ -370,42 +384,43 @@ async def create_webhook(
     allow_private: bool,
     resolver: Resolver = resolve,
 ) -> WebhookView:
-    """Raises NotFound for an unknown site (or one the caller's `webhooks:write` does not reach), InvalidInput for
-    a bad URL, event type, algorithm or auth."""
+    """Create the webhook in a unit of work of its own, once its addresses have been resolved and allowed outside
+    any. Raises NotFound for an unknown site (or one the caller's `webhooks:write` does not reach), InvalidInput
+    for a bad URL, event type, algorithm or auth."""
     refuse_viewer(caller, "creating a webhook")
-    site = await reachable_site(session, caller, Scope.WEBHOOKS_WRITE, site_id)
     check_url(url)
     types = parse_event_types(event_types)
     if isinstance(auth, AuthForm):
         auth = auth_from_form(auth)
     check_format(algorithm, signature_format)
-    await check_target(url, allow_private=allow_private, resolver=resolver)
-    await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
-    row = Webhook(
-        id=new_id("wh"),
-        site_id=site_id,
-        url=url,
-        event_types=",".join(types),
-        auth_type=auth.type.value,
-        credentials=_encrypt(cipher, auth),
-        signature_algorithm=algorithm.value,
-        signature_format=signature_format.value,
-        enabled=True,
-        version=1,
-        created_at=now,
-        updated_at=now,
-    )
-    session.add(row)
-    await session.flush()
-    for event_type in types:
-        session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
-    await session.flush()
-    await _audit(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
-    return _view(row, site.company_id)
+    await _check_targets(_targets(url, auth), allow_private=allow_private, resolver=resolver)
+    async with transaction() as session:
+        site = await reachable_site(session, caller, Scope.WEBHOOKS_WRITE, site_id)
+        row = Webhook(
+            id=new_id("wh"),
+            site_id=site_id,
+            url=url,
+            event_types=",".join(types),
+            auth_type=auth.type.value,
+            credentials=_encrypt(cipher, auth),
+            signature_algorithm=algorithm.value,
+            signature_format=signature_format.value,
+            enabled=True,
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        await session.flush()
+        for event_type in types:
+            session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
+        await session.flush()
+        await _audit(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
+        return _view(row, site.company_id)
 
 
 async def update_webhook(
-    session: AsyncSession,
+    transaction: Transactions,
     caller: Caller,
     cipher: CredentialCipher,
     webhook_id: str,
@@ -417,44 +432,81 @@ async def update_webhook(
     auth: OutboundAuth | AuthForm | None = None,
     algorithm: SignatureAlgorithm | None = None,
     signature_format: SignatureFormat | None = None,
+    enabled: bool | None = None,
     expected_version: int | None = None,
     resolver: Resolver = resolve,
 ) -> WebhookView:
-    """Change settings. Dropping an event type deletes its lane; events still waiting in it go to the dead
-    letters with reason `unsubscribed` (replayable once the type is subscribed again). An `AuthForm` keeps the
-    stored credentials its blank fields stand for. Raises `StaleChange` when `expected_version` is given and the
-    webhook moved on; nothing is changed when any setting is refused."""
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
-    check_version("webhook", row.id, row.version, expected_version)
-    before = (_settings(row), row.credentials)
+    """Change settings, and with `enabled` enable or disable the webhook too (as `set_enabled`), in one unit of
+    work. Dropping an event type deletes its lane; events still waiting in it go to the dead letters with reason
+    `unsubscribed` (replayable once the type is subscribed again). An `AuthForm` keeps the stored credentials its
+    blank fields stand for. Raises `StaleChange` when `expected_version` is given and the webhook moved on;
+    nothing is changed when any setting is refused.
+
+    A new URL or token URL is resolved and allowed before that unit, outside any: where an `AuthForm` needs the
+    stored credentials to say which token URL it means, they are read in a short unit first. Should the webhook
+    change meanwhile so that the unit would store an address not checked, it is refused with `StaleChange`."""
     if url is not None:
         check_url(url)
     types = parse_event_types(event_types) if event_types is not None else None
-    if isinstance(auth, AuthForm):
-        auth = auth_from_form(auth, _stored_auth(cipher, row))
+    if algorithm is not None and signature_format is not None:
+        check_format(algorithm, signature_format)
+    checked: tuple[tuple[str, str], ...] = ()
+    if url is not None or auth is not None:
+        meant: OutboundAuth | None
+        if isinstance(auth, AuthForm):
+            async with transaction() as session:
+                row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
+                check_version("webhook", row.id, row.version, expected_version)
+                meant = auth_from_form(auth, _stored_auth(cipher, row))
+        else:
+            meant = auth
+        checked = _targets(url, meant)
+        await _check_targets(checked, allow_private=allow_private, resolver=resolver)
+    async with transaction() as session:
+        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
+        check_version("webhook", row.id, row.version, expected_version)
+        if isinstance(auth, AuthForm):
+            auth = auth_from_form(auth, _stored_auth(cipher, row))
+        if not set(_targets(url, auth)) <= set(checked):
+            raise StaleChange(f"webhook {row.id}'s credentials were changed meanwhile; try again")
+        await _change(session, caller, cipher, row, now, url, types, auth, algorithm, signature_format)
+        if enabled is not None:
+            await _switch(session, caller, row, enabled, now)
+        return await _view_of(session, row)
+
+
+async def _change(
+    session: AsyncSession,
+    caller: Caller,
+    cipher: CredentialCipher,
+    row: Webhook,
+    now: datetime,
+    url: str | None,
+    types: list[EventType] | None,
+    auth: OutboundAuth | None,
+    algorithm: SignatureAlgorithm | None,
+    signature_format: SignatureFormat | None,
+) -> None:
+    """`update_webhook`'s change of the settings, once its addresses are allowed."""
+    before = (_settings(row), row.credentials)
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
     new_format = signature_format or SignatureFormat(row.signature_format)
     try:
         check_format(new_algorithm, new_format)
     except InvalidInput as exc:
-        if algorithm is not None and signature_format is not None:
-            raise  # the request itself asks for what cannot be
         # One of the two comes from the webhook as it is: the change conflicts with its state.
         raise Conflict(f"{exc.message} (the webhook's {'format' if algorithm else 'algorithm'} is kept)") from None
     if url is not None:
-        await check_target(url, allow_private=allow_private, resolver=resolver)
         row.url = url
     row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
-    if auth is not None:
-        await _check_token_url(auth, allow_private=allow_private, resolver=resolver)
-        if auth != _stored_auth(cipher, row):
-            row.auth_type = auth.type.value
-            row.credentials = _encrypt(cipher, auth)
+    if auth is not None and auth != _stored_auth(cipher, row):
+        row.auth_type = auth.type.value
+        row.credentials = _encrypt(cipher, auth)
     if types is not None:
         row.event_types = ",".join(types)
         # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
         # entry the filler commits after an unlocked read would go with its lane without a dead letter.
-        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook_id).with_for_update())}
+        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(row.id).with_for_update())}
         for event_type in types:
             if event_type.value not in lanes:
                 session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
@@ -480,7 +532,6 @@ async def update_webhook(
         await session.flush()
         await _audit(session, caller, row, "webhook.update", now, detail)
     await session.flush()
-    return await _view_of(session, row)
 
 
 async def set_enabled(
@@ -497,13 +548,17 @@ async def set_enabled(
     verb = "enabling" if enabled else "disabling"
     row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
     check_version("webhook", row.id, row.version, expected_version)
+    await _switch(session, caller, row, enabled, now)
+    return await _view_of(session, row)
+
+
+async def _switch(session: AsyncSession, caller: Caller, row: Webhook, enabled: bool, now: datetime) -> None:
     if row.enabled != enabled:
         row.enabled = enabled
         row.version += 1
         row.updated_at = now
         await session.flush()
         await _audit(session, caller, row, "webhook.enable" if enabled else "webhook.disable", now)
-    return await _view_of(session, row)
 
 
 async def delete_webhook(

@@ -43,20 +43,20 @@ async def add_demo_partner(context: AppContext, site_id: str) -> str:
     verifier = AsyncWebhookVerifier(f"{settings.auth_url}/.well-known/jwks.json")
     context.routes.append(Mount(MOUNT, app=create_receiver(verifier, show, "/hook")))
     context.on_shutdown.append(verifier.aclose)
-    async with context.store.transaction() as session:
+    async with context.store.read() as session:
         existing = await every_page(
             lambda page: webhook_service.list_webhooks(session, OPERATOR, page, site_id=site_id)
         )
-        if not any(w.url == url for w in existing):
-            await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                context.keys.credential_cipher(),
-                site_id=site_id,
-                url=url,
-                event_types=[t.value for t in EventType],
-                auth=NoAuth(),
-                now=context.clock.now(),
-                allow_private=True,
-            )
+    if not any(w.url == url for w in existing):
+        await webhook_service.create_webhook(
+            context.store.transaction,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            site_id=site_id,
+            url=url,
+            event_types=[t.value for t in EventType],
+            auth=NoAuth(),
+            now=context.clock.now(),
+            allow_private=True,
+        )
     return url

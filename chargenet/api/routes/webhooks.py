@@ -188,20 +188,19 @@ async def list_webhooks(
 @router.post("/webhooks", status_code=201, response_model=WebhookView)
 async def create_webhook(body: WebhookCreate, context: Context, caller: Writer) -> WebhookView:
     """Create a webhook; its credentials are stored encrypted and never returned."""
-    async with context.store.transaction() as session:
-        view = await webhook_service.create_webhook(
-            session,
-            caller,
-            context.keys.credential_cipher(),
-            site_id=body.siteId,
-            url=body.url,
-            event_types=[e.value for e in body.events],
-            auth=body.auth.build(),
-            algorithm=body.alg,
-            signature_format=body.signatureFormat,
-            now=context.clock.now(),
-            allow_private=context.settings.webhook_allow_private,
-        )
+    view = await webhook_service.create_webhook(
+        context.store.transaction,
+        caller,
+        context.keys.credential_cipher(),
+        site_id=body.siteId,
+        url=body.url,
+        event_types=[e.value for e in body.events],
+        auth=body.auth.build(),
+        algorithm=body.alg,
+        signature_format=body.signatureFormat,
+        now=context.clock.now(),
+        allow_private=context.settings.webhook_allow_private,
+    )
     context.webhooks_changed()
     return view
 
@@ -215,23 +214,21 @@ async def get_webhook(webhook_id: str, context: Context, caller: Reader) -> Webh
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookView)
 async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context, caller: Writer) -> WebhookView:
     """Change settings; `enabled: false` stops the lanes at once and keeps their events."""
-    async with context.store.transaction() as session:
-        view = await webhook_service.update_webhook(
-            session,
-            caller,
-            context.keys.credential_cipher(),
-            webhook_id,
-            now=context.clock.now(),
-            allow_private=context.settings.webhook_allow_private,
-            url=body.url,
-            event_types=[e.value for e in body.events] if body.events else None,
-            auth=body.auth.build() if body.auth else None,
-            algorithm=body.alg,
-            signature_format=body.signatureFormat,
-            expected_version=body.version,
-        )
-        if body.enabled is not None:
-            view = await webhook_service.set_enabled(session, caller, webhook_id, body.enabled, now=context.clock.now())
+    view = await webhook_service.update_webhook(
+        context.store.transaction,
+        caller,
+        context.keys.credential_cipher(),
+        webhook_id,
+        now=context.clock.now(),
+        allow_private=context.settings.webhook_allow_private,
+        url=body.url,
+        event_types=[e.value for e in body.events] if body.events else None,
+        auth=body.auth.build() if body.auth else None,
+        algorithm=body.alg,
+        signature_format=body.signatureFormat,
+        enabled=body.enabled,
+        expected_version=body.version,
+    )
     context.webhooks_changed()
     return view
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction, run_with_context
 from chargenet.cli.secret_options import add_secret_option
@@ -108,11 +106,11 @@ def _auth(args: argparse.Namespace) -> OutboundAuth | None:
 
 
 def _create(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext, session: AsyncSession) -> webhooks.WebhookView:
+    async def action(ctx: AppContext) -> webhooks.WebhookView:
         auth = _auth(args)
         assert auth is not None
         return await webhooks.create_webhook(
-            session,
+            ctx.store.transaction,
             OPERATOR,
             ctx.keys.credential_cipher(),
             site_id=args.site_id,
@@ -125,14 +123,14 @@ def _create(args: argparse.Namespace) -> None:
             allow_private=ctx.settings.webhook_allow_private,
         )
 
-    view = in_transaction(args, action)
+    view = run_with_context(args, action)
     emit(args, {"id": view.id}, f"created webhook {view.id} for site {view.site_id}")
 
 
 def _update(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext, session: AsyncSession) -> webhooks.WebhookView:
+    async def action(ctx: AppContext) -> webhooks.WebhookView:
         return await webhooks.update_webhook(
-            session,
+            ctx.store.transaction,
             OPERATOR,
             ctx.keys.credential_cipher(),
             args.webhook_id,
@@ -145,7 +143,7 @@ def _update(args: argparse.Namespace) -> None:
             signature_format=SignatureFormat(args.signature_format) if args.signature_format else None,
         )
 
-    view = in_transaction(args, action)
+    view = run_with_context(args, action)
     emit(args, rendered(view), f"updated webhook {view.id}")
 
 

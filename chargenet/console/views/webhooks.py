@@ -170,20 +170,19 @@ async def _create(request: Request, signed: Signed) -> Response:
     try:
         if not fields.get("site_id"):
             raise InvalidInput("choose the site whose events it receives", field="site_id")
-        async with console.transaction() as session:
-            created = await webhooks.create_webhook(
-                session,
-                signed.caller,
-                _cipher(request),
-                site_id=fields["site_id"],
-                url=fields.get("url", "").strip(),
-                event_types=events,
-                auth=_auth_form(fields),
-                algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
-                signature_format=_format(fields),
-                now=console.clock.now(),
-                allow_private=console.webhook_allow_private,
-            )
+        created = await webhooks.create_webhook(
+            console.transaction,
+            signed.caller,
+            _cipher(request),
+            site_id=fields["site_id"],
+            url=fields.get("url", "").strip(),
+            event_types=events,
+            auth=_auth_form(fields),
+            algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
+            signature_format=_format(fields),
+            now=console.clock.now(),
+            allow_private=console.webhook_allow_private,
+        )
     except (InvalidInput, NotFound) as error:
         field = _field_of(error) if isinstance(error, InvalidInput) else "site_id"
         detail = error.detail if isinstance(error, InvalidInput) else "is not a site of this company"
@@ -286,21 +285,20 @@ async def _update(request: Request, signed: Signed) -> Response:
     fields, events = await _form(request)
     typed = _typed(fields, events)
     try:
-        async with console.transaction() as session:
-            await webhooks.update_webhook(
-                session,
-                signed.caller,
-                _cipher(request),
-                webhook_id,
-                now=console.clock.now(),
-                allow_private=console.webhook_allow_private,
-                url=fields.get("url", "").strip(),
-                event_types=events,
-                auth=_auth_form(fields),
-                algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
-                signature_format=_format(fields),
-                expected_version=_version(fields),
-            )
+        await webhooks.update_webhook(
+            console.transaction,
+            signed.caller,
+            _cipher(request),
+            webhook_id,
+            now=console.clock.now(),
+            allow_private=console.webhook_allow_private,
+            url=fields.get("url", "").strip(),
+            event_types=events,
+            auth=_auth_form(fields),
+            algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
+            signature_format=_format(fields),
+            expected_version=_version(fields),
+        )
     except InvalidInput as error:
         errors = {_field_of(error): error.detail}
         return await _edit_page(

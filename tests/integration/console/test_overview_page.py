@@ -60,17 +60,18 @@ async def _seed(harness: ConsoleHarness, tmp_path: Path, company_id: str, statio
                 created_at=now,
             )
         )
-        hook = await webhooks.create_webhook(
-            session,
-            OPERATOR,
-            keys.credential_cipher(),
-            site_id=site.id,
-            url=f"http://127.0.0.1:9/{station_id}",
-            event_types=["ChargePointStatus"],
-            auth=NoAuth(),
-            now=now,
-            allow_private=True,
-        )
+    hook = await webhooks.create_webhook(
+        harness.store.transaction,
+        OPERATOR,
+        keys.credential_cipher(),
+        site_id=site.id,
+        url=f"http://127.0.0.1:9/{station_id}",
+        event_types=["ChargePointStatus"],
+        auth=NoAuth(),
+        now=now,
+        allow_private=True,
+    )
+    async with harness.store.transaction() as session:
         await session.execute(update(WebhookLane).where(WebhookLane.webhook_id == hook.id).values(size=7))
     return site.id
 
@@ -151,18 +152,17 @@ async def test_the_webhooks_list_filters_by_lane_health(harness: ConsoleHarness,
     site_id = await _seed(harness, tmp_path, harness.team.company_id, "ST-ACME", 1000)
     cipher = harness.console.credential_cipher
     assert cipher is not None
-    async with harness.store.transaction() as session:
-        await webhooks.create_webhook(
-            session,
-            OPERATOR,
-            cipher,
-            site_id=site_id,
-            url="http://127.0.0.1:9/healthy",
-            event_types=["Authorize"],
-            auth=NoAuth(),
-            now=harness.clock.now(),
-            allow_private=True,
-        )
+    await webhooks.create_webhook(
+        harness.store.transaction,
+        OPERATOR,
+        cipher,
+        site_id=site_id,
+        url="http://127.0.0.1:9/healthy",
+        event_types=["Authorize"],
+        auth=NoAuth(),
+        now=harness.clock.now(),
+        allow_private=True,
+    )
     client = await harness.signed_in("viewer@acme.test")
     alert = (await client.get("/console/webhooks", params={"health": "alert"})).text
     critical = (await client.get("/console/webhooks", params={"health": "critical"})).text

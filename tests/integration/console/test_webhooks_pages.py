@@ -60,18 +60,17 @@ class Hooks:
         return self.harness.store
 
     async def webhook(self, url: str, *, site_id: str | None = None, events: str = "Authorize", auth=None) -> str:  # type: ignore[no-untyped-def]
-        async with self.store.transaction() as session:
-            view = await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                self.keys.credential_cipher(),
-                site_id=site_id or self.site_id,
-                url=url,
-                event_types=[events],
-                auth=auth or NoAuth(),
-                now=self.harness.clock.now(),
-                allow_private=True,
-            )
+        view = await webhook_service.create_webhook(
+            self.store.transaction,
+            OPERATOR,
+            self.keys.credential_cipher(),
+            site_id=site_id or self.site_id,
+            url=url,
+            event_types=[events],
+            auth=auth or NoAuth(),
+            now=self.harness.clock.now(),
+            allow_private=True,
+        )
         return view.id
 
     async def publish(self, *tags: str, site_id: str | None = None) -> None:

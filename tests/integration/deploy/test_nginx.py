@@ -180,17 +180,17 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
                     session, OPERATOR, company_id=company.id, site_id=None, name="Fleet", scopes=scopes, now=now
                 )
                 await groups.add_app(session, OPERATOR, group.id, app.client_id, now=now)
-                await webhook_service.create_webhook(
-                    session,
-                    OPERATOR,
-                    cipher,
-                    site_id=site.id,
-                    url=receiver.url,
-                    event_types=["ChargePointStatus"],
-                    auth=NoAuth(),
-                    now=now,
-                    allow_private=True,
-                )
+            await webhook_service.create_webhook(
+                context.store.transaction,
+                OPERATOR,
+                cipher,
+                site_id=site.id,
+                url=receiver.url,
+                event_types=["ChargePointStatus"],
+                auth=NoAuth(),
+                now=now,
+                allow_private=True,
+            )
             await operators.create_operator(
                 context.store.transaction,
                 operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),

@@ -102,25 +102,27 @@ def _meter_session(
 
 async def test_each_count_covers_the_companys_own_objects(store: Store, clock: ManualClock, keys: KeyStore) -> None:
     ours, theirs = await _tenants(store, keys)
+    for tenant in (ours, theirs):
+        for enabled in (True, False):
+            view = await webhooks.create_webhook(
+                store.transaction,
+                OPERATOR,
+                keys.credential_cipher(),
+                site_id=tenant.site_id,
+                url="http://127.0.0.1:9/hook",
+                event_types=["Authorize"],
+                auth=NoAuth(),
+                now=clock.now(),
+                allow_private=True,
+            )
+            if not enabled:
+                async with store.transaction() as session:
+                    await webhooks.set_enabled(session, OPERATOR, view.id, False, now=clock.now())
     async with store.transaction() as session:
         for tenant in (ours, theirs):
             await applications.create_application(
                 session, OPERATOR, keys.secret_hasher(), company_id=tenant.company_id, name="App", now=clock.now()
             )
-            for enabled in (True, False):
-                view = await webhooks.create_webhook(
-                    session,
-                    OPERATOR,
-                    keys.credential_cipher(),
-                    site_id=tenant.site_id,
-                    url="http://127.0.0.1:9/hook",
-                    event_types=["Authorize"],
-                    auth=NoAuth(),
-                    now=clock.now(),
-                    allow_private=True,
-                )
-                if not enabled:
-                    await webhooks.set_enabled(session, OPERATOR, view.id, False, now=clock.now())
             session.add(_transaction(tenant, 100 if tenant is ours else 200, NOW, None, stopped=False))
     await _connect(store, "ST-OURS", "ST-THEIRS")
     async with store.read() as session:
@@ -330,19 +332,18 @@ async def test_lanes_in_alert_or_critical_are_counted_by_their_worst_level(
     store: Store, clock: ManualClock, keys: KeyStore
 ) -> None:
     ours, theirs = await _tenants(store, keys)
-    async with store.transaction() as session:
-        for tenant in (ours, theirs):
-            await webhooks.create_webhook(
-                session,
-                OPERATOR,
-                keys.credential_cipher(),
-                site_id=tenant.site_id,
-                url="http://127.0.0.1:9/hook",
-                event_types=["Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"],
-                auth=NoAuth(),
-                now=clock.now(),
-                allow_private=True,
-            )
+    for tenant in (ours, theirs):
+        await webhooks.create_webhook(
+            store.transaction,
+            OPERATOR,
+            keys.credential_cipher(),
+            site_id=tenant.site_id,
+            url="http://127.0.0.1:9/hook",
+            event_types=["Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"],
+            auth=NoAuth(),
+            now=clock.now(),
+            allow_private=True,
+        )
     async with store.transaction() as session:
         lanes = list(await session.scalars(select(WebhookLane.id).order_by(WebhookLane.id)))
         ours_lanes, theirs_lanes = lanes[:4], lanes[4:]  # ours was created first

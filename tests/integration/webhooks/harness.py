@@ -38,18 +38,17 @@ class Harness:
     tenant: Tenant
 
     async def webhook(self, url: str, events: str = "Authorize", auth: OutboundAuth | None = None) -> str:
-        async with self.store.transaction() as session:
-            view = await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                self.keys.credential_cipher(),
-                site_id=self.tenant.site_id,
-                url=url,
-                event_types=[events],
-                auth=auth or NoAuth(),
-                now=self.clock.now(),
-                allow_private=True,
-            )
+        view = await webhook_service.create_webhook(
+            self.store.transaction,
+            OPERATOR,
+            self.keys.credential_cipher(),
+            site_id=self.tenant.site_id,
+            url=url,
+            event_types=[events],
+            auth=auth or NoAuth(),
+            now=self.clock.now(),
+            allow_private=True,
+        )
         return view.id
 
     async def publish(self, *tags: str) -> None:

@@ -59,16 +59,15 @@ async def test_event_the_filler_commits_while_its_type_is_dropped_is_dead_letter
     lane_id = await harness.lane_id(webhook_id)
 
     async def drop_authorize() -> None:
-        async with pg_store.transaction() as session:
-            await webhook_service.update_webhook(
-                session,
-                OPERATOR,
-                harness.keys.credential_cipher(),
-                webhook_id,
-                now=clock.now(),
-                allow_private=True,
-                event_types=["StopTransaction"],
-            )
+        await webhook_service.update_webhook(
+            pg_store.transaction,
+            OPERATOR,
+            harness.keys.credential_cipher(),
+            webhook_id,
+            now=clock.now(),
+            allow_private=True,
+            event_types=["StopTransaction"],
+        )
 
     # What a filler round does to the lane: lock it, add an event; the change starts before it commits.
     async with pg_store.transaction() as filler:

@@ -58,19 +58,19 @@ async def test_kill_9_mid_delivery_re_sends_at_most_4_events_per_lane(tmp_path: 
 
     async with run_receiver(path="/hook") as receiver:
         tenant = await make_tenant(store, context.keys, datetime.now(UTC))
+        for n in range(LANES):
+            await webhook_service.create_webhook(
+                store.transaction,
+                OPERATOR,
+                context.keys.credential_cipher(),
+                site_id=tenant.site_id,
+                url=f"{receiver.url}/{n}",
+                event_types=["Authorize"],
+                auth=NoAuth(),
+                now=clock.now(),
+                allow_private=True,
+            )
         async with store.transaction() as session:
-            for n in range(LANES):
-                await webhook_service.create_webhook(
-                    session,
-                    OPERATOR,
-                    context.keys.credential_cipher(),
-                    site_id=tenant.site_id,
-                    url=f"{receiver.url}/{n}",
-                    event_types=["Authorize"],
-                    auth=NoAuth(),
-                    now=clock.now(),
-                    allow_private=True,
-                )
             for n in range(EVENTS):
                 await Outbox(clock).publish(session, site_id=tenant.site_id, payload=authorize(f"T{n}"))
 

@@ -250,16 +250,15 @@ async def test_unsubscribing_an_event_type_dead_letters_what_waited_in_its_lane(
     engine = harness.engine()
     await engine.fill_once()
     await engine.sender.aclose()
-    async with store.transaction() as session:
-        await webhook_service.update_webhook(
-            session,
-            OPERATOR,
-            harness.keys.credential_cipher(),
-            webhook_id,
-            now=clock.now(),
-            allow_private=True,
-            event_types=["StopTransaction"],
-        )
+    await webhook_service.update_webhook(
+        store.transaction,
+        OPERATOR,
+        harness.keys.credential_cipher(),
+        webhook_id,
+        now=clock.now(),
+        allow_private=True,
+        event_types=["StopTransaction"],
+    )
     async with store.transaction() as session:
         page = await webhook_service.list_dead_letters(session, OPERATOR, webhook_id)
         lanes = await webhook_service.get_lanes(session, OPERATOR, webhook_id)

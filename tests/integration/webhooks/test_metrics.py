@@ -3,10 +3,13 @@ by reason; every attempt lands in the request-duration histogram of its webhook.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhooks as webhook_service
@@ -23,16 +26,15 @@ def _dead_letters(registry: CollectorRegistry, webhook_id: str, reason: str) -> 
 
 
 async def _unsubscribe_authorize(harness: Harness, webhook_id: str) -> None:
-    async with harness.store.transaction() as session:
-        await webhook_service.update_webhook(
-            session,
-            OPERATOR,
-            harness.keys.credential_cipher(),
-            webhook_id,
-            now=harness.clock.now(),
-            allow_private=True,
-            event_types=["StopTransaction"],
-        )
+    await webhook_service.update_webhook(
+        harness.store.transaction,
+        OPERATOR,
+        harness.keys.credential_cipher(),
+        webhook_id,
+        now=harness.clock.now(),
+        allow_private=True,
+        event_types=["StopTransaction"],
+    )
 
 
 async def test_event_refused_at_a_full_lane_counts_as_a_queue_full_dead_letter(
@@ -90,18 +92,23 @@ async def test_dead_letter_rolled_back_is_not_counted(store: Store, clock: Manua
     engine = harness.engine(metrics=WebhookMetrics(registry))
     await engine.fill_once()
     await engine.sender.aclose()
-    with pytest.raises(RuntimeError):
+
+    @asynccontextmanager
+    async def rolled_back() -> AsyncIterator[AsyncSession]:
         async with store.transaction() as session:
-            await webhook_service.update_webhook(
-                session,
-                OPERATOR,
-                harness.keys.credential_cipher(),
-                webhook_id,
-                now=clock.now(),
-                allow_private=True,
-                event_types=["StopTransaction"],
-            )
+            yield session
             raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        await webhook_service.update_webhook(
+            rolled_back,
+            OPERATOR,
+            harness.keys.credential_cipher(),
+            webhook_id,
+            now=clock.now(),
+            allow_private=True,
+            event_types=["StopTransaction"],
+        )
     assert _dead_letters(registry, webhook_id, "unsubscribed") is None
 
 

@@ -44,11 +44,10 @@ async def test_another_processs_supervisor_fills_lanes_on_the_publishers_notific
     keys = KeyStore(tmp_path / "keys")
     keys.ensure()
     tenant = await make_tenant(publishing, keys, clock.now())
-    async with publishing.transaction() as session:
-        await webhook_service.create_webhook(
-            session, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url="http://127.0.0.1:9/hook",
-            event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
-        )  # fmt: skip
+    await webhook_service.create_webhook(
+        publishing.transaction, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url="http://127.0.0.1:9/hook",
+        event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
+    )  # fmt: skip
     # This test's two "processes" share one Python process: the in-process commit signal must not tell.
     monkeypatch.setattr(publisher, "note_published", lambda _session: None)
     engine = DeliveryEngine(
@@ -92,11 +91,10 @@ async def test_an_idle_lane_is_woken_by_the_notification_of_another_processs_fil
     # This test's two "processes" share one Python process: the in-process commit signal must not tell.
     monkeypatch.setattr(publisher, "note_published", lambda _session: None)
     async with run_receiver() as receiver:
-        async with filling.transaction() as session:
-            await webhook_service.create_webhook(
-                session, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url=receiver.url,
-                event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
-            )  # fmt: skip
+        await webhook_service.create_webhook(
+            filling.transaction, OPERATOR, keys.credential_cipher(), site_id=tenant.site_id, url=receiver.url,
+            event_types=["Authorize"], auth=NoAuth(), now=clock.now(), allow_private=True,
+        )  # fmt: skip
         engine = DeliveryEngine(
             store=holding,
             clock=clock,

@@ -71,18 +71,17 @@ async def test_killed_process_lane_is_taken_over_within_15_s_without_loss(pg_url
 
     async with run_receiver(answer) as receiver:
         tenant = await make_tenant(store, KeyStore(data_dir / "keys"), datetime.now(UTC))
-        async with store.transaction() as session:
-            await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                context.keys.credential_cipher(),
-                site_id=tenant.site_id,
-                url=receiver.url,
-                event_types=["Authorize"],
-                auth=NoAuth(),
-                now=clock.now(),
-                allow_private=True,
-            )
+        await webhook_service.create_webhook(
+            store.transaction,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            site_id=tenant.site_id,
+            url=receiver.url,
+            event_types=["Authorize"],
+            auth=NoAuth(),
+            now=clock.now(),
+            allow_private=True,
+        )
         first = await start_serve(data_dir, "--database-url", pg_url)
         async with store.transaction() as session:
             for n in range(1, 6):

@@ -49,18 +49,17 @@ async def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> N
 
 async def _setup(context: AppContext, url: str) -> tuple[str, str]:
     tenant = await make_tenant(context.store, context.keys, context.clock.now())
-    async with context.store.transaction() as session:
-        view = await webhook_service.create_webhook(
-            session,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            site_id=tenant.site_id,
-            url=url,
-            event_types=["Authorize"],
-            auth=NoAuth(),
-            now=context.clock.now(),
-            allow_private=True,
-        )
+    view = await webhook_service.create_webhook(
+        context.store.transaction,
+        OPERATOR,
+        context.keys.credential_cipher(),
+        site_id=tenant.site_id,
+        url=url,
+        event_types=["Authorize"],
+        auth=NoAuth(),
+        now=context.clock.now(),
+        allow_private=True,
+    )
     return tenant.site_id, view.id
 
 
@@ -244,18 +243,17 @@ async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
 async def test_lanes_of_several_webhooks_settle_together_and_each_keeps_its_order(context: AppContext) -> None:
     async with run_receiver() as first, run_receiver() as second:
         site_id, _ = await _setup(context, first.url)
-        async with context.store.transaction() as session:
-            await webhook_service.create_webhook(
-                session,
-                OPERATOR,
-                context.keys.credential_cipher(),
-                site_id=site_id,
-                url=second.url,
-                event_types=["Authorize"],
-                auth=NoAuth(),
-                now=context.clock.now(),
-                allow_private=True,
-            )
+        await webhook_service.create_webhook(
+            context.store.transaction,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            site_id=site_id,
+            url=second.url,
+            event_types=["Authorize"],
+            auth=NoAuth(),
+            now=context.clock.now(),
+            allow_private=True,
+        )
         _engine, stopping, task = await _start(context)
         names = [f"E{n}" for n in range(20)]
         await _publish(context, site_id, *names)

@@ -194,16 +194,15 @@ async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_
         lane_id = await harness.lane_id(webhook_id)
         await engine.step(lane_id)  # A sent; the lane as it stood after A is kept for the next step
         clock.advance(1)
-        async with store.transaction() as session:
-            await webhook_service.update_webhook(
-                session,
-                OPERATOR,
-                harness.keys.credential_cipher(),
-                webhook_id,
-                url=new.url,
-                now=clock.now(),
-                allow_private=True,
-            )
+        await webhook_service.update_webhook(
+            store.transaction,
+            OPERATOR,
+            harness.keys.credential_cipher(),
+            webhook_id,
+            url=new.url,
+            now=clock.now(),
+            allow_private=True,
+        )
         engine.poke()  # what the API does after a change
         await drain(engine, lane_id, clock)
         await engine.sender.aclose()
