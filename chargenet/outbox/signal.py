@@ -3,8 +3,9 @@
 A transaction of this process that published into the outbox wakes every subscriber (the webhook lanes'
 filler) as soon as it has committed, so events raised here reach the lanes without waiting for the next poll.
 Events committed by other processes come as a PostgreSQL notification on `store.notify.OUTBOX`, which the
-publisher sends in the same transaction, or else are found by the poll (SQLite). The publisher marks the
-session it wrote to, and listens on that session only: nothing here watches every session of the process.
+publisher sends in the same transaction, or else are found by the poll (SQLite). The publisher leaves the wake-up
+to the commit of the session it wrote to (`store.commit_hooks`): once a transaction, dropped if it, or the
+savepoint of the unit that published, rolls back.
 """
 
 from __future__ import annotations
@@ -12,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import weakref
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
-_PUBLISHED = "chargenet.outbox.published"
-_LISTENING = "chargenet.outbox.listening"
+from chargenet.store.commit_hooks import after_commit
 
 _subscribers: weakref.WeakSet[asyncio.Event] = weakref.WeakSet()
 
@@ -31,19 +29,9 @@ def outbox_committed() -> asyncio.Event:
 
 def note_published(session: AsyncSession) -> None:
     """Called by the publisher: wake the subscribers when `session` commits, not if it rolls back."""
-    sync = session.sync_session
-    sync.info[_PUBLISHED] = True
-    if _LISTENING not in sync.info:
-        sync.info[_LISTENING] = True
-        event.listen(sync, "after_commit", _after_commit)
-        event.listen(sync, "after_rollback", _after_rollback)
+    after_commit(session, _wake, key=_wake)
 
 
-def _after_commit(session: Session) -> None:
-    if session.info.pop(_PUBLISHED, False):
-        for waiter in list(_subscribers):
-            waiter.set()
-
-
-def _after_rollback(session: Session) -> None:
-    session.info.pop(_PUBLISHED, None)
+def _wake() -> None:
+    for waiter in list(_subscribers):
+        waiter.set()

@@ -2,14 +2,14 @@
 connection per process.
 
 Sending. `notify(session, channel, payload)` has PostgreSQL notify `channel` when the caller's transaction
-commits, never when it rolls back. The `SELECT pg_notify(...)` is queued on the session and run just before its
-commit, inside the transaction the caller already runs: one extra statement, no transaction of its own, and one
-per (channel, payload) however often the transaction asks, so the edge's group committer, whose units each may
-publish, sends one notification per commit rather than one per unit. Queued rather than sent at once because the
-group committer runs each unit in a savepoint: a notification sent inside one that is rolled back is discarded
-with it, and one sent once per transaction would then be missing. (A wish made inside a savepoint rolled back
-is still sent: a wake-up that finds nothing new costs one read.) On SQLite it does nothing: there is no LISTEN,
-and processes learn of each other's commits by polling.
+commits, never when it rolls back. The `SELECT pg_notify(...)` is left to the transaction's commit
+(`store.commit_hooks.before_commit`) and run just before it, inside the transaction the caller already runs: one
+extra statement, no transaction of its own, and one per (channel, payload) however often the transaction asks,
+so the edge's group committer, whose units each may publish, sends one notification per commit rather than one
+per unit. Left to the commit rather than sent at once because the group committer runs each unit in a
+savepoint: a notification sent inside one that is rolled back is discarded with it, and one sent once per
+transaction would then be missing. A wish made inside a savepoint that is rolled back goes with it. On SQLite it
+does nothing: there is no LISTEN, and processes learn of each other's commits by polling.
 
 Receiving. `Listener` (one per `Store`, a worker the process's lifecycle runs) holds one asyncpg connection of
 its own, outside the pool, opened only once something subscribes. It LISTENs on every channel asked for (and
@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session
 
 from chargenet.clock import Clock
+from chargenet.store.commit_hooks import before_commit
 from chargenet.waiting import first_of
 
 log = logging.getLogger(__name__)
@@ -55,36 +57,20 @@ CONNECT_TIMEOUT = 10.0
 RECONNECT_FIRST = 0.1
 RECONNECT_MAX = 5.0
 
-_PENDING = "chargenet.notify.pending"
-_HOOKED = "chargenet.notify.hooked"
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _DRIVER_ONLY = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
 
 
 def notify(session: AsyncSession, channel: str, payload: str = "") -> None:
     """Notify `channel` with `payload` when the transaction of `session` commits (on PostgreSQL; nothing on
     SQLite). The statement runs inside that transaction, just before its commit."""
-    sync = session.sync_session
-    if sync.get_bind().dialect.name != "postgresql":
+    if session.sync_session.get_bind().dialect.name != "postgresql":
         return
-    pending: set[tuple[str, str]] = sync.info.setdefault(_PENDING, set())
-    pending.add((channel, payload))
-    if _HOOKED not in sync.info:
-        sync.info[_HOOKED] = True
-        event.listen(sync, "before_commit", _before_commit)
-        event.listen(sync, "after_transaction_end", _after_transaction_end)
+    before_commit(session, functools.partial(_send, channel, payload), key=(_send, channel, payload))
 
 
-def _before_commit(session: Session) -> None:
-    if session.in_nested_transaction():
-        return  # a savepoint released: its wishes wait for the transaction's own commit
-    pending: set[tuple[str, str]] = session.info.pop(_PENDING, set())
-    for channel, payload in sorted(pending):
-        session.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload})
-
-
-def _after_transaction_end(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_PENDING, None)  # rolled back: nothing is sent
+def _send(channel: str, payload: str, session: Session) -> None:
+    session.execute(_NOTIFY, {"channel": channel, "payload": payload})
 
 
 def reconnect_delay(failures: int) -> float:

@@ -10,6 +10,7 @@ long, or presumed dead) cannot acknowledge or retry on top of the new owner.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,11 +18,10 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal, or_, select, update
-from sqlalchemy import event as orm_event
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from chargenet.store.commit_hooks import after_commit
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
     Acknowledge,
@@ -132,9 +132,8 @@ class DeadLetterWatcher(Protocol):
 
 # Every dead letter goes through `store_dead_letter`, whichever path made it (retries used up in a lane worker,
 # a full lane in the filler, an unsubscribed lane in the configuration service), so counting there, once its
-# transaction has committed, counts them all and never one that was rolled back.
+# transaction has committed (`store.commit_hooks`), counts them all and never one that was rolled back.
 _watchers: weakref.WeakSet[DeadLetterWatcher] = weakref.WeakSet()
-_PENDING_DEAD_LETTERS = "chargenet.dead_letters"
 
 
 def watch_dead_letters(watcher: DeadLetterWatcher) -> None:
@@ -142,22 +141,15 @@ def watch_dead_letters(watcher: DeadLetterWatcher) -> None:
     _watchers.add(watcher)
 
 
-@orm_event.listens_for(Session, "after_commit")
-def _tell_watchers(session: Session) -> None:
-    for webhook_id, event_type, reason in session.info.pop(_PENDING_DEAD_LETTERS, ()):
-        for watcher in list(_watchers):
-            watcher.dead_lettered(webhook_id, event_type, reason)
-
-
-@orm_event.listens_for(Session, "after_rollback")
-def _forget_dead_letters(session: Session) -> None:
-    session.info.pop(_PENDING_DEAD_LETTERS, None)
+def _tell_watchers(webhook_id: str, event_type: str, reason: str) -> None:
+    for watcher in list(_watchers):
+        watcher.dead_lettered(webhook_id, event_type, reason)
 
 
 async def store_dead_letter(
     session: AsyncSession, webhook_id: str, event_type: str, letter: DeadLetter, body: str, now: datetime
 ) -> None:
-    session.info.setdefault(_PENDING_DEAD_LETTERS, []).append((webhook_id, event_type, letter.reason.value))
+    after_commit(session, functools.partial(_tell_watchers, webhook_id, event_type, letter.reason.value))
     session.add(
         WebhookDeadLetter(
             webhook_id=webhook_id,

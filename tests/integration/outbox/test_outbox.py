@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from chargenet.clock import ManualClock
 from chargenet.domain.events import AuthorizePayload, parse_event_json
-from chargenet.outbox import Outbox, OutboxConsumer
+from chargenet.outbox import Outbox, OutboxConsumer, outbox_committed
 from chargenet.store.db import Store
 from chargenet.store.models import Company, OutboxEvent
 
@@ -44,6 +44,25 @@ async def test_a_rolled_back_state_change_leaves_no_event(store: Store, clock: M
     assert await count_events(store) == 0
     async with store.transaction() as session:
         assert await session.get(Company, "co_1") is None
+
+
+async def test_the_readers_of_this_process_wake_at_the_commit_of_a_publishing_savepoint_not_at_its_release(
+    store: Store, clock: ManualClock
+) -> None:
+    outbox = Outbox(clock)
+    committed = outbox_committed()
+    async with store.transaction() as session:
+        async with session.begin_nested():  # as the edge's group commit runs a station message's unit
+            await outbox.publish(session, site_id="site_1", payload=authorize())
+        assert not committed.is_set()  # released, not yet committed: a reader would find nothing
+    assert committed.is_set()
+    committed.clear()
+    async with store.transaction() as session:
+        with pytest.raises(RuntimeError):
+            async with session.begin_nested():
+                await outbox.publish(session, site_id="site_1", payload=authorize("TAG-2"))
+                raise RuntimeError("the unit fails")
+    assert not committed.is_set()
 
 
 async def test_each_site_and_event_type_is_its_own_gapless_stream(store: Store, clock: ManualClock) -> None:
