@@ -187,7 +187,6 @@ def create_app(
                     credential_cipher=context.keys.credential_cipher(),
                     stations=context.edge,
                     webhook_allow_private=context.settings.webhook_allow_private,
-                    webhooks_changed=context.webhooks_changed,
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,

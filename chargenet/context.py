@@ -23,7 +23,7 @@ from chargenet.keys import KeyStore
 from chargenet.observability.health import HealthCheck
 from chargenet.observability.metrics import ServiceMetrics
 from chargenet.outbox import Outbox
-from chargenet.ports import StationCommands, WebhookLanes, WebhookTests
+from chargenet.ports import StationCommands, WebhookTests
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import StoreSetting
@@ -62,7 +62,6 @@ class AppContext:
     auth: AuthServer | None = None
     # The edge when this process serves stations; `chargenet admin` reaches them through the command relay.
     edge: StationCommands | None = None
-    webhooks: WebhookLanes | None = None  # installed by `chargenet serve`, which is what delivers them
     webhook_tests: WebhookTests | None = None  # sends test events; installed with the lanes, sharing their sender
 
     def __post_init__(self) -> None:
@@ -74,11 +73,6 @@ class AppContext:
     def stations(self) -> StationCommands:
         assert self.edge is not None, "no way to reach stations was installed"
         return self.edge
-
-    def webhooks_changed(self) -> None:
-        """Wake this process's webhook lanes after a change (other processes notice within their lease round)."""
-        if self.webhooks is not None:
-            self.webhooks.poke()
 
     async def close(self) -> None:
         if self.auth is not None:

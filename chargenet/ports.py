@@ -4,7 +4,9 @@ Services (`chargenet.services`) need three things from the runtime: to send a co
 connection is held, to wake this process's webhook lanes after a webhook changed, and to send one request to a
 webhook outside its lanes (the test event). They ask for these
 Protocols, never for the edge's or the delivery engine's classes, so the runtime can change shape without the
-use cases noticing, and a face that runs without the runtime (`chargenet admin`) passes what it has.
+use cases noticing, and a face that runs without the runtime (`chargenet admin`) passes what it has. The lanes
+are the exception that no face passes: each delivery engine subscribes itself as `WebhookLanes` to
+`webhooks.changes`, which the webhook use cases tell in the unit of work that changes a webhook.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class StationCommands(Protocol):
 
 class WebhookLanes(Protocol):
     def poke(self) -> None:
-        """Re-read webhook settings now rather than at the next lease round."""
+        """Re-read webhook settings now rather than at the next lease round (`webhooks.changes` calls it once a
+        change of a webhook commits)."""
         ...
 
 

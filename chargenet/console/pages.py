@@ -84,7 +84,6 @@ class Console:
     # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
     read: Transactions | None = None
     webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
-    webhooks_changed: Callable[[], None] = lambda: None  # wakes this process's lanes after a webhook changed
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)

@@ -9,7 +9,8 @@ change is written in a short one after.
 
 Every change (create, edit, enable, disable, delete, test event, replay) writes its audit record in the unit
 of work that makes it, whichever face asked, and bumps the webhook's `version` if it changed the webhook; an edit
-made from an older version is refused with `StaleChange`. A console viewer changes nothing (`Forbidden`).
+made from an older version is refused with `StaleChange`. A console viewer changes nothing (`Forbidden`). Each
+change but the test event wakes this process's lanes once its unit commits (`webhooks.changes`): no face does.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from chargenet.store.models import (
     WebhookLaneEntry,
 )
 from chargenet.webhooks import health
+from chargenet.webhooks.changes import webhook_changed
 from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
 from chargenet.webhooks.outbound_auth import (
     AuthType,
@@ -416,6 +418,7 @@ async def create_webhook(
             session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
         await session.flush()
         await _audit(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
+        webhook_changed(session)
         return _view(row, site.company_id)
 
 
@@ -531,6 +534,7 @@ async def _change(
             detail["authentication"] = "replaced"
         await session.flush()
         await _audit(session, caller, row, "webhook.update", now, detail)
+        webhook_changed(session)
     await session.flush()
 
 
@@ -559,6 +563,7 @@ async def _switch(session: AsyncSession, caller: Caller, row: Webhook, enabled: 
         row.updated_at = now
         await session.flush()
         await _audit(session, caller, row, "webhook.enable" if enabled else "webhook.disable", now)
+        webhook_changed(session)
 
 
 async def delete_webhook(
@@ -582,6 +587,7 @@ async def delete_webhook(
     )
     await session.delete(row)
     await session.flush()
+    webhook_changed(session)
 
 
 async def get_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> WebhookDetail:
@@ -820,6 +826,7 @@ async def replay_dead_letters(
     if letters:
         detail = {"events": str(len(letters)), "event": event_id or "all waiting"}
         await _audit(session, caller, webhook, "webhook.replay", now, detail)
+        webhook_changed(session)
     return [_dead_view(letter) for letter in letters]
 
 

@@ -2,7 +2,7 @@
 
 `after_commit(session, callback)` runs `callback()` once the transaction of `session` has committed, and never
 if it rolls back: the outbox's signal to this process's readers (`outbox/signal.py`), the dead-letter counter
-(`webhooks/queue.py`).
+(`webhooks/queue.py`), this process's webhook lanes woken after a webhook changed (`webhooks/changes.py`).
 `before_commit(session, callback)` runs `callback(session)` just before that commit, inside the transaction, where
 it may still execute statements: the `pg_notify` that tells other processes (`store/notify.py`).
 

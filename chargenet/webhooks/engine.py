@@ -8,7 +8,8 @@ Theory of operation.
   `poll_interval` for events whose news did not come (SQLite, which has no notifications; a listening
   connection that was down). While the notifications reach this process the poll is only a fallback and
   slows to the lease round (`lease_interval`), which fills too. Every `lease_interval` it renews the leases
-  this process holds, gives up those of disabled webhooks, and takes free or expired ones. A lease lasts 10 s
+  this process holds, gives up those of disabled webhooks, and takes free or expired ones; at once when a
+  change of a webhook that this process made commits (`webhooks.changes`). A lease lasts 10 s
   and is renewed every second, so the lanes of a process that died are taken over within about 11 s
   (decisions.md §4 asks for 15).
 - Each held lane has one task that repeats `step`: read the lane (up to WINDOW entries), ask the lane core
@@ -58,6 +59,7 @@ from chargenet.store.models import Webhook
 from chargenet.store.notify import OUTBOX, WEBHOOK_LANES
 from chargenet.waiting import first_of
 from chargenet.webhooks import queue
+from chargenet.webhooks.changes import wake_on_changes
 from chargenet.webhooks.endpoints import endpoint_of
 from chargenet.webhooks.filler import FillReport, fill_once
 from chargenet.webhooks.lane import (
@@ -158,6 +160,7 @@ class DeliveryEngine:
         self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0
         self.spawn_lane_tasks = True
+        wake_on_changes(self)  # a webhook changed by this process: `poke` once the change commits
 
     @property
     def active_lanes(self) -> set[int]:
@@ -417,7 +420,8 @@ class DeliveryEngine:
         await self._commits.settled()
 
     def poke(self) -> None:
-        """Re-read leases and webhook settings now rather than at the next lease round."""
+        """Re-read leases and webhook settings now rather than at the next lease round: called once a change of a
+        webhook made by this process has committed (`webhooks.changes`)."""
         self._generation += 1
         self._poke.set()
 

@@ -53,9 +53,9 @@ def install(
     policy: RetryPolicy | None = None,
 ) -> DeliveryEngine:
     """Add the delivery engine, the test-event sender (sharing the lanes' sender), dead-letter retention and lane
-    health to `context`; returns the engine (its `poke` is what the webhook API calls after a change). `keys`
-    defaults to the webhook keys published in the JWKS under kid `sign` (the auth server's key store, which caches
-    them until their files change). `policy` is the retry policy (decisions.md's unless a test shortens it)."""
+    health to `context`; returns the engine (which the webhook use cases wake after a change: `webhooks.changes`).
+    `keys` defaults to the webhook keys published in the JWKS under kid `sign` (the auth server's key store, which
+    caches them until their files change). `policy` is the retry policy (decisions.md's unless a test shortens it)."""
     if keys is None:
         auth = context.auth
         assert auth is not None, "the auth server owns the signing keys and is installed first"
@@ -76,7 +76,6 @@ def install(
         lease_interval=lease_interval,
         policy=policy,
     )
-    context.webhooks = engine
     context.webhook_tests = OneShotSender(context.store, sender, context.keys.credential_cipher())
     context.workers.append(engine)
     context.workers.append(DeadLetterRetention(context.store, context.clock))

@@ -201,7 +201,6 @@ async def create_webhook(body: WebhookCreate, context: Context, caller: Writer) 
         now=context.clock.now(),
         allow_private=context.settings.webhook_allow_private,
     )
-    context.webhooks_changed()
     return view
 
 
@@ -229,7 +228,6 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
         enabled=body.enabled,
         expected_version=body.version,
     )
-    context.webhooks_changed()
     return view
 
 
@@ -237,7 +235,6 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
 async def delete_webhook(webhook_id: str, context: Context, caller: Writer) -> Response:
     async with context.store.transaction() as session:
         await webhook_service.delete_webhook(session, caller, webhook_id, now=context.clock.now())
-    context.webhooks_changed()
     return Response(status_code=204)
 
 
@@ -265,7 +262,6 @@ async def replay_dead_letters(
         replayed = await webhook_service.replay_dead_letters(
             session, caller, webhook_id, now=context.clock.now(), event_id=body.eventId if body else None
         )
-    context.webhooks_changed()
     return Replayed(replayed=[d.event_id for d in replayed])
 
 

@@ -187,7 +187,6 @@ async def _create(request: Request, signed: Signed) -> Response:
         field = _field_of(error) if isinstance(error, InvalidInput) else "site_id"
         detail = error.detail if isinstance(error, InvalidInput) else "is not a site of this company"
         return await _listing(request, signed, status=422, form=_typed(fields, events), errors={field: detail})
-    console.webhooks_changed()
     return redirect(console.url(f"/webhooks/{created.id}"))
 
 
@@ -310,7 +309,6 @@ async def _update(request: Request, signed: Signed) -> Response:
             "the form (retype any credential), and saving again replaces the current settings."
         )
         return await _edit_page(request, signed, webhook_id, status=409, form=typed, message=message)
-    console.webhooks_changed()
     return redirect(console.url(f"/webhooks/{webhook_id}"))
 
 
@@ -332,7 +330,6 @@ def _set_enabled(enabled: bool) -> Any:
         except StaleChange as error:
             message = f"{error.message}. Nothing was changed; the page shows the current settings."
             return await _detail(request, signed, webhook_id, status=409, message=message)
-        console.webhooks_changed()
         return redirect(console.url(f"/webhooks/{webhook_id}"))
 
     return view
@@ -350,7 +347,6 @@ async def _delete(request: Request, signed: Signed) -> Response:
     except StaleChange as error:
         message = f"{error.message}. It was not deleted; the page shows the current settings."
         return await _detail(request, signed, webhook_id, status=409, message=message)
-    console.webhooks_changed()
     return go_to(request, console.url("/webhooks"))
 
 
@@ -430,7 +426,6 @@ async def _replay(request: Request, signed: Signed) -> Response:
             )
     except Conflict as error:
         return await _dead_letters(request, signed, status=409, message=f"Nothing was replayed: {error.message}.")
-    console.webhooks_changed()
     url = console.url(f"/webhooks/{webhook_id}/dead-letters?replayed={len(replayed)}")
     return go_to(request, url) if is_htmx(request) else redirect(url)
 

@@ -58,7 +58,6 @@ async def api(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIte
         poke()
 
     engine.poke = counted_poke  # type: ignore[method-assign]
-    context.webhooks = engine
     app = create_api(context)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield Api(client, context, str(company_id), tenant.site_id, changes)

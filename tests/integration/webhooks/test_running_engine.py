@@ -27,6 +27,7 @@ from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import make_tenant
 from tests.integration.webhooks.harness import authorize, tags
 from tests.support.keys import public_keys, signing_keys
+from tests.support.processes import results_of
 from tests.support.receiver import Received, Reply, run_receiver
 
 
@@ -189,7 +190,6 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
         async with context.store.transaction() as session:
             await webhook_service.set_enabled(session, OPERATOR, webhook_id, False, now=context.clock.now())
         disabled_at = time.monotonic()
-        engine.poke()
         await _eventually(lambda: not engine.active_lanes, timeout=2.0)
         cancelled_after = time.monotonic() - disabled_at
         async with context.store.transaction() as session:
@@ -197,7 +197,6 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
         slow["on"] = False
         async with context.store.transaction() as session:
             await webhook_service.set_enabled(session, OPERATOR, webhook_id, True, now=context.clock.now())
-        engine.poke()
         await _eventually(lambda: len(receiver.received) == 2)
         await _eventually(lambda: engine.active_lanes != set())
         stopping.set()
@@ -205,6 +204,34 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
     assert cancelled_after < 1.0
     assert [(lane.size, lane.head_attempts) for lane in lanes] == [(1, 0)]
     assert tags(receiver.bodies()) == ["A", "A"]
+
+
+async def test_a_webhook_created_through_the_service_alone_has_its_lane_taken_without_waiting_for_the_lease_round(
+    context: AppContext,
+) -> None:
+    tenant = await make_tenant(context.store, context.keys, context.clock.now())
+    engine = install_webhooks(context, keys=signing_keys, poll_interval=0.02, lease_interval=3600.0)
+    rounds = results_of(engine, "lease_once")
+    stopping = asyncio.Event()
+    task = asyncio.create_task(engine.run(stopping))
+    async with run_receiver() as receiver:
+        await _eventually(lambda: len(rounds) == 1)  # the first round, with no webhook yet: the next is an hour away
+        await webhook_service.create_webhook(
+            context.store.transaction,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            site_id=tenant.site_id,
+            url=receiver.url,
+            event_types=["Authorize"],
+            auth=NoAuth(),
+            now=context.clock.now(),
+            allow_private=True,
+        )
+        await _publish(context, tenant.site_id, "A")
+        await _eventually(lambda: len(receiver.received) == 1)
+        stopping.set()
+        await task
+    assert len(rounds) == 2
 
 
 async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:

@@ -203,7 +203,6 @@ async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_
             now=clock.now(),
             allow_private=True,
         )
-        engine.poke()  # what the API does after a change
         await drain(engine, lane_id, clock)
         await engine.sender.aclose()
     assert (tags(old.bodies()), tags(new.bodies())) == (["A"], ["B"])
