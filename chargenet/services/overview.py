@@ -24,7 +24,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from chargenet.services.transactions import last_sampled_wh
-from chargenet.services.webhooks import lane_at
+from chargenet.services.webhook_lanes import lane_at
 from chargenet.store.models import (
     Application,
     ChargePoint,

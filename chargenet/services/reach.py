@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.auth.permissions import Reach
 from chargenet.domain.scopes import Scope
 from chargenet.errors import Forbidden, NotFound
-from chargenet.services.callers import Caller, OperatorCaller
-from chargenet.store.models import Company, Site
+from chargenet.services.callers import Caller, OperatorCaller, refuse_viewer
+from chargenet.store.models import Company, Site, Webhook
 
 
 def site_filter(reach: Reach) -> ColumnElement[bool]:
@@ -48,6 +48,21 @@ async def reachable_company(session: AsyncSession, caller: Caller, scope: Scope,
     if not caller.allows(scope, company.id):
         raise NotFound("company", company_id)
     return company
+
+
+async def reachable_webhook(
+    session: AsyncSession, caller: Caller, scope: Scope, webhook_id: str, *, change: str | None = None
+) -> Webhook:
+    """The webhook, if `scope` holds on its site for the caller; `NotFound` otherwise. With `change` (what is
+    asked, for the message), a console viewer who sees the webhook is refused with `Forbidden`."""
+    row = await session.get(Webhook, webhook_id)
+    if row is not None:
+        site = await session.get(Site, row.site_id)
+        if site is not None and change is not None and caller.allows(Scope.WEBHOOKS_READ, site.company_id, site.id):
+            refuse_viewer(caller, change)
+        if site is not None and caller.allows(scope, site.company_id, site.id):
+            return row
+    raise NotFound("webhook", webhook_id)
 
 
 def refuse_read_only(caller: Caller, scope: Scope, company_id: str) -> None:

@@ -1,5 +1,7 @@
-"""Webhook use cases shared by the API, the command line and the console: configuration, lane health, the
-delivery log, test events, dead letters and their replay.
+"""Webhooks as the API, the command line and the console configure them: create, edit, enable, disable, delete,
+list and show, with their credentials. What else there is of a webhook has a module of its own: its lanes'
+health (`webhook_lanes`), the delivery log (`webhook_deliveries`), dead letters and their replay
+(`webhook_dead_letters`) and the test event (`webhook_test_events`).
 
 Credentials are encrypted with the credential key and never come back out through a view: a form learns only
 which of them are set. A webhook's target address, and an OAuth2 token URL's, is checked when it is created or
@@ -7,39 +9,37 @@ changed (if the name resolves now) and again at every connect by the sender. Cre
 therefore take the store's `transaction` factory: the names are resolved outside any unit of work, and the
 change is written in a short one after.
 
-Every change (create, edit, enable, disable, delete, test event, replay) writes its audit record in the unit
-of work that makes it, whichever face asked, and bumps the webhook's `version` if it changed the webhook; an edit
-made from an older version is refused with `StaleChange`. A console viewer changes nothing (`Forbidden`). Each
-change but the test event wakes this process's lanes once its unit commits (`webhooks.changes`): no face does.
+Every change (create, edit, enable, disable, delete here; a test event, a replay beside) writes its audit record
+(`audit_change`) in the unit of work that makes it, whichever face asked, and bumps the webhook's `version` if it
+changed the webhook; an edit made from an older version is refused with `StaleChange`. A console viewer changes
+nothing (`Forbidden`). Each change but the test event wakes this process's lanes once its unit commits
+(`webhooks.changes`): no face does.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, PlainSerializer
-from sqlalchemy import ColumnElement, delete, func, or_, select, true
+from pydantic import Field
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.clock import Clock
-from chargenet.domain.events import WEBHOOK_TEST, EventType, build_test_event
+from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
-from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
+from chargenet.errors import Conflict, InvalidInput, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.ports import WebhookTests
 from chargenet.services import audit
 from chargenet.services.callers import Caller, refuse_viewer
-from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cursor
-from chargenet.services.reach import reachable_site, site_filter
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_site, reachable_webhook, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
+from chargenet.services.webhook_lanes import LaneView, lane_at, lane_views, lanes_of
 from chargenet.store.db import LONG, Transactions
 from chargenet.store.models import (
     Site,
@@ -51,7 +51,7 @@ from chargenet.store.models import (
 )
 from chargenet.webhooks import health
 from chargenet.webhooks.changes import webhook_changed
-from chargenet.webhooks.lane import LANE_CAPACITY, unsubscribed
+from chargenet.webhooks.lane import unsubscribed
 from chargenet.webhooks.outbound_auth import (
     AuthType,
     NoAuth,
@@ -63,20 +63,12 @@ from chargenet.webhooks.outbound_auth import (
     from_document,
     to_document,
 )
-from chargenet.webhooks.queue import enqueue, store_dead_letter
+from chargenet.webhooks.queue import store_dead_letter
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
 from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
 
 MAX_PAGE = 500
 MAX_SITE_CHOICES = 500
-
-# The thresholds of a lane's health metrics (service.md §8), as the console shows them beside each value.
-THRESHOLDS = {
-    "queue_alert": health.QUEUE_SIZE_ALERT,
-    "queue_critical": health.QUEUE_SIZE_CRITICAL,
-    "duration_alert_ms": health.REQUEST_DURATION_ALERT_MS,
-    "duration_critical_ms": health.REQUEST_DURATION_CRITICAL_MS,
-}
 
 
 class WebhookView(View):
@@ -96,77 +88,10 @@ class WebhookView(View):
     updated_at: Instant
 
 
-class LaneView(View):
-    """A lane's state and health (service.md §8): depth against capacity, last consumption, last request and its
-    duration, consecutive failures, and the alert level of each (decisions.md "Health")."""
-
-    event_type: str
-    size: int
-    capacity: int = LANE_CAPACITY
-    head_attempts: int
-    next_attempt_at: Instant | None
-    last_error: str | None
-    last_consumed_at: Instant | None = None
-    last_request_at: Instant | None = None
-    last_request_ms: float | None = None
-    consecutive_failures: int = Field(
-        default=0, description="failed attempts since the lane last delivered, whichever events they were at"
-    )
-    queue_level: str = health.Level.OK.value
-    duration_level: str = health.Level.OK.value
-    level: str = Field(
-        default=health.Level.OK.value,
-        description="the worst of the queue and duration levels; at least alert while attempts fail",
-    )
-
-
 class WebhookDetail(WebhookView):
     """A webhook with the state of its lanes (one per subscribed event type)."""
 
     lanes: list[LaneView]
-
-
-class DeadLetterView(View):
-    id: Annotated[int, PlainSerializer(str, return_type=str)]
-    webhook_id: str
-    event_type: str
-    event_id: str
-    reason: str
-    error: str
-    attempts: int
-    dead_at: Instant
-    replayed_at: Instant | None
-    event: dict[str, Any] = Field(description="the envelope as it was published (docs/schemas/)")
-
-
-class Replayed(View):
-    replayed: list[str] = Field(description="the event ids sent again")
-
-
-class DeliveryView(View):
-    """One attempt of the delivery log (decisions.md "Delivery log"): kept 7 days, like delivered events."""
-
-    id: Annotated[int, PlainSerializer(str, return_type=str)]
-    webhook_id: str
-    event_type: str = Field(description="the event's type, or WebhookTest for a test event")
-    event_id: str
-    attempt: int = Field(description="1 for the first attempt at the event, 2 for its first retry, ...")
-    request_id: str = Field(description="the x-request-id header the attempt carried")
-    at: Instant = Field(description="when the attempt started")
-    duration_ms: float
-    delivered: bool = Field(description="the receiver answered 2xx")
-    status: int | None = Field(description="the receiver's HTTP status, when it answered")
-    error: str | None = Field(description="why the attempt failed (HTTP 503, timeout after 10 s, ...)")
-    response: str | None = Field(description="the first 1 KiB of the response body, as the receiver sent it")
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryFilter:
-    """What the delivery log can be narrowed to (combined with AND)."""
-
-    event_type: str | None = None
-    event_id: str | None = None
-    delivered: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +272,7 @@ def _settings(row: Webhook) -> dict[str, str]:
     }
 
 
-async def _audit(
+async def audit_change(
     session: AsyncSession,
     caller: Caller,
     row: Webhook,
@@ -357,6 +282,7 @@ async def _audit(
     *,
     company_id: str | None = None,
 ) -> None:
+    """Record `action` on the webhook in the audit log, in the unit of work of `session`."""
     if company_id is None:
         company_id = await session.scalar(select(Site.company_id).where(Site.id == row.site_id))
     await audit.record(
@@ -417,7 +343,7 @@ async def create_webhook(
         for event_type in types:
             session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
         await session.flush()
-        await _audit(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
+        await audit_change(session, caller, row, "webhook.create", now, _settings(row), company_id=site.company_id)
         webhook_changed(session)
         return _view(row, site.company_id)
 
@@ -458,7 +384,9 @@ async def update_webhook(
         meant: OutboundAuth | None
         if isinstance(auth, AuthForm):
             async with transaction() as session:
-                row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
+                row = await reachable_webhook(
+                    session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook"
+                )
                 check_version("webhook", row.id, row.version, expected_version)
                 meant = auth_from_form(auth, _stored_auth(cipher, row))
         else:
@@ -466,7 +394,7 @@ async def update_webhook(
         checked = _targets(url, meant)
         await _check_targets(checked, allow_private=allow_private, resolver=resolver)
     async with transaction() as session:
-        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
+        row = await reachable_webhook(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
         check_version("webhook", row.id, row.version, expected_version)
         if isinstance(auth, AuthForm):
             auth = auth_from_form(auth, _stored_auth(cipher, row))
@@ -509,7 +437,7 @@ async def _change(
         row.event_types = ",".join(types)
         # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
         # entry the filler commits after an unlocked read would go with its lane without a dead letter.
-        lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(row.id).with_for_update())}
+        lanes = {lane.event_type: lane for lane in await session.scalars(lanes_of(row.id).with_for_update())}
         for event_type in types:
             if event_type.value not in lanes:
                 session.add(WebhookLane(webhook_id=row.id, event_type=event_type.value, size=0, head_attempts=0))
@@ -533,7 +461,7 @@ async def _change(
         if row.credentials != before[1]:
             detail["authentication"] = "replaced"
         await session.flush()
-        await _audit(session, caller, row, "webhook.update", now, detail)
+        await audit_change(session, caller, row, "webhook.update", now, detail)
         webhook_changed(session)
     await session.flush()
 
@@ -550,7 +478,7 @@ async def set_enabled(
     """Disabling stops the lanes' workers (an in-flight request is cancelled) and keeps their events;
     enabling resumes them where they were."""
     verb = "enabling" if enabled else "disabling"
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
+    row = await reachable_webhook(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
     check_version("webhook", row.id, row.version, expected_version)
     await _switch(session, caller, row, enabled, now)
     return await _view_of(session, row)
@@ -562,7 +490,7 @@ async def _switch(session: AsyncSession, caller: Caller, row: Webhook, enabled: 
         row.version += 1
         row.updated_at = now
         await session.flush()
-        await _audit(session, caller, row, "webhook.enable" if enabled else "webhook.disable", now)
+        await audit_change(session, caller, row, "webhook.enable" if enabled else "webhook.disable", now)
         webhook_changed(session)
 
 
@@ -570,9 +498,9 @@ async def delete_webhook(
     session: AsyncSession, caller: Caller, webhook_id: str, *, now: datetime, expected_version: int | None = None
 ) -> None:
     """Delete the webhook with its lanes, their events, its dead letters and its delivery log."""
-    row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="deleting a webhook")
+    row = await reachable_webhook(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="deleting a webhook")
     check_version("webhook", row.id, row.version, expected_version)
-    await _audit(session, caller, row, "webhook.delete", now, _settings(row))
+    await audit_change(session, caller, row, "webhook.delete", now, _settings(row))
     await session.execute(
         delete(WebhookLaneEntry)
         .where(WebhookLaneEntry.lane_id.in_(select(WebhookLane.id).where(WebhookLane.webhook_id == webhook_id)))
@@ -591,37 +519,17 @@ async def delete_webhook(
 
 
 async def get_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> WebhookDetail:
-    row = await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    row = await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
     view = await _view_of(session, row)
-    return WebhookDetail(**dict(view), lanes=await _lanes(session, webhook_id))
+    return WebhookDetail(**dict(view), lanes=await lane_views(session, webhook_id))
 
 
 async def auth_summary(session: AsyncSession, caller: Caller, cipher: CredentialCipher, webhook_id: str) -> AuthSummary:
     """Which credential fields of the webhook are set, for a form that shows "set" instead of their values."""
-    row = await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
+    row = await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
     auth = _stored_auth(cipher, row)
     method = auth.token_auth_method if isinstance(auth, OAuth2ClientCredentials) else TokenAuthMethod.BASIC
     return AuthSummary(auth.type, frozenset(_auth_values(auth)), method)
-
-
-def lane_at(level: health.Level) -> ColumnElement[bool]:
-    """Lanes at `level` or worse, in SQL, as `_lanes` judges each one: the worse of the queue-size and
-    request-duration levels, and at least `alert` while attempts fail."""
-    critical = or_(
-        WebhookLane.size > health.QUEUE_SIZE_CRITICAL,
-        WebhookLane.last_request_ms > health.REQUEST_DURATION_CRITICAL_MS,
-    )
-    if level is health.Level.CRITICAL:
-        return critical
-    if level is health.Level.ALERT:
-        return or_(
-            critical,
-            WebhookLane.size > health.QUEUE_SIZE_ALERT,
-            WebhookLane.last_request_ms > health.REQUEST_DURATION_ALERT_MS,
-            WebhookLane.consecutive_failures > 0,
-            WebhookLane.head_attempts > 0,
-        )
-    return true()
 
 
 async def list_webhooks(
@@ -657,24 +565,6 @@ async def list_webhooks(
     return page.page(views, lambda view: view.id)
 
 
-async def health_levels(session: AsyncSession, webhook_ids: Sequence[str]) -> dict[str, str]:
-    """The worst queue or duration level of each webhook's lanes, or `alert` while a head is failing, by webhook
-    (for a list; ids the caller was already shown)."""
-    if not webhook_ids:
-        return {}
-    rows = await session.execute(
-        select(
-            WebhookLane.webhook_id, WebhookLane.size, WebhookLane.last_request_ms, WebhookLane.consecutive_failures
-        ).where(WebhookLane.webhook_id.in_(list(webhook_ids)))
-    )
-    levels: dict[str, health.Level] = {}
-    for webhook_id, size, duration, failures in rows:
-        failing = health.Level.ALERT if failures > 0 else health.Level.OK
-        level = health.worst(health.queue_size_level(size), health.request_duration_level(duration), failing)
-        levels[webhook_id] = health.worst(levels.get(webhook_id, health.Level.OK), level)
-    return {webhook_id: level.value for webhook_id, level in levels.items()}
-
-
 async def site_choices(session: AsyncSession, caller: Caller) -> list[tuple[str, str]]:
     """(id, name) of the sites the caller reaches with `webhooks:read`, by name (at most MAX_SITE_CHOICES)."""
     rows = await session.execute(
@@ -684,256 +574,3 @@ async def site_choices(session: AsyncSession, caller: Caller) -> list[tuple[str,
         .limit(MAX_SITE_CHOICES)
     )
     return [(site_id, name) for site_id, name in rows]
-
-
-async def get_lanes(session: AsyncSession, caller: Caller, webhook_id: str) -> list[LaneView]:
-    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    return await _lanes(session, webhook_id)
-
-
-async def _lanes(session: AsyncSession, webhook_id: str) -> list[LaneView]:
-    views = []
-    for lane in await session.scalars(_lanes_of(webhook_id)):
-        failures = max(lane.head_attempts, lane.consecutive_failures)
-        queue_level = health.queue_size_level(lane.size)
-        duration_level = health.request_duration_level(lane.last_request_ms)
-        failing = health.Level.ALERT if failures > 0 else health.Level.OK
-        views.append(
-            LaneView(
-                event_type=lane.event_type,
-                size=lane.size,
-                head_attempts=lane.head_attempts,
-                next_attempt_at=lane.next_attempt_at,
-                last_error=lane.last_error,
-                last_consumed_at=lane.last_consumed_at,
-                last_request_at=lane.last_request_at,
-                last_request_ms=lane.last_request_ms,
-                consecutive_failures=failures,
-                queue_level=queue_level.value,
-                duration_level=duration_level.value,
-                level=health.worst(queue_level, duration_level, failing).value,
-            )
-        )
-    return views
-
-
-def _lanes_of(webhook_id: str) -> Any:
-    return select(WebhookLane).where(WebhookLane.webhook_id == webhook_id).order_by(WebhookLane.id)
-
-
-async def _get(
-    session: AsyncSession, caller: Caller, scope: Scope, webhook_id: str, *, change: str | None = None
-) -> Webhook:
-    """The webhook, if `scope` holds on its site for the caller; `NotFound` otherwise. With `change` (what is
-    asked, for the message), a console viewer who sees the webhook is refused with `Forbidden`."""
-    row = await session.get(Webhook, webhook_id)
-    if row is not None:
-        site = await session.get(Site, row.site_id)
-        if site is not None and change is not None and caller.allows(Scope.WEBHOOKS_READ, site.company_id, site.id):
-            refuse_viewer(caller, change)
-        if site is not None and caller.allows(scope, site.company_id, site.id):
-            return row
-    raise NotFound("webhook", webhook_id)
-
-
-def _dead_view(row: WebhookDeadLetter) -> DeadLetterView:
-    return DeadLetterView(
-        id=row.id,
-        webhook_id=row.webhook_id,
-        event_type=row.event_type,
-        event_id=row.event_id,
-        reason=row.reason,
-        error=row.error,
-        attempts=row.attempts,
-        dead_at=row.dead_at,
-        replayed_at=row.replayed_at,
-        event=json.loads(row.body),
-    )
-
-
-async def count_dead_letters(session: AsyncSession, caller: Caller, webhook_id: str) -> int:
-    """How many dead letters of the webhook wait for a replay."""
-    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    count = await session.scalar(
-        select(func.count())
-        .select_from(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None))
-    )
-    return int(count or 0)
-
-
-def _dead_letter_position(after: str | None) -> int:
-    """The dead letter id a page starts after (a 64-bit row id); `UnknownCursor` for a key no page gave."""
-    if after is None:
-        return 0
-    if not (after.isascii() and after.isdecimal() and len(after) <= 18):
-        raise UnknownCursor(after)
-    return int(after)
-
-
-async def list_dead_letters(
-    session: AsyncSession,
-    caller: Caller,
-    webhook_id: str,
-    page: PageRequest | None = None,
-    *,
-    include_replayed: bool = False,
-) -> Page[DeadLetterView]:
-    """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
-    page = page or PageRequest()
-    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    after = _dead_letter_position(page.after)
-    query = (
-        select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > after)
-        .order_by(WebhookDeadLetter.id)
-        .limit(page.fetch)
-    )
-    if not include_replayed:
-        query = query.where(WebhookDeadLetter.replayed_at.is_(None))
-    return page.page([_dead_view(row) for row in await session.scalars(query)], lambda view: str(view.id))
-
-
-async def replay_dead_letters(
-    session: AsyncSession, caller: Caller, webhook_id: str, *, now: datetime, event_id: str | None = None
-) -> list[DeadLetterView]:
-    """Put the webhook's dead letters (or those of one event) back at the tail of their lanes, oldest first,
-    and mark them replayed.
-
-    Raises NotFound for an unknown webhook, or an event with no dead letter waiting; Conflict when the event
-    type is no longer subscribed or the lane is full (then nothing of this call is replayed).
-    """
-    webhook = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="replaying dead letters")
-    query = select(WebhookDeadLetter).where(
-        WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.replayed_at.is_(None)
-    )
-    if event_id is not None:
-        query = query.where(WebhookDeadLetter.event_id == event_id)
-    letters = list(await session.scalars(query.order_by(WebhookDeadLetter.id)))
-    if event_id is not None and not letters:
-        raise NotFound("dead letter of event", event_id)
-    lanes = {lane.event_type: lane for lane in await session.scalars(_lanes_of(webhook.id).with_for_update())}
-    for letter in letters:
-        lane = lanes.get(letter.event_type)
-        if lane is None:
-            raise Conflict(f"webhook {webhook_id} no longer subscribes to {letter.event_type}")
-        if lane.size >= LANE_CAPACITY:
-            raise Conflict(f"the {letter.event_type} lane of webhook {webhook_id} is full ({LANE_CAPACITY} events)")
-        refused = await enqueue(session, lane, event_id=letter.event_id, body=letter.body, now=now)
-        assert refused is None
-        letter.replayed_at = now
-    await session.flush()
-    if letters:
-        detail = {"events": str(len(letters)), "event": event_id or "all waiting"}
-        await _audit(session, caller, webhook, "webhook.replay", now, detail)
-        webhook_changed(session)
-    return [_dead_view(letter) for letter in letters]
-
-
-def _delivery_view(row: WebhookDelivery) -> DeliveryView:
-    return DeliveryView(
-        id=row.id,
-        webhook_id=row.webhook_id,
-        event_type=row.event_type,
-        event_id=row.event_id,
-        attempt=row.attempt,
-        request_id=row.request_id,
-        at=row.at,
-        duration_ms=round(row.duration_ms, 1),
-        delivered=row.delivered,
-        status=row.status,
-        error=row.error,
-        response=row.response,
-    )
-
-
-async def list_deliveries(
-    session: AsyncSession,
-    caller: Caller,
-    webhook_id: str,
-    page: PageRequest | None = None,
-    *,
-    where: DeliveryFilter | None = None,
-) -> Page[DeliveryView]:
-    """The webhook's delivery log, newest attempt first, narrowed by `where`."""
-    page = page or PageRequest()
-    await _get(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    if page.after is not None and not page.after.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
-    query = (
-        select(WebhookDelivery)
-        .where(WebhookDelivery.webhook_id == webhook_id)
-        .order_by(WebhookDelivery.id.desc())
-        .limit(page.fetch)
-    )
-    if page.after is not None:
-        query = query.where(WebhookDelivery.id < int(page.after))
-    where = where or DeliveryFilter()
-    if where.event_type:
-        query = query.where(WebhookDelivery.event_type == where.event_type)
-    if where.event_id:
-        query = query.where(WebhookDelivery.event_id == where.event_id)
-    if where.delivered is not None:
-        query = query.where(WebhookDelivery.delivered.is_(where.delivered))
-    return page.page([_delivery_view(row) for row in await session.scalars(query)], lambda view: str(view.id))
-
-
-def delivery_cursor(cursor: str | None) -> str | None:
-    """The key a delivery-log cursor stands for (an attempt's id); InvalidInput for one we never gave out."""
-    if not cursor:
-        return None
-    key = decode_cursor(cursor)
-    if not (key.isascii() and key.isdecimal() and len(key) <= 18):
-        raise UnknownCursor(cursor)
-    return key
-
-
-async def send_test_event(
-    transaction: Transactions,
-    caller: Caller,
-    tests: WebhookTests | None,
-    webhook_id: str,
-    *,
-    clock: Clock,
-) -> DeliveryView:
-    """Send one `WebhookTest` envelope (decisions.md "Test event") to the webhook, signed and authenticated like any
-    other, outside its lanes, once, without retries; record the attempt in the delivery log and the audit log
-    together. A webhook that is disabled still gets it: a test is how an operator checks it before enabling it.
-
-    The request is sent between two short transactions (a slow receiver must not hold the store's writer lock).
-    Raises NotFound, Forbidden for a viewer, Conflict when this process sends no webhooks (`tests` is None)."""
-    async with transaction() as session:
-        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="sending a test event")
-        site_id = row.site_id
-    if tests is None:
-        raise Conflict("this process sends no webhooks; a serving process (chargenet serve) sends test events")
-    event = build_test_event(
-        event_id=str(uuid.uuid4()),
-        site_id=site_id,
-        raised_at=clock.now(),
-        webhook_id=webhook_id,
-        requested_by=caller.actor.who,
-    )
-    body = json.dumps(event.to_json_dict(), separators=(",", ":"), ensure_ascii=False).encode()
-    sent = await tests.send_once(webhook_id, body)
-    async with transaction() as session:
-        # Checked again: the webhook may have been deleted (or the caller's reach changed) while it was sent.
-        row = await _get(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="sending a test event")
-        logged = WebhookDelivery(
-            webhook_id=webhook_id,
-            event_type=WEBHOOK_TEST,
-            event_id=event.eventId,
-            attempt=1,
-            request_id=sent.request_id,
-            at=sent.started_at,
-            duration_ms=sent.duration_ms,
-            delivered=sent.error is None,
-            status=sent.status,
-            error=sent.error,
-            response=sent.response,
-        )
-        session.add(logged)
-        await session.flush()
-        outcome = "delivered" if sent.error is None else sent.error
-        await _audit(session, caller, row, "webhook.test", clock.now(), {"event": event.eventId, "outcome": outcome})
-        return _delivery_view(logged)

@@ -1,7 +1,7 @@
 """Webhooks, their delivery log, test events, dead letters, and the events feed over the API (`webhooks:read`,
-`webhooks:write`, `events:read`). The use cases in `chargenet.services.webhooks` and `.events` apply decisions.md
-§4's object rules (an object outside the caller's reach is 404, a list shows only what the caller reaches) and write
-every change to the audit log."""
+`webhooks:write`, `events:read`). The use cases in `chargenet.services` (`webhooks`, `webhook_dead_letters`,
+`webhook_deliveries`, `webhook_test_events`, `events`) apply decisions.md §4's object rules (an object outside
+the caller's reach is 404, a list shows only what the caller reaches) and write every change to the audit log."""
 
 from __future__ import annotations
 
@@ -17,18 +17,14 @@ from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
 from chargenet.services import events as event_service
+from chargenet.services import webhook_dead_letters, webhook_deliveries, webhook_test_events
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import ApiApplication
 from chargenet.services.events import EventPage
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.webhooks import (
-    DeadLetterView,
-    DeliveryFilter,
-    DeliveryView,
-    Replayed,
-    WebhookDetail,
-    WebhookView,
-)
+from chargenet.services.webhook_dead_letters import DeadLetterView, Replayed
+from chargenet.services.webhook_deliveries import DeliveryFilter, DeliveryView
+from chargenet.services.webhooks import WebhookDetail, WebhookView
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
@@ -248,7 +244,7 @@ async def list_dead_letters(
 ) -> Page[DeadLetterView]:
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`)."""
     async with context.store.read() as session:
-        return await webhook_service.list_dead_letters(
+        return await webhook_dead_letters.list_dead_letters(
             session, caller, webhook_id, page, include_replayed=include == "all"
         )
 
@@ -259,7 +255,7 @@ async def replay_dead_letters(
 ) -> Replayed:
     """Send dead letters again, at the tail of their lanes: all that wait, or those of `eventId`."""
     async with context.store.transaction() as session:
-        replayed = await webhook_service.replay_dead_letters(
+        replayed = await webhook_dead_letters.replay_dead_letters(
             session, caller, webhook_id, now=context.clock.now(), event_id=body.eventId if body else None
         )
     return Replayed(replayed=[d.event_id for d in replayed])
@@ -284,8 +280,8 @@ async def list_deliveries(
         event_type=eventType, event_id=eventId, delivered=None if outcome is None else outcome == "delivered"
     )
     async with context.store.read() as session:
-        page = PageRequest(limit, webhook_service.delivery_cursor(cursor))
-        return await webhook_service.list_deliveries(session, caller, webhook_id, page, where=where)
+        page = PageRequest(limit, webhook_deliveries.delivery_cursor(cursor))
+        return await webhook_deliveries.list_deliveries(session, caller, webhook_id, page, where=where)
 
 
 @router.post("/webhooks/{webhook_id}/test", response_model=DeliveryView)
@@ -293,7 +289,7 @@ async def send_test_event(webhook_id: str, context: Context, caller: Writer) -> 
     """Send one `WebhookTest` event (docs/schemas/WebhookTest.json) to the webhook now, signed and authenticated
     like any other, outside its lanes and without retries; the answer is the attempt as the delivery log
     recorded it (`delivered` false when the receiver failed: the request itself succeeded)."""
-    return await webhook_service.send_test_event(
+    return await webhook_test_events.send_test_event(
         context.store.transaction, caller, context.webhook_tests, webhook_id, clock=context.clock
     )
 

@@ -9,7 +9,7 @@ from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_trans
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.context import AppContext
 from chargenet.errors import InvalidInput
-from chargenet.services import webhooks
+from chargenet.services import webhook_dead_letters, webhook_deliveries, webhook_test_events, webhooks
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest, every_page
 from chargenet.services.views import rendered
@@ -179,10 +179,10 @@ def _show(args: argparse.Namespace) -> None:
 
 
 def _test(args: argparse.Namespace) -> None:
-    async def action(ctx: AppContext) -> webhooks.DeliveryView:
+    async def action(ctx: AppContext) -> webhook_deliveries.DeliveryView:
         sender = oneshot.standalone(ctx.store, ctx.keys, ctx.clock, allow_private=ctx.settings.webhook_allow_private)
         try:
-            return await webhooks.send_test_event(
+            return await webhook_test_events.send_test_event(
                 ctx.store.transaction, OPERATOR, sender, args.webhook_id, clock=ctx.clock
             )
         finally:
@@ -194,14 +194,14 @@ def _test(args: argparse.Namespace) -> None:
 
 
 def _deliveries(args: argparse.Namespace) -> None:
-    where = webhooks.DeliveryFilter(
+    where = webhook_deliveries.DeliveryFilter(
         event_type=args.event_type,
         event_id=args.event_id,
         delivered=None if args.outcome is None else args.outcome == "delivered",
     )
     page = in_transaction(
         args,
-        lambda ctx, session: webhooks.list_deliveries(
+        lambda ctx, session: webhook_deliveries.list_deliveries(
             session, OPERATOR, args.webhook_id, PageRequest.of(args.limit), where=where
         ),
     )
@@ -211,7 +211,7 @@ def _deliveries(args: argparse.Namespace) -> None:
 def _dead_list(args: argparse.Namespace) -> None:
     page = in_transaction(
         args,
-        lambda ctx, session: webhooks.list_dead_letters(
+        lambda ctx, session: webhook_dead_letters.list_dead_letters(
             session, OPERATOR, args.webhook_id, PageRequest.of(args.limit), include_replayed=args.include_replayed
         ),
     )
@@ -221,7 +221,7 @@ def _dead_list(args: argparse.Namespace) -> None:
 def _dead_replay(args: argparse.Namespace) -> None:
     replayed = in_transaction(
         args,
-        lambda ctx, session: webhooks.replay_dead_letters(
+        lambda ctx, session: webhook_dead_letters.replay_dead_letters(
             session, OPERATOR, args.webhook_id, now=ctx.clock.now(), event_id=args.event_id
         ),
     )

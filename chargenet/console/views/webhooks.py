@@ -4,9 +4,9 @@ replay one or all).
 
 Credentials are write-only: no page ever holds one. The edit form says which fields are set; a field left blank
 keeps the stored value, one typed replaces it. Everything a partner supplies (URLs, response bodies, errors) is
-text to Jinja's autoescape. Every change goes through `chargenet.services.webhooks`, which refuses a viewer, audits
-it and bumps the webhook's version; forms carry the version they were rendered from, so an edit made over someone
-else's answers 409 with the form kept as typed.
+text to Jinja's autoescape. Every change goes through the webhook use cases (`chargenet.services.webhooks` and its
+`webhook_*` siblings), which refuse a viewer, audit it and bump the webhook's version; forms carry the version
+they were rendered from, so an edit made over someone else's answers 409 with the form kept as typed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from chargenet.domain.events import WEBHOOK_TEST, EventType
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.keys import CredentialCipher
-from chargenet.services import webhooks
+from chargenet.services import webhook_dead_letters, webhook_deliveries, webhook_lanes, webhook_test_events, webhooks
 from chargenet.services.pages import PageRequest
 from chargenet.webhooks import health
 from chargenet.webhooks.outbound_auth import AuthType, TokenAuthMethod
@@ -142,7 +142,7 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
             event_type=event_type,
             level=HEALTH_CHOICES.get(params["health"]),
         )
-        levels = await webhooks.health_levels(session, [view.id for view in listed.items])
+        levels = await webhook_lanes.health_levels(session, [view.id for view in listed.items])
     values = {
         "items": listed.items,
         "levels": levels,
@@ -197,8 +197,10 @@ async def _detail(request: Request, signed: Signed, webhook_id: str, *, status: 
     console = console_of(request)
     async with console.reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
-        dead = await webhooks.count_dead_letters(session, signed.caller, webhook_id)
-        recent = await webhooks.list_deliveries(session, signed.caller, webhook_id, PageRequest(RECENT_ATTEMPTS))
+        dead = await webhook_dead_letters.count_dead_letters(session, signed.caller, webhook_id)
+        recent = await webhook_deliveries.list_deliveries(
+            session, signed.caller, webhook_id, PageRequest(RECENT_ATTEMPTS)
+        )
         sites = dict(await webhooks.site_choices(session, signed.caller))
     tested = None
     wanted = request.query_params.get("tested", "")
@@ -211,7 +213,7 @@ async def _detail(request: Request, signed: Signed, webhook_id: str, *, status: 
         "recent": recent.items,
         "more_attempts": recent.next is not None,
         "tested": tested,
-        "thresholds": webhooks.THRESHOLDS,
+        "thresholds": webhook_lanes.THRESHOLDS,
         "message": None,
         **context,
     }
@@ -226,7 +228,7 @@ async def _health(request: Request, signed: Signed) -> Response:
     """The lanes' health alone, for the detail page to refresh in place (htmx polling)."""
     async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, request.path_params["webhook_id"])
-    values = {"webhook": webhook, "thresholds": webhooks.THRESHOLDS}
+    values = {"webhook": webhook, "thresholds": webhook_lanes.THRESHOLDS}
     return render(request, "_webhook_health.html", values, signed=signed)
 
 
@@ -234,7 +236,7 @@ async def _test(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     webhook_id = request.path_params["webhook_id"]
     try:
-        attempt = await webhooks.send_test_event(
+        attempt = await webhook_test_events.send_test_event(
             console.transaction, signed.caller, console.webhook_tests, webhook_id, clock=console.clock
         )
     except Conflict as error:
@@ -356,7 +358,7 @@ async def _delete(request: Request, signed: Signed) -> Response:
 async def _deliveries(request: Request, signed: Signed) -> Response:
     webhook_id = request.path_params["webhook_id"]
     params = {key: request.query_params.get(key, "").strip() for key in LOG_FILTERS}
-    where = webhooks.DeliveryFilter(
+    where = webhook_deliveries.DeliveryFilter(
         event_type=params["event_type"] or None,
         event_id=params["event_id"] or None,
         delivered={"delivered": True, "failed": False}.get(params["outcome"]),
@@ -365,7 +367,7 @@ async def _deliveries(request: Request, signed: Signed) -> Response:
     wanted = PageRequest(LOG_PAGE_SIZE, before if before.isdigit() else None)
     async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
-        listed = await webhooks.list_deliveries(session, signed.caller, webhook_id, wanted, where=where)
+        listed = await webhook_deliveries.list_deliveries(session, signed.caller, webhook_id, wanted, where=where)
     last = listed.items[-1].id if listed.next and listed.items else None
     values = {
         "webhook": webhook,
@@ -389,8 +391,8 @@ async def _dead_letters(request: Request, signed: Signed, *, status: int = 200, 
     wanted = PageRequest(PAGE_SIZE, after if after.isdigit() else None)
     async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
-        waiting = await webhooks.count_dead_letters(session, signed.caller, webhook_id)
-        listed = await webhooks.list_dead_letters(
+        waiting = await webhook_dead_letters.count_dead_letters(session, signed.caller, webhook_id)
+        listed = await webhook_dead_letters.list_dead_letters(
             session, signed.caller, webhook_id, wanted, include_replayed=include_replayed
         )
     last = listed.items[-1].id if listed.next and listed.items else None
@@ -421,7 +423,7 @@ async def _replay(request: Request, signed: Signed) -> Response:
     event_id = fields.get("event_id", "").strip() or None
     try:
         async with console.transaction() as session:
-            replayed = await webhooks.replay_dead_letters(
+            replayed = await webhook_dead_letters.replay_dead_letters(
                 session, signed.caller, webhook_id, now=console.clock.now(), event_id=event_id
             )
     except Conflict as error:

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import insert
 
 from chargenet.clock import ManualClock
+from chargenet.services import webhook_dead_letters
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
@@ -64,7 +65,7 @@ async def test_each_change_of_a_webhook_wakes_the_lanes_once_it_has_committed(ha
             )
         )  # fmt: skip
     async with store.transaction() as session:
-        await webhook_service.replay_dead_letters(session, OPERATOR, webhook_id, now=now)
+        await webhook_dead_letters.replay_dead_letters(session, OPERATOR, webhook_id, now=now)
     woken.append(lanes.pokes)
     async with store.transaction() as session:
         await webhook_service.delete_webhook(session, OPERATOR, webhook_id, now=now)

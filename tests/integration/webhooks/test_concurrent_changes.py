@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select, text
 
 from chargenet.clock import ManualClock
+from chargenet.services import webhook_dead_letters
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
@@ -78,5 +79,5 @@ async def test_event_the_filler_commits_while_its_type_is_dropped_is_dead_letter
         await _until_a_transaction_waits_for_a_lock(pg_store)
     await change
     async with pg_store.transaction() as session:
-        page = await webhook_service.list_dead_letters(session, OPERATOR, webhook_id)
+        page = await webhook_dead_letters.list_dead_letters(session, OPERATOR, webhook_id)
     assert [(d.event_id, d.reason) for d in page.items] == [("ev-A", "unsubscribed")]

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from chargenet.clock import ManualClock
+from chargenet.services import webhook_dead_letters, webhook_lanes
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
@@ -183,13 +184,13 @@ async def test_dead_letters_are_replayed_at_the_tail_of_their_lane(
             lane = await session.scalar(select(WebhookLane))
             assert lane is not None
             lane.size = 0
-            replayed = await webhook_service.replay_dead_letters(session, OPERATOR, webhook_id, now=clock.now())
+            replayed = await webhook_dead_letters.replay_dead_letters(session, OPERATOR, webhook_id, now=clock.now())
         await harness.set_enabled(webhook_id, True)
         await engine.lease_once()
         await drain(engine, await harness.lane_id(webhook_id), clock)
         await engine.sender.aclose()
         async with store.transaction() as session:
-            page = await webhook_service.list_dead_letters(session, OPERATOR, webhook_id)
+            page = await webhook_dead_letters.list_dead_letters(session, OPERATOR, webhook_id)
     assert [d.reason for d in replayed] == ["queue_full"]
     assert tags(receiver.bodies()) == ["lost"]
     assert page.items == []
@@ -260,8 +261,8 @@ async def test_unsubscribing_an_event_type_dead_letters_what_waited_in_its_lane(
         event_types=["StopTransaction"],
     )
     async with store.transaction() as session:
-        page = await webhook_service.list_dead_letters(session, OPERATOR, webhook_id)
-        lanes = await webhook_service.get_lanes(session, OPERATOR, webhook_id)
+        page = await webhook_dead_letters.list_dead_letters(session, OPERATOR, webhook_id)
+        lanes = await webhook_lanes.get_lanes(session, OPERATOR, webhook_id)
     assert [(d.reason, d.event["payload"]["idTag"]) for d in page.items] == [
         ("unsubscribed", "A"),
         ("unsubscribed", "B"),

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
+from chargenet.services import webhook_lanes
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import WebhookLane
@@ -193,7 +194,7 @@ async def test_disabling_cancels_the_request_in_flight_and_enabling_resumes(cont
         await _eventually(lambda: not engine.active_lanes, timeout=2.0)
         cancelled_after = time.monotonic() - disabled_at
         async with context.store.transaction() as session:
-            lanes = await webhook_service.get_lanes(session, OPERATOR, webhook_id)
+            lanes = await webhook_lanes.get_lanes(session, OPERATOR, webhook_id)
         slow["on"] = False
         async with context.store.transaction() as session:
             await webhook_service.set_enabled(session, OPERATOR, webhook_id, True, now=context.clock.now())
