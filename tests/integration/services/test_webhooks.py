@@ -7,6 +7,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,25 @@ class Hooks:
             resolver=resolver,
         )
 
+    async def with_token_url(self) -> WebhookView:
+        """A webhook whose OAuth2 token URL is https://auth.example/token."""
+        return await self.create(
+            "https://partner.example/hook", SlowResolver(), token_url="https://auth.example/token", client_id="c",
+            client_secret="s",
+        )  # fmt: skip
+
+    async def update(self, webhook_id: str, resolver: SlowResolver, **changes: Any) -> WebhookView:
+        return await webhooks.update_webhook(
+            self.store.transaction,
+            OPERATOR,
+            self.keys.credential_cipher(),
+            webhook_id,
+            now=self.clock.now(),
+            allow_private=False,
+            resolver=resolver,
+            **changes,
+        )
+
     async def stored_token_url(self, webhook_id: str) -> str:
         async with self.store.read() as session:
             row = await session.get(Webhook, webhook_id)
@@ -106,43 +126,18 @@ async def test_a_webhook_is_created_once_its_slow_name_has_resolved_with_no_unit
 async def test_a_webhook_moved_to_a_slow_name_holds_no_unit_of_work_while_it_resolves(hooks: Hooks) -> None:
     created = await hooks.create("https://old.example/hook", SlowResolver())
     resolver = SlowResolver("new.example")
-    updating = asyncio.create_task(
-        webhooks.update_webhook(
-            hooks.store.transaction,
-            OPERATOR,
-            hooks.keys.credential_cipher(),
-            created.id,
-            now=hooks.clock.now(),
-            allow_private=False,
-            url="https://new.example/hook",
-            expected_version=created.version,
-            resolver=resolver,
-        )
-    )
+    moving = hooks.update(created.id, resolver, url="https://new.example/hook", expected_version=created.version)
+    updating = asyncio.create_task(moving)
     await _meanwhile_a_write_commits(hooks, resolver, updating)
     updated = await updating
     assert (updated.url, updated.version) == ("https://new.example/hook", created.version + 1)
 
 
 async def test_a_form_keeping_the_stored_token_url_resolves_it_outside_any_unit_of_work(hooks: Hooks) -> None:
-    created = await hooks.create(
-        "https://partner.example/hook", SlowResolver(), token_url="https://auth.example/token", client_id="c",
-        client_secret="s",
-    )  # fmt: skip
+    created = await hooks.with_token_url()
     resolver = SlowResolver("auth.example")
     form = AuthForm(AuthType.OAUTH2, client_secret="new secret")  # the token URL left blank: the stored one is kept
-    updating = asyncio.create_task(
-        webhooks.update_webhook(
-            hooks.store.transaction,
-            OPERATOR,
-            hooks.keys.credential_cipher(),
-            created.id,
-            now=hooks.clock.now(),
-            allow_private=False,
-            auth=form,
-            resolver=resolver,
-        )
-    )
+    updating = asyncio.create_task(hooks.update(created.id, resolver, auth=form))
     await _meanwhile_a_write_commits(hooks, resolver, updating)
     updated = await updating
     assert updated.version == created.version + 1
@@ -150,38 +145,15 @@ async def test_a_form_keeping_the_stored_token_url_resolves_it_outside_any_unit_
 
 
 async def test_a_token_url_changed_while_the_form_resolved_the_one_it_kept_is_refused_as_stale(hooks: Hooks) -> None:
-    created = await hooks.create(
-        "https://partner.example/hook", SlowResolver(), token_url="https://auth.example/token", client_id="c",
-        client_secret="s",
-    )  # fmt: skip
+    created = await hooks.with_token_url()
     resolver = SlowResolver("auth.example")
     form = AuthForm(AuthType.OAUTH2, client_secret="new secret")
-    updating = asyncio.create_task(
-        webhooks.update_webhook(
-            hooks.store.transaction,
-            OPERATOR,
-            hooks.keys.credential_cipher(),
-            created.id,
-            now=hooks.clock.now(),
-            allow_private=False,
-            auth=form,
-            resolver=resolver,
-        )
-    )
+    updating = asyncio.create_task(hooks.update(created.id, resolver, auth=form))
     async with asyncio.timeout(WITHIN):
         await resolver.asked.wait()
     # Meanwhile someone else moves the token endpoint: the form's blank token URL now stands for one not checked.
     moved = OAuth2ClientCredentials(token_url="https://other.example/token", client_id="c", client_secret="s")
-    await webhooks.update_webhook(
-        hooks.store.transaction,
-        OPERATOR,
-        hooks.keys.credential_cipher(),
-        created.id,
-        now=hooks.clock.now(),
-        allow_private=False,
-        auth=moved,
-        resolver=resolver,
-    )
+    await hooks.update(created.id, resolver, auth=moved)
     resolver.released.set()
     with pytest.raises(StaleChange):
         await updating

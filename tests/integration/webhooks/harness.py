@@ -15,7 +15,7 @@ from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
-from chargenet.store.db import Store
+from chargenet.store.db import Store, Transactions
 from chargenet.store.models import WebhookLane
 from chargenet.webhooks.engine import DeliveryEngine, LeaseLost, StepResult
 from chargenet.webhooks.lane import Idle, Paused, SendHead, WaitUntil
@@ -55,6 +55,18 @@ class Harness:
         async with self.store.transaction() as session:
             for tag in tags:
                 await Outbox(self.clock).publish(session, site_id=self.tenant.site_id, payload=authorize(tag))
+
+    async def subscribe(self, webhook_id: str, *events: str, transaction: Transactions | None = None) -> None:
+        """Change the event types the webhook subscribes to (those dropped: their lanes go, with dead letters)."""
+        await webhook_service.update_webhook(
+            transaction or self.store.transaction,
+            OPERATOR,
+            self.keys.credential_cipher(),
+            webhook_id,
+            now=self.clock.now(),
+            allow_private=True,
+            event_types=list(events),
+        )
 
     async def set_enabled(self, webhook_id: str, enabled: bool) -> None:
         async with self.store.transaction() as session:

@@ -13,7 +13,6 @@ from sqlalchemy import select, text
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhook_dead_letters
-from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
 from chargenet.store.db import Store
@@ -60,15 +59,7 @@ async def test_event_the_filler_commits_while_its_type_is_dropped_is_dead_letter
     lane_id = await harness.lane_id(webhook_id)
 
     async def drop_authorize() -> None:
-        await webhook_service.update_webhook(
-            pg_store.transaction,
-            OPERATOR,
-            harness.keys.credential_cipher(),
-            webhook_id,
-            now=clock.now(),
-            allow_private=True,
-            event_types=["StopTransaction"],
-        )
+        await harness.subscribe(webhook_id, "StopTransaction")
 
     # What a filler round does to the lane: lock it, add an event; the change starts before it commits.
     async with pg_store.transaction() as filler:

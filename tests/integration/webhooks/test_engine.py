@@ -9,7 +9,6 @@ from sqlalchemy import func, select
 
 from chargenet.clock import ManualClock
 from chargenet.services import webhook_dead_letters, webhook_lanes
-from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookDeadLetter, WebhookLane, WebhookLaneEntry
@@ -251,15 +250,7 @@ async def test_unsubscribing_an_event_type_dead_letters_what_waited_in_its_lane(
     engine = harness.engine()
     await engine.fill_once()
     await engine.sender.aclose()
-    await webhook_service.update_webhook(
-        store.transaction,
-        OPERATOR,
-        harness.keys.credential_cipher(),
-        webhook_id,
-        now=clock.now(),
-        allow_private=True,
-        event_types=["StopTransaction"],
-    )
+    await harness.subscribe(webhook_id, "StopTransaction")
     async with store.transaction() as session:
         page = await webhook_dead_letters.list_dead_letters(session, OPERATOR, webhook_id)
         lanes = await webhook_lanes.get_lanes(session, OPERATOR, webhook_id)

@@ -12,29 +12,15 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import ManualClock
-from chargenet.services import webhooks as webhook_service
-from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.webhooks.metrics import WebhookMetrics
-from tests.integration.webhooks.harness import Harness, drain, make_harness
+from tests.integration.webhooks.harness import drain, make_harness
 from tests.support.receiver import Reply, run_receiver
 
 
 def _dead_letters(registry: CollectorRegistry, webhook_id: str, reason: str) -> float | None:
     labels = {"webhook_id": webhook_id, "event_type": "Authorize", "reason": reason}
     return registry.get_sample_value("chargenet_webhook_dead_letters_total", labels)
-
-
-async def _unsubscribe_authorize(harness: Harness, webhook_id: str) -> None:
-    await webhook_service.update_webhook(
-        harness.store.transaction,
-        OPERATOR,
-        harness.keys.credential_cipher(),
-        webhook_id,
-        now=harness.clock.now(),
-        allow_private=True,
-        event_types=["StopTransaction"],
-    )
 
 
 async def test_event_refused_at_a_full_lane_counts_as_a_queue_full_dead_letter(
@@ -63,7 +49,7 @@ async def test_events_left_in_an_unsubscribed_lane_count_as_unsubscribed_dead_le
     engine = harness.engine(metrics=WebhookMetrics(registry))
     await engine.fill_once()
     await engine.sender.aclose()
-    await _unsubscribe_authorize(harness, webhook_id)
+    await harness.subscribe(webhook_id, "StopTransaction")
     assert _dead_letters(registry, webhook_id, "unsubscribed") == 2
 
 
@@ -100,15 +86,7 @@ async def test_dead_letter_rolled_back_is_not_counted(store: Store, clock: Manua
             raise RuntimeError("rolled back")
 
     with pytest.raises(RuntimeError):
-        await webhook_service.update_webhook(
-            rolled_back,
-            OPERATOR,
-            harness.keys.credential_cipher(),
-            webhook_id,
-            now=clock.now(),
-            allow_private=True,
-            event_types=["StopTransaction"],
-        )
+        await harness.subscribe(webhook_id, "StopTransaction", transaction=rolled_back)
     assert _dead_letters(registry, webhook_id, "unsubscribed") is None
 
 

@@ -51,18 +51,22 @@ async def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> N
 
 async def _setup(context: AppContext, url: str) -> tuple[str, str]:
     tenant = await make_tenant(context.store, context.keys, context.clock.now())
+    return tenant.site_id, await _webhook(context, tenant.site_id, url)
+
+
+async def _webhook(context: AppContext, site_id: str, url: str) -> str:
     view = await webhook_service.create_webhook(
         context.store.transaction,
         OPERATOR,
         context.keys.credential_cipher(),
-        site_id=tenant.site_id,
+        site_id=site_id,
         url=url,
         event_types=["Authorize"],
         auth=NoAuth(),
         now=context.clock.now(),
         allow_private=True,
     )
-    return tenant.site_id, view.id
+    return view.id
 
 
 async def _publish(context: AppContext, site_id: str, *names: str) -> None:
@@ -217,17 +221,7 @@ async def test_a_webhook_created_through_the_service_alone_has_its_lane_taken_wi
     task = asyncio.create_task(engine.run(stopping))
     async with run_receiver() as receiver:
         await _eventually(lambda: len(rounds) == 1)  # the first round, with no webhook yet: the next is an hour away
-        await webhook_service.create_webhook(
-            context.store.transaction,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            site_id=tenant.site_id,
-            url=receiver.url,
-            event_types=["Authorize"],
-            auth=NoAuth(),
-            now=context.clock.now(),
-            allow_private=True,
-        )
+        await _webhook(context, tenant.site_id, receiver.url)
         await _publish(context, tenant.site_id, "A")
         await _eventually(lambda: len(receiver.received) == 1)
         stopping.set()
@@ -271,17 +265,7 @@ async def test_health_and_metrics_report_each_lane(context: AppContext) -> None:
 async def test_lanes_of_several_webhooks_settle_together_and_each_keeps_its_order(context: AppContext) -> None:
     async with run_receiver() as first, run_receiver() as second:
         site_id, _ = await _setup(context, first.url)
-        await webhook_service.create_webhook(
-            context.store.transaction,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            site_id=site_id,
-            url=second.url,
-            event_types=["Authorize"],
-            auth=NoAuth(),
-            now=context.clock.now(),
-            allow_private=True,
-        )
+        await _webhook(context, site_id, second.url)
         _engine, stopping, task = await _start(context)
         names = [f"E{n}" for n in range(20)]
         await _publish(context, site_id, *names)
