@@ -12,22 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
 from chargenet.cli.secret_options import add_secret_option
-from chargenet.config import load_settings
-from chargenet.context import AppContext
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.frames import FrameLimits, Payload
-from chargenet.edge.relay import RelayedCommands
-from chargenet.ports import StationCommands
-from chargenet.services import station_commands
-from chargenet.services.callers import OPERATOR
-from chargenet.services.views import rendered
-from chargenet.store.db import Store
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from chargenet.context import AppContext
+    from chargenet.edge.protocol.frames import Payload
+    from chargenet.ports import StationCommands
+    from chargenet.store.db import Store
+
+    Command = Callable[[Store, StationCommands], Awaitable[Payload | BaseModel]]
 
 TRIGGER_MESSAGES = [
     "BootNotification",
@@ -122,10 +120,13 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Store, StationCommands], Awaitable[Payload | BaseModel]]
-
-
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
+    from pydantic import BaseModel
+
+    from chargenet.edge.protocol import frames
+    from chargenet.edge.relay import RelayedCommands
+    from chargenet.services.views import rendered
+
     async def run(context: AppContext) -> Payload | BaseModel:
         return await command(context.store, RelayedCommands(context.store, context.clock))
 
@@ -150,6 +151,9 @@ def _human(station_id: str, action: str, answer: dict[str, Any]) -> str:
 
 
 def _reset(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     _run(
         args,
         "Reset",
@@ -158,6 +162,9 @@ def _reset(args: argparse.Namespace) -> None:
 
 
 def _unlock(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
             store,
@@ -172,6 +179,9 @@ def _unlock(args: argparse.Namespace) -> None:
 
 
 def _availability(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.change_availability(
             store,
@@ -187,6 +197,9 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.trigger(
             store,
@@ -202,6 +215,9 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
             store, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
@@ -240,6 +256,11 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
+    from chargenet.config import load_settings
+    from chargenet.edge.protocol.frames import FrameLimits
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
             store, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
@@ -251,6 +272,9 @@ def _send_local_list(args: argparse.Namespace) -> None:
 
 
 def _reserve(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(store: Store, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.reserve_now(
             store,
