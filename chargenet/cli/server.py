@@ -1,4 +1,7 @@
-"""`chargenet serve`, `chargenet migrate` and `chargenet demo`."""
+"""What `chargenet serve` and `chargenet demo` run: uvicorn over the app, with every part installed.
+
+Imported only when one of them runs (their options are in `chargenet.cli.serve`): no other command line loads the
+server, the API or the edge."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from types import FrameType
 import uvicorn
 
 from chargenet.app import AppContext, create_app, open_context
-from chargenet.cli.common import add_store_flags, emit, run_with_context, settings_flags
+from chargenet.cli.common import run_with_context, settings_flags
 from chargenet.collector import freeze_startup_heap, tune_for_serving
 from chargenet.config import Settings, load_settings
 from chargenet.edge.transport import StationWebSocketProtocol
@@ -23,8 +26,6 @@ from chargenet.services.callers import OPERATOR
 from chargenet.services.operators import Passwords
 from chargenet.services.pages import every_page
 from chargenet.simulators.demo import add_demo_partner
-from chargenet.store import schema
-from chargenet.store.db import Store
 from chargenet.webhooks.install import install as install_webhooks
 
 log = logging.getLogger(__name__)
@@ -51,61 +52,7 @@ class _Server(uvicorn.Server):
         self._captured_signals.clear()
 
 
-def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    add_store_flags(parser)
-    group = parser.add_argument_group("server")
-    group.add_argument("--host", help="listen address (env CHARGENET_HOST, default 127.0.0.1)")
-    group.add_argument("--port", help="listen port (env CHARGENET_PORT, default 8080)")
-    group.add_argument("--public-url", dest="public_url", help="address clients use (env CHARGENET_PUBLIC_URL)")
-    group.add_argument("--tls-cert", dest="tls_cert", help="PEM certificate for HTTPS/WSS (env CHARGENET_TLS_CERT)")
-    group.add_argument("--tls-key", dest="tls_key", help="PEM private key for HTTPS/WSS (env CHARGENET_TLS_KEY)")
-    group.add_argument(
-        "--forwarded-allow-ips",
-        dest="forwarded_allow_ips",
-        help="proxies whose X-Forwarded-* headers are trusted (env CHARGENET_FORWARDED_ALLOW_IPS)",
-    )
-    group.add_argument("--log-format", dest="log_format", help="plain or json (env CHARGENET_LOG_FORMAT)")
-    group.add_argument("--log-level", dest="log_level", help="debug, info, warning, error")
-    group.add_argument(
-        "--no-access-log",
-        dest="access_log",
-        action="store_const",
-        const=False,
-        help="no line per HTTP request (env CHARGENET_ACCESS_LOG=0)",
-    )
-    group.add_argument(
-        "--webhook-allow-private",
-        dest="webhook_allow_private",
-        action="store_const",
-        const=True,
-        help="allow webhooks to loopback and private addresses (env CHARGENET_WEBHOOK_ALLOW_PRIVATE=1)",
-    )
-    group.add_argument("--event-retention-days", dest="event_retention_days")
-    group.add_argument("--ocpp-max-frame", dest="ocpp_max_frame")
-    group.add_argument(
-        "--database-pool-size",
-        dest="database_pool_size",
-        help="PostgreSQL connections this process keeps, and never exceeds (env CHARGENET_DATABASE_POOL_SIZE)",
-    )
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = subparsers.add_parser("serve", help="run the service (HTTP, WebSocket, workers) on one port")
-    add_server_flags(serve)
-    serve.add_argument("--migrate", action="store_true", help="upgrade an older store before serving")
-    serve.set_defaults(_run=_serve)
-
-    migrate = subparsers.add_parser("migrate", help="upgrade the store to this version's schema")
-    add_store_flags(migrate)
-    migrate.add_argument("--json", action="store_true")
-    migrate.set_defaults(_run=_migrate)
-
-    demo = subparsers.add_parser("demo", help="set up a demo company and site, then serve")
-    add_server_flags(demo)
-    demo.set_defaults(_run=_demo)
-
-
-def _serve(args: argparse.Namespace) -> None:
+def run_serve(args: argparse.Namespace) -> None:
     settings = load_settings(settings_flags(args))
     configure_logging(settings.log_format, settings.log_level)
     tune_for_serving()
@@ -138,28 +85,7 @@ async def serve(settings: Settings, *, migrate: bool = False, context: AppContex
         await context.close()
 
 
-def _migrate(args: argparse.Namespace) -> None:
-    settings = load_settings(settings_flags(args))
-
-    async def run() -> tuple[str | None, schema.SchemaAction]:
-        store = Store(settings.database_url)
-        try:
-            before = await schema.current_revision(store)
-            action = await schema.prepare_schema(store, migrate=True)
-            return before, action
-        finally:
-            await store.dispose()
-
-    before, action = asyncio.run(run())
-    head = schema.head_revision()
-    emit(
-        args,
-        {"from": before, "to": head, "action": action.value},
-        f"store schema {action.value}: {before or 'empty'} -> {head}",
-    )
-
-
-def _demo(args: argparse.Namespace) -> None:
+def run_demo(args: argparse.Namespace) -> None:
     if args.data_dir is None and not os.environ.get("CHARGENET_DATA_DIR"):
         args.data_dir = ".demo"
     if args.webhook_allow_private is None:
