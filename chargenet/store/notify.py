@@ -29,15 +29,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
 from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
 from chargenet.clock import Clock
 from chargenet.waiting import first_of
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +159,8 @@ class Listener:
         if self._arguments is None:
             await stopping.wait()
             return
+        import asyncpg  # a process on SQLite (and every `chargenet admin` command) never loads it
+
         failures = 0
         while not stopping.is_set():
             if not self._subscribers:
