@@ -69,7 +69,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     listing = add_verb(dead_verbs, "list", "list dead letters waiting for replay", _dead_list)
     listing.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")
     listing.add_argument("--all", dest="include_replayed", action="store_true", help="include replayed ones")
-    listing.add_argument("--limit", type=int, help="at most this many (default: a page's most)")
+    listing.add_argument("--limit", type=int)  # default: the use case's largest page (webhooks.MAX_PAGE)
     replay = add_verb(dead_verbs, "replay", "send dead letters again (all, or one event)", _dead_replay)
     replay.add_argument("--webhook", required=True, dest="webhook_id", metavar="ID")
     replay.add_argument("event_id", nargs="?", metavar="EVENT_ID")
