@@ -1,3 +1,3 @@
-from chargenet.cli.main import main
+from chargenet.cli.main import run
 
-raise SystemExit(main())
+run()

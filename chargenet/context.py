@@ -3,6 +3,10 @@
 `AppContext` is handed to every part's install hook (`chargenet/<part>/install.py`) and reached by every API
 route through one typed dependency (`chargenet.api.dependencies`). It holds the running parts only through the
 narrow interfaces of `chargenet.ports`, so this module imports none of them and nothing imports in a circle.
+
+`chargenet admin` opens one for each command (`open_store`), so what only some processes use is made, and its
+modules imported, on first use: the outbox (its events' models) and the metrics (prometheus_client). Listing
+companies imports neither.
 """
 
 from __future__ import annotations
@@ -10,28 +14,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client import CollectorRegistry
-from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Insert, select
 
 from chargenet.clock import Clock, SystemClock
-from chargenet.config import Settings
 from chargenet.errors import KeysMismatch
 from chargenet.keys import KeyStore
-from chargenet.observability.health import HealthCheck
-from chargenet.observability.metrics import ServiceMetrics
-from chargenet.outbox import Outbox
-from chargenet.ports import StationCommands, WebhookTests
 from chargenet.store import schema
 from chargenet.store.db import Store
-from chargenet.store.models import StoreSetting
+from chargenet.store.models.meta import StoreSetting
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
     from starlette.routing import BaseRoute
 
     from chargenet.auth.server import AuthServer
+    from chargenet.config import Settings
+    from chargenet.observability.health import HealthCheck
+    from chargenet.observability.metrics import ServiceMetrics
+    from chargenet.outbox import Outbox
+    from chargenet.ports import StationCommands, WebhookTests
 
 KEYS_FINGERPRINT = "keys_fingerprint"
 
@@ -48,10 +52,6 @@ class AppContext:
     store: Store
     keys: KeyStore
     clock: Clock
-    outbox: Outbox
-    metrics: CollectorRegistry = field(default_factory=CollectorRegistry)
-    # Registered once per context on `metrics`: `create_app` may build several apps over one context.
-    service_metrics: ServiceMetrics = field(init=False)
     workers: list[Worker] = field(default_factory=list)
     health_checks: list[HealthCheck] = field(default_factory=list)
     routes: list[BaseRoute] = field(default_factory=list)
@@ -64,10 +64,31 @@ class AppContext:
     edge: StationCommands | None = None
     webhook_tests: WebhookTests | None = None  # sends test events; installed with the lanes, sharing their sender
 
-    def __post_init__(self) -> None:
-        self.service_metrics = ServiceMetrics(self.metrics)
-        units = self.service_metrics.store_units
+    @cached_property
+    def outbox(self) -> Outbox:
+        """The one way this process raises events (`Outbox.publish` in the caller's transaction)."""
+        from chargenet.outbox import Outbox
+
+        return Outbox(self.clock)
+
+    @cached_property
+    def service_metrics(self) -> ServiceMetrics:
+        """What `/metrics` shows of every process, registered once per context on `metrics` (`create_app` may build
+        several apps over one context); the store's units are timed from then on. The parts' install hooks reach
+        it, so a serving process has it before it serves."""
+        from prometheus_client import CollectorRegistry
+
+        from chargenet.observability.metrics import ServiceMetrics
+
+        metrics = ServiceMetrics(CollectorRegistry())
+        units = metrics.store_units
         self.store.time_units(transaction=units.labels("transaction").observe, read=units.labels("read").observe)
+        return metrics
+
+    @property
+    def metrics(self) -> CollectorRegistry:
+        """The registry `/metrics` serves, which the parts add their instruments to."""
+        return self.service_metrics.registry
 
     @property
     def stations(self) -> StationCommands:
@@ -93,20 +114,39 @@ async def open_store(settings: Settings, *, migrate: bool = False, clock: Clock 
     except BaseException:
         await store.dispose()
         raise
-    return AppContext(settings=settings, store=store, keys=keys, clock=clock, outbox=Outbox(clock))
+    return AppContext(settings=settings, store=store, keys=keys, clock=clock)
+
+
+_RECORDED_KEYS = select(StoreSetting.value).where(StoreSetting.key == KEYS_FINGERPRINT)
 
 
 async def _check_keys(store: Store, keys: KeyStore) -> None:
     fingerprint = keys.fingerprint()
-    async with store.transaction() as session:
-        # The first process to start records its keys; one starting at the same moment reads what it recorded.
-        insert = (postgresql.insert if store.dialect == "postgresql" else sqlite.insert)(StoreSetting)
-        await session.execute(
-            insert.values(key=KEYS_FINGERPRINT, value=fingerprint).on_conflict_do_nothing(index_elements=["key"])
+    # Every process and every admin command checks: one read, which waits for no writer. Only a new store writes.
+    recorded = await store.read_value(_RECORDED_KEYS)
+    if recorded is None:
+        recorded = await _record_keys(store, fingerprint)
+    if recorded != fingerprint:
+        raise KeysMismatch(
+            f"the keys in {str(keys.directory)!r} are not the ones this database was set up with "
+            "(processes sharing a database must share the keys folder)"
         )
-        recorded = await session.scalar(select(StoreSetting.value).where(StoreSetting.key == KEYS_FINGERPRINT))
-        if recorded != fingerprint:
-            raise KeysMismatch(
-                f"the keys in {str(keys.directory)!r} are not the ones this database was set up with "
-                "(processes sharing a database must share the keys folder)"
-            )
+
+
+async def _record_keys(store: Store, fingerprint: str) -> str | None:
+    """Record the keys' fingerprint in a new store and answer the one recorded: the first process to start
+    records its keys; one starting at the same moment reads what it recorded."""
+    async with store.transaction() as session:
+        await session.execute(_insert_if_absent(store.dialect, fingerprint))
+        return await session.scalar(_RECORDED_KEYS)
+
+
+def _insert_if_absent(dialect: str, fingerprint: str) -> Insert:
+    row = {"key": KEYS_FINGERPRINT, "value": fingerprint}
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert(StoreSetting).values(row).on_conflict_do_nothing(index_elements=["key"])
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(StoreSetting).values(row).on_conflict_do_nothing(index_elements=["key"])

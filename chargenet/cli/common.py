@@ -1,23 +1,22 @@
 """What every subcommand shares: the settings flags, opening the store, printing results, and the one
-mapping from errors to a message on stderr and an exit code."""
+mapping from errors to a message on stderr and an exit code.
+
+Every command line imports this module, `--help` and the completion script's generation included, so it imports
+nothing heavy itself: the store, the context and the views are imported by the functions that use them, when a
+command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chargenet.cli.secret_options import add_secret_option
-from chargenet.config import load_settings
-from chargenet.context import AppContext, open_store
 from chargenet.errors import (
     ChargenetError,
     ConfigurationError,
@@ -29,12 +28,15 @@ from chargenet.errors import (
     NotFound,
     StoreError,
 )
-from chargenet.services.pages import every_page
-from chargenet.services.views import rendered
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from chargenet.context import AppContext
+    from chargenet.services.pages import Page, PageRequest
 
 T = TypeVar("T")
-
-__all__ = ["every_page"]  # the command line prints whole lists
 
 EXIT_USAGE = 2
 EXIT_STORE = 3
@@ -90,6 +92,11 @@ def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
 def run_with_context(
     args: argparse.Namespace, action: Callable[[AppContext], Awaitable[T]], *, migrate: bool = False
 ) -> T:
+    import asyncio
+
+    from chargenet.config import load_settings
+    from chargenet.context import open_store
+
     async def runner() -> T:
         # Only the store, keys and clock: an admin command needs no auth server, edge or meter poller.
         context = await open_store(load_settings(settings_flags(args)), migrate=migrate)
@@ -125,12 +132,23 @@ def in_transaction(args: argparse.Namespace, action: Callable[[AppContext, Async
     return run_with_context(args, run)
 
 
+async def every_page(fetch: Callable[[PageRequest], Awaitable[Page[T]]]) -> list[T]:
+    """All items of a list, page after page (the command line prints whole lists)."""
+    from chargenet.services import pages
+
+    return await pages.every_page(fetch)
+
+
 def emit_view(args: argparse.Namespace, view: BaseModel) -> None:
     """A view of the use cases, as the API renders it."""
+    from chargenet.services.views import rendered
+
     emit_object(args, rendered(view))
 
 
 def emit_views(args: argparse.Namespace, views: Sequence[BaseModel], columns: list[str]) -> None:
+    from chargenet.services.views import rendered
+
     emit_list(args, [rendered(view) for view in views], columns)
 
 

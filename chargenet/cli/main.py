@@ -4,8 +4,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from chargenet import __version__
+from chargenet import __version__, collector
 from chargenet.cli.common import fail
 from chargenet.cli.secret_options import resolve_secrets
 from chargenet.errors import ChargenetError
@@ -50,5 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The `chargenet` executable and `python -m chargenet`: `main` in a process of its own, the collector set for one
+    (`chargenet.collector`). Tests call `main`, in theirs."""
+    collector.tune_for_command()
+    code = main()
+    collector.freeze_at_exit()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,54 +1,14 @@
-"""`chargenet serve`, `chargenet migrate` and `chargenet demo`."""
+"""`chargenet serve`, `chargenet migrate` and `chargenet demo`: their options, and the functions that run them.
+
+What serving takes (uvicorn, the app, every part) is in `chargenet.cli.server`, imported when `serve` or `demo`
+runs: building this parser (`--help`, the completion script) loads none of it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
-import os
-import socket
-import sys
-from types import FrameType
 
-import uvicorn
-
-from chargenet.app import AppContext, create_app, open_context
-from chargenet.cli.common import add_store_flags, emit, run_with_context, settings_flags
-from chargenet.collector import freeze_startup_heap, tune_for_serving
-from chargenet.config import Settings, load_settings
-from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.observability.logging import configure_logging
-from chargenet.services import applications, companies, demo_access, sites
-from chargenet.services.callers import OPERATOR
-from chargenet.services.operators import Passwords
-from chargenet.services.pages import every_page
-from chargenet.simulators.demo import add_demo_partner
-from chargenet.store import schema
-from chargenet.store.db import Store
-from chargenet.webhooks.install import install as install_webhooks
-
-log = logging.getLogger(__name__)
-
-
-DEMO_COMPANY = "Demo Charging Company"
-DEMO_SITE = "Demo Site"
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, context: AppContext) -> None:
-        super().__init__(config)
-        self._context = context
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for hook in self._context.on_stopping:
-            hook()
-        await super().shutdown(sockets)
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        # uvicorn re-raises the signal after shutting down, so the process would die by it. The stop was
-        # graceful and complete, so chargenet exits 0 instead, which is what supervisors expect.
-        self._captured_signals.clear()
+from chargenet.cli.common import add_store_flags, emit, settings_flags
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
@@ -106,39 +66,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _serve(args: argparse.Namespace) -> None:
-    settings = load_settings(settings_flags(args))
-    configure_logging(settings.log_format, settings.log_level)
-    tune_for_serving()
-    asyncio.run(serve(settings, migrate=args.migrate))
+    from chargenet.cli import server
+
+    server.run_serve(args)
 
 
-async def serve(settings: Settings, *, migrate: bool = False, context: AppContext | None = None) -> None:
-    context = context or await open_context(settings, migrate=migrate)
-    install_webhooks(context)
-    try:
-        config = uvicorn.Config(
-            create_app(context),
-            host=settings.host,
-            port=settings.port,
-            ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
-            ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
-            proxy_headers=settings.forwarded_allow_ips is not None,
-            forwarded_allow_ips=settings.forwarded_allow_ips,
-            log_config=None,
-            access_log=False,
-            ws=StationWebSocketProtocol,
-            ws_max_size=settings.ocpp_max_frame,
-            timeout_graceful_shutdown=10,
-            lifespan="on",
-        )
-        freeze_startup_heap()
-        log.info("serving", extra={"fields": {"url": settings.public_url, "database": context.store.dialect}})
-        await _Server(config, context).serve()
-    finally:
-        await context.close()
+def _demo(args: argparse.Namespace) -> None:
+    from chargenet.cli import server
+
+    server.run_demo(args)
 
 
 def _migrate(args: argparse.Namespace) -> None:
+    import asyncio
+
+    from chargenet.config import load_settings
+    from chargenet.store import schema
+    from chargenet.store.db import Store
+
     settings = load_settings(settings_flags(args))
 
     async def run() -> tuple[str | None, schema.SchemaAction]:
@@ -157,70 +102,3 @@ def _migrate(args: argparse.Namespace) -> None:
         {"from": before, "to": head, "action": action.value},
         f"store schema {action.value}: {before or 'empty'} -> {head}",
     )
-
-
-def _demo(args: argparse.Namespace) -> None:
-    if args.data_dir is None and not os.environ.get("CHARGENET_DATA_DIR"):
-        args.data_dir = ".demo"
-    if args.webhook_allow_private is None:
-        args.webhook_allow_private = True
-    settings = load_settings(settings_flags(args))
-    configure_logging(settings.log_format, settings.log_level)
-    tune_for_serving()
-
-    async def setup(ctx: AppContext) -> tuple[str, str, applications.Credentials, tuple[str, str]]:
-        async with ctx.store.transaction() as session:
-            known = await every_page(lambda page: companies.list_companies(session, OPERATOR, page))
-            company = next((c for c in known if c.name == DEMO_COMPANY), None)
-            if company is None:
-                company = await companies.create_company(session, OPERATOR, name=DEMO_COMPANY, now=ctx.clock.now())
-            listed = await every_page(lambda page: sites.list_sites(session, OPERATOR, page, company_id=company.id))
-            site = next((s for s in listed if s.name == DEMO_SITE), None)
-            if site is None:
-                site = await sites.create_site(
-                    session,
-                    OPERATOR,
-                    ctx.keys.credential_cipher(),
-                    company_id=company.id,
-                    name=DEMO_SITE,
-                    now=ctx.clock.now(),
-                )
-            partner = await demo_access.ensure_demo_application(
-                session, ctx.keys.secret_hasher(), company_id=company.id, now=ctx.clock.now()
-            )
-        operator = await demo_access.ensure_demo_operator(
-            ctx.store.transaction, Passwords(), company_id=company.id, now=ctx.clock.now()
-        )
-        return company.id, site.id, partner, operator
-
-    company_id, site_id, partner, (operator_email, operator_password) = run_with_context(args, setup)
-    sys.stdout.write(
-        "\nchargenet demo\n"
-        f"  data folder     {settings.data_dir}\n"
-        f"  company         {company_id} ({DEMO_COMPANY})\n"
-        f"  site            {site_id} ({DEMO_SITE})\n"
-        f"  health          curl {settings.public_url}/health\n"
-        f"  API reference   {settings.base_url}/docs\n"
-        f"  console         {settings.public_url}/console/\n"
-        f"  console sign-in {operator_email} / {operator_password} (owner; a new password on every start)\n"
-        f"  partner app     {partner.client_id} (secret shown below, new on every start)\n"
-        f"  list charge points as the partner:\n    {demo_access.curl_command(settings.public_url, partner)}\n\n"
-    )
-    sys.stdout.flush()
-
-    async def run_demo() -> None:
-        from chargenet.simulators import fleet_demo, meter_demo
-
-        context = await open_context(settings)
-        try:
-            fleet = await fleet_demo.install(context, site_id)
-            sys.stdout.write(f"  upstream CPO    {fleet.central.url} (simulated; stations DEMO-1 and DEMO-2)\n")
-            await meter_demo.install(context, site_id)
-            partner_url = await add_demo_partner(context, site_id)
-            sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")
-        except BaseException:
-            await context.close()
-            raise
-        await serve(settings, context=context)
-
-    asyncio.run(run_demo())

@@ -6,8 +6,6 @@ import os
 import secrets
 from pathlib import Path
 
-from cryptography.fernet import Fernet, InvalidToken
-
 from chargenet.errors import ChargenetError, ConfigurationError
 
 SECRET_HASH_KEY = "secret-hash.key"  # noqa: S105 - a file name, not a secret
@@ -28,13 +26,13 @@ class KeyStore:
                 "CHARGENET_KEYS_DIR", f"cannot create {str(self.directory)!r}: {exc.strerror}"
             ) from None
         self._load_or_create(SECRET_HASH_KEY, lambda: secrets.token_bytes(32))
-        self._load_or_create(CREDENTIAL_KEY, Fernet.generate_key)
+        self._load_or_create(CREDENTIAL_KEY, _new_credential_key)
 
     def secret_hasher(self) -> SecretHasher:
         return SecretHasher(self._load_or_create(SECRET_HASH_KEY, lambda: secrets.token_bytes(32)))
 
     def credential_cipher(self) -> CredentialCipher:
-        return CredentialCipher(self._load_or_create(CREDENTIAL_KEY, Fernet.generate_key))
+        return CredentialCipher(self._load_or_create(CREDENTIAL_KEY, _new_credential_key))
 
     def fingerprint(self) -> str:
         """Identifies the hashing and encryption keys without revealing them."""
@@ -66,6 +64,13 @@ class KeyStore:
         return path.read_bytes()
 
 
+def _new_credential_key() -> bytes:
+    # cryptography is imported where a credential key is made or used: most commands do neither.
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key()
+
+
 class SecretHasher:
     """Keyed SHA-256 (HMAC) for machine secrets: 256-bit random secrets need no slow hash, and a leaked
     database is useless without the key in the keys folder. Humans' passwords use argon2id elsewhere."""
@@ -91,12 +96,16 @@ class CredentialCipher:
     """Authenticated encryption for credentials we must send on (webhook auth, upstream passwords)."""
 
     def __init__(self, key: bytes) -> None:
+        from cryptography.fernet import Fernet
+
         self._fernet = Fernet(key)
 
     def encrypt(self, plaintext: str) -> bytes:
         return self._fernet.encrypt(plaintext.encode())
 
     def decrypt(self, token: bytes) -> str:
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._fernet.decrypt(token).decode()
         except InvalidToken:

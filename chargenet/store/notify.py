@@ -30,9 +30,8 @@ import contextlib
 import functools
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
@@ -40,6 +39,9 @@ from sqlalchemy.orm import Session
 from chargenet.clock import Clock
 from chargenet.store.commit_hooks import before_commit
 from chargenet.waiting import first_of
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,8 @@ class Listener:
         if self._arguments is None:
             await stopping.wait()
             return
+        import asyncpg  # a process on SQLite (and every `chargenet admin` command) never loads it
+
         failures = 0
         while not stopping.is_set():
             if not self._subscribers:

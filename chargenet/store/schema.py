@@ -63,9 +63,10 @@ def known_revisions() -> set[str]:
 
 
 async def current_revision(store: Store) -> str | None:
+    """The store's schema version (None: an empty store). A read, which takes no write lock: every process and every
+    admin command asks it first, while a serving process may be writing."""
     try:
-        async with store.engine.connect() as connection:
-            return await connection.run_sync(_read_revision)
+        return await store.read_at_once(_read_revision)
     except (OperationalError, InterfaceError, OSError) as exc:
         raise _unreachable(store, exc) from None
     except DatabaseError as exc:

@@ -1,4 +1,4 @@
-"""The garbage collector as a serving process runs it."""
+"""The garbage collector as a serving process, and a command's, runs it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chargenet.collector import GC_THRESHOLDS, freeze_startup_heap, tune_for_serving
+from chargenet.collector import GC_THRESHOLDS, freeze_at_exit, freeze_startup_heap, tune_for_command, tune_for_serving
 
 
 class _Held:
@@ -56,3 +56,16 @@ def test_garbage_cycles_left_by_setting_up_are_collected_not_frozen() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.usefixtures("collector")
+def test_a_command_takes_the_serving_thresholds() -> None:
+    tune_for_command()
+    assert gc.get_threshold() == GC_THRESHOLDS
+
+
+@pytest.mark.usefixtures("collector")
+def test_what_is_alive_at_exit_is_left_out_of_the_last_collection() -> None:
+    held = _Held()
+    freeze_at_exit()
+    assert not _tracked(held)

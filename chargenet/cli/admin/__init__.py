@@ -1,7 +1,9 @@
 """`chargenet admin NOUN VERB ...`: one module per noun, each adding its subparsers.
 
 A command line imports only the module of the noun it names (every noun's when it names none, for the help),
-so `chargenet admin company list` loads what listing companies needs and nothing of the other nouns.
+so `chargenet admin company list` loads what listing companies needs and nothing of the other nouns. A noun's
+module imports its use cases in the verbs that run them, not at its top: building the parser (`--help`, the
+completion script) loads neither the store nor the views (tests/unit/cli/test_imports.py).
 """
 
 from __future__ import annotations

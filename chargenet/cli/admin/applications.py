@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
-from chargenet.services import applications
-from chargenet.services.callers import OPERATOR
-from chargenet.services.pages import every_page
-from chargenet.services.views import rendered
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +27,10 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
     created = in_transaction(
         args,
         lambda ctx, s: applications.create_application(
@@ -46,6 +46,10 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
     view = in_transaction(
         args, lambda ctx, s: applications.set_enabled(s, OPERATOR, args.client_id, enabled=enabled, now=ctx.clock.now())
     )
@@ -61,6 +65,9 @@ def _enable(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+
     in_transaction(
         args, lambda ctx, s: applications.delete_application(s, OPERATOR, args.client_id, now=ctx.clock.now())
     )
@@ -68,6 +75,10 @@ def _delete(args: argparse.Namespace) -> None:
 
 
 def _rotate(args: argparse.Namespace) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
     rotated = in_transaction(
         args,
         lambda ctx, s: applications.rotate_secret(
@@ -78,10 +89,16 @@ def _rotate(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+
     emit_view(args, in_transaction(args, lambda ctx, s: applications.get_application(s, OPERATOR, args.client_id)))
 
 
 def _list(args: argparse.Namespace) -> None:
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+
     items = in_transaction(
         args,
         lambda ctx, s: every_page(

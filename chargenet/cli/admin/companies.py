@@ -1,12 +1,11 @@
+"""`chargenet admin company ...`: companies, the top of the tenant tree."""
+
 from __future__ import annotations
 
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
-from chargenet.services import companies
-from chargenet.services.callers import OPERATOR
-from chargenet.services.pages import every_page
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,6 +17,9 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import companies
+    from chargenet.services.callers import OPERATOR
+
     company = in_transaction(
         args, lambda ctx, s: companies.create_company(s, OPERATOR, name=args.name, now=ctx.clock.now())
     )
@@ -25,9 +27,15 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
+    from chargenet.services import companies
+    from chargenet.services.callers import OPERATOR
+
     items = in_transaction(args, lambda ctx, s: every_page(lambda page: companies.list_companies(s, OPERATOR, page)))
     emit_views(args, items, ["id", "name", "createdAt"])
 
 
 def _show(args: argparse.Namespace) -> None:
+    from chargenet.services import companies
+    from chargenet.services.callers import OPERATOR
+
     emit_view(args, in_transaction(args, lambda ctx, s: companies.get_company(s, OPERATOR, args.company_id)))

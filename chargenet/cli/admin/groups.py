@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 from chargenet.domain.scopes import Scope
-from chargenet.services import groups
-from chargenet.services.callers import OPERATOR
-from chargenet.services.pages import every_page
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +40,9 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     group = in_transaction(
         args,
         lambda ctx, s: groups.create_group(
@@ -59,6 +59,9 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     anchor: str | groups.Keep | None = groups.KEEP
     if args.site_id:
         anchor = args.site_id
@@ -74,11 +77,17 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _add_app(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     in_transaction(args, lambda ctx, s: groups.add_app(s, OPERATOR, args.group_id, args.client_id, now=ctx.clock.now()))
     emit(args, {"groupId": args.group_id, "client_id": args.client_id}, f"{args.client_id} added to {args.group_id}")
 
 
 def _remove_app(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     in_transaction(
         args, lambda ctx, s: groups.remove_app(s, OPERATOR, args.group_id, args.client_id, now=ctx.clock.now())
     )
@@ -88,15 +97,24 @@ def _remove_app(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     emit_view(args, in_transaction(args, lambda ctx, s: groups.get_group(s, OPERATOR, args.group_id)))
 
 
 def _delete(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     in_transaction(args, lambda ctx, s: groups.delete_group(s, OPERATOR, args.group_id, now=ctx.clock.now()))
     emit(args, {"id": args.group_id, "deleted": True}, f"group {args.group_id} deleted")
 
 
 def _list(args: argparse.Namespace) -> None:
+    from chargenet.services import groups
+    from chargenet.services.callers import OPERATOR
+
     items = in_transaction(
         args, lambda ctx, s: every_page(lambda page: groups.list_groups(s, OPERATOR, page, company_id=args.company_id))
     )

@@ -11,18 +11,24 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from collections.abc import Callable
-
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import TYPE_CHECKING
 
 from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_with_context
 from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
-from chargenet.services import audit, operators
 
-# How passwords are hashed; tests put a cheap argon2 profile here instead of the deliberately slow default.
-passwords: Callable[[], operators.Passwords] = operators.Passwords
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from chargenet.services.operators import OperatorView, Passwords
+
+
+def passwords() -> Passwords:
+    """How passwords are hashed; tests put a cheap argon2 profile here instead of the deliberately slow default."""
+    from chargenet.services.operators import Passwords
+
+    return Passwords()
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +74,8 @@ def read_password(args: argparse.Namespace) -> str:
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import audit, operators
+
     password = read_password(args)
     created = run_with_context(
         args,
@@ -87,8 +95,10 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
-    async def everyone(session: AsyncSession) -> list[operators.OperatorView]:
-        items: list[operators.OperatorView] = []
+    from chargenet.services import operators
+
+    async def everyone(session: AsyncSession) -> list[OperatorView]:
+        items: list[OperatorView] = []
         after: str | None = None
         while True:
             page = await operators.list_operators(
@@ -104,6 +114,8 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
+    from chargenet.services import audit, operators
+
     view = in_transaction(
         args,
         lambda ctx, s: operators.set_enabled(
@@ -122,6 +134,8 @@ def _enable(args: argparse.Namespace) -> None:
 
 
 def _set_role(args: argparse.Namespace) -> None:
+    from chargenet.services import audit, operators
+
     view = in_transaction(
         args,
         lambda ctx, s: operators.set_role(
@@ -132,6 +146,8 @@ def _set_role(args: argparse.Namespace) -> None:
 
 
 def _password(args: argparse.Namespace) -> None:
+    from chargenet.services import audit, operators
+
     password = read_password(args)
     run_with_context(
         args,

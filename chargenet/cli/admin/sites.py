@@ -5,9 +5,6 @@ import argparse
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
 from chargenet.cli.secret_options import add_secret_option
-from chargenet.services import sites
-from chargenet.services.callers import OPERATOR
-from chargenet.services.views import rendered
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,6 +31,9 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import sites
+    from chargenet.services.callers import OPERATOR
+
     site = in_transaction(
         args,
         lambda ctx, session: sites.create_site(
@@ -51,6 +51,10 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
+    from chargenet.services import sites
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
     site = in_transaction(
         args,
         lambda ctx, session: sites.update_site(
@@ -69,6 +73,9 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
+    from chargenet.services import sites
+    from chargenet.services.callers import OPERATOR
+
     items = in_transaction(
         args,
         lambda ctx, session: every_page(
@@ -79,9 +86,15 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
+    from chargenet.services import sites
+    from chargenet.services.callers import OPERATOR
+
     emit_view(args, in_transaction(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))
 
 
 def _delete(args: argparse.Namespace) -> None:
+    from chargenet.services import sites
+    from chargenet.services.callers import OPERATOR
+
     in_transaction(args, lambda ctx, session: sites.delete_site(session, OPERATOR, args.site_id, now=ctx.clock.now()))
     emit(args, {"id": args.site_id, "deleted": True}, f"deleted site {args.site_id}")

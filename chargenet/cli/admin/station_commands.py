@@ -12,22 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
 from chargenet.cli.secret_options import add_secret_option
-from chargenet.config import load_settings
-from chargenet.context import AppContext
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.frames import FrameLimits, Payload
-from chargenet.edge.relay import RelayedCommands
-from chargenet.ports import StationCommands
-from chargenet.services import station_commands
-from chargenet.services.callers import OPERATOR
-from chargenet.services.views import rendered
-from chargenet.store.db import Transactions
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from chargenet.context import AppContext
+    from chargenet.edge.protocol.frames import Payload
+    from chargenet.ports import StationCommands
+    from chargenet.store.db import Transactions
+
+    Command = Callable[[Transactions, StationCommands], Awaitable[Payload | BaseModel]]
 
 TRIGGER_MESSAGES = [
     "BootNotification",
@@ -122,10 +120,13 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-Command = Callable[[Transactions, StationCommands], Awaitable[Payload | BaseModel]]
-
-
 def _run(args: argparse.Namespace, action: str, command: Command) -> None:
+    from pydantic import BaseModel
+
+    from chargenet.edge.protocol import frames
+    from chargenet.edge.relay import RelayedCommands
+    from chargenet.services.views import rendered
+
     async def run(context: AppContext) -> Payload | BaseModel:
         return await command(context.store.read, RelayedCommands(context.store, context.clock))
 
@@ -150,6 +151,9 @@ def _human(station_id: str, action: str, answer: dict[str, Any]) -> str:
 
 
 def _reset(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     _run(
         args,
         "Reset",
@@ -160,6 +164,9 @@ def _reset(args: argparse.Namespace) -> None:
 
 
 def _unlock(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.unlock(
             reading,
@@ -174,6 +181,9 @@ def _unlock(args: argparse.Namespace) -> None:
 
 
 def _availability(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.change_availability(
             reading,
@@ -189,6 +199,9 @@ def _availability(args: argparse.Namespace) -> None:
 
 
 def _trigger(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.trigger(
             reading,
@@ -204,6 +217,9 @@ def _trigger(args: argparse.Namespace) -> None:
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.central_command(
             reading, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
@@ -242,6 +258,11 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 
 def _send_local_list(args: argparse.Namespace) -> None:
+    from chargenet.config import load_settings
+    from chargenet.edge.protocol.frames import FrameLimits
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.send_local_list(
             reading, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
@@ -253,6 +274,9 @@ def _send_local_list(args: argparse.Namespace) -> None:
 
 
 def _reserve(args: argparse.Namespace) -> None:
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
+
     async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
         return await station_commands.reserve_now(
             reading,

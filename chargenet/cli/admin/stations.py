@@ -6,9 +6,6 @@ from chargenet.cli.admin import NOUNS, station_commands
 from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, read_input_file
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
-from chargenet.services import station_import, stations
-from chargenet.services.callers import OPERATOR
-from chargenet.services.views import rendered
 
 
 def _positive(text: str) -> int:
@@ -52,6 +49,9 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.services import stations
+    from chargenet.services.callers import OPERATOR
+
     station = in_transaction(
         args,
         lambda ctx, session: stations.create_station(
@@ -72,6 +72,9 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from chargenet.services import station_import
+    from chargenet.services.callers import OPERATOR
+
     if args.file == "-" and args.database_url_stdin:
         raise InvalidInput(
             "standard input holds the stations; give the database URL another way", field="--database-url-stdin"
@@ -99,6 +102,10 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
+    from chargenet.services import stations
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
     station = in_transaction(
         args,
         lambda ctx, session: stations.update_station(
@@ -116,6 +123,9 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
+    from chargenet.services import stations
+    from chargenet.services.callers import OPERATOR
+
     items = in_transaction(
         args,
         lambda ctx, session: every_page(
@@ -126,4 +136,7 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
+    from chargenet.services import stations
+    from chargenet.services.callers import OPERATOR
+
     emit_view(args, in_transaction(args, lambda ctx, session: stations.get_station(session, OPERATOR, args.station_id)))

@@ -1,32 +1,98 @@
-"""All tables. Importing this package registers every model on `Base.metadata` (Alembic reads it)."""
+"""All tables, one module per area.
 
-from chargenet.store.models.applications import Application, Group, GroupMember
-from chargenet.store.models.base import Base, UtcDateTime
-from chargenet.store.models.edge import (
-    AuthCacheEntry,
-    ConnectorStatusHistory,
-    EdgeTransaction,
-    LocalAuthEntry,
-    OcppMessage,
-    StationCommand,
-    StationPresence,
-    UnknownStop,
-    UpstreamMessage,
-)
-from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
-from chargenet.store.models.meta import DirectoryVersion, StoreSetting
-from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
-from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
-from chargenet.store.models.samples import MeterSample
-from chargenet.store.models.sequences import IdSequence
-from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
-from chargenet.store.models.webhooks import (
-    Webhook,
-    WebhookDeadLetter,
-    WebhookDelivery,
-    WebhookLane,
-    WebhookLaneEntry,
-)
+A name asked of this package imports the module that defines it and no other area's: a command that lists
+companies builds the mapped classes of the tenants and the audit log, not the 30-odd others (their classes cost
+about as much to build as SQLAlchemy costs to import; docs/performance.md). `Base` is the exception: asking the
+package for it imports every area first, so `Base.metadata` holds every table (Alembic reads it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chargenet.store.models.applications import Application, Group, GroupMember
+    from chargenet.store.models.base import Base, UtcDateTime
+    from chargenet.store.models.edge import (
+        AuthCacheEntry,
+        ConnectorStatusHistory,
+        EdgeTransaction,
+        LocalAuthEntry,
+        OcppMessage,
+        StationCommand,
+        StationPresence,
+        UnknownStop,
+        UpstreamMessage,
+    )
+    from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
+    from chargenet.store.models.meta import DirectoryVersion, StoreSetting
+    from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
+    from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
+    from chargenet.store.models.samples import MeterSample
+    from chargenet.store.models.sequences import IdSequence
+    from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
+    from chargenet.store.models.webhooks import (
+        Webhook,
+        WebhookDeadLetter,
+        WebhookDelivery,
+        WebhookLane,
+        WebhookLaneEntry,
+    )
+else:
+    # name -> the module of this package that defines it (tests/unit/store/test_models.py holds it to __all__)
+    _MODULES = {
+        "Application": "applications",
+        "AuditRecord": "operators",
+        "AuthCacheEntry": "edge",
+        "Base": "base",
+        "ChargePoint": "tenants",
+        "Company": "tenants",
+        "Connector": "tenants",
+        "ConnectorStatusHistory": "edge",
+        "DirectoryVersion": "meta",
+        "EdgeTransaction": "edge",
+        "EventStream": "events",
+        "Group": "applications",
+        "GroupMember": "applications",
+        "IdSequence": "sequences",
+        "LocalAuthEntry": "edge",
+        "Meter": "meters",
+        "MeterBusLease": "meters",
+        "MeterPollHealth": "meters",
+        "MeterSample": "samples",
+        "MeterSession": "meters",
+        "MeterState": "meters",
+        "OcppMessage": "edge",
+        "Operator": "operators",
+        "OperatorSession": "operators",
+        "OutboxCursor": "events",
+        "OutboxEvent": "events",
+        "Site": "tenants",
+        "Station": "tenants",
+        "StationCommand": "edge",
+        "StationPresence": "edge",
+        "StoreSetting": "meta",
+        "UnknownStop": "edge",
+        "UpstreamMessage": "edge",
+        "UtcDateTime": "base",
+        "Webhook": "webhooks",
+        "WebhookDeadLetter": "webhooks",
+        "WebhookDelivery": "webhooks",
+        "WebhookLane": "webhooks",
+        "WebhookLaneEntry": "webhooks",
+    }
+
+    def __getattr__(name: str) -> Any:
+        if name == "Base":
+            for module in sorted(set(_MODULES.values())):
+                importlib.import_module(f"{__name__}.{module}")
+        if name not in _MODULES:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "Application",
