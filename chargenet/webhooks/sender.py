@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -130,7 +129,9 @@ class WebhookSender:
         self._targets: dict[tuple[str, str], _Target] = {}
         self._retired: dict[GuardedTransport, asyncio.TimerHandle] = {}  # forgotten pools, each closed by its timer
         self._closing: set[asyncio.Future[None]] = set()
-        self._ssl_context: ssl.SSLContext | None = None
+        # Made now, not by the first attempt: loading the CA bundle takes tens of milliseconds of the event loop
+        # (hundreds on a busy machine), which would count against that attempt's deadline.
+        self._ssl_context = httpx.create_ssl_context()
         self._tokens: dict[str, _TokenSlot] = {}
         self._extensions = {"timeout": httpx.Timeout(timeout).as_dict()}
 
@@ -172,8 +173,6 @@ class WebhookSender:
         return target
 
     def _new_transport(self) -> GuardedTransport:
-        if self._ssl_context is None:
-            self._ssl_context = httpx.create_ssl_context()
         return GuardedTransport(
             allow_private=self._allow_private, resolver=self._resolver, ssl_context=self._ssl_context
         )

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 
+from chargenet.clock import ManualClock
 from chargenet.services import meters, stations
 from chargenet.services.callers import OPERATOR
+from chargenet.services.directory import ChargePointDirectory
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
+from tests.support.processes import eventually
 
 
 async def charge_points(served: Served) -> dict[str, dict[str, object]]:
-    """The list once the copy it is served from has read what changed: a running process's copy does so within
-    half a second, and the test's clock, on which it reads, moves only when told to."""
-    await served.directory.refresh()
+    """The list once the copy it is served from has read what changed: the running process's copy reads the store
+    every half second; the second read it completes from now began after now, whatever read was under way."""
+    reads = served.directory.reads
+    await eventually(lambda: served.directory.reads >= reads + 2)
     return await listed(served)
 
 
@@ -120,26 +122,48 @@ async def test_a_meter_shows_on_the_charge_point_it_measures_only(served: Served
     assert shown["TWIN-1"]["meters"] == []
 
 
-async def test_the_list_is_served_from_the_process_copy_with_what_the_store_shows(served: Served) -> None:
+async def following(directory: ChargePointDirectory, clock: ManualClock) -> None:
+    """Until the copy's last read was of what changed, not a whole read: the worker then waits for its next period
+    (on a clock that moves only when told to) or for a page that meets a newer structure, and for nothing else."""
+    await eventually(lambda: directory.reads > 0)  # the whole read at its start
+    while await read_again(directory, clock):
+        pass
+
+
+async def read_again(directory: ChargePointDirectory, clock: ManualClock) -> bool:
+    """The worker's read of its next period; True when it was a whole read (the structure had moved)."""
+    reads, whole_reads = directory.reads, directory.whole_reads
+    clock.advance(directory.refresh_every)
+    await eventually(lambda: directory.reads > reads)
+    return directory.whole_reads > whole_reads
+
+
+async def test_the_list_is_served_from_the_process_copy_with_what_the_store_shows(served_manual: Served) -> None:
+    served = served_manual
+    clock = served.context.clock
+    assert isinstance(clock, ManualClock)
+
     def pages(source: str) -> float:
         value = served.context.metrics.get_sample_value("chargenet_charge_point_pages_total", {"source": source})
         return value or 0.0
 
+    await following(served.directory, clock)
     async with served.context.store.transaction() as session:
-        await stations.create_station(  # after the copy's last read, whatever the test before did
+        await stations.create_station(  # after the copy's last read, and it reads again only when a page asks
             session,
             OPERATOR,
             served.context.keys.secret_hasher(),
             served.context.keys.credential_cipher(),
             site_id=served.tenant.site_id,
             station_id="CS-LATE",
-            now=served.context.clock.now(),
+            now=clock.now(),
             connectors=2,
         )
+    whole_reads = served.directory.whole_reads
     from_store = await listed(served)  # the copy's structure is behind: the store answers
-    assert pages("store") >= 1
-    async with asyncio.timeout(5):
-        while pages("memory") == 0:  # the copy reads the store again at once, then answers
-            from_memory = await listed(served)
-            await asyncio.sleep(0.01)
+    assert (pages("store"), pages("memory")) == (1, 0)
+    await eventually(lambda: served.directory.whole_reads > whole_reads)  # that page had the copy read again at once
+    from_memory = await listed(served)
+    assert (pages("store"), pages("memory")) == (1, 1)
     assert from_memory == from_store
+    assert "CS-LATE" in from_memory

@@ -27,6 +27,7 @@ from chargenet.store.models import MeterBusLease
 from tests.conftest import create_pg_database, drop_pg_database
 from tests.factories import Tenant, make_tenant
 from tests.integration.meters.helpers import payloads
+from tests.support.processes import eventually
 
 
 @pytest.fixture
@@ -191,10 +192,7 @@ async def test_stopped_worker_releases_its_buses_for_another_process(
     a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
     stopping = asyncio.Event()
     worker = asyncio.create_task(a.run(stopping))
-    for _ in range(200):
-        if a.buses:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: bool(a.buses))
     await b.reload()
     assert a.buses and b.pollers == {}
     stopping.set()

@@ -13,6 +13,7 @@ from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from tests.factories import make_tenant
+from tests.support.processes import eventually
 
 
 async def test_reload_follows_changes_and_disabling_stops_the_bus(
@@ -53,16 +54,10 @@ async def test_worker_runs_pollers_until_asked_to_stop(store: Store, clock: Manu
     polling = MeterPolling(store, Outbox(clock), clock)
     stopping = asyncio.Event()
     worker = asyncio.create_task(polling.run(stopping))
-    for _ in range(200):
-        if polling.buses and all(bus.task is not None for bus in polling.buses.values()):
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: bool(polling.buses) and all(bus.task is not None for bus in polling.buses.values()))
     [bus] = polling.buses.values()
-    for _ in range(200):
-        # A read is counted when it starts and its error when it fails: wait for the failure.
-        if bus.poller.health.errors:
-            break
-        await asyncio.sleep(0.01)
+    # A read is counted when it starts and its error when it fails: wait for the failure.
+    await eventually(lambda: bool(bus.poller.health.errors))
     assert bus.poller.health.meters and bus.poller.health.errors == bus.poller.health.reads >= 1
     stopping.set()
     await asyncio.wait_for(worker, 5)

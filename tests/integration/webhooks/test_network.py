@@ -15,6 +15,7 @@ import pytest
 
 from chargenet.webhooks.network import HIGH_WATER, AsyncioBackend
 from tests.support.deploy import self_signed
+from tests.support.processes import eventually
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
@@ -81,7 +82,8 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None
 
     async with serving(once) as server, pool() as http:
         assert (await http.request("GET", f"http://127.0.0.1:{server.port}/")).status == 204
-        await asyncio.sleep(0.05)  # the server's close reaches the idle connection
+        # The server's close reached the idle connection (the pool may have dropped it already).
+        await eventually(lambda: all(connection.has_expired() for connection in http.connections))
         assert (await http.request("GET", f"http://127.0.0.1:{server.port}/")).status == 204
     assert server.connections == 2
 
@@ -109,8 +111,9 @@ async def test_what_arrives_unread_is_held_near_the_high_water_mark_until_read()
 
     async with serving(flooding) as server:
         stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.port)
-        await asyncio.sleep(0.1)  # the server writes all it can meanwhile
-        held = len(stream._connection.buffer)  # type: ignore[attr-defined]  # what the protocol buffered unread
+        connection = stream._connection  # type: ignore[attr-defined]  # the protocol, with what it buffered unread
+        await eventually(lambda: not connection.transport.is_reading())  # it stopped reading: the rest waits
+        held = len(connection.buffer)
         received = bytearray()
         while len(received) < len(flood):
             received += await stream.read(65536, timeout=5)
