@@ -140,21 +140,13 @@ def message_view(row: OcppMessage) -> MessageView:
     )
 
 
-def _after(page: PageRequest) -> int | None:
-    if page.after is None:
-        return None
-    if not (page.after.isascii() and page.after.isdigit()) or len(page.after) > 18:
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
-    return int(page.after)
-
-
 async def list_messages(
     session: AsyncSession, caller: Caller, station_id: str, page: PageRequest, where: MessageFilter
 ) -> Page[MessageView]:
     """A page of the station's log, newest first."""
     await check_station(session, caller, station_id)
     query = _query(station_id, where).order_by(OcppMessage.id.desc()).limit(page.fetch)
-    after = _after(page)
+    after = page.after_number()
     if after is not None:
         query = query.where(OcppMessage.id < after)
     rows = [message_view(row) for row in await session.scalars(query)]

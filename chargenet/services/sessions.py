@@ -23,13 +23,13 @@ from chargenet.domain.tenants import (
     charge_point_connector_ids,
     ocpp_connector_id,
 )
-from chargenet.domain.text import INT32_MAX, INT32_MIN
+from chargenet.domain.text import INT32_MAX
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
 from chargenet.ports import StationCommands
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import validate_id_tag
-from chargenet.services.pages import Page, PageRequest, UnknownCursor
+from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import site_filter
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.db import Store
@@ -231,19 +231,6 @@ class TransactionView(View):
         return cls.of("meter", row, row.transaction_id, row.meter_start_wh, row.meter_stop_wh, row.reason)
 
 
-def _transaction_position(after: str | None) -> int | None:
-    """The transaction id a page starts after; `UnknownCursor` for a key no page gave."""
-    if after is None:
-        return None
-    try:
-        position = int(after)
-    except ValueError:
-        raise UnknownCursor(after) from None
-    if not INT32_MIN <= position <= INT32_MAX:  # transaction ids are 32-bit (decisions)
-        raise UnknownCursor(after)
-    return position
-
-
 async def list_transactions(
     session: AsyncSession,
     caller: Caller,
@@ -255,7 +242,7 @@ async def list_transactions(
 ) -> Page[TransactionView]:
     """A page of transactions (OCPP and meter sessions, one id sequence) in id order, only on sites the caller
     reaches with `transactions:read`."""
-    after = _transaction_position(page.after)
+    after = page.after_number(high=INT32_MAX)  # transaction ids are 32-bit (decisions)
     limit = page.fetch
     sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
     edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)

@@ -232,11 +232,9 @@ async def list_sessions(
     session: AsyncSession, caller: Caller, page: PageRequest, where: SessionFilter
 ) -> Page[SessionView]:
     """A page of sessions on the sites the caller reaches, newest first (by transaction id)."""
-    before = None
-    if page.after is not None:
-        if not (page.after.isascii() and page.after.isdigit()):
-            raise InvalidInput("not a cursor from a previous page", field="cursor")
-        before = min(int(page.after), INT32_MAX + 1)  # transaction ids are 32-bit: beyond, every one is before
+    before = page.after_number()
+    if before is not None:
+        before = min(before, INT32_MAX + 1)  # transaction ids are 32-bit: beyond, every one is before
     views = await _batch(session, caller, where, limit=page.fetch, before=before, newest_first=True)
     return page.page(views, lambda view: str(view.transaction_id))
 
