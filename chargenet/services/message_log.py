@@ -20,12 +20,13 @@ from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import InvalidInput
 from chargenet.services.callers import Caller
 from chargenet.services.operators import Transactions
 from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_station
 from chargenet.services.views import Instant, View
-from chargenet.store.models import OcppMessage, Site, Station
+from chargenet.store.models import OcppMessage, Station
 
 GAP = "gap"  # `chargenet.edge.messagelog.GAP`: the runtime's name, which services may not import
 EXPORT_BATCH = 1000
@@ -88,11 +89,7 @@ class MessageFilter:
 
 async def check_station(session: AsyncSession, caller: Caller, station_id: str) -> Station:
     """The station, if the caller's `charge-points:read` reaches it; `NotFound` otherwise."""
-    station = await session.get(Station, station_id)
-    site = await session.get(Site, station.site_id) if station is not None else None
-    if station is None or site is None or not caller.allows(Scope.CHARGE_POINTS_READ, site.company_id, site.id):
-        raise NotFound("station", station_id)
-    return station
+    return await reachable_station(session, caller, Scope.CHARGE_POINTS_READ, station_id)
 
 
 def _query(station_id: str, where: MessageFilter) -> Select[Any]:

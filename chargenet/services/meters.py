@@ -29,7 +29,7 @@ from chargenet.outbox import Outbox
 from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
+from chargenet.services.reach import reachable_on_site, reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.models import (
@@ -326,14 +326,9 @@ def _store_spec(row: Meter, spec: MeterSpec) -> None:
 
 async def _get(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> Meter:
     """The meter, if `scope` holds on its site for the caller; `NotFound` otherwise."""
-    row = await session.get(Meter, meter_id)
-    if row is not None:
-        site = await session.get(Site, row.site_id)
-        if site is not None:
-            refuse_read_only(caller, scope, site.company_id)
-            if caller.allows(scope, site.company_id, site.id):
-                return row
-    raise NotFound("meter", meter_id)
+    return await reachable_on_site(
+        session, caller, scope, await session.get(Meter, meter_id), NotFound("meter", meter_id)
+    )
 
 
 async def _view(session: AsyncSession, row: Meter) -> MeterView:

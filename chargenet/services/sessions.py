@@ -30,7 +30,7 @@ from chargenet.ports import StationCommands
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import validate_id_tag
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import site_filter
+from chargenet.services.reach import reachable_on_site, site_filter
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.db import Store
 from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Site, Station
@@ -62,18 +62,11 @@ class Target:
     address: ConnectorAddress
 
 
-async def _allowed(session: AsyncSession, caller: Caller, scope: Scope, site_id: str) -> bool:
-    company = await session.scalar(select(Site.company_id).where(Site.id == site_id))
-    assert company is not None
-    return caller.allows(scope, company, site_id)
-
-
 async def _target(
     session: AsyncSession, caller: Caller, scope: Scope, charge_point_id: str, connector_id: int
 ) -> Target:
     point = await session.get(ChargePoint, charge_point_id)
-    if point is None or not await _allowed(session, caller, scope, point.site_id):
-        raise NotFound("charge point", charge_point_id)
+    point = await reachable_on_site(session, caller, scope, point, NotFound("charge point", charge_point_id))
     station = await session.get(Station, point.station_id)
     assert station is not None
     layout = station.layout()
@@ -113,17 +106,16 @@ async def start_session(
 async def stop_session(store: Store, edge: StationCommands, caller: Caller, *, transaction_id: int) -> CommandAnswer:
     """RemoteStopTransaction, sent to the transaction's own station only."""
     async with store.transaction() as session:
+        missing = NotFound("transaction", str(transaction_id))
         row = await session.get(EdgeTransaction, transaction_id)
         if row is None:
             metered = await session.get(MeterSession, transaction_id)
-            if metered is not None and await _allowed(session, caller, Scope.SESSIONS_WRITE, metered.site_id):
-                raise Conflict(
-                    f"transaction {transaction_id} was detected from a meter; it cannot be stopped remotely "
-                    "and ends when the meter sees the charging stop"
-                )
-            raise NotFound("transaction", str(transaction_id))
-        if not await _allowed(session, caller, Scope.SESSIONS_WRITE, row.site_id):
-            raise NotFound("transaction", str(transaction_id))
+            await reachable_on_site(session, caller, Scope.SESSIONS_WRITE, metered, missing)
+            raise Conflict(
+                f"transaction {transaction_id} was detected from a meter; it cannot be stopped remotely "
+                "and ends when the meter sees the charging stop"
+            )
+        row = await reachable_on_site(session, caller, Scope.SESSIONS_WRITE, row, missing)
         if row.stopped_at is not None:
             raise StationRejected(row.station_id, "RemoteStopTransaction", "AlreadyStopped")
         station_id = row.station_id

@@ -27,9 +27,9 @@ from chargenet.ports import StationCommands
 from chargenet.services import sessions
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import entries_of_site, validate_id_tag
+from chargenet.services.reach import reachable_station, site_of
 from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 from chargenet.store.db import Store
-from chargenet.store.models import Site, Station
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +54,8 @@ class StationTarget:
 async def _station(store: Store, caller: Caller, station_id: str, *, central_only: bool = False) -> StationTarget:
     """The station, if the caller's `charge-points:write` reaches its site; `NotFound` otherwise."""
     async with store.transaction() as session:
-        row = await session.get(Station, station_id)
-        site = await session.get(Site, row.site_id) if row is not None else None
-        if row is None or site is None or not caller.allows(Scope.CHARGE_POINTS_WRITE, site.company_id, site.id):
-            raise NotFound("station", station_id)
+        row = await reachable_station(session, caller, Scope.CHARGE_POINTS_WRITE, station_id)
+        site = await site_of(session, row)
         target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
     if central_only and target.has_upstream:
         raise Conflict(

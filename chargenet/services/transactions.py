@@ -28,10 +28,10 @@ from chargenet.services.callers import Caller
 from chargenet.services.message_log import GAP, MessageView, message_view
 from chargenet.services.operators import Transactions
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import site_filter
+from chargenet.services.reach import reachable_on_site, reachable_station, site_filter
 from chargenet.services.sessions import TransactionView
 from chargenet.services.views import Instant, View
-from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site, Station
+from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site
 
 EXPORT_BATCH = 2000
 SAMPLE_LIMIT = 6000  # a session's samples read for its chart: 50 hours at one sample per 30 s
@@ -257,32 +257,27 @@ async def export_sessions(
 
 async def get_session(session: AsyncSession, caller: Caller, transaction_id: int) -> SessionView:
     """One session of either kind, if the caller's `transactions:read` reaches its site; `NotFound` otherwise."""
+    missing = NotFound("transaction", str(transaction_id))
     if not 0 < transaction_id <= INT32_MAX:
-        raise NotFound("transaction", str(transaction_id))
-    found: EdgeTransaction | MeterSession | None = await session.get(EdgeTransaction, transaction_id)
+        raise missing
+    found = await session.get(EdgeTransaction, transaction_id)
     if found is None:
-        found = await session.get(MeterSession, transaction_id)
-    site = await session.get(Site, found.site_id) if found is not None else None
-    if found is None or site is None or not caller.allows(Scope.TRANSACTIONS_READ, site.company_id, site.id):
-        raise NotFound("transaction", str(transaction_id))
-    if isinstance(found, MeterSession):
-        return _of_meter(found)
+        metered = await session.get(MeterSession, transaction_id)
+        return _of_meter(await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, metered, missing))
+    reached = await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, found, missing)
     last = None
-    if found.stopped_at is None:
+    if reached.stopped_at is None:
         last = await session.scalar(
             select(func.max(MeterSample.energy_wh)).where(
-                MeterSample.transaction_id == found.id, MeterSample.station_id == found.station_id
+                MeterSample.transaction_id == reached.id, MeterSample.station_id == reached.station_id
             )
         )
-    return _of_edge(found, last)
+    return _of_edge(reached, last)
 
 
 async def active_on_station(session: AsyncSession, caller: Caller, station_id: str) -> list[TransactionView]:
     """The station's OCPP transactions in progress (those a remote stop can end), by charge point and connector."""
-    station = await session.get(Station, station_id)
-    site = await session.get(Site, station.site_id) if station is not None else None
-    if station is None or site is None or not caller.allows(Scope.TRANSACTIONS_READ, site.company_id, site.id):
-        raise NotFound("station", station_id)
+    await reachable_station(session, caller, Scope.TRANSACTIONS_READ, station_id)
     rows = await session.scalars(
         select(EdgeTransaction)
         .where(EdgeTransaction.station_id == station_id, EdgeTransaction.stopped_at.is_(None))
