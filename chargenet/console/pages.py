@@ -33,8 +33,8 @@ from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, WebhookTests
-from chargenet.services import audit, console_sessions, overview
-from chargenet.services.callers import OperatorCaller
+from chargenet.services import console_sessions, overview
+from chargenet.services.callers import Actor, OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
 from chargenet.store.db import Store
 
@@ -114,7 +114,7 @@ class Signed:
     session_hash: str
     csrf_token: str
 
-    def actor(self, request: Request) -> audit.Actor:
+    def actor(self, request: Request) -> Actor:
         return self.caller.actor
 
 

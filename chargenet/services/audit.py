@@ -10,7 +10,6 @@ Kept 365 days (decisions.md): `AuditRetention` purges older records, hourly, lik
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
+from chargenet.services.callers import Actor
 from chargenet.store.db import LONG, Store
 from chargenet.store.models import AuditRecord
 from chargenet.workers import LoopWorker
@@ -34,25 +34,6 @@ MAX_LIMIT = 200
 
 # Substrings of a detail key that name a secret; such a key is refused whatever its value.
 _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
-
-
-class Face(enum.StrEnum):
-    CONSOLE = "console"
-    CLI = "cli"
-    API = "api"
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who acts, as the audit log names them: `who` is readable ("operator ana@example.org",
-    "local operator", "application cid_..."); `address` is the client's IP address where there is one."""
-
-    who: str
-    face: Face
-    address: str | None = None
-
-
-LOCAL_OPERATOR = Actor("local operator", Face.CLI)
 
 
 @dataclass(frozen=True, slots=True)

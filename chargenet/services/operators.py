@@ -37,7 +37,7 @@ from chargenet.errors import (
 )
 from chargenet.ids import new_id
 from chargenet.services import audit
-from chargenet.services.callers import OperatorCaller
+from chargenet.services.callers import Actor, OperatorCaller
 from chargenet.services.versions import check_version
 from chargenet.store.models import Company, Operator, OperatorSession
 
@@ -133,7 +133,7 @@ async def create_operator(
     transaction: Transactions,
     passwords: Passwords,
     by: Manager,
-    actor: audit.Actor,
+    actor: Actor,
     *,
     company_id: str,
     email: str,
@@ -193,7 +193,7 @@ async def change_own_password(
     transaction: Transactions,
     passwords: Passwords,
     by: OperatorCaller,
-    actor: audit.Actor,
+    actor: Actor,
     *,
     current: str,
     new: str,
@@ -227,7 +227,7 @@ async def set_password(
     transaction: Transactions,
     passwords: Passwords,
     by: Manager,
-    actor: audit.Actor,
+    actor: Actor,
     operator_id: str,
     *,
     password: str,
@@ -248,7 +248,7 @@ async def set_password(
 
 async def _audit(
     session: AsyncSession,
-    actor: audit.Actor,
+    actor: Actor,
     row: Operator,
     action: str,
     now: datetime,
@@ -278,7 +278,7 @@ async def _owners_left(session: AsyncSession, company_id: str, without: str) -> 
 async def set_role(
     session: AsyncSession,
     by: Manager,
-    actor: audit.Actor,
+    actor: Actor,
     operator_id: str,
     *,
     role: str,
@@ -309,7 +309,7 @@ async def set_role(
 async def set_enabled(
     session: AsyncSession,
     by: Manager,
-    actor: audit.Actor,
+    actor: Actor,
     operator_id: str,
     *,
     enabled: bool,

@@ -19,7 +19,8 @@ from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_
 from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
-from chargenet.services import audit, operators
+from chargenet.services import operators
+from chargenet.services.callers import OPERATOR
 
 # How passwords are hashed; tests put a cheap argon2 profile here instead of the deliberately slow default.
 passwords: Callable[[], operators.Passwords] = operators.Passwords
@@ -75,7 +76,7 @@ def _create(args: argparse.Namespace) -> None:
             ctx.store.transaction,
             passwords(),
             operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR.actor,
             company_id=args.company_id,
             email=args.email,
             role=args.role,
@@ -107,7 +108,7 @@ def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
     view = in_transaction(
         args,
         lambda ctx, s: operators.set_enabled(
-            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, enabled=enabled, now=ctx.clock.now()
+            s, operators.LOCAL, OPERATOR.actor, args.operator_id, enabled=enabled, now=ctx.clock.now()
         ),
     )
     emit(args, view.to_json(), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
@@ -125,7 +126,7 @@ def _set_role(args: argparse.Namespace) -> None:
     view = in_transaction(
         args,
         lambda ctx, s: operators.set_role(
-            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, role=args.role, now=ctx.clock.now()
+            s, operators.LOCAL, OPERATOR.actor, args.operator_id, role=args.role, now=ctx.clock.now()
         ),
     )
     emit(args, view.to_json(), f"operator {view.id} ({view.email}) is now {view.role}")
@@ -139,7 +140,7 @@ def _password(args: argparse.Namespace) -> None:
             ctx.store.transaction,
             passwords(),
             operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR.actor,
             args.operator_id,
             password=password,
             now=ctx.clock.now(),

@@ -22,7 +22,7 @@ import uvicorn
 
 from chargenet.app import create_app, open_context
 from chargenet.config import load_settings
-from chargenet.services import audit, companies, operators, sites, stations
+from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store import schema
@@ -97,7 +97,7 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
         context.store.transaction,
         passwords,
         operators.LOCAL,
-        audit.LOCAL_OPERATOR,
+        OPERATOR.actor,
         company_id=company.id,
         email="owner@acme.test",
         role="owner",
@@ -155,7 +155,7 @@ async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_p
             context.store.transaction,
             operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
             operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR.actor,
             company_id=company.id,
             email="owner@acme.test",
             role="owner",

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from chargenet.services import audit
+from chargenet.services.callers import Actor, Face
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -201,7 +202,7 @@ async def test_hostile_strings_are_shown_as_text(harness: ConsoleHarness) -> Non
         harness.store.transaction,
         harness.console.passwords,
         operators.LOCAL,
-        audit.Actor('"><img src=x onerror=alert(2)>', audit.Face.CLI),
+        Actor('"><img src=x onerror=alert(2)>', Face.CLI),
         company_id=harness.team.company_id,
         email=hostile,
         role="viewer",

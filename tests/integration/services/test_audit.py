@@ -10,6 +10,7 @@ import pytest
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from tests.factories import make_tenant
 
@@ -18,7 +19,7 @@ async def note(store: Store, company_id: str, clock: ManualClock, object_id: str
     async with store.transaction() as session:
         await audit.record(
             session,
-            audit.LOCAL_OPERATOR,
+            OPERATOR.actor,
             company_id=company_id,
             action="site.update",
             object_type="site",
@@ -49,7 +50,7 @@ async def test_a_detail_naming_a_secret_is_refused(store: Store, clock: ManualCl
         with pytest.raises(ValueError, match="names a secret"):
             await audit.record(
                 session,
-                audit.LOCAL_OPERATOR,
+                OPERATOR.actor,
                 company_id=None,
                 action="application.rotate-secret",
                 object_type="application",

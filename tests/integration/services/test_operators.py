@@ -9,10 +9,10 @@ from chargenet.clock import ManualClock
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, EmailTaken, Forbidden, InvalidCredentials, InvalidInput, NotFound, StaleChange
 from chargenet.services import audit, companies, console_sessions, operators
-from chargenet.services.callers import OPERATOR, OperatorCaller
+from chargenet.services.callers import OPERATOR, Actor, Face, OperatorCaller
 from chargenet.store.db import Store
 
-CONSOLE = audit.Actor("operator owner@acme.test", audit.Face.CONSOLE, "192.0.2.1")
+CONSOLE = Actor("operator owner@acme.test", Face.CONSOLE, "192.0.2.1")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ async def make(
         store.transaction,
         passwords,
         operators.LOCAL,
-        audit.LOCAL_OPERATOR,
+        OPERATOR.actor,
         company_id=company_id,
         email=email,
         role=role,
@@ -96,7 +96,7 @@ async def test_short_passwords_bad_emails_and_unknown_roles_are_refused_by_field
                 store.transaction,
                 passwords,
                 operators.LOCAL,
-                audit.LOCAL_OPERATOR,
+                OPERATOR.actor,
                 company_id=acme,
                 email=email,
                 role=role,
@@ -160,7 +160,7 @@ async def test_a_company_keeps_an_enabled_owner(
     async with store.transaction() as session:
         with pytest.raises(Conflict):
             await operators.set_enabled(
-                session, operators.LOCAL, audit.LOCAL_OPERATOR, owner.id, enabled=False, now=clock.now()
+                session, operators.LOCAL, OPERATOR.actor, owner.id, enabled=False, now=clock.now()
             )
         with pytest.raises(Conflict):
             await operators.set_role(session, caller(owner), CONSOLE, owner.id, role="viewer", now=clock.now())
@@ -271,7 +271,7 @@ async def test_the_audit_log_refuses_a_detail_that_names_a_secret(store: Store, 
         with pytest.raises(ValueError, match="secret"):
             await audit.record(
                 session,
-                audit.LOCAL_OPERATOR,
+                OPERATOR.actor,
                 company_id=None,
                 action="app.rotate",
                 object_type="application",
