@@ -1,9 +1,12 @@
 """The audit log: who created, changed, rotated, replayed, enabled or disabled what, when and from where.
 
-Every face records its own changes through `record`, in the same transaction as the change, so a change and
-its audit record are committed together or not at all. A record never holds a secret: `record` refuses a
-detail whose key names one (a programming error, raised as `ValueError` so tests catch it), and callers pass
-only what identifies the change (a role, a name, "enabled"), never a value that grants access.
+Every use case records the changes it makes through `record_change` (who, what they did, to which row), in
+the same transaction as the change, so a change and its audit record are committed together or not at all.
+`target` names each kind of row once, and puts its record in the log of the company it belongs to.
+
+A record never holds a secret: `record` refuses a detail whose key names one (a programming error, raised as
+`ValueError` so tests catch it), and callers pass only what identifies the change (a role, a name, "enabled"),
+never a value that grants access.
 
 Kept 365 days (decisions.md): `AuditRetention` purges older records, hourly, like the other retention jobs.
 """
@@ -15,15 +18,27 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import assert_never
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
-from chargenet.services.callers import Actor
+from chargenet.services.callers import Actor, Caller
 from chargenet.store.db import LONG, Store
-from chargenet.store.models import AuditRecord
+from chargenet.store.models import (
+    Application,
+    AuditRecord,
+    Company,
+    Group,
+    LocalAuthEntry,
+    Meter,
+    Operator,
+    Site,
+    Station,
+    Webhook,
+)
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -34,6 +49,44 @@ MAX_LIMIT = 200
 
 # Substrings of a detail key that name a secret; such a key is refused whatever its value.
 _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
+
+
+# What the audit log records changes to; `target` names each as the log shows it.
+Audited = Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """An object as the audit log names it: its type and id. Its record goes to the log of the company it belongs
+    to: `company_id`, or else the company of its site `site_id`."""
+
+    object_type: str
+    object_id: str
+    company_id: str | None = None
+    site_id: str | None = None
+
+
+def target(row: Audited) -> Target:
+    match row:
+        case Company():
+            return Target("company", row.id, row.id)
+        case Site():
+            return Target("site", row.id, row.company_id)
+        case Station():
+            return Target("station", row.id, site_id=row.site_id)
+        case Meter():
+            return Target("meter", row.id, site_id=row.site_id)
+        case LocalAuthEntry():
+            return Target("local list entry", f"{row.site_id}/{row.id_tag}", site_id=row.site_id)
+        case Application():
+            return Target("application", row.client_id, row.company_id)
+        case Group():
+            return Target("group", row.id, row.company_id)
+        case Operator():
+            return Target("operator", row.id, row.company_id)
+        case Webhook():
+            return Target("webhook", row.id, site_id=row.site_id)
+    assert_never(row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +152,33 @@ async def record(
         )
     )
     await session.flush()
+
+
+async def record_change(
+    session: AsyncSession,
+    caller: Caller,
+    action: str,
+    row: Audited,
+    *,
+    now: datetime,
+    detail: Mapping[str, str] | None = None,
+) -> None:
+    """The audit record of `caller`'s change `action` (`"site.create"`) to `row`, in the change's transaction."""
+    named = target(row)
+    company_id = named.company_id
+    if company_id is None and named.site_id is not None:
+        site = await session.get(Site, named.site_id)  # in the session already, where the caller's reach was checked
+        company_id = site.company_id if site is not None else None
+    await record(
+        session,
+        caller.actor,
+        company_id=company_id,
+        action=action,
+        object_type=named.object_type,
+        object_id=named.object_id,
+        now=now,
+        detail=detail,
+    )
 
 
 async def list_records(

@@ -127,7 +127,7 @@ async def create_group(
     )
     session.add(group)
     await session.flush()
-    await _audit(session, caller, group, "group.create", now, _settings(group))
+    await audit.record_change(session, caller, "group.create", group, now=now, detail=_settings(group))
     return await _view(session, group)
 
 
@@ -174,7 +174,7 @@ async def update_group(
         group.name, group.scopes, group.site_id = new_name, new_scopes, new_site
         group.version += 1
         await session.flush()
-        await _audit(session, caller, group, "group.update", now, _settings(group))
+        await audit.record_change(session, caller, "group.update", group, now=now, detail=_settings(group))
     return await _view(session, group)
 
 
@@ -196,7 +196,9 @@ async def add_app(
         session.add(GroupMember(group_id=group_id, client_id=client_id))
         group.version += 1
         await session.flush()
-        await _audit(session, caller, group, "group.add-app", now, {"application": client_id, "name": group.name})
+        await audit.record_change(
+            session, caller, "group.add-app", group, now=now, detail={"application": client_id, "name": group.name}
+        )
     return await _view(session, group)
 
 
@@ -216,7 +218,9 @@ async def remove_app(
     await session.delete(member)
     group.version += 1
     await session.flush()
-    await _audit(session, caller, group, "group.remove-app", now, {"application": client_id, "name": group.name})
+    await audit.record_change(
+        session, caller, "group.remove-app", group, now=now, detail={"application": client_id, "name": group.name}
+    )
     return await _view(session, group)
 
 
@@ -231,7 +235,7 @@ async def delete_group(
     """Deleted in the transaction that checked the caller's reach over it."""
     group = await _get(session, caller, group_id, change="deleting a group")
     check_version("group", repr(group.name), group.version, expected_version)
-    await _audit(session, caller, group, "group.delete", now, {"name": group.name})
+    await audit.record_change(session, caller, "group.delete", group, now=now, detail={"name": group.name})
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)
     await session.flush()
@@ -239,21 +243,6 @@ async def delete_group(
 
 def _settings(group: Group) -> dict[str, str]:
     return {"name": group.name, "anchor": group.site_id or COMPANY_ANCHOR, "scopes": group.scopes}
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, group: Group, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=group.company_id,
-        action=action,
-        object_type="group",
-        object_id=group.id,
-        now=now,
-        detail=detail,
-    )
 
 
 def _make_view(group: Group, members: Iterable[str]) -> GroupView:

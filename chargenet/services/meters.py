@@ -254,24 +254,8 @@ async def create_meter(
         "bus": spec.bus_key,
         "unit": str(spec.unit_id),
     }
-    await _audit(session, caller, row, "meter.create", now, detail)
+    await audit.record_change(session, caller, "meter.create", row, now=now, detail=detail)
     return MeterView(spec=spec, enabled=row.enabled, version=row.version, created_at=row.created_at)
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, row: Meter, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    site = await session.get(Site, row.site_id)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id if site is not None else None,
-        action=action,
-        object_type="meter",
-        object_id=row.id,
-        now=now,
-        detail=detail,
-    )
 
 
 async def _charge_point(session: AsyncSession, station: Station, charge_point_id: str | None) -> ChargePoint:
@@ -459,7 +443,7 @@ async def update_meter(
         action = "meter.enable" if enabled else "meter.disable"
     else:
         action = "meter.update"
-    await _audit(session, caller, row, action, now, {"changed": ", ".join(changed)})
+    await audit.record_change(session, caller, action, row, now=now, detail={"changed": ", ".join(changed)})
     return await _view(session, row)
 
 
@@ -483,7 +467,9 @@ async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, me
     """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
     StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
-    await _audit(session, caller, row, "meter.delete", now, {"station": row.station_id, "bus": transport_of(row).key})
+    await audit.record_change(
+        session, caller, "meter.delete", row, now=now, detail={"station": row.station_id, "bus": transport_of(row).key}
+    )
     open_session = await meter_records.open_session_of(session, meter_id)
     if open_session is not None:
         await meter_records.stop_session(

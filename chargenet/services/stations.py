@@ -89,7 +89,7 @@ async def create_station(
     }
     if row.upstream_password is not None:
         detail["upstream login"] = "set"
-    await _audit(session, caller, row, "station.create", now, detail)
+    await audit.record_change(session, caller, "station.create", row, now=now, detail=detail)
     return _view(row)
 
 
@@ -131,7 +131,9 @@ async def update_station(
     if changed:
         row.version += 1
         await session.flush()
-        await _audit(session, caller, row, "station.update", now, {"changed": ", ".join(changed)})
+        await audit.record_change(
+            session, caller, "station.update", row, now=now, detail={"changed": ", ".join(changed)}
+        )
     return _view(row)
 
 
@@ -163,7 +165,7 @@ async def delete_station(
     for charge_point in await session.scalars(select(ChargePoint).where(ChargePoint.station_id == station_id)):
         await session.delete(charge_point)
     await session.flush()
-    await _audit(session, caller, row, "station.delete", now, {"site": row.site_id})
+    await audit.record_change(session, caller, "station.delete", row, now=now, detail={"site": row.site_id})
     await session.delete(row)
     await session.flush()
 
@@ -174,22 +176,6 @@ async def count_by_site(session: AsyncSession, site_ids: list[str]) -> dict[str,
         return {}
     query = select(Station.site_id, func.count()).where(Station.site_id.in_(site_ids)).group_by(Station.site_id)
     return {site_id: int(count) for site_id, count in (await session.execute(query)).all()}
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, row: Station, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    site = await session.get(Site, row.site_id)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id if site is not None else None,
-        action=action,
-        object_type="station",
-        object_id=row.id,
-        now=now,
-        detail=detail,
-    )
 
 
 async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:

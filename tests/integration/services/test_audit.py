@@ -1,4 +1,5 @@
-"""The audit log's own rules on both backends: kept 365 days, then purged by its worker; never a secret."""
+"""The audit log's own rules on both backends: a change is recorded in the log of its object's company, kept 365
+days, then purged by its worker; never a secret."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from chargenet.keys import KeyStore
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
+from chargenet.store.models import Station
 from tests.factories import make_tenant
 
 
@@ -58,3 +60,19 @@ async def test_a_detail_naming_a_secret_is_refused(store: Store, clock: ManualCl
                 now=clock.now(),
                 detail={"client_secret": "s3cr3t"},
             )
+
+
+async def test_a_change_to_an_object_on_a_site_is_in_the_log_of_the_sites_company(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    tenant = await make_tenant(store, KeyStore(tmp_path), clock.now())
+    async with store.transaction() as session:
+        station = await session.get(Station, tenant.station_id)
+        assert station is not None
+        await audit.record_change(session, OPERATOR, "station.update", station, now=clock.now(), detail={"a": "b"})
+        page = await audit.list_records(
+            session, company_id=tenant.company_id, where=audit.AuditFilter(action="station.update")
+        )
+    [entry] = page.items
+    assert (entry.object_type, entry.object_id, entry.company_id) == ("station", tenant.station_id, tenant.company_id)
+    assert (entry.actor, entry.face, entry.detail) == ("local operator", "cli", {"a": "b"})
