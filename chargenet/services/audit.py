@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import assert_never
 
@@ -24,8 +24,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
-from chargenet.errors import InvalidInput
-from chargenet.services.callers import Actor, Caller
+from chargenet.errors import NotFound
+from chargenet.services.callers import Actor, ApiApplication, Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG, Store
 from chargenet.store.models import (
     Application,
@@ -44,8 +46,6 @@ from chargenet.workers import LoopWorker
 log = logging.getLogger(__name__)
 
 RETENTION = timedelta(days=365)
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 # Substrings of a detail key that name a secret; such a key is refused whatever its value.
 _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
@@ -89,18 +89,17 @@ def target(row: Audited) -> Target:
     assert_never(row)
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
+class AuditEntry(View):
     id: int
     company_id: str | None
-    at: datetime
+    at: Instant
     actor: str
     face: str
     address: str | None
     action: str
     object_type: str
     object_id: str
-    detail: Mapping[str, str] = field(default_factory=dict)
+    detail: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +112,6 @@ class AuditFilter:
     actor: str | None = None  # a substring of who acted
     since: datetime | None = None
     until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditPage:
-    items: list[AuditEntry]
-    # The id to pass as `before` for the next (older) page; None on the last page.
-    next_before: int | None
 
 
 async def record(
@@ -182,18 +174,16 @@ async def record_change(
 
 
 async def list_records(
-    session: AsyncSession,
-    *,
-    company_id: str,
-    where: AuditFilter | None = None,
-    limit: int = DEFAULT_LIMIT,
-    before: int | None = None,
-) -> AuditPage:
-    """One company's records, newest first, `limit` at most, older than the record `before` when given."""
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"must be 1-{MAX_LIMIT}", field="limit")
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str, where: AuditFilter | None = None
+) -> Page[AuditEntry]:
+    """One company's records, newest first (by id), narrowed by `where`. A company's log is read by its own
+    operators, whatever their role, and by the local operator; no scope grants it to an application, so another
+    company's log, or any for an application, is `NotFound`."""
+    if isinstance(caller, ApiApplication) or caller.company_id not in (None, company_id):
+        raise NotFound("company", company_id)
     where = where or AuditFilter()
     query = select(AuditRecord).where(AuditRecord.company_id == company_id)
+    before = page.after_number()
     if before is not None:
         query = query.where(AuditRecord.id < before)
     if where.action:
@@ -203,19 +193,13 @@ async def list_records(
     if where.object_id:
         query = query.where(AuditRecord.object_id == where.object_id)
     if where.actor:
-        escaped = where.actor.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = query.where(AuditRecord.actor.ilike(f"%{escaped}%", escape="\\"))
+        query = query.where(AuditRecord.actor.ilike(f"%{like_escaped(where.actor)}%", escape="\\"))
     if where.since is not None:
         query = query.where(AuditRecord.at >= where.since)
     if where.until is not None:
         query = query.where(AuditRecord.at < where.until)
-    # One row beyond the page says whether an older page exists, so the last page offers no empty "older".
-    rows = list(await session.scalars(query.order_by(AuditRecord.id.desc()).limit(limit + 1)))
-    shown = rows[:limit]
-    return AuditPage(
-        [_entry(row) for row in shown],
-        shown[-1].id if len(rows) > limit and shown else None,
-    )
+    rows = await session.scalars(query.order_by(AuditRecord.id.desc()).limit(page.fetch))
+    return page.page([_entry(row) for row in rows], lambda entry: str(entry.id))
 
 
 async def purge(session: AsyncSession, *, now: datetime) -> int:
@@ -244,14 +228,14 @@ class AuditRetention(LoopWorker):
 
 def _entry(row: AuditRecord) -> AuditEntry:
     return AuditEntry(
-        row.id,
-        row.company_id,
-        row.at,
-        row.actor,
-        row.face,
-        row.address,
-        row.action,
-        row.object_type,
-        row.object_id,
-        json.loads(row.detail),
+        id=row.id,
+        company_id=row.company_id,
+        at=row.at,
+        actor=row.actor,
+        face=row.face,
+        address=row.address,
+        action=row.action,
+        object_type=row.object_type,
+        object_id=row.object_id,
+        detail=json.loads(row.detail),
     )

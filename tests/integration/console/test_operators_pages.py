@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from chargenet.services import audit
-from chargenet.services.callers import Actor, Face
+from chargenet.services.callers import OPERATOR, Actor, Face
+from chargenet.services.pages import PageRequest
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -42,7 +43,7 @@ async def test_only_an_owner_sees_or_changes_operators(harness: ConsoleHarness, 
         response = await client.post(path, data={**data, "csrf_token": token}, headers=ORIGIN)
         assert response.status_code == 403, path
     async with harness.store.transaction() as session:
-        page = await audit.list_records(session, company_id=harness.team.company_id)
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=harness.team.company_id)
     assert {e.action for e in page.items} == {"company.create", "operator.create"}  # only the fixture's own
 
 
@@ -120,7 +121,7 @@ async def test_an_owner_creates_an_operator_who_can_sign_in_and_it_is_audited(
     assert "operator.create" in log.text and "operator owner@acme.test" in log.text and "role: admin" in log.text
     assert secret not in log.text and secret not in caplog.text
     async with harness.store.transaction() as session:
-        entries = await audit.list_records(session, company_id=harness.team.company_id)
+        entries = await audit.list_records(session, OPERATOR, PageRequest(), company_id=harness.team.company_id)
     assert secret not in repr(entries)
 
 

@@ -94,7 +94,7 @@ async def test_the_audit_log_filters_by_get_parameters_and_pages_by_keyset(harne
     assert first.text.count("<td>application.enable</td>") == 50 and "application.disable" not in first.text
     assert "app-119" in first.text and 'value="application.enable"' in first.text
     older = first.text.split('href="/console/audit?')[1].split('"')[0].replace("&amp;", "&")
-    assert "action=application.enable" in older and "before=" in older
+    assert "action=application.enable" in older and "after=" in older
     second = await client.get(f"/console/audit?{older}")
     assert second.text.count("<td>application.enable</td>") == 10 and "Older entries" not in second.text
     assert "app-119 " not in second.text and "app-1<" in second.text.replace("</td>", "<")

@@ -10,6 +10,7 @@ from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, EmailTaken, Forbidden, InvalidCredentials, InvalidInput, NotFound, StaleChange
 from chargenet.services import audit, companies, console_sessions, operators
 from chargenet.services.callers import OPERATOR, Actor, Face, OperatorCaller
+from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 
 CONSOLE = Actor("operator owner@acme.test", Face.CONSOLE, "192.0.2.1")
@@ -246,12 +247,12 @@ async def test_every_change_is_audited_newest_first_without_a_secret(
         await operators.set_role(session, owner, CONSOLE, viewer.id, role="admin", now=clock.now())
         await operators.set_enabled(session, owner, CONSOLE, viewer.id, enabled=False, now=clock.now())
     async with store.transaction() as session:
-        page = await audit.list_records(session, company_id=acme)
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=acme)
         only_roles = await audit.list_records(
-            session, company_id=acme, where=audit.AuditFilter(action="operator.set-role")
+            session, OPERATOR, PageRequest(), company_id=acme, where=audit.AuditFilter(action="operator.set-role")
         )
-        first = await audit.list_records(session, company_id=acme, limit=2)
-        rest = await audit.list_records(session, company_id=acme, limit=3, before=first.next_before)
+        first = await audit.list_records(session, OPERATOR, PageRequest(2), company_id=acme)
+        rest = await audit.list_records(session, OPERATOR, PageRequest.of(3, first.next), company_id=acme)
     assert [e.action for e in page.items] == [
         "operator.disable",
         "operator.set-role",
@@ -262,7 +263,7 @@ async def test_every_change_is_audited_newest_first_without_a_secret(
     assert page.items[1].detail == {"email": "viewer@acme.test", "from": "viewer", "to": "admin"}
     assert page.items[0].actor == CONSOLE.who and page.items[0].address == "192.0.2.1"
     assert [e.action for e in only_roles.items] == ["operator.set-role"]
-    assert [e.id for e in first.items + rest.items] == [e.id for e in page.items] and rest.next_before is None
+    assert [e.id for e in first.items + rest.items] == [e.id for e in page.items] and rest.next is None
     assert all("correct horse" not in str(e) for e in page.items)
 
 
