@@ -34,7 +34,7 @@ from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, WebhookTests
 from chargenet.services import console_sessions, overview
-from chargenet.services.callers import Actor, OperatorCaller
+from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords, Transactions
 from chargenet.store.db import Store
 
@@ -113,9 +113,6 @@ class Signed:
     caller: OperatorCaller
     session_hash: str
     csrf_token: str
-
-    def actor(self, request: Request) -> Actor:
-        return self.caller.actor
 
 
 class SignInRequired(Exception):

@@ -70,8 +70,7 @@ async def ensure_demo_operator(
         await operators.create_operator(
             transaction,
             passwords,
-            operators.LOCAL,
-            OPERATOR.actor,
+            OPERATOR,
             company_id=company_id,
             email=DEMO_OPERATOR,
             role="owner",
@@ -79,7 +78,5 @@ async def ensure_demo_operator(
             now=now,
         )
     else:
-        await operators.set_password(
-            transaction, passwords, operators.LOCAL, OPERATOR.actor, existing, password=password, now=now
-        )
+        await operators.set_password(transaction, passwords, OPERATOR, existing, password=password, now=now)
     return DEMO_OPERATOR, password

@@ -62,8 +62,7 @@ async def served_console(
     await operators.create_operator(
         context.store.transaction,
         passwords,
-        operators.LOCAL,
-        OPERATOR.actor,
+        OPERATOR,
         company_id=company.id,
         email=OWNER,
         role="owner",

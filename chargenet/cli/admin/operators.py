@@ -13,14 +13,13 @@ import getpass
 import sys
 from collections.abc import Callable
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_with_context
+from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_transaction, run_with_context
 from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 from chargenet.services import operators
 from chargenet.services.callers import OPERATOR
+from chargenet.services.views import rendered
 
 # How passwords are hashed; tests put a cheap argon2 profile here instead of the deliberately slow default.
 passwords: Callable[[], operators.Passwords] = operators.Passwords
@@ -75,8 +74,7 @@ def _create(args: argparse.Namespace) -> None:
         lambda ctx: operators.create_operator(
             ctx.store.transaction,
             passwords(),
-            operators.LOCAL,
-            OPERATOR.actor,
+            OPERATOR,
             company_id=args.company_id,
             email=args.email,
             role=args.role,
@@ -88,30 +86,21 @@ def _create(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
-    async def everyone(session: AsyncSession) -> list[operators.OperatorView]:
-        items: list[operators.OperatorView] = []
-        after: str | None = None
-        while True:
-            page = await operators.list_operators(
-                session, operators.LOCAL, company_id=args.company_id, limit=500, after=after
-            )
-            items.extend(page.items)
-            if page.next_after is None:
-                return items
-            after = page.next_after
-
-    items = in_transaction(args, lambda ctx, s: everyone(s))
-    emit_list(args, [o.to_json() for o in items], ["id", "email", "role", "enabled"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: operators.list_operators(session, OPERATOR, page, company_id=args.company_id)
+        ),
+    )
+    emit_views(args, items, ["id", "email", "role", "enabled"])
 
 
 def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
     view = in_transaction(
         args,
-        lambda ctx, s: operators.set_enabled(
-            s, operators.LOCAL, OPERATOR.actor, args.operator_id, enabled=enabled, now=ctx.clock.now()
-        ),
+        lambda ctx, s: operators.set_enabled(s, OPERATOR, args.operator_id, enabled=enabled, now=ctx.clock.now()),
     )
-    emit(args, view.to_json(), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
+    emit(args, rendered(view), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
 
 
 def _disable(args: argparse.Namespace) -> None:
@@ -125,11 +114,9 @@ def _enable(args: argparse.Namespace) -> None:
 def _set_role(args: argparse.Namespace) -> None:
     view = in_transaction(
         args,
-        lambda ctx, s: operators.set_role(
-            s, operators.LOCAL, OPERATOR.actor, args.operator_id, role=args.role, now=ctx.clock.now()
-        ),
+        lambda ctx, s: operators.set_role(s, OPERATOR, args.operator_id, role=args.role, now=ctx.clock.now()),
     )
-    emit(args, view.to_json(), f"operator {view.id} ({view.email}) is now {view.role}")
+    emit(args, rendered(view), f"operator {view.id} ({view.email}) is now {view.role}")
 
 
 def _password(args: argparse.Namespace) -> None:
@@ -139,8 +126,7 @@ def _password(args: argparse.Namespace) -> None:
         lambda ctx: operators.set_password(
             ctx.store.transaction,
             passwords(),
-            operators.LOCAL,
-            OPERATOR.actor,
+            OPERATOR,
             args.operator_id,
             password=password,
             now=ctx.clock.now(),

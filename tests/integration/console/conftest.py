@@ -76,8 +76,7 @@ async def harness(
         return await operators.create_operator(
             store.transaction,
             cheap_passwords,
-            operators.LOCAL,
-            OPERATOR.actor,
+            OPERATOR,
             company_id=company_id,
             email=email,
             role=role,

@@ -128,8 +128,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
         await operators.create_operator(
             store.transaction,
             passwords,
-            operators.LOCAL,
-            OPERATOR.actor,
+            OPERATOR,
             company_id=company_id,
             email=email,
             role=role,

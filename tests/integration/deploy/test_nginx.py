@@ -194,8 +194,7 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
             await operators.create_operator(
                 context.store.transaction,
                 operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
-                operators.LOCAL,
-                OPERATOR.actor,
+                OPERATOR,
                 company_id=company.id,
                 email="owner@acme.test",
                 role="owner",
