@@ -6,10 +6,9 @@ made from an older version (`expected_version`) is refused as `StaleChange`."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, computed_field
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,7 +19,7 @@ from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.meters import records as meter_records
-from chargenet.meters.bus import RtuBus, TcpEndpoint
+from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.detect import Thresholds
 from chargenet.meters.profiles import PROFILES
 from chargenet.meters.records import spec_of, transport_of
@@ -76,101 +75,64 @@ class RtuTransportView(View):
 
 
 class MeterView(View):
-    """A meter's configuration as the faces show it; `spec` is the validated configuration the poller runs."""
+    """A meter's configuration as the faces show it, read once from its validated configuration (`MeterSpec`),
+    and what it measures now (`status`, absent where a use case answers before any poll)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    spec: SkipJsonSchema[MeterSpec] = Field(exclude=True)
+    id: str
+    site_id: str
+    station_id: str
+    charge_point_id: str
+    connector_id: int
+    profile: str
+    unit_id: int
+    transport: Annotated[TcpTransportView | RtuTransportView, Field(discriminator="type")]
+    id_tag: str
+    poll_interval: float
+    start_current: float
+    stop_current: float
+    start_power: float
+    stop_power: float
+    stop_grace: float
+    outage_close: float
     enabled: bool
     version: int = 1
     created_at: Instant
     status: MeterStatus | None = None
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def id(self) -> str:
-        return self.spec.meter_id
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def site_id(self) -> str:
-        return self.spec.site_id
+def _transport_view(transport: Transport) -> TcpTransportView | RtuTransportView:
+    if isinstance(transport, TcpEndpoint):
+        return TcpTransportView(host=transport.host, port=transport.port)
+    line = transport.line
+    return RtuTransportView(
+        device=transport.device, baud=line.baudrate, parity=line.parity.value, stopbits=line.stopbits
+    )
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def station_id(self) -> str:
-        return self.spec.station_id
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def charge_point_id(self) -> str:
-        return self.spec.charge_point_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def connector_id(self) -> int:
-        return self.spec.connector_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def profile(self) -> str:
-        return self.spec.profile.name
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def unit_id(self) -> int:
-        return self.spec.unit_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def transport(self) -> TcpTransportView | RtuTransportView:
-        transport = self.spec.transport
-        if isinstance(transport, TcpEndpoint):
-            return TcpTransportView(host=transport.host, port=transport.port)
-        line = transport.line
-        return RtuTransportView(
-            device=transport.device, baud=line.baudrate, parity=line.parity.value, stopbits=line.stopbits
-        )
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def id_tag(self) -> str:
-        return self.spec.id_tag
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def poll_interval(self) -> float:
-        return self.spec.poll_interval_s
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def start_current(self) -> float:
-        return self.spec.thresholds.start_current_a
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_current(self) -> float:
-        return self.spec.thresholds.stop_current_a
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def start_power(self) -> float:
-        return self.spec.thresholds.start_power_w
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_power(self) -> float:
-        return self.spec.thresholds.stop_power_w
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_grace(self) -> float:
-        return self.spec.thresholds.stop_grace_s
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def outage_close(self) -> float:
-        return self.spec.thresholds.outage_close_s
+def _meter_view(row: Meter, spec: MeterSpec, status: MeterStatus | None = None) -> MeterView:
+    thresholds = spec.thresholds
+    return MeterView(
+        id=spec.meter_id,
+        site_id=spec.site_id,
+        station_id=spec.station_id,
+        charge_point_id=spec.charge_point_id,
+        connector_id=spec.connector_id,
+        profile=spec.profile.name,
+        unit_id=spec.unit_id,
+        transport=_transport_view(spec.transport),
+        id_tag=spec.id_tag,
+        poll_interval=spec.poll_interval_s,
+        start_current=thresholds.start_current_a,
+        stop_current=thresholds.stop_current_a,
+        start_power=thresholds.start_power_w,
+        stop_power=thresholds.stop_power_w,
+        stop_grace=thresholds.stop_grace_s,
+        outage_close=thresholds.outage_close_s,
+        enabled=row.enabled,
+        version=row.version,
+        created_at=row.created_at,
+        status=status,
+    )
 
 
 async def create_meter(
@@ -255,7 +217,7 @@ async def create_meter(
         "unit": str(spec.unit_id),
     }
     await audit.record_change(session, caller, "meter.create", row, now=now, detail=detail)
-    return MeterView(spec=spec, enabled=row.enabled, version=row.version, created_at=row.created_at)
+    return _meter_view(row, spec)
 
 
 async def _charge_point(session: AsyncSession, station: Station, charge_point_id: str | None) -> ChargePoint:
@@ -334,9 +296,7 @@ async def _view(session: AsyncSession, row: Meter) -> MeterView:
         last_reading=reading,
         phase=state.phase if state is not None else None,
     )
-    return MeterView(
-        spec=spec_of(row), enabled=row.enabled, version=row.version, created_at=row.created_at, status=status
-    )
+    return _meter_view(row, spec_of(row), status)
 
 
 async def get_meter(session: AsyncSession, caller: Caller, meter_id: str) -> MeterView:

@@ -130,7 +130,7 @@ def _create(args: argparse.Namespace) -> None:
             )
 
     meter = run_with_context(args, action)
-    emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.spec.profile.name} on {meter.spec.bus_key})")
+    emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.profile} on {meters.bus_label(meter)})")
 
 
 def _update(args: argparse.Namespace) -> None:

@@ -15,7 +15,7 @@ from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
 from chargenet.store.db import Store
-from chargenet.store.models import MeterSession
+from chargenet.store.models import Meter, MeterSession
 from tests.factories import Tenant, make_tenant
 from tests.integration.meters.helpers import payloads
 
@@ -37,6 +37,14 @@ async def create(store: Store, clock: ManualClock, tenant: Tenant, **options: ob
             now=clock.now(),
             **values,  # type: ignore[arg-type]
         )
+
+
+async def spec_of(store: Store, meter_id: str) -> MeterSpec:
+    """The configuration the poller runs for the meter, as the store holds it."""
+    async with store.read() as session:
+        row = await session.get(Meter, meter_id)
+        assert row is not None
+        return meter_sessions.spec_of(row)
 
 
 async def test_meter_defaults_to_the_first_charge_point_connector_one(
@@ -120,7 +128,7 @@ async def test_delete_closes_an_open_session_and_keeps_it_as_a_transaction(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
-    spec: MeterSpec = view.spec
+    spec = await spec_of(store, view.id)
     async with store.transaction() as session:
         transaction_id = await meter_sessions.start_session(
             session, Outbox(clock), spec, meter_start_wh=1000, started_at=clock.now(), at=clock.now()
@@ -149,9 +157,10 @@ async def test_transaction_ids_increase_across_meters(store: Store, clock: Manua
                     reason=StopReason.OTHER,
                     at=clock.now(),
                 )
+            spec = await spec_of(store, view.id)
             ids.append(
                 await meter_sessions.start_session(
-                    session, Outbox(clock), view.spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
+                    session, Outbox(clock), spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
                 )
             )
     assert ids == [1, 2, 3]
@@ -161,9 +170,10 @@ async def test_stopping_a_closed_session_again_raises_no_second_event(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
+    spec = await spec_of(store, view.id)
     async with store.transaction() as session:
         transaction_id = await meter_sessions.start_session(
-            session, Outbox(clock), view.spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
+            session, Outbox(clock), spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
         )
     for expected in (True, False):
         async with store.transaction() as session:
