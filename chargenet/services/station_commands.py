@@ -24,11 +24,11 @@ from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
-from chargenet.services import sessions
+from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
+from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer
 from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.reach import reachable_station, site_of
-from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
 from chargenet.store.db import Store
 
 
@@ -96,7 +96,7 @@ async def unlock(
     connector_id: int,
 ) -> CommandAnswer:
     target = await _station(store, caller, station_id)
-    return await sessions.charge_point_command(
+    return await charge_point_commands.charge_point_command(
         store,
         edge,
         caller,
@@ -122,7 +122,7 @@ async def change_availability(
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
         return await _to_station(edge, station_id, "ChangeAvailability", payload)
-    return await sessions.change_availability(
+    return await charge_point_commands.change_availability(
         store,
         edge,
         caller,
@@ -146,7 +146,7 @@ async def trigger(
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
-    return await sessions.charge_point_command(
+    return await charge_point_commands.charge_point_command(
         store,
         edge,
         caller,
@@ -232,7 +232,7 @@ async def reserve_now(
     }
     if parent_id_tag is not None:
         payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
-    return await sessions.charge_point_command(
+    return await charge_point_commands.charge_point_command(
         store,
         edge,
         caller,

@@ -29,7 +29,8 @@ from chargenet.console.pages import Signed, console_of, page, redirect, render, 
 from chargenet.console.views.sessions import kwh
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
-from chargenet.services import meters, transactions
+from chargenet.services import meters
+from chargenet.services import sessions as session_service
 
 METERS_PER_PAGE = 50
 BUSES_PER_PAGE = 50
@@ -249,11 +250,11 @@ async def _meter_page(
     async with console.reading() as session:
         meter = await meters.get_meter(session, signed.caller, meter_id)
         health = (await meters.poll_health(session, [meter.id])).get(meter.id)
-        sessions = await transactions.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
+        recent = await session_service.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
     values = {
         "meter": meter,
         "health": health,
-        "sessions": sessions,
+        "sessions": recent,
         "sessions_url": address(console.url("/sessions"), station=meter.station_id, source="meter"),
         "kwh": kwh,
         "bus": meters.bus_label(meter),
