@@ -20,10 +20,9 @@ from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.meters import records as meter_records
 from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
-from chargenet.meters.detect import Thresholds
 from chargenet.meters.profiles import PROFILES
 from chargenet.meters.records import spec_of, transport_of
-from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
+from chargenet.meters.spec import MeterSpec, ThresholdSettings, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
 from chargenet.services import audit
 from chargenet.services.callers import Caller
@@ -153,12 +152,7 @@ async def create_meter(
     connector_id: int | None = None,
     id_tag: str | None = None,
     poll_interval: float | None = None,
-    start_current: float | None = None,
-    stop_current: float | None = None,
-    start_power: float | None = None,
-    stop_power: float | None = None,
-    stop_grace: float | None = None,
-    outage_close: float | None = None,
+    thresholds: ThresholdSettings | None = None,
     meter_id: str | None = None,
 ) -> MeterView:
     """Register a meter. NotFound for an unknown site or station; InvalidInput naming the bad setting;
@@ -178,14 +172,6 @@ async def create_meter(
     if connector > limit:
         raise NotFound("connector", f"{connector} of charge point {charge_point.id} (it has {limit})")
     transport = parse_transport(tcp=tcp, rtu=rtu, baud=baud, parity=parity, stopbits=stopbits)
-    thresholds = build_thresholds(
-        start_current=start_current,
-        stop_current=stop_current,
-        start_power=start_power,
-        stop_power=stop_power,
-        stop_grace=stop_grace,
-        outage_close=outage_close,
-    )
     new_meter_id = meter_id or new_id("meter")
     spec = build_spec(
         meter_id=new_meter_id,
@@ -197,7 +183,7 @@ async def create_meter(
         profile=profile,
         unit_id=unit_id,
         transport=transport,
-        thresholds=thresholds,
+        thresholds=build_thresholds(thresholds),
         poll_interval_s=poll_interval if poll_interval is not None else 5.0,
     )
     if await session.get(Meter, new_meter_id) is not None:
@@ -349,12 +335,7 @@ async def update_meter(
     now: datetime,
     id_tag: str | None = None,
     poll_interval: float | None = None,
-    start_current: float | None = None,
-    stop_current: float | None = None,
-    start_power: float | None = None,
-    stop_power: float | None = None,
-    stop_grace: float | None = None,
-    outage_close: float | None = None,
+    thresholds: ThresholdSettings | None = None,
     enabled: bool | None = None,
     expected_version: int | None = None,
 ) -> MeterView:
@@ -362,19 +343,6 @@ async def update_meter(
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
     check_version("meter", row.id, row.version, expected_version)
     current = spec_of(row)
-    given = current.thresholds
-
-    def pick(value: float | None, existing: float) -> float:
-        return existing if value is None else value
-
-    thresholds: Thresholds = build_thresholds(
-        start_current=pick(start_current, given.start_current_a),
-        stop_current=pick(stop_current, given.stop_current_a),
-        start_power=pick(start_power, given.start_power_w),
-        stop_power=pick(stop_power, given.stop_power_w),
-        stop_grace=pick(stop_grace, given.stop_grace_s),
-        outage_close=pick(outage_close, given.outage_close_s),
-    )
     spec = build_spec(
         meter_id=row.id,
         site_id=row.site_id,
@@ -385,8 +353,8 @@ async def update_meter(
         profile=current.profile.name,
         unit_id=current.unit_id,
         transport=current.transport,
-        thresholds=thresholds,
-        poll_interval_s=pick(poll_interval, current.poll_interval_s),
+        thresholds=build_thresholds(thresholds, base=current.thresholds),
+        poll_interval_s=poll_interval if poll_interval is not None else current.poll_interval_s,
     )
     changed = _differences(current, spec)
     if enabled is not None and enabled != row.enabled:

@@ -9,7 +9,7 @@ from chargenet.domain.events import StopReason
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import KeyStore
 from chargenet.meters import records as meter_sessions
-from chargenet.meters.spec import MeterSpec
+from chargenet.meters.spec import MeterSpec, ThresholdSettings
 from chargenet.outbox import Outbox
 from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
@@ -111,7 +111,9 @@ async def test_same_unit_on_the_same_bus_is_a_conflict(store: Store, clock: Manu
 async def test_update_changes_thresholds_and_keeps_the_rest(store: Store, clock: ManualClock, tenant: Tenant) -> None:
     view = await create(store, clock, tenant, id_tag="FLEET-7")
     async with store.transaction() as session:
-        updated = await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_grace=360, enabled=False)
+        updated = await meters.update_meter(
+            session, OPERATOR, view.id, now=clock.now(), thresholds=ThresholdSettings(stop_grace=360), enabled=False
+        )
     document = rendered(updated)
     assert (document["stopGrace"], document["idTag"], document["enabled"]) == (360, "FLEET-7", False)
 
@@ -120,7 +122,9 @@ async def test_update_refuses_inconsistent_thresholds(store: Store, clock: Manua
     view = await create(store, clock, tenant)
     with pytest.raises(InvalidInput) as raised:
         async with store.transaction() as session:
-            await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_current=5)
+            await meters.update_meter(
+                session, OPERATOR, view.id, now=clock.now(), thresholds=ThresholdSettings(stop_current=5)
+            )
     assert raised.value.field == "stop-current"
 
 
