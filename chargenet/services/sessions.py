@@ -29,7 +29,8 @@ from chargenet.services.message_log import GAP, MessageView, message_view
 from chargenet.services.operators import Transactions
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_on_site, site_filter
-from chargenet.services.views import Instant, View
+from chargenet.services.transactions import Source, Transaction, located
+from chargenet.services.views import Instant
 from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site
 
 EXPORT_BATCH = 2000
@@ -47,22 +48,13 @@ TIMELINE_ACTIONS = (
 )
 
 State = Literal["active", "completed"]
-Source = Literal["ocpp", "meter"]
 
 
-class SessionView(View):
+class SessionView(Transaction):
     """One session: energy in kWh (`energy` is what was delivered, or so far for a meter session still charging;
     None while an OCPP transaction runs, whose station reports its meter at the stop), and why it started and
     stopped."""
 
-    transaction_id: int
-    source: Source
-    site_id: str
-    station_id: str
-    charge_point_id: str
-    connector_id: int
-    id_tag: str
-    started_at: Instant
     stopped_at: Instant | None
     meter_start_wh: int
     meter_stop_wh: int | None
@@ -104,12 +96,7 @@ def _of_edge(row: EdgeTransaction | Row[Any], last_sampled: int | None = None) -
     return SessionView(
         transaction_id=row.id,
         source="ocpp",
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        started_at=row.started_at,
+        **located(row),
         stopped_at=row.stopped_at,
         meter_start_wh=row.meter_start,
         meter_stop_wh=row.meter_stop if stopped else None,
@@ -127,12 +114,7 @@ def _of_meter(row: MeterSession | Row[Any]) -> SessionView:
     return SessionView(
         transaction_id=row.transaction_id,
         source="meter",
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        started_at=row.started_at,
+        **located(row),
         stopped_at=row.stopped_at,
         meter_start_wh=row.meter_start_wh,
         meter_stop_wh=row.meter_stop_wh if stopped else None,

@@ -6,9 +6,9 @@ The operator's views of the same rows, filtered, newest first and with their tim
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.energy import wh_to_kwh
@@ -20,19 +20,33 @@ from chargenet.services.reach import reachable_station, site_filter
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.models import EdgeTransaction, MeterSession, Site
 
+Source = Literal["ocpp", "meter"]
+# Where a transaction charged, for which idTag and since when: columns of both its tables, as `Transaction` names them.
+LOCATED = ("site_id", "station_id", "charge_point_id", "connector_id", "id_tag", "started_at")
 
-class TransactionView(View):
-    """One transaction, from an OCPP station or detected from a meter (`source`); `stoppedAt`, `meterStop` and
-    `reason` once it stopped."""
+
+class Transaction(View):
+    """What every view of a transaction shows, from an OCPP station or detected from a meter (`source`): which one,
+    where, for which idTag and since when."""
 
     transaction_id: int
-    source: Literal["ocpp", "meter"]
+    source: Source
     site_id: str
     station_id: str
     charge_point_id: str
     connector_id: int
     id_tag: str
     started_at: Instant
+
+
+def located(row: EdgeTransaction | MeterSession | Row[Any]) -> dict[str, Any]:
+    """The fields of `Transaction` that an OCPP transaction's row and a meter session's hold alike, by name."""
+    return {name: getattr(row, name) for name in LOCATED}
+
+
+class TransactionView(Transaction):
+    """One transaction as the API lists it; `stoppedAt`, `meterStop` and `reason` once it stopped."""
+
     meter_start: float
     active: bool
     stopped_at: Instant | None = optional()
@@ -42,7 +56,7 @@ class TransactionView(View):
     @classmethod
     def of(
         cls,
-        source: Literal["ocpp", "meter"],
+        source: Source,
         row: EdgeTransaction | MeterSession,
         transaction_id: int,
         meter_start_wh: int,
@@ -53,12 +67,7 @@ class TransactionView(View):
         return cls(
             transaction_id=transaction_id,
             source=source,
-            site_id=row.site_id,
-            station_id=row.station_id,
-            charge_point_id=row.charge_point_id,
-            connector_id=row.connector_id,
-            id_tag=row.id_tag,
-            started_at=row.started_at,
+            **located(row),
             meter_start=wh_to_kwh(meter_start_wh),
             active=row.stopped_at is None,
             stopped_at=row.stopped_at if stopped else None,

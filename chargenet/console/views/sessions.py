@@ -24,7 +24,8 @@ from chargenet.domain.energy import wh_to_kwh
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies
 from chargenet.services import sessions as session_service
-from chargenet.services.sessions import EnergySample, SessionFilter, SessionSamples, SessionView, Source, State
+from chargenet.services.sessions import EnergySample, SessionFilter, SessionSamples, SessionView, State
+from chargenet.services.transactions import Source
 
 PER_PAGE = 50
 CHART_POINTS = 600  # more would draw nothing a 640-unit wide chart can show
