@@ -37,6 +37,7 @@ from chargenet.errors import NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import meters
 from chargenet.services.callers import Caller
+from chargenet.services.connector_status import STATUS_COLUMNS
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_station, site_filter, site_of
 from chargenet.services.views import Instant, View
@@ -254,14 +255,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
     six."""
     points = query.subquery("points")
     presence = select(StationPresence.station_id, StationPresence.last_heartbeat_at)
-    connectors = select(
-        Connector.charge_point_id,
-        Connector.connector_id,
-        Connector.status,
-        Connector.error_code,
-        Connector.info,
-        Connector.status_at,
-    )
+    connectors = select(*STATUS_COLUMNS)
     metered = meters_with_state()
     present: FromClause
     connected: FromClause

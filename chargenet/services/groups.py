@@ -178,37 +178,21 @@ async def update_group(
     return await _view(session, group)
 
 
-async def add_app(
-    session: AsyncSession,
-    caller: Caller,
-    group_id: str,
-    client_id: str,
-    *,
-    now: datetime,
-) -> GroupView:
+async def add_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str, *, now: datetime) -> GroupView:
     """Put an application of the group's company into it (already in: nothing changes)."""
     group = await _get(session, caller, group_id, change="adding an application to a group")
     app = await session.get(Application, client_id)
     if app is None or app.company_id != group.company_id:
         # An application of another company is reported as missing, not as foreign: nothing leaks.
         raise NotFound("application", client_id)
-    if await session.get(GroupMember, (group_id, client_id)) is None:
-        session.add(GroupMember(group_id=group_id, client_id=client_id))
-        group.version += 1
-        await session.flush()
-        await audit.record_change(
-            session, caller, "group.add-app", group, now=now, detail={"application": client_id, "name": group.name}
-        )
-    return await _view(session, group)
+    if await session.get(GroupMember, (group_id, client_id)) is not None:
+        return await _view(session, group)
+    session.add(GroupMember(group_id=group_id, client_id=client_id))
+    return await _members_changed(session, caller, group, "group.add-app", client_id, now)
 
 
 async def remove_app(
-    session: AsyncSession,
-    caller: Caller,
-    group_id: str,
-    client_id: str,
-    *,
-    now: datetime,
+    session: AsyncSession, caller: Caller, group_id: str, client_id: str, *, now: datetime
 ) -> GroupView:
     """Take an application out of the group; its tokens lose what the group granted within seconds."""
     group = await _get(session, caller, group_id, change="removing an application from a group")
@@ -216,11 +200,17 @@ async def remove_app(
     if member is None:
         raise NotFound("group member", client_id)
     await session.delete(member)
+    return await _members_changed(session, caller, group, "group.remove-app", client_id, now)
+
+
+async def _members_changed(
+    session: AsyncSession, caller: Caller, group: Group, action: str, client_id: str, now: datetime
+) -> GroupView:
+    """The group once an application came in or went out: a new version, and the change in the audit log."""
     group.version += 1
     await session.flush()
-    await audit.record_change(
-        session, caller, "group.remove-app", group, now=now, detail={"application": client_id, "name": group.name}
-    )
+    detail = {"application": client_id, "name": group.name}
+    await audit.record_change(session, caller, action, group, now=now, detail=detail)
     return await _view(session, group)
 
 

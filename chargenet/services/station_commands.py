@@ -81,6 +81,23 @@ async def _to_station(edge: StationCommands, station_id: str, action: str, paylo
     return await edge.command(station_id, action, _checked(action, payload))
 
 
+async def _to_charge_point(
+    store: Store, edge: StationCommands, caller: Caller, charge_point_id: str, action: str, payload: Payload
+) -> CommandAnswer:
+    """`action` to one charge point as the API sends it (`charge_point_commands`), to the connector its payload
+    names, the payload checked first."""
+    connector_id = int(payload.get("connectorId", 0))
+    return await charge_point_commands.charge_point_command(
+        store,
+        edge,
+        caller,
+        charge_point_id=charge_point_id,
+        action=action,
+        payload=_checked(action, payload),
+        connector_id=connector_id,
+    )
+
+
 async def reset(store: Store, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
     await _station(store, caller, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
@@ -96,15 +113,8 @@ async def unlock(
     connector_id: int,
 ) -> CommandAnswer:
     target = await _station(store, caller, station_id)
-    return await charge_point_commands.charge_point_command(
-        store,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="UnlockConnector",
-        payload=_checked("UnlockConnector", {"connectorId": connector_id}),
-        connector_id=connector_id,
-    )
+    payload = {"connectorId": connector_id}
+    return await _to_charge_point(store, edge, caller, target.charge_point(charge_point_id), "UnlockConnector", payload)
 
 
 async def change_availability(
@@ -146,14 +156,9 @@ async def trigger(
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
-    return await charge_point_commands.charge_point_command(
-        store,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="TriggerMessage",
-        payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
-        connector_id=connector_id,
+    charge_point = target.charge_point(charge_point_id)
+    return await _to_charge_point(
+        store, edge, caller, charge_point, "TriggerMessage", {**payload, "connectorId": connector_id}
     )
 
 
@@ -232,12 +237,4 @@ async def reserve_now(
     }
     if parent_id_tag is not None:
         payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
-    return await charge_point_commands.charge_point_command(
-        store,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="ReserveNow",
-        payload=_checked("ReserveNow", payload),
-        connector_id=connector_id,
-    )
+    return await _to_charge_point(store, edge, caller, target.charge_point(charge_point_id), "ReserveNow", payload)
