@@ -279,34 +279,44 @@ async def _unlock(
     return _status_of(answer)
 
 
-async def _availability(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.change_availability(
-        store,
-        edge,
-        caller,
-        station_id=station_id,
-        charge_point_id=_charge_point(form),
-        connector_id=_connector(form),
-        availability=_choice(form, "type", ("Inoperative", "Operative")),
-    )
-    return _status_of(answer)
+def _availability(station_wide: bool) -> Send:
+    """ChangeAvailability of the connector the form names, or of the whole station."""
+
+    async def send(
+        store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    ) -> Answered:
+        answer = await station_commands.change_availability(
+            store,
+            edge,
+            caller,
+            station_id=station_id,
+            charge_point_id=None if station_wide else _charge_point(form),
+            connector_id=None if station_wide else _connector(form),
+            availability=_choice(form, "type", ("Inoperative", "Operative")),
+        )
+        return _status_of(answer)
+
+    return send
 
 
-async def _trigger(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.trigger(
-        store,
-        edge,
-        caller,
-        station_id=station_id,
-        requested_message=_choice(form, "message", CONNECTOR_TRIGGERS),
-        charge_point_id=_charge_point(form),
-        connector_id=_connector(form),
-    )
-    return _status_of(answer)
+def _trigger(station_wide: bool) -> Send:
+    """TriggerMessage for the connector the form names (of the messages about one), or for the whole station."""
+
+    async def send(
+        store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    ) -> Answered:
+        answer = await station_commands.trigger(
+            store,
+            edge,
+            caller,
+            station_id=station_id,
+            requested_message=_choice(form, "message", TRIGGERS if station_wide else CONNECTOR_TRIGGERS),
+            charge_point_id=None if station_wide else _charge_point(form),
+            connector_id=None if station_wide else _connector(form),
+        )
+        return _status_of(answer)
+
+    return send
 
 
 async def _reset(
@@ -314,36 +324,6 @@ async def _reset(
 ) -> Answered:
     kind = _choice(form, "type", ("Soft", "Hard"))
     return _status_of(await station_commands.reset(store, edge, caller, station_id=station_id, kind=kind))
-
-
-async def _station_availability(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.change_availability(
-        store,
-        edge,
-        caller,
-        station_id=station_id,
-        charge_point_id=None,
-        connector_id=None,
-        availability=_choice(form, "type", ("Inoperative", "Operative")),
-    )
-    return _status_of(answer)
-
-
-async def _station_trigger(
-    store: Store, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.trigger(
-        store,
-        edge,
-        caller,
-        station_id=station_id,
-        requested_message=_choice(form, "message", TRIGGERS),
-        charge_point_id=None,
-        connector_id=None,
-    )
-    return _status_of(answer)
 
 
 async def _clear_cache(
@@ -405,11 +385,11 @@ COMMANDS: dict[str, Command] = {
     "remote-start": Command("Start charging", "RemoteStartTransaction", _remote_start, False),
     "remote-stop": Command("Stop charging", "RemoteStopTransaction", _remote_stop, False),
     "unlock": Command("Unlock", "UnlockConnector", _unlock, False),
-    "availability": Command("Change availability", "ChangeAvailability", _availability, False),
-    "trigger": Command("Trigger message", "TriggerMessage", _trigger, False),
+    "availability": Command("Change availability", "ChangeAvailability", _availability(False), False),
+    "trigger": Command("Trigger message", "TriggerMessage", _trigger(False), False),
     "reset": Command("Reset", "Reset", _reset, True),
-    "station-availability": Command("Change availability", "ChangeAvailability", _station_availability, True),
-    "station-trigger": Command("Trigger message", "TriggerMessage", _station_trigger, True),
+    "station-availability": Command("Change availability", "ChangeAvailability", _availability(True), True),
+    "station-trigger": Command("Trigger message", "TriggerMessage", _trigger(True), True),
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
