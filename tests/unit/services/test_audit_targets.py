@@ -5,34 +5,24 @@ from __future__ import annotations
 import pytest
 
 from chargenet.services.audit import Audited, Target, target
-from chargenet.store.models import (
-    Application,
-    Company,
-    Group,
-    LocalAuthEntry,
-    Meter,
-    Operator,
-    Site,
-    Station,
-    Webhook,
-)
+from chargenet.store import models
 
 
 @pytest.mark.parametrize(
     ("row", "named"),
     [
-        (Company(id="co_1"), Target("company", "co_1", "co_1")),
-        (Site(id="site_1", company_id="co_1"), Target("site", "site_1", "co_1")),
-        (Station(id="ST-1", site_id="site_1"), Target("station", "ST-1", site_id="site_1")),
-        (Meter(id="meter_1", site_id="site_1"), Target("meter", "meter_1", site_id="site_1")),
+        (models.Company(id="co_1"), Target("company", "co_1", "co_1")),
+        (models.Site(id="site_1", company_id="co_1"), Target("site", "site_1", "co_1")),
+        (models.Station(id="ST-1", site_id="site_1"), Target("station", "ST-1", site_id="site_1")),
+        (models.Meter(id="meter_1", site_id="site_1"), Target("meter", "meter_1", site_id="site_1")),
         (
-            LocalAuthEntry(site_id="site_1", id_tag="TAG"),
+            models.LocalAuthEntry(site_id="site_1", id_tag="TAG"),
             Target("local list entry", "site_1/TAG", site_id="site_1"),
         ),
-        (Application(client_id="app_1", company_id="co_1"), Target("application", "app_1", "co_1")),
-        (Group(id="grp_1", company_id="co_1"), Target("group", "grp_1", "co_1")),
-        (Operator(id="op_1", company_id="co_1"), Target("operator", "op_1", "co_1")),
-        (Webhook(id="wh_1", site_id="site_1"), Target("webhook", "wh_1", site_id="site_1")),
+        (models.Application(client_id="app_1", company_id="co_1"), Target("application", "app_1", "co_1")),
+        (models.Group(id="grp_1", company_id="co_1"), Target("group", "grp_1", "co_1")),
+        (models.Operator(id="op_1", company_id="co_1"), Target("operator", "op_1", "co_1")),
+        (models.Webhook(id="wh_1", site_id="site_1"), Target("webhook", "wh_1", site_id="site_1")),
     ],
 )
 def test_each_audited_object_is_named_once(row: Audited, named: Target) -> None:
