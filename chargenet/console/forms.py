@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from chargenet.errors import InvalidInput
-from chargenet.services.pages import PageRequest, UnknownCursor
+from chargenet.services.pages import PageRequest, UnknownCursor, numeric_key
 
 
 def version_of(form: Mapping[str, str]) -> int | None:
@@ -38,8 +38,12 @@ def page_of(
 
 
 def numbered(key: str) -> bool:
-    """Whether a page's key is a row number, as the keys of lists ordered by id are."""
-    return key.isascii() and key.isdigit() and len(key) <= 18
+    """Whether a page's key is a row number, as the keys of lists ordered by id are (`pages.numeric_key`)."""
+    try:
+        numeric_key(key)
+    except UnknownCursor:
+        return False
+    return True
 
 
 def address(path: str, **parameters: str | None) -> str:

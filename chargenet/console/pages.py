@@ -33,7 +33,7 @@ from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.outbox import Outbox
 from chargenet.ports import StationCommands, WebhookTests
-from chargenet.services import audit, console_sessions, overview
+from chargenet.services import console_sessions, overview
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import Passwords
 from chargenet.store.db import Transactions
@@ -111,9 +111,6 @@ class Signed:
     caller: OperatorCaller
     session_hash: str
     csrf_token: str
-
-    def actor(self, request: Request) -> audit.Actor:
-        return self.caller.actor
 
 
 class SignInRequired(Exception):

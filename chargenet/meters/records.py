@@ -18,7 +18,7 @@ from chargenet.domain.events import StartTransactionPayload, StopReason, StopTra
 from chargenet.errors import InvalidInput
 from chargenet.meters.bus import Transport
 from chargenet.meters.detect import Mark
-from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
+from chargenet.meters.spec import MeterSpec, ThresholdSettings, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
 from chargenet.store.models import Meter, MeterSession, MeterState
 from chargenet.store.sequences import next_transaction_id
@@ -152,12 +152,14 @@ def spec_of(row: Meter) -> MeterSpec:
         unit_id=row.unit_id,
         transport=transport_of(row),
         thresholds=build_thresholds(
-            start_current=row.start_current_a,
-            stop_current=row.stop_current_a,
-            start_power=row.start_power_w,
-            stop_power=row.stop_power_w,
-            stop_grace=row.stop_grace_s,
-            outage_close=row.outage_close_s,
+            ThresholdSettings(
+                start_current=row.start_current_a,
+                stop_current=row.stop_current_a,
+                start_power=row.start_power_w,
+                stop_power=row.stop_power_w,
+                stop_grace=row.stop_grace_s,
+                outage_close=row.outage_close_s,
+            )
         ),
         poll_interval_s=row.poll_interval_s,
     )

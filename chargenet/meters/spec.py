@@ -8,6 +8,7 @@ comes from the CLI, the API or a row in the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from chargenet.errors import InvalidInput
 from chargenet.meters.bus import Parity, RtuBus, SerialLine, TcpEndpoint, Transport
@@ -57,38 +58,41 @@ def parse_transport(
     return RtuBus(rtu, SerialLine(baud or 9600, parsed_parity, stopbits or 1))
 
 
-def build_thresholds(
-    *,
-    start_current: float | None = None,
-    stop_current: float | None = None,
-    start_power: float | None = None,
-    stop_power: float | None = None,
-    stop_grace: float | None = None,
-    outage_close: float | None = None,
-) -> Thresholds:
-    defaults = Thresholds()
-    flags = {
-        "start_current_a": "start-current",
-        "stop_current_a": "stop-current",
-        "start_power_w": "start-power",
-        "stop_power_w": "stop-power",
-        "stop_grace_s": "stop-grace",
-        "outage_close_s": "outage-close",
+@dataclass(frozen=True, slots=True)
+class ThresholdSettings:
+    """A meter's thresholds as an operator gives them (the command line's flags, the API's fields, the console's
+    form), each None where not given: a new meter then has the default, a changed one keeps its value."""
+
+    start_current: float | None = None
+    stop_current: float | None = None
+    start_power: float | None = None
+    stop_power: float | None = None
+    stop_grace: float | None = None
+    outage_close: float | None = None
+
+
+# Each setting's field of `Thresholds`, and the command line's flag that a refusal of it names.
+_THRESHOLD_FIELDS = {
+    "start_current": ("start_current_a", "start-current"),
+    "stop_current": ("stop_current_a", "stop-current"),
+    "start_power": ("start_power_w", "start-power"),
+    "stop_power": ("stop_power_w", "stop-power"),
+    "stop_grace": ("stop_grace_s", "stop-grace"),
+    "outage_close": ("outage_close_s", "outage-close"),
+}
+
+
+def build_thresholds(settings: ThresholdSettings | None = None, *, base: Thresholds | None = None) -> Thresholds:
+    """`base` (the defaults when None) with what `settings` gives; InvalidInput naming the setting's flag."""
+    given: dict[str, Any] = {
+        field: float(value)
+        for name, (field, _) in _THRESHOLD_FIELDS.items()
+        if (value := getattr(settings, name, None)) is not None
     }
-
-    def given(value: float | None, default: float) -> float:
-        return default if value is None else float(value)
-
     try:
-        return Thresholds(
-            start_current_a=given(start_current, defaults.start_current_a),
-            stop_current_a=given(stop_current, defaults.stop_current_a),
-            start_power_w=given(start_power, defaults.start_power_w),
-            stop_power_w=given(stop_power, defaults.stop_power_w),
-            stop_grace_s=given(stop_grace, defaults.stop_grace_s),
-            outage_close_s=given(outage_close, defaults.outage_close_s),
-        )
+        return replace(base or Thresholds(), **given)
     except InvalidInput as exc:
+        flags = dict(_THRESHOLD_FIELDS.values())
         raise InvalidInput(exc.detail, field=flags.get(exc.field or "", exc.field)) from None
 
 

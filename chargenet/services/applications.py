@@ -89,16 +89,7 @@ async def _changed(
 ) -> None:
     app.version += 1
     app.updated_at = now
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=app.company_id,
-        action=f"application.{action}",
-        object_type="application",
-        object_id=app.client_id,
-        now=now,
-        detail=detail,
-    )
+    await audit.record_change(session, caller, f"application.{action}", app, now=now, detail=detail)
 
 
 async def create_application(
@@ -128,16 +119,7 @@ async def create_application(
     )
     session.add(app)
     await session.flush()
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=company_id,
-        action="application.create",
-        object_type="application",
-        object_id=client_id,
-        now=now,
-        detail={"name": name},
-    )
+    await audit.record_change(session, caller, "application.create", app, now=now, detail={"name": name})
     return Credentials(client_id=client_id, client_secret=secret)
 
 
@@ -162,16 +144,7 @@ async def delete_application(
     session: AsyncSession, caller: Caller, client_id: str, *, now: datetime, expected_version: int | None = None
 ) -> None:
     app = await _get(session, caller, client_id, expected_version=expected_version)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=app.company_id,
-        action="application.delete",
-        object_type="application",
-        object_id=client_id,
-        now=now,
-        detail={"name": app.name},
-    )
+    await audit.record_change(session, caller, "application.delete", app, now=now, detail={"name": app.name})
     await session.execute(delete(GroupMember).where(GroupMember.client_id == client_id))
     await session.delete(app)
     await session.flush()

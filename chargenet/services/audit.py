@@ -1,72 +1,105 @@
 """The audit log: who created, changed, rotated, replayed, enabled or disabled what, when and from where.
 
-Every face records its own changes through `record`, in the same transaction as the change, so a change and
-its audit record are committed together or not at all. A record never holds a secret: `record` refuses a
-detail whose key names one (a programming error, raised as `ValueError` so tests catch it), and callers pass
-only what identifies the change (a role, a name, "enabled"), never a value that grants access.
+Every use case records the changes it makes through `record_change` (who, what they did, to which row), in
+the same transaction as the change, so a change and its audit record are committed together or not at all.
+`target` names each kind of row once, and puts its record in the log of the company it belongs to.
+
+A record never holds a secret: `record` refuses a detail whose key names one (a programming error, raised as
+`ValueError` so tests catch it), and callers pass only what identifies the change (a role, a name, "enabled"),
+never a value that grants access.
 
 Kept 365 days (decisions.md): `AuditRetention` purges older records, hourly, like the other retention jobs.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import assert_never
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
-from chargenet.errors import InvalidInput
+from chargenet.errors import NotFound
+from chargenet.services.callers import Actor, ApiApplication, Caller
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG, Store
-from chargenet.store.models import AuditRecord
+from chargenet.store.models import (
+    Application,
+    AuditRecord,
+    Company,
+    Group,
+    LocalAuthEntry,
+    Meter,
+    Operator,
+    Site,
+    Station,
+    Webhook,
+)
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
 
 RETENTION = timedelta(days=365)
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 # Substrings of a detail key that name a secret; such a key is refused whatever its value.
 _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
 
 
-class Face(enum.StrEnum):
-    CONSOLE = "console"
-    CLI = "cli"
-    API = "api"
+# What the audit log records changes to; `target` names each as the log shows it.
+Audited = Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook
 
 
 @dataclass(frozen=True, slots=True)
-class Actor:
-    """Who acts, as the audit log names them: `who` is readable ("operator ana@example.org",
-    "local operator", "application cid_..."); `address` is the client's IP address where there is one."""
+class Target:
+    """An object as the audit log names it: its type and id. Its record goes to the log of the company it belongs
+    to: `company_id`, or else the company of its site `site_id`."""
 
-    who: str
-    face: Face
-    address: str | None = None
-
-
-LOCAL_OPERATOR = Actor("local operator", Face.CLI)
+    object_type: str
+    object_id: str
+    company_id: str | None = None
+    site_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
+def target(row: Audited) -> Target:
+    match row:
+        case Company():
+            return Target("company", row.id, row.id)
+        case Site():
+            return Target("site", row.id, row.company_id)
+        case Station():
+            return Target("station", row.id, site_id=row.site_id)
+        case Meter():
+            return Target("meter", row.id, site_id=row.site_id)
+        case LocalAuthEntry():
+            return Target("local list entry", f"{row.site_id}/{row.id_tag}", site_id=row.site_id)
+        case Application():
+            return Target("application", row.client_id, row.company_id)
+        case Group():
+            return Target("group", row.id, row.company_id)
+        case Operator():
+            return Target("operator", row.id, row.company_id)
+        case Webhook():
+            return Target("webhook", row.id, site_id=row.site_id)
+    assert_never(row)
+
+
+class AuditEntry(View):
     id: int
     company_id: str | None
-    at: datetime
+    at: Instant
     actor: str
     face: str
     address: str | None
     action: str
     object_type: str
     object_id: str
-    detail: Mapping[str, str] = field(default_factory=dict)
+    detail: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +112,6 @@ class AuditFilter:
     actor: str | None = None  # a substring of who acted
     since: datetime | None = None
     until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditPage:
-    items: list[AuditEntry]
-    # The id to pass as `before` for the next (older) page; None on the last page.
-    next_before: int | None
 
 
 async def record(
@@ -120,19 +146,44 @@ async def record(
     await session.flush()
 
 
-async def list_records(
+async def record_change(
     session: AsyncSession,
+    caller: Caller,
+    action: str,
+    row: Audited,
     *,
-    company_id: str,
-    where: AuditFilter | None = None,
-    limit: int = DEFAULT_LIMIT,
-    before: int | None = None,
-) -> AuditPage:
-    """One company's records, newest first, `limit` at most, older than the record `before` when given."""
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"must be 1-{MAX_LIMIT}", field="limit")
+    now: datetime,
+    detail: Mapping[str, str] | None = None,
+) -> None:
+    """The audit record of `caller`'s change `action` (`"site.create"`) to `row`, in the change's transaction."""
+    named = target(row)
+    company_id = named.company_id
+    if company_id is None and named.site_id is not None:
+        site = await session.get(Site, named.site_id)  # in the session already, where the caller's reach was checked
+        company_id = site.company_id if site is not None else None
+    await record(
+        session,
+        caller.actor,
+        company_id=company_id,
+        action=action,
+        object_type=named.object_type,
+        object_id=named.object_id,
+        now=now,
+        detail=detail,
+    )
+
+
+async def list_records(
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str, where: AuditFilter | None = None
+) -> Page[AuditEntry]:
+    """One company's records, newest first (by id), narrowed by `where`. A company's log is read by its own
+    operators, whatever their role, and by the local operator; no scope grants it to an application, so another
+    company's log, or any for an application, is `NotFound`."""
+    if isinstance(caller, ApiApplication) or caller.company_id not in (None, company_id):
+        raise NotFound("company", company_id)
     where = where or AuditFilter()
     query = select(AuditRecord).where(AuditRecord.company_id == company_id)
+    before = page.after_number()
     if before is not None:
         query = query.where(AuditRecord.id < before)
     if where.action:
@@ -142,19 +193,13 @@ async def list_records(
     if where.object_id:
         query = query.where(AuditRecord.object_id == where.object_id)
     if where.actor:
-        escaped = where.actor.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = query.where(AuditRecord.actor.ilike(f"%{escaped}%", escape="\\"))
+        query = query.where(AuditRecord.actor.ilike(f"%{like_escaped(where.actor)}%", escape="\\"))
     if where.since is not None:
         query = query.where(AuditRecord.at >= where.since)
     if where.until is not None:
         query = query.where(AuditRecord.at < where.until)
-    # One row beyond the page says whether an older page exists, so the last page offers no empty "older".
-    rows = list(await session.scalars(query.order_by(AuditRecord.id.desc()).limit(limit + 1)))
-    shown = rows[:limit]
-    return AuditPage(
-        [_entry(row) for row in shown],
-        shown[-1].id if len(rows) > limit and shown else None,
-    )
+    rows = await session.scalars(query.order_by(AuditRecord.id.desc()).limit(page.fetch))
+    return page.page([_entry(row) for row in rows], lambda entry: str(entry.id))
 
 
 async def purge(session: AsyncSession, *, now: datetime) -> int:
@@ -183,14 +228,14 @@ class AuditRetention(LoopWorker):
 
 def _entry(row: AuditRecord) -> AuditEntry:
     return AuditEntry(
-        row.id,
-        row.company_id,
-        row.at,
-        row.actor,
-        row.face,
-        row.address,
-        row.action,
-        row.object_type,
-        row.object_id,
-        json.loads(row.detail),
+        id=row.id,
+        company_id=row.company_id,
+        at=row.at,
+        actor=row.actor,
+        face=row.face,
+        address=row.address,
+        action=row.action,
+        object_type=row.object_type,
+        object_id=row.object_id,
+        detail=json.loads(row.detail),
     )

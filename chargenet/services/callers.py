@@ -6,17 +6,34 @@ groups, is `NotFound`, exactly as if it did not exist, whichever face (API, comm
 - `LocalOperator`: whoever runs `chargenet admin` on a machine holding the store and its keys; reaches all.
 - `OperatorCaller`: a person signed in to the console with a role in one company: the whole company, reading
   only for a viewer.
+Each names itself for the audit log as an `Actor`: who, through which face, from which address.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from chargenet.auth.permissions import Permissions, Reach
 from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
 from chargenet.errors import Forbidden
-from chargenet.services.audit import LOCAL_OPERATOR, Actor, Face
+
+
+class Face(enum.StrEnum):
+    CONSOLE = "console"
+    CLI = "cli"
+    API = "api"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """A caller as the audit log names it: `who` is readable ("operator ana@example.org", "local operator",
+    "application cid_..."); `address` is the client's IP address where there is one."""
+
+    who: str
+    face: Face
+    address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +82,7 @@ class LocalOperator:
 
     @property
     def actor(self) -> Actor:
-        return LOCAL_OPERATOR
+        return Actor(self.name, Face.CLI)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,9 @@ from chargenet.errors import NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import meters
 from chargenet.services.callers import Caller
+from chargenet.services.connector_status import STATUS_COLUMNS
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import site_filter
+from chargenet.services.reach import reachable_station, site_filter, site_of
 from chargenet.services.views import Instant, View
 from chargenet.store.db import ReadStatement
 from chargenet.store.models import (
@@ -48,7 +49,6 @@ from chargenet.store.models import (
     MeterSession,
     MeterState,
     Site,
-    Station,
     StationPresence,
 )
 
@@ -250,14 +250,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
     six."""
     points = query.subquery("points")
     presence = select(StationPresence.station_id, StationPresence.last_heartbeat_at)
-    connectors = select(
-        Connector.charge_point_id,
-        Connector.connector_id,
-        Connector.status,
-        Connector.error_code,
-        Connector.info,
-        Connector.status_at,
-    )
+    connectors = select(*STATUS_COLUMNS)
     metered = meters_with_state()
     present: FromClause
     connected: FromClause
@@ -477,10 +470,8 @@ async def station_state(
     session: AsyncSession, caller: Caller, stations: StationCommands | None, station_id: str
 ) -> StationStateView:
     """The station's connection and identity, if the caller's `charge-points:read` reaches it; `NotFound` else."""
-    station = await session.get(Station, station_id)
-    site = await session.get(Site, station.site_id) if station is not None else None
-    if station is None or site is None or not caller.allows(Scope.CHARGE_POINTS_READ, site.company_id, site.id):
-        raise NotFound("station", station_id)
+    station = await reachable_station(session, caller, Scope.CHARGE_POINTS_READ, station_id)
+    site = await site_of(session, station)
     row = await session.get(StationPresence, station_id)
     connection: Literal["connected", "elsewhere", "meter", "offline"]
     if stations is not None and stations.is_connected(station_id):

@@ -33,16 +33,7 @@ async def create_company(session: AsyncSession, caller: Caller, *, name: str, no
     row = Company(id=new_id("co"), name=validate_name(name), created_at=now)
     session.add(row)
     await session.flush()
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=row.id,
-        action="company.create",
-        object_type="company",
-        object_id=row.id,
-        now=now,
-        detail={"name": row.name},
-    )
+    await audit.record_change(session, caller, "company.create", row, now=now, detail={"name": row.name})
     return _view(row)
 
 

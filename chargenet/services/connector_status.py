@@ -63,16 +63,20 @@ class Filters:
             raise InvalidInput("must be connected or offline", field="connection")
 
 
-_COLUMNS: list[Any] = [
-    Site.company_id,
-    ChargePoint.site_id,
-    ChargePoint.station_id,
+# A connector and the last status its station reported, as every reader of statuses selects them.
+STATUS_COLUMNS: tuple[Any, ...] = (
     Connector.charge_point_id,
     Connector.connector_id,
     Connector.status,
     Connector.error_code,
     Connector.info,
     Connector.status_at,
+)
+_COLUMNS: list[Any] = [
+    Site.company_id,
+    ChargePoint.site_id,
+    ChargePoint.station_id,
+    *STATUS_COLUMNS,
     Connector.updated_at,
 ]
 

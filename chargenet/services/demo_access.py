@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.keys import SecretHasher
-from chargenet.services import applications, audit, groups, operators
+from chargenet.services import applications, groups, operators
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Transactions
 from chargenet.store.models import Application, Group, Operator
@@ -71,8 +71,7 @@ async def ensure_demo_operator(
         await operators.create_operator(
             transaction,
             passwords,
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             company_id=company_id,
             email=DEMO_OPERATOR,
             role="owner",
@@ -80,7 +79,5 @@ async def ensure_demo_operator(
             now=now,
         )
     else:
-        await operators.set_password(
-            transaction, passwords, operators.LOCAL, audit.LOCAL_OPERATOR, existing, password=password, now=now
-        )
+        await operators.set_password(transaction, passwords, OPERATOR, existing, password=password, now=now)
     return DEMO_OPERATOR, password

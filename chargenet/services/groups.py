@@ -127,7 +127,7 @@ async def create_group(
     )
     session.add(group)
     await session.flush()
-    await _audit(session, caller, group, "group.create", now, _settings(group))
+    await audit.record_change(session, caller, "group.create", group, now=now, detail=_settings(group))
     return await _view(session, group)
 
 
@@ -174,39 +174,25 @@ async def update_group(
         group.name, group.scopes, group.site_id = new_name, new_scopes, new_site
         group.version += 1
         await session.flush()
-        await _audit(session, caller, group, "group.update", now, _settings(group))
+        await audit.record_change(session, caller, "group.update", group, now=now, detail=_settings(group))
     return await _view(session, group)
 
 
-async def add_app(
-    session: AsyncSession,
-    caller: Caller,
-    group_id: str,
-    client_id: str,
-    *,
-    now: datetime,
-) -> GroupView:
+async def add_app(session: AsyncSession, caller: Caller, group_id: str, client_id: str, *, now: datetime) -> GroupView:
     """Put an application of the group's company into it (already in: nothing changes)."""
     group = await _get(session, caller, group_id, change="adding an application to a group")
     app = await session.get(Application, client_id)
     if app is None or app.company_id != group.company_id:
         # An application of another company is reported as missing, not as foreign: nothing leaks.
         raise NotFound("application", client_id)
-    if await session.get(GroupMember, (group_id, client_id)) is None:
-        session.add(GroupMember(group_id=group_id, client_id=client_id))
-        group.version += 1
-        await session.flush()
-        await _audit(session, caller, group, "group.add-app", now, {"application": client_id, "name": group.name})
-    return await _view(session, group)
+    if await session.get(GroupMember, (group_id, client_id)) is not None:
+        return await _view(session, group)
+    session.add(GroupMember(group_id=group_id, client_id=client_id))
+    return await _members_changed(session, caller, group, "group.add-app", client_id, now)
 
 
 async def remove_app(
-    session: AsyncSession,
-    caller: Caller,
-    group_id: str,
-    client_id: str,
-    *,
-    now: datetime,
+    session: AsyncSession, caller: Caller, group_id: str, client_id: str, *, now: datetime
 ) -> GroupView:
     """Take an application out of the group; its tokens lose what the group granted within seconds."""
     group = await _get(session, caller, group_id, change="removing an application from a group")
@@ -214,9 +200,17 @@ async def remove_app(
     if member is None:
         raise NotFound("group member", client_id)
     await session.delete(member)
+    return await _members_changed(session, caller, group, "group.remove-app", client_id, now)
+
+
+async def _members_changed(
+    session: AsyncSession, caller: Caller, group: Group, action: str, client_id: str, now: datetime
+) -> GroupView:
+    """The group once an application came in or went out: a new version, and the change in the audit log."""
     group.version += 1
     await session.flush()
-    await _audit(session, caller, group, "group.remove-app", now, {"application": client_id, "name": group.name})
+    detail = {"application": client_id, "name": group.name}
+    await audit.record_change(session, caller, action, group, now=now, detail=detail)
     return await _view(session, group)
 
 
@@ -231,7 +225,7 @@ async def delete_group(
     """Deleted in the transaction that checked the caller's reach over it."""
     group = await _get(session, caller, group_id, change="deleting a group")
     check_version("group", repr(group.name), group.version, expected_version)
-    await _audit(session, caller, group, "group.delete", now, {"name": group.name})
+    await audit.record_change(session, caller, "group.delete", group, now=now, detail={"name": group.name})
     await session.execute(delete(GroupMember).where(GroupMember.group_id == group_id))
     await session.delete(group)
     await session.flush()
@@ -239,21 +233,6 @@ async def delete_group(
 
 def _settings(group: Group) -> dict[str, str]:
     return {"name": group.name, "anchor": group.site_id or COMPANY_ANCHOR, "scopes": group.scopes}
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, group: Group, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=group.company_id,
-        action=action,
-        object_type="group",
-        object_id=group.id,
-        now=now,
-        detail=detail,
-    )
 
 
 def _make_view(group: Group, members: Iterable[str]) -> GroupView:

@@ -18,7 +18,7 @@ from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site
 from chargenet.services.views import Instant, View, like_escaped, optional
-from chargenet.store.models import LocalAuthEntry, Site
+from chargenet.store.models import LocalAuthEntry
 
 LISTABLE_STATUSES = (
     AuthorizationStatus.ACCEPTED,
@@ -86,29 +86,8 @@ async def add_entry(
     detail = {"idTag": id_tag, "status": status, "expires": expires_at.isoformat() if expires_at else "never"}
     if parent_id_tag is not None:
         detail["parentIdTag"] = parent_id_tag
-    await _audit(session, caller, site, action, id_tag, now, detail)
+    await audit.record_change(session, caller, action, row, now=now, detail={"site": site.id, **detail})
     return _view(row)
-
-
-async def _audit(
-    session: AsyncSession,
-    caller: Caller,
-    site: Site,
-    action: str,
-    id_tag: str,
-    now: datetime,
-    detail: dict[str, str],
-) -> None:
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id,
-        action=action,
-        object_type="local list entry",
-        object_id=f"{site.id}/{id_tag}",
-        now=now,
-        detail={"site": site.id, **detail},
-    )
 
 
 async def list_entries(
@@ -159,4 +138,5 @@ async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, i
         raise NotFound("local list entry", f"{site_id}/{id_tag}")
     await session.delete(row)
     await session.flush()
-    await _audit(session, caller, site, "localauth.remove", id_tag, now, {"idTag": id_tag})
+    detail = {"site": site.id, "idTag": id_tag}
+    await audit.record_change(session, caller, "localauth.remove", row, now=now, detail=detail)

@@ -20,12 +20,13 @@ from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
-from chargenet.errors import InvalidInput, NotFound
+from chargenet.errors import InvalidInput
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_station
 from chargenet.services.views import Instant, View
 from chargenet.store.db import Transactions
-from chargenet.store.models import OcppMessage, Site, Station
+from chargenet.store.models import OcppMessage, Station
 
 GAP = "gap"  # `chargenet.edge.messagelog.GAP`: the runtime's name, which services may not import
 EXPORT_BATCH = 1000
@@ -88,11 +89,7 @@ class MessageFilter:
 
 async def check_station(session: AsyncSession, caller: Caller, station_id: str) -> Station:
     """The station, if the caller's `charge-points:read` reaches it; `NotFound` otherwise."""
-    station = await session.get(Station, station_id)
-    site = await session.get(Site, station.site_id) if station is not None else None
-    if station is None or site is None or not caller.allows(Scope.CHARGE_POINTS_READ, site.company_id, site.id):
-        raise NotFound("station", station_id)
-    return station
+    return await reachable_station(session, caller, Scope.CHARGE_POINTS_READ, station_id)
 
 
 def _query(station_id: str, where: MessageFilter) -> Select[Any]:
@@ -140,21 +137,13 @@ def message_view(row: OcppMessage) -> MessageView:
     )
 
 
-def _after(page: PageRequest) -> int | None:
-    if page.after is None:
-        return None
-    if not (page.after.isascii() and page.after.isdigit()) or len(page.after) > 18:
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
-    return int(page.after)
-
-
 async def list_messages(
     session: AsyncSession, caller: Caller, station_id: str, page: PageRequest, where: MessageFilter
 ) -> Page[MessageView]:
     """A page of the station's log, newest first."""
     await check_station(session, caller, station_id)
     query = _query(station_id, where).order_by(OcppMessage.id.desc()).limit(page.fetch)
-    after = _after(page)
+    after = page.after_number()
     if after is not None:
         query = query.where(OcppMessage.id < after)
     rows = [message_view(row) for row in await session.scalars(query)]

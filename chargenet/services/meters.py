@@ -6,10 +6,9 @@ made from an older version (`expected_version`) is refused as `StaleChange`."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, computed_field
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,16 +19,15 @@ from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.meters import records as meter_records
-from chargenet.meters.bus import RtuBus, TcpEndpoint
-from chargenet.meters.detect import Thresholds
+from chargenet.meters.bus import RtuBus, TcpEndpoint, Transport
 from chargenet.meters.profiles import PROFILES
 from chargenet.meters.records import spec_of, transport_of
-from chargenet.meters.spec import MeterSpec, build_spec, build_thresholds, parse_transport
+from chargenet.meters.spec import MeterSpec, ThresholdSettings, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
 from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
+from chargenet.services.reach import reachable_on_site, reachable_site, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, optional
 from chargenet.store.models import (
@@ -76,101 +74,64 @@ class RtuTransportView(View):
 
 
 class MeterView(View):
-    """A meter's configuration as the faces show it; `spec` is the validated configuration the poller runs."""
+    """A meter's configuration as the faces show it, read once from its validated configuration (`MeterSpec`),
+    and what it measures now (`status`, absent where a use case answers before any poll)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    spec: SkipJsonSchema[MeterSpec] = Field(exclude=True)
+    id: str
+    site_id: str
+    station_id: str
+    charge_point_id: str
+    connector_id: int
+    profile: str
+    unit_id: int
+    transport: Annotated[TcpTransportView | RtuTransportView, Field(discriminator="type")]
+    id_tag: str
+    poll_interval: float
+    start_current: float
+    stop_current: float
+    start_power: float
+    stop_power: float
+    stop_grace: float
+    outage_close: float
     enabled: bool
     version: int = 1
     created_at: Instant
     status: MeterStatus | None = None
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def id(self) -> str:
-        return self.spec.meter_id
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def site_id(self) -> str:
-        return self.spec.site_id
+def _transport_view(transport: Transport) -> TcpTransportView | RtuTransportView:
+    if isinstance(transport, TcpEndpoint):
+        return TcpTransportView(host=transport.host, port=transport.port)
+    line = transport.line
+    return RtuTransportView(
+        device=transport.device, baud=line.baudrate, parity=line.parity.value, stopbits=line.stopbits
+    )
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def station_id(self) -> str:
-        return self.spec.station_id
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def charge_point_id(self) -> str:
-        return self.spec.charge_point_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def connector_id(self) -> int:
-        return self.spec.connector_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def profile(self) -> str:
-        return self.spec.profile.name
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def unit_id(self) -> int:
-        return self.spec.unit_id
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def transport(self) -> TcpTransportView | RtuTransportView:
-        transport = self.spec.transport
-        if isinstance(transport, TcpEndpoint):
-            return TcpTransportView(host=transport.host, port=transport.port)
-        line = transport.line
-        return RtuTransportView(
-            device=transport.device, baud=line.baudrate, parity=line.parity.value, stopbits=line.stopbits
-        )
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def id_tag(self) -> str:
-        return self.spec.id_tag
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def poll_interval(self) -> float:
-        return self.spec.poll_interval_s
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def start_current(self) -> float:
-        return self.spec.thresholds.start_current_a
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_current(self) -> float:
-        return self.spec.thresholds.stop_current_a
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def start_power(self) -> float:
-        return self.spec.thresholds.start_power_w
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_power(self) -> float:
-        return self.spec.thresholds.stop_power_w
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def stop_grace(self) -> float:
-        return self.spec.thresholds.stop_grace_s
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def outage_close(self) -> float:
-        return self.spec.thresholds.outage_close_s
+def _meter_view(row: Meter, spec: MeterSpec, status: MeterStatus | None = None) -> MeterView:
+    thresholds = spec.thresholds
+    return MeterView(
+        id=spec.meter_id,
+        site_id=spec.site_id,
+        station_id=spec.station_id,
+        charge_point_id=spec.charge_point_id,
+        connector_id=spec.connector_id,
+        profile=spec.profile.name,
+        unit_id=spec.unit_id,
+        transport=_transport_view(spec.transport),
+        id_tag=spec.id_tag,
+        poll_interval=spec.poll_interval_s,
+        start_current=thresholds.start_current_a,
+        stop_current=thresholds.stop_current_a,
+        start_power=thresholds.start_power_w,
+        stop_power=thresholds.stop_power_w,
+        stop_grace=thresholds.stop_grace_s,
+        outage_close=thresholds.outage_close_s,
+        enabled=row.enabled,
+        version=row.version,
+        created_at=row.created_at,
+        status=status,
+    )
 
 
 async def create_meter(
@@ -191,12 +152,7 @@ async def create_meter(
     connector_id: int | None = None,
     id_tag: str | None = None,
     poll_interval: float | None = None,
-    start_current: float | None = None,
-    stop_current: float | None = None,
-    start_power: float | None = None,
-    stop_power: float | None = None,
-    stop_grace: float | None = None,
-    outage_close: float | None = None,
+    thresholds: ThresholdSettings | None = None,
     meter_id: str | None = None,
 ) -> MeterView:
     """Register a meter. NotFound for an unknown site or station; InvalidInput naming the bad setting;
@@ -216,14 +172,6 @@ async def create_meter(
     if connector > limit:
         raise NotFound("connector", f"{connector} of charge point {charge_point.id} (it has {limit})")
     transport = parse_transport(tcp=tcp, rtu=rtu, baud=baud, parity=parity, stopbits=stopbits)
-    thresholds = build_thresholds(
-        start_current=start_current,
-        stop_current=stop_current,
-        start_power=start_power,
-        stop_power=stop_power,
-        stop_grace=stop_grace,
-        outage_close=outage_close,
-    )
     new_meter_id = meter_id or new_id("meter")
     spec = build_spec(
         meter_id=new_meter_id,
@@ -235,7 +183,7 @@ async def create_meter(
         profile=profile,
         unit_id=unit_id,
         transport=transport,
-        thresholds=thresholds,
+        thresholds=build_thresholds(thresholds),
         poll_interval_s=poll_interval if poll_interval is not None else 5.0,
     )
     if await session.get(Meter, new_meter_id) is not None:
@@ -254,24 +202,8 @@ async def create_meter(
         "bus": spec.bus_key,
         "unit": str(spec.unit_id),
     }
-    await _audit(session, caller, row, "meter.create", now, detail)
-    return MeterView(spec=spec, enabled=row.enabled, version=row.version, created_at=row.created_at)
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, row: Meter, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    site = await session.get(Site, row.site_id)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id if site is not None else None,
-        action=action,
-        object_type="meter",
-        object_id=row.id,
-        now=now,
-        detail=detail,
-    )
+    await audit.record_change(session, caller, "meter.create", row, now=now, detail=detail)
+    return _meter_view(row, spec)
 
 
 async def _charge_point(session: AsyncSession, station: Station, charge_point_id: str | None) -> ChargePoint:
@@ -326,14 +258,9 @@ def _store_spec(row: Meter, spec: MeterSpec) -> None:
 
 async def _get(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> Meter:
     """The meter, if `scope` holds on its site for the caller; `NotFound` otherwise."""
-    row = await session.get(Meter, meter_id)
-    if row is not None:
-        site = await session.get(Site, row.site_id)
-        if site is not None:
-            refuse_read_only(caller, scope, site.company_id)
-            if caller.allows(scope, site.company_id, site.id):
-                return row
-    raise NotFound("meter", meter_id)
+    return await reachable_on_site(
+        session, caller, scope, await session.get(Meter, meter_id), NotFound("meter", meter_id)
+    )
 
 
 async def _view(session: AsyncSession, row: Meter) -> MeterView:
@@ -355,9 +282,7 @@ async def _view(session: AsyncSession, row: Meter) -> MeterView:
         last_reading=reading,
         phase=state.phase if state is not None else None,
     )
-    return MeterView(
-        spec=spec_of(row), enabled=row.enabled, version=row.version, created_at=row.created_at, status=status
-    )
+    return _meter_view(row, spec_of(row), status)
 
 
 async def get_meter(session: AsyncSession, caller: Caller, meter_id: str) -> MeterView:
@@ -410,12 +335,7 @@ async def update_meter(
     now: datetime,
     id_tag: str | None = None,
     poll_interval: float | None = None,
-    start_current: float | None = None,
-    stop_current: float | None = None,
-    start_power: float | None = None,
-    stop_power: float | None = None,
-    stop_grace: float | None = None,
-    outage_close: float | None = None,
+    thresholds: ThresholdSettings | None = None,
     enabled: bool | None = None,
     expected_version: int | None = None,
 ) -> MeterView:
@@ -423,19 +343,6 @@ async def update_meter(
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
     check_version("meter", row.id, row.version, expected_version)
     current = spec_of(row)
-    given = current.thresholds
-
-    def pick(value: float | None, existing: float) -> float:
-        return existing if value is None else value
-
-    thresholds: Thresholds = build_thresholds(
-        start_current=pick(start_current, given.start_current_a),
-        stop_current=pick(stop_current, given.stop_current_a),
-        start_power=pick(start_power, given.start_power_w),
-        stop_power=pick(stop_power, given.stop_power_w),
-        stop_grace=pick(stop_grace, given.stop_grace_s),
-        outage_close=pick(outage_close, given.outage_close_s),
-    )
     spec = build_spec(
         meter_id=row.id,
         site_id=row.site_id,
@@ -446,8 +353,8 @@ async def update_meter(
         profile=current.profile.name,
         unit_id=current.unit_id,
         transport=current.transport,
-        thresholds=thresholds,
-        poll_interval_s=pick(poll_interval, current.poll_interval_s),
+        thresholds=build_thresholds(thresholds, base=current.thresholds),
+        poll_interval_s=poll_interval if poll_interval is not None else current.poll_interval_s,
     )
     changed = _differences(current, spec)
     if enabled is not None and enabled != row.enabled:
@@ -464,7 +371,7 @@ async def update_meter(
         action = "meter.enable" if enabled else "meter.disable"
     else:
         action = "meter.update"
-    await _audit(session, caller, row, action, now, {"changed": ", ".join(changed)})
+    await audit.record_change(session, caller, action, row, now=now, detail={"changed": ", ".join(changed)})
     return await _view(session, row)
 
 
@@ -488,7 +395,9 @@ async def delete_meter(session: AsyncSession, caller: Caller, outbox: Outbox, me
     """Remove a meter. Its open session, if any, closes at its last charging reading with reason Other (a
     StartTransaction once sent always gets its StopTransaction); its sessions stay as transactions."""
     row = await _get(session, caller, Scope.METERS_WRITE, meter_id)
-    await _audit(session, caller, row, "meter.delete", now, {"station": row.station_id, "bus": transport_of(row).key})
+    await audit.record_change(
+        session, caller, "meter.delete", row, now=now, detail={"station": row.station_id, "bus": transport_of(row).key}
+    )
     open_session = await meter_records.open_session_of(session, meter_id)
     if open_session is not None:
         await meter_records.stop_session(

@@ -5,18 +5,17 @@ transaction: a verification takes tens of milliseconds on purpose, and on SQLite
 writer lock that the edge and the webhook lanes also need. Functions that hash therefore take the store's
 `transaction` factory and open their own short transactions around the hashing.
 
-Who may act: a signed-in operator (`OperatorCaller`) acts within its own company, and only an owner manages
-operators; the command line (`LOCAL`) reaches every company. Another company's operator is `NotFound`, exactly
-like one that does not exist. Each change is audited in its own transaction.
+Who may act (`services.callers`): a signed-in operator (`OperatorCaller`) acts within its own company, and only an
+owner manages operators; the command line (`OPERATOR`) reaches every company; no scope lets an application manage
+them. Another company's operator is `NotFound`, exactly like one that does not exist. Each change is audited in
+its own transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -35,8 +34,10 @@ from chargenet.errors import (
 )
 from chargenet.ids import new_id
 from chargenet.services import audit
-from chargenet.services.callers import OperatorCaller
+from chargenet.services.callers import Caller, LocalOperator, OperatorCaller
+from chargenet.services.pages import Page, PageRequest
 from chargenet.services.versions import check_version
+from chargenet.services.views import Instant, View
 from chargenet.store.db import Transactions
 from chargenet.store.models import Company, Operator, OperatorSession
 
@@ -68,60 +69,47 @@ class Passwords:
         return self.hasher.check_needs_rehash(encoded)
 
 
-@dataclass(frozen=True, slots=True)
-class LocalAdmin:
-    """`chargenet admin` on the server's machine, which holds the store and its keys: reaches every company."""
-
-    operator_id: None = None
-    company_id: None = None
-    may_change: bool = True
-    may_manage_operators: bool = True
-
-
-LOCAL = LocalAdmin()
-Manager = OperatorCaller | LocalAdmin
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorView:
+class OperatorView(View):
     id: str
     company_id: str
     email: str
     role: Role
     enabled: bool
     version: int
-    created_at: datetime
-    updated_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "companyId": self.company_id,
-            "email": self.email,
-            "role": self.role.value,
-            "enabled": self.enabled,
-            "version": self.version,
-            "createdAt": self.created_at.isoformat(),
-            "updatedAt": self.updated_at.isoformat(),
-        }
+    created_at: Instant
+    updated_at: Instant
 
 
 def _view(row: Operator) -> OperatorView:
     return OperatorView(
-        row.id, row.company_id, row.email, Role(row.role), row.enabled, row.version, row.created_at, row.updated_at
+        id=row.id,
+        company_id=row.company_id,
+        email=row.email,
+        role=Role(row.role),
+        enabled=row.enabled,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )
 
 
-def _require_manager(by: Manager, company_id: str) -> None:
-    if by.company_id is not None and by.company_id != company_id:
+def _require_manager(caller: Caller, company_id: str) -> None:
+    """Operators are managed by their company's owners and by the local operator: another company is `NotFound`,
+    anyone else `Forbidden`."""
+    if caller.company_id not in (None, company_id):
         raise NotFound("company", company_id)
-    if not by.may_manage_operators:
+    manages = isinstance(caller, LocalOperator) or (isinstance(caller, OperatorCaller) and caller.may_manage_operators)
+    if not manages:
         raise Forbidden("only an owner manages operators")
 
 
-async def _get(session: AsyncSession, by: Manager, operator_id: str) -> Operator:
+def _is_self(caller: Caller, row: Operator) -> bool:
+    return isinstance(caller, OperatorCaller) and caller.operator_id == row.id
+
+
+async def _get(session: AsyncSession, caller: Caller, operator_id: str) -> Operator:
     row = await session.get(Operator, operator_id)
-    if row is None or (by.company_id is not None and row.company_id != by.company_id):
+    if row is None or caller.company_id not in (None, row.company_id):
         raise NotFound("operator", operator_id)
     return row
 
@@ -129,8 +117,7 @@ async def _get(session: AsyncSession, by: Manager, operator_id: str) -> Operator
 async def create_operator(
     transaction: Transactions,
     passwords: Passwords,
-    by: Manager,
-    actor: audit.Actor,
+    caller: Caller,
     *,
     company_id: str,
     email: str,
@@ -138,7 +125,7 @@ async def create_operator(
     password: str,
     now: datetime,
 ) -> OperatorView:
-    _require_manager(by, company_id)
+    _require_manager(caller, company_id)
     email = normalize_email(email)
     parsed = parse_role(role)
     validate_password(password)
@@ -161,7 +148,8 @@ async def create_operator(
         )
         session.add(row)
         await session.flush()
-        await _audit(session, actor, row, "operator.create", now, {"email": email, "role": parsed.value})
+        detail = {"email": email, "role": parsed.value}
+        await audit.record_change(session, caller, "operator.create", row, now=now, detail=detail)
         return _view(row)
 
 
@@ -189,8 +177,7 @@ async def sign_in(transaction: Transactions, passwords: Passwords, *, email: str
 async def change_own_password(
     transaction: Transactions,
     passwords: Passwords,
-    by: OperatorCaller,
-    actor: audit.Actor,
+    caller: OperatorCaller,
     *,
     current: str,
     new: str,
@@ -201,13 +188,13 @@ async def change_own_password(
     password changed because it leaked also signs out whoever used it; `keep_session` (an id hash) stays."""
     validate_password(new, field="new_password")
     async with transaction() as session:
-        row = await _get(session, by, by.operator_id)
+        row = await _get(session, caller, caller.operator_id)
         encoded = row.password_hash
     if not await passwords.verify(encoded, current):
         raise InvalidInput("is not your current password", field="current_password")
     new_hash = await passwords.hash(new)
     async with transaction() as session:
-        row = await _get(session, by, by.operator_id)
+        row = await _get(session, caller, caller.operator_id)
         if row.password_hash != encoded:
             raise StaleChange("the password was changed meanwhile; sign in again")
         row.password_hash = new_hash
@@ -217,14 +204,13 @@ async def change_own_password(
         if keep_session is not None:
             ending = ending.where(OperatorSession.id_hash != keep_session)
         await session.execute(ending)
-        await _audit(session, actor, row, "operator.change-password", now)
+        await audit.record_change(session, caller, "operator.change-password", row, now=now)
 
 
 async def set_password(
     transaction: Transactions,
     passwords: Passwords,
-    by: Manager,
-    actor: audit.Actor,
+    caller: Caller,
     operator_id: str,
     *,
     password: str,
@@ -234,28 +220,13 @@ async def set_password(
     validate_password(password)
     encoded = await passwords.hash(password)
     async with transaction() as session:
-        row = await _get(session, by, operator_id)
-        _require_manager(by, row.company_id)
+        row = await _get(session, caller, operator_id)
+        _require_manager(caller, row.company_id)
         row.password_hash = encoded
         row.version += 1
         row.updated_at = now
         await session.execute(delete(OperatorSession).where(OperatorSession.operator_id == row.id))
-        await _audit(session, actor, row, "operator.set-password", now)
-
-
-async def _audit(
-    session: AsyncSession,
-    actor: audit.Actor,
-    row: Operator,
-    action: str,
-    now: datetime,
-    detail: dict[str, str] | None = None,
-) -> None:
-    """The audit record of a change to operator `row`, in the change's own transaction."""
-    await audit.record(
-        session, actor, company_id=row.company_id, action=action, object_type="operator", object_id=row.id,
-        now=now, detail=detail,
-    )  # fmt: skip
+        await audit.record_change(session, caller, "operator.set-password", row, now=now)
 
 
 async def _owners_left(session: AsyncSession, company_id: str, without: str) -> int:
@@ -274,8 +245,7 @@ async def _owners_left(session: AsyncSession, company_id: str, without: str) -> 
 
 async def set_role(
     session: AsyncSession,
-    by: Manager,
-    actor: audit.Actor,
+    caller: Caller,
     operator_id: str,
     *,
     role: str,
@@ -283,10 +253,10 @@ async def set_role(
     expected_version: int | None = None,
 ) -> OperatorView:
     parsed = parse_role(role)
-    row = await _get(session, by, operator_id)
-    _require_manager(by, row.company_id)
+    row = await _get(session, caller, operator_id)
+    _require_manager(caller, row.company_id)
     check_version("operator", row.email, row.version, expected_version)
-    if row.id == by.operator_id:
+    if _is_self(caller, row):
         raise Conflict("an owner cannot change their own role; another owner can")
     if row.role == parsed.value:
         return _view(row)
@@ -297,16 +267,14 @@ async def set_role(
     row.version += 1
     row.updated_at = now
     await session.flush()
-    await _audit(
-        session, actor, row, "operator.set-role", now, {"email": row.email, "from": before, "to": parsed.value}
-    )
+    detail = {"email": row.email, "from": before, "to": parsed.value}
+    await audit.record_change(session, caller, "operator.set-role", row, now=now, detail=detail)
     return _view(row)
 
 
 async def set_enabled(
     session: AsyncSession,
-    by: Manager,
-    actor: audit.Actor,
+    caller: Caller,
     operator_id: str,
     *,
     enabled: bool,
@@ -314,13 +282,13 @@ async def set_enabled(
     expected_version: int | None = None,
 ) -> OperatorView:
     """Disabling ends every session of the operator in the same transaction: their next request is signed out."""
-    row = await _get(session, by, operator_id)
-    _require_manager(by, row.company_id)
+    row = await _get(session, caller, operator_id)
+    _require_manager(caller, row.company_id)
     check_version("operator", row.email, row.version, expected_version)
     if row.enabled == enabled:
         return _view(row)
     if not enabled:
-        if row.id == by.operator_id:
+        if _is_self(caller, row):
             raise Conflict("an owner cannot disable their own account; another owner can")
         if row.role == Role.OWNER.value and not await _owners_left(session, row.company_id, row.id):
             raise Conflict("the company would be left without an enabled owner")
@@ -329,32 +297,23 @@ async def set_enabled(
     row.version += 1
     row.updated_at = now
     await session.flush()
-    await _audit(session, actor, row, "operator.enable" if enabled else "operator.disable", now, {"email": row.email})
+    action = "operator.enable" if enabled else "operator.disable"
+    await audit.record_change(session, caller, action, row, now=now, detail={"email": row.email})
     return _view(row)
 
 
-async def get_operator(session: AsyncSession, by: Manager, operator_id: str) -> OperatorView:
-    row = await _get(session, by, operator_id)
-    _require_manager(by, row.company_id)
+async def get_operator(session: AsyncSession, caller: Caller, operator_id: str) -> OperatorView:
+    row = await _get(session, caller, operator_id)
+    _require_manager(caller, row.company_id)
     return _view(row)
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorPage:
-    items: list[OperatorView]
-    next_after: str | None  # the e-mail to pass as `after` for the next page
 
 
 async def list_operators(
-    session: AsyncSession, by: Manager, *, company_id: str, limit: int = 50, after: str | None = None
-) -> OperatorPage:
-    """A company's operators by e-mail, `limit` at most, from just after the e-mail `after`."""
-    _require_manager(by, company_id)
-    if not 1 <= limit <= 500:
-        raise InvalidInput("must be 1-500", field="limit")
-    query = select(Operator).where(Operator.company_id == company_id).order_by(Operator.email).limit(limit + 1)
-    if after is not None:
-        query = query.where(Operator.email > after)
-    rows = list(await session.scalars(query))
-    shown = rows[:limit]
-    return OperatorPage([_view(r) for r in shown], shown[-1].email if len(rows) > limit and shown else None)
+    session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str
+) -> Page[OperatorView]:
+    """A company's operators, ordered by e-mail."""
+    _require_manager(caller, company_id)
+    query = select(Operator).where(Operator.company_id == company_id).order_by(Operator.email).limit(page.fetch)
+    if page.after is not None:
+        query = query.where(Operator.email > page.after)
+    return page.page([_view(row) for row in await session.scalars(query)], lambda operator: operator.email)

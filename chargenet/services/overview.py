@@ -23,7 +23,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from chargenet.services.transactions import last_sampled_wh
+from chargenet.services.sessions import last_sampled_wh
 from chargenet.services.webhook_lanes import lane_at
 from chargenet.store.models import (
     Application,

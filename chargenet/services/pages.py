@@ -3,7 +3,8 @@
 A list is ordered by a key (an id); a page holds at most `limit` items and, when more follow, `next`: the opaque
 (base64url) form of the last key shown, which the next request passes back as its cursor. Lists fetch one row
 beyond the page, so the last page says `next: null` instead of pointing at an empty one. A cursor of that form that
-no page gave names no page: `NotFound`, as an id that names no object.
+no page gave names no page: `NotFound` (`UnknownCursor`), as an id that names no object. Lists ordered by a row
+number (an id) read their key with `PageRequest.after_number`, so a key that is no such number is that same error.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ T = TypeVar("T")
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+MAX_ROW_NUMBER = 2**63 - 1  # the largest id of a 64-bit row number
 # The base64url alphabet. Lengths that cannot decode (4k+1) pass and name no page (404): a grouped pattern said
 # more, but generators of test data for the document (schemathesis, Hypothesis) could not reliably build its longest
 # values, and a partner gains nothing from 422 over 404 for a cursor no page gave.
@@ -50,6 +52,14 @@ def decode_cursor(cursor: str) -> str:
     return key
 
 
+def numeric_key(key: str, *, high: int = MAX_ROW_NUMBER) -> int:
+    """The row number a page's key stands for, in a list ordered by one (an id): decimal ASCII digits, at most
+    `high` (the column's largest value). `UnknownCursor` for any other key, which no page of such a list gave."""
+    if not (key.isascii() and key.isdecimal() and len(key) <= len(str(high)) and int(key) <= high):
+        raise UnknownCursor(encode_cursor(key))
+    return int(key)
+
+
 @dataclass(frozen=True, slots=True)
 class PageRequest:
     """Which page: at most `limit` items after the key `after` (None: from the start)."""
@@ -62,6 +72,10 @@ class PageRequest:
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"must be 1-{MAX_LIMIT}, got {limit}", field="limit")
         return cls(limit, decode_cursor(cursor) if cursor else None)
+
+    def after_number(self, *, high: int = MAX_ROW_NUMBER) -> int | None:
+        """`after` as the row number it is in a list ordered by one (`numeric_key`); None from the start."""
+        return None if self.after is None else numeric_key(self.after, high=high)
 
     @property
     def fetch(self) -> int:

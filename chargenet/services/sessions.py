@@ -1,294 +1,390 @@
-"""Charging sessions and station commands over the API (decisions.md §1 "Sessions over the API").
+"""Charging sessions as an operator reads them: OCPP transactions and meter sessions alike (`transactions:read`).
 
-Each function finds the station behind a charge point or transaction (checking the caller's reach: `sessions:write`
-for sessions, `charge-points:write` for commands, `transactions:read` for the list), sends the command through the
-`StationCommands` port, and turns the station's answer into a result or an error: `StationNotConnected` (503),
-`StationDidNotAnswer` (504), `StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema),
-`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see). A command's lookup
-runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked.
+The API's list of the same rows is `transactions.list_transactions`, in id order for partners; these are the
+operator's views: filtered by site, station, idTag, time and state, newest first, with energy, duration and
+reasons; one session with the OCPP messages that concern it (its timeline); and the whole of a filtered list read
+in batches, each in a unit of work of its own, so that an export of a year of sessions never holds it in memory
+nor keeps one transaction open while a browser downloads; and a session's meter values, its energy over time
+(`meter_samples`, written by the edge and the meters in their batches).
+
+OCPP transactions and meter sessions share one id sequence (`sequences`), so one keyset (the id) pages both.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, Table, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
-from chargenet.domain.tenants import (
-    ConnectorAddress,
-    StationLayout,
-    charge_point_connector_ids,
-    ocpp_connector_id,
-)
-from chargenet.domain.text import INT32_MAX, INT32_MIN
-from chargenet.edge.protocol.frames import Payload
-from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
-from chargenet.ports import StationCommands
+from chargenet.domain.text import INT32_MAX
+from chargenet.errors import InvalidInput, NotFound
 from chargenet.services.callers import Caller
-from chargenet.services.localauth import validate_id_tag
-from chargenet.services.pages import Page, PageRequest, UnknownCursor
-from chargenet.services.reach import site_filter
-from chargenet.services.views import Instant, View, optional
+from chargenet.services.message_log import GAP, MessageView, message_view
+from chargenet.services.pages import Page, PageRequest
+from chargenet.services.reach import reachable_on_site, site_filter
+from chargenet.services.transactions import Source, Transaction, located
+from chargenet.services.views import Instant
 from chargenet.store.db import Transactions
-from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Site, Station
+from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site
+
+EXPORT_BATCH = 2000
+SAMPLE_LIMIT = 6000  # a session's samples read for its chart: 50 hours at one sample per 30 s
+TIMELINE_LIMIT = 2000  # frames looked at for one timeline; beyond, the page links to the message log
+TIMELINE_MARGIN = timedelta(minutes=2)  # before the start and after the stop: the Authorize, the last status
+TIMELINE_ACTIONS = (
+    "Authorize",
+    "RemoteStartTransaction",
+    "StartTransaction",
+    "StatusNotification",
+    "MeterValues",
+    "RemoteStopTransaction",
+    "StopTransaction",
+)
+
+State = Literal["active", "completed"]
 
 
-class CommandAnswer(View):
-    """The station's answer to a command (its `status`)."""
+class SessionView(Transaction):
+    """One session: energy in kWh (`energy` is what was delivered, or so far for a meter session still charging;
+    None while an OCPP transaction runs, whose station reports its meter at the stop), and why it started and
+    stopped."""
 
-    status: str
+    stopped_at: Instant | None
+    meter_start_wh: int
+    meter_stop_wh: int | None
+    energy_wh: int | None
+    start_reason: str
+    stop_reason: str | None
+    meter_id: str | None = None
+    ocpp_connector_id: int | None = None
+    upstream_id: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.stopped_at is None
+
+    def duration(self, now: datetime) -> timedelta:
+        return (self.stopped_at or now) - self.started_at
 
 
-class ConnectorAnswer(View):
-    connector_id: int
-    status: str
+def last_sampled_wh() -> ScalarSelect[int]:
+    """The register of an OCPP transaction's newest stored meter value (its MeterValues while charging), read
+    beside the transaction: how much it has delivered so far, while the station reports its meter only at the
+    stop otherwise."""
+    return (
+        select(func.max(MeterSample.energy_wh))
+        .where(MeterSample.transaction_id == EdgeTransaction.id, MeterSample.station_id == EdgeTransaction.station_id)
+        .scalar_subquery()
+    )
 
 
-class AvailabilityAnswer(View):
-    """The least favourable answer of the charge point's connectors, and each one's when there are several."""
+def _of_edge(row: EdgeTransaction | Row[Any], last_sampled: int | None = None) -> SessionView:
+    stopped = row.stopped_at is not None and row.meter_stop is not None
+    authorization = row.auth_status or "not decided"
+    if stopped and row.meter_stop is not None:
+        energy: int | None = row.meter_stop - row.meter_start
+    elif row.stopped_at is None and last_sampled is not None:
+        energy = max(0, last_sampled - row.meter_start)
+    else:
+        energy = None
+    return SessionView(
+        transaction_id=row.id,
+        source="ocpp",
+        **located(row),
+        stopped_at=row.stopped_at,
+        meter_start_wh=row.meter_start,
+        meter_stop_wh=row.meter_stop if stopped else None,
+        energy_wh=energy,
+        start_reason=f"StartTransaction from the station; idTag {authorization}",
+        stop_reason=(row.stop_reason or "Local") if row.stopped_at is not None else None,
+        ocpp_connector_id=row.ocpp_connector_id,
+        upstream_id=row.upstream_id,
+    )
 
-    status: str
-    connectors: list[ConnectorAnswer] | None = optional()
+
+def _of_meter(row: MeterSession | Row[Any]) -> SessionView:
+    stopped = row.stopped_at is not None and row.meter_stop_wh is not None
+    last = row.meter_stop_wh if stopped and row.meter_stop_wh is not None else row.last_charging_wh
+    return SessionView(
+        transaction_id=row.transaction_id,
+        source="meter",
+        **located(row),
+        stopped_at=row.stopped_at,
+        meter_start_wh=row.meter_start_wh,
+        meter_stop_wh=row.meter_stop_wh if stopped else None,
+        energy_wh=last - row.meter_start_wh,
+        start_reason="meter: charging detected (over the start threshold)",
+        stop_reason=row.reason if row.stopped_at is not None else None,
+        meter_id=row.meter_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
-    station_id: str
-    ocpp_connector_id: int
-    layout: StationLayout
-    address: ConnectorAddress
+class SessionFilter:
+    """Which sessions: every one given is required. `since`/`until` bound the start (until is exclusive)."""
+
+    site_id: str | None = None
+    station_id: str | None = None
+    id_tag: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    state: State | None = None
+    source: Source | None = None
+
+    def __post_init__(self) -> None:
+        if self.state not in (None, "active", "completed"):
+            raise InvalidInput("must be active or completed", field="state")
+        if self.source not in (None, "ocpp", "meter"):
+            raise InvalidInput("must be ocpp or meter", field="source")
+        for name in ("site_id", "station_id", "id_tag"):
+            value = getattr(self, name)
+            if value is not None and len(value) > 255:
+                raise InvalidInput("is longer than any id", field=name)
+        if self.since is not None and self.until is not None and self.until < self.since:
+            raise InvalidInput("is before the start of the period", field="until")
 
 
-async def _allowed(session: AsyncSession, caller: Caller, scope: Scope, site_id: str) -> bool:
-    company = await session.scalar(select(Site.company_id).where(Site.id == site_id))
-    assert company is not None
-    return caller.allows(scope, company, site_id)
+def _columns(model: type[EdgeTransaction] | type[MeterSession]) -> list[ColumnElement[Any]]:
+    """The table's columns, read as plain rows: lists and exports read many, and ORM objects cost far more."""
+    return list(cast(Table, model.__table__).columns)
 
 
-async def _target(
-    session: AsyncSession, caller: Caller, scope: Scope, charge_point_id: str, connector_id: int
-) -> Target:
-    point = await session.get(ChargePoint, charge_point_id)
-    if point is None or not await _allowed(session, caller, scope, point.site_id):
-        raise NotFound("charge point", charge_point_id)
-    station = await session.get(Station, point.station_id)
-    assert station is not None
-    layout = station.layout()
-    per = layout.connectors_per_charge_point
-    if connector_id < 0 or (per is not None and connector_id > per):
-        # A connector the charge point does not have is an object named in the body that does not exist.
-        raise NotFound("connector", f"{connector_id} of {charge_point_id}")
-    address = ConnectorAddress(charge_point_id, connector_id)
-    return Target(station.id, ocpp_connector_id(layout, address), layout, address)
+def _query(model: type[EdgeTransaction] | type[MeterSession], sites: Any, where: SessionFilter) -> Select[Any]:
+    """The filter over either table: OCPP transactions and meter sessions have the same columns for it."""
+    clauses: list[ColumnElement[bool]] = [model.site_id.in_(sites)]
+    if where.site_id is not None:
+        clauses.append(model.site_id == where.site_id)
+    if where.station_id is not None:
+        clauses.append(model.station_id == where.station_id)
+    if where.id_tag is not None:
+        clauses.append(model.id_tag == where.id_tag)
+    if where.since is not None:
+        clauses.append(model.started_at >= where.since)
+    if where.until is not None:
+        clauses.append(model.started_at < where.until)
+    if where.state is not None:
+        stopped = model.stopped_at
+        clauses.append(stopped.is_(None) if where.state == "active" else stopped.is_not(None))
+    return select(*_columns(model)).where(*clauses)
 
 
-async def _command(edge: StationCommands, target: Target, action: str, payload: Payload) -> Payload:
-    return await edge.command(target.station_id, action, payload)
-
-
-def _accepted(station_id: str, action: str, answer: Payload) -> CommandAnswer:
-    status = str(answer.get("status"))
-    if status != "Accepted":
-        raise StationRejected(station_id, action, status)
-    return CommandAnswer(status=status)
-
-
-async def start_session(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: Caller,
-    *,
-    charge_point_id: str,
-    connector_id: int,
-    id_tag: str,
-) -> CommandAnswer:
-    """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
-    validate_id_tag(id_tag)
-    if connector_id < 1:
-        raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
-    async with reading() as session:
-        target = await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
-    payload = {"connectorId": target.ocpp_connector_id, "idTag": id_tag}
-    answer = await _command(edge, target, "RemoteStartTransaction", payload)
-    return _accepted(target.station_id, "RemoteStartTransaction", answer)
-
-
-async def stop_session(
-    reading: Transactions, edge: StationCommands, caller: Caller, *, transaction_id: int
-) -> CommandAnswer:
-    """RemoteStopTransaction, sent to the transaction's own station only."""
-    async with reading() as session:
-        row = await session.get(EdgeTransaction, transaction_id)
-        if row is None:
-            metered = await session.get(MeterSession, transaction_id)
-            if metered is not None and await _allowed(session, caller, Scope.SESSIONS_WRITE, metered.site_id):
-                raise Conflict(
-                    f"transaction {transaction_id} was detected from a meter; it cannot be stopped remotely "
-                    "and ends when the meter sees the charging stop"
-                )
-            raise NotFound("transaction", str(transaction_id))
-        if not await _allowed(session, caller, Scope.SESSIONS_WRITE, row.site_id):
-            raise NotFound("transaction", str(transaction_id))
-        if row.stopped_at is not None:
-            raise StationRejected(row.station_id, "RemoteStopTransaction", "AlreadyStopped")
-        station_id = row.station_id
-    answer = await edge.command(station_id, "RemoteStopTransaction", {"transactionId": transaction_id})
-    return _accepted(station_id, "RemoteStopTransaction", answer)
-
-
-async def charge_point_command(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: Caller,
-    *,
-    charge_point_id: str,
-    action: str,
-    payload: Payload,
-    connector_id: int = 0,
-) -> CommandAnswer:
-    """Reset, UnlockConnector, ChangeAvailability, TriggerMessage: the station's answer, whatever it is."""
-    async with reading() as session:
-        target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
-    if "connectorId" in payload:
-        payload = {**payload, "connectorId": target.ocpp_connector_id}
-    answer = await _command(edge, target, action, payload)
-    return CommandAnswer(status=str(answer.get("status")))
-
-
-# The least favourable answer of several stands for them all: a charge point is only as available as its
-# least available connector.
-_AVAILABILITY_ANSWERS = ("Rejected", "Scheduled", "Accepted")
-
-
-async def change_availability(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: Caller,
-    *,
-    charge_point_id: str,
-    connector_id: int,
-    availability: str,
-) -> AvailabilityAnswer:
-    """ChangeAvailability of one connector of a charge point, or with connector 0 of the whole charge point.
-
-    On a station with several charge points OCPP's connector 0 is the whole station, so a charge point's own
-    availability goes to each of its connectors, one command each; the answer is then the least favourable
-    status (Rejected, Scheduled, Accepted) with each connector's own under `connectors`."""
-    async with reading() as session:
-        target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
-    ids = charge_point_connector_ids(target.layout, target.address)
-    statuses = []
-    for ocpp_id in ids:  # in turn: the station takes one command at a time anyway
-        answer = await _command(edge, target, "ChangeAvailability", {"connectorId": ocpp_id, "type": availability})
-        statuses.append(str(answer.get("status")))
-    if len(ids) == 1:
-        return AvailabilityAnswer(status=statuses[0])
-    worst = next((s for s in _AVAILABILITY_ANSWERS if s in statuses), statuses[0])
-    per_connector = [ConnectorAnswer(connector_id=j, status=s) for j, s in enumerate(statuses, start=1)]
-    return AvailabilityAnswer(status=worst, connectors=per_connector)
-
-
-class TransactionView(View):
-    """One transaction, from an OCPP station or detected from a meter (`source`); `stoppedAt`, `meterStop` and
-    `reason` once it stopped."""
-
-    transaction_id: int
-    source: Literal["ocpp", "meter"]
-    site_id: str
-    station_id: str
-    charge_point_id: str
-    connector_id: int
-    id_tag: str
-    started_at: Instant
-    meter_start: float
-    active: bool
-    stopped_at: Instant | None = optional()
-    meter_stop: float | None = optional()
-    reason: str | None = optional()
-
-    @classmethod
-    def of(
-        cls,
-        source: Literal["ocpp", "meter"],
-        row: EdgeTransaction | MeterSession,
-        transaction_id: int,
-        meter_start_wh: int,
-        meter_stop_wh: int | None,
-        reason: str | None,
-    ) -> TransactionView:
-        stopped = row.stopped_at is not None and meter_stop_wh is not None
-        return cls(
-            transaction_id=transaction_id,
-            source=source,
-            site_id=row.site_id,
-            station_id=row.station_id,
-            charge_point_id=row.charge_point_id,
-            connector_id=row.connector_id,
-            id_tag=row.id_tag,
-            started_at=row.started_at,
-            meter_start=wh_to_kwh(meter_start_wh),
-            active=row.stopped_at is None,
-            stopped_at=row.stopped_at if stopped else None,
-            meter_stop=wh_to_kwh(meter_stop_wh) if stopped and meter_stop_wh is not None else None,
-            reason=reason if stopped else None,
-        )
-
-    @classmethod
-    def of_edge(cls, row: EdgeTransaction) -> TransactionView:
-        return cls.of("ocpp", row, row.id, row.meter_start, row.meter_stop, row.stop_reason)
-
-    @classmethod
-    def of_meter(cls, row: MeterSession) -> TransactionView:
-        return cls.of("meter", row, row.transaction_id, row.meter_start_wh, row.meter_stop_wh, row.reason)
-
-
-def _transaction_position(after: str | None) -> int | None:
-    """The transaction id a page starts after; `UnknownCursor` for a key no page gave."""
-    if after is None:
+def _edge_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
+    if where.source == "meter":
         return None
-    try:
-        position = int(after)
-    except ValueError:
-        raise UnknownCursor(after) from None
-    if not INT32_MIN <= position <= INT32_MAX:  # transaction ids are 32-bit (decisions)
-        raise UnknownCursor(after)
-    return position
+    so_far = case((EdgeTransaction.stopped_at.is_(None), last_sampled_wh()), else_=None)
+    return _query(EdgeTransaction, sites, where).add_columns(so_far.label("last_sampled_wh"))
 
 
-async def list_transactions(
-    session: AsyncSession,
-    caller: Caller,
-    page: PageRequest,
-    *,
-    site_id: str | None = None,
-    charge_point_id: str | None = None,
-    active: bool | None = None,
-) -> Page[TransactionView]:
-    """A page of transactions (OCPP and meter sessions, one id sequence) in id order, only on sites the caller
-    reaches with `transactions:read`."""
-    after = _transaction_position(page.after)
-    limit = page.fetch
+def _meter_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
+    return None if where.source == "ocpp" else _query(MeterSession, sites, where)
+
+
+async def _batch(
+    session: AsyncSession, caller: Caller, where: SessionFilter, *, limit: int, before: int | None, newest_first: bool
+) -> list[SessionView]:
+    """Up to `limit` sessions of both kinds, by id: descending below `before`, or ascending above it."""
     sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
-    edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)
-    metered = (
-        select(MeterSession).where(MeterSession.site_id.in_(sites)).order_by(MeterSession.transaction_id).limit(limit)
+    views: list[SessionView] = []
+    edge = _edge_query(sites, where)
+    if edge is not None:
+        key = EdgeTransaction.id
+        if before is not None:
+            edge = edge.where(key < before if newest_first else key > before)
+        edge = edge.order_by(key.desc() if newest_first else key).limit(limit)
+        views += [_of_edge(row, row.last_sampled_wh) for row in await session.execute(edge)]
+    metered = _meter_query(sites, where)
+    if metered is not None:
+        key = MeterSession.transaction_id
+        if before is not None:
+            metered = metered.where(key < before if newest_first else key > before)
+        metered = metered.order_by(key.desc() if newest_first else key).limit(limit)
+        views += [_of_meter(row) for row in await session.execute(metered)]
+    views.sort(key=lambda view: view.transaction_id, reverse=newest_first)
+    return views[:limit]
+
+
+async def list_sessions(
+    session: AsyncSession, caller: Caller, page: PageRequest, where: SessionFilter
+) -> Page[SessionView]:
+    """A page of sessions on the sites the caller reaches, newest first (by transaction id)."""
+    before = page.after_number()
+    if before is not None:
+        before = min(before, INT32_MAX + 1)  # transaction ids are 32-bit: beyond, every one is before
+    views = await _batch(session, caller, where, limit=page.fetch, before=before, newest_first=True)
+    return page.page(views, lambda view: str(view.transaction_id))
+
+
+async def export_sessions(
+    reading: Transactions, caller: Caller, where: SessionFilter, *, batch: int = EXPORT_BATCH
+) -> AsyncIterator[SessionView]:
+    """Every session the filter selects, oldest first, read `batch` at a time, each batch in a unit of work of
+    its own."""
+    last = 0
+    while True:
+        async with reading() as session:
+            views = await _batch(session, caller, where, limit=batch, before=last, newest_first=False)
+        for view in views:
+            yield view
+        if len(views) < batch:
+            return
+        last = views[-1].transaction_id
+
+
+async def get_session(session: AsyncSession, caller: Caller, transaction_id: int) -> SessionView:
+    """One session of either kind, if the caller's `transactions:read` reaches its site; `NotFound` otherwise."""
+    missing = NotFound("transaction", str(transaction_id))
+    if not 0 < transaction_id <= INT32_MAX:
+        raise missing
+    found = await session.get(EdgeTransaction, transaction_id)
+    if found is None:
+        metered = await session.get(MeterSession, transaction_id)
+        return _of_meter(await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, metered, missing))
+    reached = await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, found, missing)
+    last = None
+    if reached.stopped_at is None:
+        last = await session.scalar(
+            select(func.max(MeterSample.energy_wh)).where(
+                MeterSample.transaction_id == reached.id, MeterSample.station_id == reached.station_id
+            )
+        )
+    return _of_edge(reached, last)
+
+
+# --- the timeline of one OCPP transaction -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The frames that concern a transaction, in the order they were logged; `cut` when more frames of its
+    station and time were logged than a timeline looks at (`TIMELINE_LIMIT`): the rest are in the message log."""
+
+    messages: list[MessageView]
+    since: datetime
+    until: datetime
+    cut: bool
+
+
+def _payload(frame: str) -> dict[str, Any] | None:
+    try:
+        message = json.loads(frame)
+    except ValueError:
+        return None
+    if isinstance(message, list) and message and isinstance(message[-1], dict):
+        return message[-1]
+    return None
+
+
+def _concerns(view: SessionView, message: MessageView, payload: dict[str, Any]) -> bool:
+    """Whether a CALL is about this transaction: its id (the upstream's own for frames to and from the upstream),
+    or, where OCPP names no transaction, its connector (and the idTag it was started with)."""
+    transaction_id = view.transaction_id if message.peer == "station" else view.upstream_id
+    if message.action in ("StopTransaction", "RemoteStopTransaction"):
+        return transaction_id is not None and payload.get("transactionId") == transaction_id
+    if message.action == "MeterValues" and "transactionId" in payload:
+        return transaction_id is not None and payload.get("transactionId") == transaction_id
+    on_connector = payload.get("connectorId") == view.ocpp_connector_id
+    if message.action == "StartTransaction":
+        return on_connector and payload.get("idTag") == view.id_tag and payload.get("meterStart") == view.meter_start_wh
+    if message.action in ("RemoteStartTransaction", "Authorize"):
+        return payload.get("idTag") == view.id_tag and payload.get("connectorId", view.ocpp_connector_id) == (
+            view.ocpp_connector_id
+        )
+    return on_connector  # StatusNotification, and MeterValues without a transaction id
+
+
+async def session_timeline(session: AsyncSession, caller: Caller, view: SessionView, now: datetime) -> Timeline:
+    """The OCPP frames of `view` (a session the caller reached through `get_session`) from its station's log:
+    the CALLs about it and their answers, to and from the station and the upstream, and any gap in between."""
+    since = view.started_at - TIMELINE_MARGIN
+    until = (view.stopped_at or now) + TIMELINE_MARGIN
+    if view.source != "ocpp":
+        return Timeline([], since, until, cut=False)
+    query = (
+        select(OcppMessage)
+        .where(
+            OcppMessage.station_id == view.station_id,
+            OcppMessage.at >= since,
+            OcppMessage.at <= until,
+            or_(OcppMessage.action.in_(TIMELINE_ACTIONS), OcppMessage.direction == GAP),
+        )
+        .order_by(OcppMessage.id)
+        .limit(TIMELINE_LIMIT + 1)
     )
-    if after is not None:
-        edge = edge.where(EdgeTransaction.id > after)
-        metered = metered.where(MeterSession.transaction_id > after)
-    if site_id is not None:
-        edge = edge.where(EdgeTransaction.site_id == site_id)
-        metered = metered.where(MeterSession.site_id == site_id)
-    if charge_point_id is not None:
-        edge = edge.where(EdgeTransaction.charge_point_id == charge_point_id)
-        metered = metered.where(MeterSession.charge_point_id == charge_point_id)
-    if active is not None:
-        edge = edge.where(EdgeTransaction.stopped_at.is_(None) if active else EdgeTransaction.stopped_at.is_not(None))
-        metered = metered.where(MeterSession.stopped_at.is_(None) if active else MeterSession.stopped_at.is_not(None))
-    views = [TransactionView.of_edge(r) for r in await session.scalars(edge)]
-    views += [TransactionView.of_meter(r) for r in await session.scalars(metered)]
-    return page.page(sorted(views, key=lambda v: v.transaction_id)[:limit], lambda v: str(v.transaction_id))
+    rows = [message_view(row) for row in await session.scalars(query)]
+    cut = len(rows) > TIMELINE_LIMIT
+    kept: list[MessageView] = []
+    calls: set[tuple[str, str]] = set()  # (peer, message id) of the CALLs kept, whose answers are kept too
+    for message in rows[:TIMELINE_LIMIT]:
+        if message.is_gap:
+            kept.append(message)
+        elif message.message_type == 2:
+            payload = _payload(message.frame)
+            if payload is not None and _concerns(view, message, payload):
+                kept.append(message)
+                if message.message_id is not None:
+                    calls.add((message.peer, message.message_id))
+        elif (message.peer, message.message_id or "") in calls:
+            kept.append(message)
+    return Timeline(kept, since, until, cut)
+
+
+# --- the meter values of one session -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySample:
+    """The meter at one instant of a session: its register, what the session delivered so far, and the power
+    when it was reported."""
+
+    at: datetime
+    energy_wh: int
+    delivered_wh: int
+    power_w: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSamples:
+    """A session's meter values, oldest first: its start reading, the stored samples, its stop reading; `cut`
+    when it has more stored samples than `SAMPLE_LIMIT` (the first ones are given)."""
+
+    samples: list[EnergySample]
+    cut: bool
+
+
+async def session_samples(session: AsyncSession, view: SessionView) -> SessionSamples:
+    """The meter values of `view` (a session the caller reached through `get_session`): only what its own station
+    reported, since a station may name any transaction id in its MeterValues."""
+    rows = (
+        await session.execute(
+            select(MeterSample.at, MeterSample.energy_wh, MeterSample.power_w)
+            .where(MeterSample.transaction_id == view.transaction_id, MeterSample.station_id == view.station_id)
+            .order_by(MeterSample.at)
+            .limit(SAMPLE_LIMIT + 1)
+        )
+    ).all()
+    cut = len(rows) > SAMPLE_LIMIT
+    start = view.meter_start_wh
+    found = [EnergySample(view.started_at, start, 0, None)]
+    found += [EnergySample(at, energy, energy - start, power) for at, energy, power in rows[:SAMPLE_LIMIT]]
+    if view.stopped_at is not None and view.meter_stop_wh is not None:
+        found.append(EnergySample(view.stopped_at, view.meter_stop_wh, view.meter_stop_wh - start, None))
+    found.sort(key=lambda sample: sample.at)
+    return SessionSamples(found, cut)
+
+
+async def sessions_of_meter(session: AsyncSession, caller: Caller, meter_id: str, *, limit: int) -> list[SessionView]:
+    """The newest `limit` sessions detected from a meter, on sites the caller reaches with `transactions:read`."""
+    sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
+    query = (
+        select(*_columns(MeterSession))
+        .where(MeterSession.meter_id == meter_id, MeterSession.site_id.in_(sites))
+        .order_by(MeterSession.transaction_id.desc())
+        .limit(limit)
+    )
+    return [_of_meter(row) for row in await session.execute(query)]

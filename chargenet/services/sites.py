@@ -97,7 +97,7 @@ async def create_site(
     detail = {"name": row.name, "upstream": url_shown(row.upstream_url)}
     if row.upstream_password is not None:
         detail["upstream login"] = "set"
-    await _audit(session, caller, row, "site.create", now, detail)
+    await audit.record_change(session, caller, "site.create", row, now=now, detail=detail)
     return _view(row)
 
 
@@ -146,7 +146,7 @@ async def update_site(
         row.version += 1
         await session.flush()
         detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
-        await _audit(session, caller, row, "site.update", now, detail)
+        await audit.record_change(session, caller, "site.update", row, now=now, detail=detail)
     return _view(row)
 
 
@@ -167,28 +167,13 @@ async def delete_site(
         raise Conflict(f"site {site_id} still has {_listed(left)}; delete them first")
     await session.execute(delete(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id).execution_options(**LONG))
     await session.execute(delete(AuthCacheEntry).where(AuthCacheEntry.site_id == site_id).execution_options(**LONG))
-    await _audit(session, caller, row, "site.delete", now, {"name": row.name})
+    await audit.record_change(session, caller, "site.delete", row, now=now, detail={"name": row.name})
     await session.delete(row)
     await session.flush()
 
 
 def _listed(nouns: list[str]) -> str:
     return nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " and " + nouns[-1]
-
-
-async def _audit(
-    session: AsyncSession, caller: Caller, row: Site, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=row.company_id,
-        action=action,
-        object_type="site",
-        object_id=row.id,
-        now=now,
-        detail=detail,
-    )
 
 
 async def get_site(session: AsyncSession, caller: Caller, site_id: str) -> SiteView:

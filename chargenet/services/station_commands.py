@@ -1,8 +1,8 @@
 """Commands to a station from its operator (`chargenet admin station ...`).
 
 Reset, unlock, availability and trigger are the API's station commands: those for one charge point go through
-`sessions`, with the operator's reach (every site); those for the station as a whole (a reset, the station's
-own availability, a trigger without a connector) go to the station itself. The other central-system commands
+`charge_point_commands`, with the operator's reach (every site); those for the station as a whole (a reset, the
+station's own availability, a trigger without a connector) go to the station itself. The other central-system commands
 the edge sends (`proxy.COMMAND_ACTIONS`: configuration, cache, local list, reservations, data transfer) are for
 stations without an upstream: where the site has an upstream central system they are its business, and a
 second source of them would fight it (`Conflict`).
@@ -26,12 +26,12 @@ from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
 from chargenet.edge.protocol.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
-from chargenet.services import sessions
+from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
+from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer
 from chargenet.services.localauth import entries_of_site, validate_id_tag
-from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
+from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
-from chargenet.store.models import Site, Station
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +58,8 @@ async def _station(
 ) -> StationTarget:
     """The station, if the caller's `charge-points:write` reaches its site; `NotFound` otherwise."""
     async with reading() as session:
-        row = await session.get(Station, station_id)
-        site = await session.get(Site, row.site_id) if row is not None else None
-        if row is None or site is None or not caller.allows(Scope.CHARGE_POINTS_WRITE, site.company_id, site.id):
-            raise NotFound("station", station_id)
+        row = await reachable_station(session, caller, Scope.CHARGE_POINTS_WRITE, station_id)
+        site = await site_of(session, row)
         target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
     if central_only and target.has_upstream:
         raise Conflict(
@@ -87,6 +85,23 @@ async def _to_station(edge: StationCommands, station_id: str, action: str, paylo
     return await edge.command(station_id, action, _checked(action, payload))
 
 
+async def _to_charge_point(
+    reading: Transactions, edge: StationCommands, caller: Caller, charge_point_id: str, action: str, payload: Payload
+) -> CommandAnswer:
+    """`action` to one charge point as the API sends it (`charge_point_commands`), to the connector its payload
+    names, the payload checked first."""
+    connector_id = int(payload.get("connectorId", 0))
+    return await charge_point_commands.charge_point_command(
+        reading,
+        edge,
+        caller,
+        charge_point_id=charge_point_id,
+        action=action,
+        payload=_checked(action, payload),
+        connector_id=connector_id,
+    )
+
+
 async def reset(reading: Transactions, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
     await _station(reading, caller, station_id)
     return await _to_station(edge, station_id, "Reset", {"type": kind})
@@ -102,14 +117,9 @@ async def unlock(
     connector_id: int,
 ) -> CommandAnswer:
     target = await _station(reading, caller, station_id)
-    return await sessions.charge_point_command(
-        reading,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="UnlockConnector",
-        payload=_checked("UnlockConnector", {"connectorId": connector_id}),
-        connector_id=connector_id,
+    payload = {"connectorId": connector_id}
+    return await _to_charge_point(
+        reading, edge, caller, target.charge_point(charge_point_id), "UnlockConnector", payload
     )
 
 
@@ -128,7 +138,7 @@ async def change_availability(
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
         return await _to_station(edge, station_id, "ChangeAvailability", payload)
-    return await sessions.change_availability(
+    return await charge_point_commands.change_availability(
         reading,
         edge,
         caller,
@@ -152,14 +162,9 @@ async def trigger(
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
         return await _to_station(edge, station_id, "TriggerMessage", payload)
-    return await sessions.charge_point_command(
-        reading,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="TriggerMessage",
-        payload=_checked("TriggerMessage", {**payload, "connectorId": connector_id}),
-        connector_id=connector_id,
+    charge_point = target.charge_point(charge_point_id)
+    return await _to_charge_point(
+        reading, edge, caller, charge_point, "TriggerMessage", {**payload, "connectorId": connector_id}
     )
 
 
@@ -244,12 +249,4 @@ async def reserve_now(
     }
     if parent_id_tag is not None:
         payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
-    return await sessions.charge_point_command(
-        reading,
-        edge,
-        caller,
-        charge_point_id=target.charge_point(charge_point_id),
-        action="ReserveNow",
-        payload=_checked("ReserveNow", payload),
-        connector_id=connector_id,
-    )
+    return await _to_charge_point(reading, edge, caller, target.charge_point(charge_point_id), "ReserveNow", payload)

@@ -227,16 +227,7 @@ async def import_stations(
     await session.execute(insert(ChargePoint), points)
     if connectors:
         await session.execute(insert(Connector), connectors)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id,
-        action="station.import",
-        object_type="site",
-        object_id=site.id,
-        now=now,
-        detail={"stations": str(len(rows))},
-    )
+    await audit.record_change(session, caller, "station.import", site, now=now, detail={"stations": str(len(rows))})
     return ImportResult(site_id=site.id, created=len(rows), station_ids=[row.layout.station_id for row in rows])
 
 

@@ -12,13 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import StationLayout
-from chargenet.errors import Conflict, InvalidInput, NotFound
+from chargenet.errors import Conflict, InvalidInput
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.ports import StationCommands
 from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_site, refuse_read_only, site_filter
+from chargenet.services.reach import reachable_site, reachable_station, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
 from chargenet.store.models import ChargePoint, Connector, EdgeTransaction, Meter, MeterSession, Site, Station
@@ -89,7 +89,7 @@ async def create_station(
     }
     if row.upstream_password is not None:
         detail["upstream login"] = "set"
-    await _audit(session, caller, row, "station.create", now, detail)
+    await audit.record_change(session, caller, "station.create", row, now=now, detail=detail)
     return _view(row)
 
 
@@ -109,7 +109,7 @@ async def update_station(
 ) -> StationView:
     """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0), and a station's own
     upstream key or none (then the site's is used). What is not given stays; nothing changes if any is refused."""
-    row = await _reachable(session, caller, Scope.SITES_WRITE, station_id)
+    row = await reachable_station(session, caller, Scope.SITES_WRITE, station_id)
     check_version("station", row.id, row.version, expected_version)
     if password is not None:
         validate_authorization_key(password)
@@ -131,7 +131,9 @@ async def update_station(
     if changed:
         row.version += 1
         await session.flush()
-        await _audit(session, caller, row, "station.update", now, {"changed": ", ".join(changed)})
+        await audit.record_change(
+            session, caller, "station.update", row, now=now, detail={"changed": ", ".join(changed)}
+        )
     return _view(row)
 
 
@@ -146,7 +148,7 @@ async def delete_station(
 ) -> None:
     """Delete a station that never charged: its charge points and connectors go with it. Refused (`Conflict`)
     while it is connected, has meters, or has any transaction, which stay the record of what was charged."""
-    row = await _reachable(session, caller, Scope.SITES_WRITE, station_id)
+    row = await reachable_station(session, caller, Scope.SITES_WRITE, station_id)
     check_version("station", row.id, row.version, expected_version)
     if stations is not None and stations.is_connected(station_id):
         raise Conflict(f"station {station_id} is connected; it can be deleted once it is not")
@@ -163,7 +165,7 @@ async def delete_station(
     for charge_point in await session.scalars(select(ChargePoint).where(ChargePoint.station_id == station_id)):
         await session.delete(charge_point)
     await session.flush()
-    await _audit(session, caller, row, "station.delete", now, {"site": row.site_id})
+    await audit.record_change(session, caller, "station.delete", row, now=now, detail={"site": row.site_id})
     await session.delete(row)
     await session.flush()
 
@@ -176,24 +178,8 @@ async def count_by_site(session: AsyncSession, site_ids: list[str]) -> dict[str,
     return {site_id: int(count) for site_id, count in (await session.execute(query)).all()}
 
 
-async def _audit(
-    session: AsyncSession, caller: Caller, row: Station, action: str, now: datetime, detail: dict[str, str]
-) -> None:
-    site = await session.get(Site, row.site_id)
-    await audit.record(
-        session,
-        caller.actor,
-        company_id=site.company_id if site is not None else None,
-        action=action,
-        object_type="station",
-        object_id=row.id,
-        now=now,
-        detail=detail,
-    )
-
-
 async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:
-    return _view(await _reachable(session, caller, Scope.SITES_READ, station_id))
+    return _view(await reachable_station(session, caller, Scope.SITES_READ, station_id))
 
 
 async def list_stations(
@@ -212,17 +198,6 @@ async def list_stations(
     if page.after is not None:
         query = query.where(Station.id > page.after)
     return page.page([_view(row) for row in await session.scalars(query)], lambda station: station.id)
-
-
-async def _reachable(session: AsyncSession, caller: Caller, scope: Scope, station_id: str) -> Station:
-    row = await session.get(Station, station_id)
-    if row is not None:
-        site = await session.get(Site, row.site_id)
-        if site is not None:
-            refuse_read_only(caller, scope, site.company_id)
-            if caller.allows(scope, site.company_id, site.id):
-                return row
-    raise NotFound("station", station_id)
 
 
 def _view(row: Station) -> StationView:

@@ -1,60 +1,33 @@
-"""Transactions as an operator reads them: OCPP and meter sessions alike (`transactions:read`).
+"""Transactions as the API lists them for partners (`transactions:read`): OCPP transactions and meter sessions in
+one id order, since they share one id sequence (`sequences`); and a station's OCPP transactions in progress.
 
-The API's list (`sessions.list_transactions`) pages them in id order for partners; these are the operator's
-views of the same rows: filtered by site, station, idTag, time and state, newest first, with energy, duration
-and reasons; one transaction with the OCPP messages that concern it (its timeline); and the whole of a
-filtered list read in batches, each in a unit of work of its own, so that an export of a year of sessions never
-holds it in memory nor keeps one transaction open while a browser downloads; and a session's meter values, its
-energy over time (`meter_samples`, written by the edge and the meters in their batches).
-
-OCPP transactions and meter sessions share one id sequence (`sequences`), so one keyset (the id) pages both.
+The operator's views of the same rows, filtered, newest first and with their timelines, are `sessions`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, Table, case, func, or_, select
+from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.energy import wh_to_kwh
 from chargenet.domain.scopes import Scope
 from chargenet.domain.text import INT32_MAX
-from chargenet.errors import InvalidInput, NotFound
 from chargenet.services.callers import Caller
-from chargenet.services.message_log import GAP, MessageView, message_view
 from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import site_filter
-from chargenet.services.sessions import TransactionView
-from chargenet.services.views import Instant, View
-from chargenet.store.db import Transactions
-from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, OcppMessage, Site, Station
+from chargenet.services.reach import reachable_station, site_filter
+from chargenet.services.views import Instant, View, optional
+from chargenet.store.models import EdgeTransaction, MeterSession, Site
 
-EXPORT_BATCH = 2000
-SAMPLE_LIMIT = 6000  # a session's samples read for its chart: 50 hours at one sample per 30 s
-TIMELINE_LIMIT = 2000  # frames looked at for one timeline; beyond, the page links to the message log
-TIMELINE_MARGIN = timedelta(minutes=2)  # before the start and after the stop: the Authorize, the last status
-TIMELINE_ACTIONS = (
-    "Authorize",
-    "RemoteStartTransaction",
-    "StartTransaction",
-    "StatusNotification",
-    "MeterValues",
-    "RemoteStopTransaction",
-    "StopTransaction",
-)
-
-State = Literal["active", "completed"]
 Source = Literal["ocpp", "meter"]
+# Where a transaction charged, for which idTag and since when: columns of both its tables, as `Transaction` names them.
+LOCATED = ("site_id", "station_id", "charge_point_id", "connector_id", "id_tag", "started_at")
 
 
-class SessionView(View):
-    """One session: energy in kWh (`energy` is what was delivered, or so far for a meter session still charging;
-    None while an OCPP transaction runs, whose station reports its meter at the stop), and why it started and
-    stopped."""
+class Transaction(View):
+    """What every view of a transaction shows, from an OCPP station or detected from a meter (`source`): which one,
+    where, for which idTag and since when."""
 
     transaction_id: int
     source: Source
@@ -64,364 +37,94 @@ class SessionView(View):
     connector_id: int
     id_tag: str
     started_at: Instant
-    stopped_at: Instant | None
-    meter_start_wh: int
-    meter_stop_wh: int | None
-    energy_wh: int | None
-    start_reason: str
-    stop_reason: str | None
-    meter_id: str | None = None
-    ocpp_connector_id: int | None = None
-    upstream_id: int | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.stopped_at is None
-
-    def duration(self, now: datetime) -> timedelta:
-        return (self.stopped_at or now) - self.started_at
 
 
-def last_sampled_wh() -> ScalarSelect[int]:
-    """The register of an OCPP transaction's newest stored meter value (its MeterValues while charging), read
-    beside the transaction: how much it has delivered so far, while the station reports its meter only at the
-    stop otherwise."""
-    return (
-        select(func.max(MeterSample.energy_wh))
-        .where(MeterSample.transaction_id == EdgeTransaction.id, MeterSample.station_id == EdgeTransaction.station_id)
-        .scalar_subquery()
-    )
+def located(row: EdgeTransaction | MeterSession | Row[Any]) -> dict[str, Any]:
+    """The fields of `Transaction` that an OCPP transaction's row and a meter session's hold alike, by name."""
+    return {name: getattr(row, name) for name in LOCATED}
 
 
-def _of_edge(row: EdgeTransaction | Row[Any], last_sampled: int | None = None) -> SessionView:
-    stopped = row.stopped_at is not None and row.meter_stop is not None
-    authorization = row.auth_status or "not decided"
-    if stopped and row.meter_stop is not None:
-        energy: int | None = row.meter_stop - row.meter_start
-    elif row.stopped_at is None and last_sampled is not None:
-        energy = max(0, last_sampled - row.meter_start)
-    else:
-        energy = None
-    return SessionView(
-        transaction_id=row.id,
-        source="ocpp",
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        started_at=row.started_at,
-        stopped_at=row.stopped_at,
-        meter_start_wh=row.meter_start,
-        meter_stop_wh=row.meter_stop if stopped else None,
-        energy_wh=energy,
-        start_reason=f"StartTransaction from the station; idTag {authorization}",
-        stop_reason=(row.stop_reason or "Local") if row.stopped_at is not None else None,
-        ocpp_connector_id=row.ocpp_connector_id,
-        upstream_id=row.upstream_id,
-    )
+class TransactionView(Transaction):
+    """One transaction as the API lists it; `stoppedAt`, `meterStop` and `reason` once it stopped."""
 
+    meter_start: float
+    active: bool
+    stopped_at: Instant | None = optional()
+    meter_stop: float | None = optional()
+    reason: str | None = optional()
 
-def _of_meter(row: MeterSession | Row[Any]) -> SessionView:
-    stopped = row.stopped_at is not None and row.meter_stop_wh is not None
-    last = row.meter_stop_wh if stopped and row.meter_stop_wh is not None else row.last_charging_wh
-    return SessionView(
-        transaction_id=row.transaction_id,
-        source="meter",
-        site_id=row.site_id,
-        station_id=row.station_id,
-        charge_point_id=row.charge_point_id,
-        connector_id=row.connector_id,
-        id_tag=row.id_tag,
-        started_at=row.started_at,
-        stopped_at=row.stopped_at,
-        meter_start_wh=row.meter_start_wh,
-        meter_stop_wh=row.meter_stop_wh if stopped else None,
-        energy_wh=last - row.meter_start_wh,
-        start_reason="meter: charging detected (over the start threshold)",
-        stop_reason=row.reason if row.stopped_at is not None else None,
-        meter_id=row.meter_id,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class SessionFilter:
-    """Which sessions: every one given is required. `since`/`until` bound the start (until is exclusive)."""
-
-    site_id: str | None = None
-    station_id: str | None = None
-    id_tag: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    state: State | None = None
-    source: Source | None = None
-
-    def __post_init__(self) -> None:
-        if self.state not in (None, "active", "completed"):
-            raise InvalidInput("must be active or completed", field="state")
-        if self.source not in (None, "ocpp", "meter"):
-            raise InvalidInput("must be ocpp or meter", field="source")
-        for name in ("site_id", "station_id", "id_tag"):
-            value = getattr(self, name)
-            if value is not None and len(value) > 255:
-                raise InvalidInput("is longer than any id", field=name)
-        if self.since is not None and self.until is not None and self.until < self.since:
-            raise InvalidInput("is before the start of the period", field="until")
-
-
-def _columns(model: type[EdgeTransaction] | type[MeterSession]) -> list[ColumnElement[Any]]:
-    """The table's columns, read as plain rows: lists and exports read many, and ORM objects cost far more."""
-    return list(cast(Table, model.__table__).columns)
-
-
-def _query(model: type[EdgeTransaction] | type[MeterSession], sites: Any, where: SessionFilter) -> Select[Any]:
-    """The filter over either table: OCPP transactions and meter sessions have the same columns for it."""
-    clauses: list[ColumnElement[bool]] = [model.site_id.in_(sites)]
-    if where.site_id is not None:
-        clauses.append(model.site_id == where.site_id)
-    if where.station_id is not None:
-        clauses.append(model.station_id == where.station_id)
-    if where.id_tag is not None:
-        clauses.append(model.id_tag == where.id_tag)
-    if where.since is not None:
-        clauses.append(model.started_at >= where.since)
-    if where.until is not None:
-        clauses.append(model.started_at < where.until)
-    if where.state is not None:
-        stopped = model.stopped_at
-        clauses.append(stopped.is_(None) if where.state == "active" else stopped.is_not(None))
-    return select(*_columns(model)).where(*clauses)
-
-
-def _edge_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
-    if where.source == "meter":
-        return None
-    so_far = case((EdgeTransaction.stopped_at.is_(None), last_sampled_wh()), else_=None)
-    return _query(EdgeTransaction, sites, where).add_columns(so_far.label("last_sampled_wh"))
-
-
-def _meter_query(sites: Any, where: SessionFilter) -> Select[Any] | None:
-    return None if where.source == "ocpp" else _query(MeterSession, sites, where)
-
-
-async def _batch(
-    session: AsyncSession, caller: Caller, where: SessionFilter, *, limit: int, before: int | None, newest_first: bool
-) -> list[SessionView]:
-    """Up to `limit` sessions of both kinds, by id: descending below `before`, or ascending above it."""
-    sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
-    views: list[SessionView] = []
-    edge = _edge_query(sites, where)
-    if edge is not None:
-        key = EdgeTransaction.id
-        if before is not None:
-            edge = edge.where(key < before if newest_first else key > before)
-        edge = edge.order_by(key.desc() if newest_first else key).limit(limit)
-        views += [_of_edge(row, row.last_sampled_wh) for row in await session.execute(edge)]
-    metered = _meter_query(sites, where)
-    if metered is not None:
-        key = MeterSession.transaction_id
-        if before is not None:
-            metered = metered.where(key < before if newest_first else key > before)
-        metered = metered.order_by(key.desc() if newest_first else key).limit(limit)
-        views += [_of_meter(row) for row in await session.execute(metered)]
-    views.sort(key=lambda view: view.transaction_id, reverse=newest_first)
-    return views[:limit]
-
-
-async def list_sessions(
-    session: AsyncSession, caller: Caller, page: PageRequest, where: SessionFilter
-) -> Page[SessionView]:
-    """A page of sessions on the sites the caller reaches, newest first (by transaction id)."""
-    before = None
-    if page.after is not None:
-        if not (page.after.isascii() and page.after.isdigit()):
-            raise InvalidInput("not a cursor from a previous page", field="cursor")
-        before = min(int(page.after), INT32_MAX + 1)  # transaction ids are 32-bit: beyond, every one is before
-    views = await _batch(session, caller, where, limit=page.fetch, before=before, newest_first=True)
-    return page.page(views, lambda view: str(view.transaction_id))
-
-
-async def export_sessions(
-    reading: Transactions, caller: Caller, where: SessionFilter, *, batch: int = EXPORT_BATCH
-) -> AsyncIterator[SessionView]:
-    """Every session the filter selects, oldest first, read `batch` at a time, each batch in a unit of work of
-    its own."""
-    last = 0
-    while True:
-        async with reading() as session:
-            views = await _batch(session, caller, where, limit=batch, before=last, newest_first=False)
-        for view in views:
-            yield view
-        if len(views) < batch:
-            return
-        last = views[-1].transaction_id
-
-
-async def get_session(session: AsyncSession, caller: Caller, transaction_id: int) -> SessionView:
-    """One session of either kind, if the caller's `transactions:read` reaches its site; `NotFound` otherwise."""
-    if not 0 < transaction_id <= INT32_MAX:
-        raise NotFound("transaction", str(transaction_id))
-    found: EdgeTransaction | MeterSession | None = await session.get(EdgeTransaction, transaction_id)
-    if found is None:
-        found = await session.get(MeterSession, transaction_id)
-    site = await session.get(Site, found.site_id) if found is not None else None
-    if found is None or site is None or not caller.allows(Scope.TRANSACTIONS_READ, site.company_id, site.id):
-        raise NotFound("transaction", str(transaction_id))
-    if isinstance(found, MeterSession):
-        return _of_meter(found)
-    last = None
-    if found.stopped_at is None:
-        last = await session.scalar(
-            select(func.max(MeterSample.energy_wh)).where(
-                MeterSample.transaction_id == found.id, MeterSample.station_id == found.station_id
-            )
+    @classmethod
+    def of(
+        cls,
+        source: Source,
+        row: EdgeTransaction | MeterSession,
+        transaction_id: int,
+        meter_start_wh: int,
+        meter_stop_wh: int | None,
+        reason: str | None,
+    ) -> TransactionView:
+        stopped = row.stopped_at is not None and meter_stop_wh is not None
+        return cls(
+            transaction_id=transaction_id,
+            source=source,
+            **located(row),
+            meter_start=wh_to_kwh(meter_start_wh),
+            active=row.stopped_at is None,
+            stopped_at=row.stopped_at if stopped else None,
+            meter_stop=wh_to_kwh(meter_stop_wh) if stopped and meter_stop_wh is not None else None,
+            reason=reason if stopped else None,
         )
-    return _of_edge(found, last)
+
+    @classmethod
+    def of_edge(cls, row: EdgeTransaction) -> TransactionView:
+        return cls.of("ocpp", row, row.id, row.meter_start, row.meter_stop, row.stop_reason)
+
+    @classmethod
+    def of_meter(cls, row: MeterSession) -> TransactionView:
+        return cls.of("meter", row, row.transaction_id, row.meter_start_wh, row.meter_stop_wh, row.reason)
+
+
+async def list_transactions(
+    session: AsyncSession,
+    caller: Caller,
+    page: PageRequest,
+    *,
+    site_id: str | None = None,
+    charge_point_id: str | None = None,
+    active: bool | None = None,
+) -> Page[TransactionView]:
+    """A page of transactions (OCPP and meter sessions, one id sequence) in id order, only on sites the caller
+    reaches with `transactions:read`."""
+    after = page.after_number(high=INT32_MAX)  # transaction ids are 32-bit (decisions)
+    limit = page.fetch
+    sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
+    edge = select(EdgeTransaction).where(EdgeTransaction.site_id.in_(sites)).order_by(EdgeTransaction.id).limit(limit)
+    metered = (
+        select(MeterSession).where(MeterSession.site_id.in_(sites)).order_by(MeterSession.transaction_id).limit(limit)
+    )
+    if after is not None:
+        edge = edge.where(EdgeTransaction.id > after)
+        metered = metered.where(MeterSession.transaction_id > after)
+    if site_id is not None:
+        edge = edge.where(EdgeTransaction.site_id == site_id)
+        metered = metered.where(MeterSession.site_id == site_id)
+    if charge_point_id is not None:
+        edge = edge.where(EdgeTransaction.charge_point_id == charge_point_id)
+        metered = metered.where(MeterSession.charge_point_id == charge_point_id)
+    if active is not None:
+        edge = edge.where(EdgeTransaction.stopped_at.is_(None) if active else EdgeTransaction.stopped_at.is_not(None))
+        metered = metered.where(MeterSession.stopped_at.is_(None) if active else MeterSession.stopped_at.is_not(None))
+    views = [TransactionView.of_edge(r) for r in await session.scalars(edge)]
+    views += [TransactionView.of_meter(r) for r in await session.scalars(metered)]
+    return page.page(sorted(views, key=lambda v: v.transaction_id)[:limit], lambda v: str(v.transaction_id))
 
 
 async def active_on_station(session: AsyncSession, caller: Caller, station_id: str) -> list[TransactionView]:
     """The station's OCPP transactions in progress (those a remote stop can end), by charge point and connector."""
-    station = await session.get(Station, station_id)
-    site = await session.get(Site, station.site_id) if station is not None else None
-    if station is None or site is None or not caller.allows(Scope.TRANSACTIONS_READ, site.company_id, site.id):
-        raise NotFound("station", station_id)
+    await reachable_station(session, caller, Scope.TRANSACTIONS_READ, station_id)
     rows = await session.scalars(
         select(EdgeTransaction)
         .where(EdgeTransaction.station_id == station_id, EdgeTransaction.stopped_at.is_(None))
         .order_by(EdgeTransaction.charge_point_id, EdgeTransaction.connector_id, EdgeTransaction.id)
     )
     return [TransactionView.of_edge(row) for row in rows]
-
-
-# --- the timeline of one OCPP transaction -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Timeline:
-    """The frames that concern a transaction, in the order they were logged; `cut` when more frames of its
-    station and time were logged than a timeline looks at (`TIMELINE_LIMIT`): the rest are in the message log."""
-
-    messages: list[MessageView]
-    since: datetime
-    until: datetime
-    cut: bool
-
-
-def _payload(frame: str) -> dict[str, Any] | None:
-    try:
-        message = json.loads(frame)
-    except ValueError:
-        return None
-    if isinstance(message, list) and message and isinstance(message[-1], dict):
-        return message[-1]
-    return None
-
-
-def _concerns(view: SessionView, message: MessageView, payload: dict[str, Any]) -> bool:
-    """Whether a CALL is about this transaction: its id (the upstream's own for frames to and from the upstream),
-    or, where OCPP names no transaction, its connector (and the idTag it was started with)."""
-    transaction_id = view.transaction_id if message.peer == "station" else view.upstream_id
-    if message.action in ("StopTransaction", "RemoteStopTransaction"):
-        return transaction_id is not None and payload.get("transactionId") == transaction_id
-    if message.action == "MeterValues" and "transactionId" in payload:
-        return transaction_id is not None and payload.get("transactionId") == transaction_id
-    on_connector = payload.get("connectorId") == view.ocpp_connector_id
-    if message.action == "StartTransaction":
-        return on_connector and payload.get("idTag") == view.id_tag and payload.get("meterStart") == view.meter_start_wh
-    if message.action in ("RemoteStartTransaction", "Authorize"):
-        return payload.get("idTag") == view.id_tag and payload.get("connectorId", view.ocpp_connector_id) == (
-            view.ocpp_connector_id
-        )
-    return on_connector  # StatusNotification, and MeterValues without a transaction id
-
-
-async def session_timeline(session: AsyncSession, caller: Caller, view: SessionView, now: datetime) -> Timeline:
-    """The OCPP frames of `view` (a session the caller reached through `get_session`) from its station's log:
-    the CALLs about it and their answers, to and from the station and the upstream, and any gap in between."""
-    since = view.started_at - TIMELINE_MARGIN
-    until = (view.stopped_at or now) + TIMELINE_MARGIN
-    if view.source != "ocpp":
-        return Timeline([], since, until, cut=False)
-    query = (
-        select(OcppMessage)
-        .where(
-            OcppMessage.station_id == view.station_id,
-            OcppMessage.at >= since,
-            OcppMessage.at <= until,
-            or_(OcppMessage.action.in_(TIMELINE_ACTIONS), OcppMessage.direction == GAP),
-        )
-        .order_by(OcppMessage.id)
-        .limit(TIMELINE_LIMIT + 1)
-    )
-    rows = [message_view(row) for row in await session.scalars(query)]
-    cut = len(rows) > TIMELINE_LIMIT
-    kept: list[MessageView] = []
-    calls: set[tuple[str, str]] = set()  # (peer, message id) of the CALLs kept, whose answers are kept too
-    for message in rows[:TIMELINE_LIMIT]:
-        if message.is_gap:
-            kept.append(message)
-        elif message.message_type == 2:
-            payload = _payload(message.frame)
-            if payload is not None and _concerns(view, message, payload):
-                kept.append(message)
-                if message.message_id is not None:
-                    calls.add((message.peer, message.message_id))
-        elif (message.peer, message.message_id or "") in calls:
-            kept.append(message)
-    return Timeline(kept, since, until, cut)
-
-
-# --- the meter values of one session -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class EnergySample:
-    """The meter at one instant of a session: its register, what the session delivered so far, and the power
-    when it was reported."""
-
-    at: datetime
-    energy_wh: int
-    delivered_wh: int
-    power_w: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSamples:
-    """A session's meter values, oldest first: its start reading, the stored samples, its stop reading; `cut`
-    when it has more stored samples than `SAMPLE_LIMIT` (the first ones are given)."""
-
-    samples: list[EnergySample]
-    cut: bool
-
-
-async def session_samples(session: AsyncSession, view: SessionView) -> SessionSamples:
-    """The meter values of `view` (a session the caller reached through `get_session`): only what its own station
-    reported, since a station may name any transaction id in its MeterValues."""
-    rows = (
-        await session.execute(
-            select(MeterSample.at, MeterSample.energy_wh, MeterSample.power_w)
-            .where(MeterSample.transaction_id == view.transaction_id, MeterSample.station_id == view.station_id)
-            .order_by(MeterSample.at)
-            .limit(SAMPLE_LIMIT + 1)
-        )
-    ).all()
-    cut = len(rows) > SAMPLE_LIMIT
-    start = view.meter_start_wh
-    found = [EnergySample(view.started_at, start, 0, None)]
-    found += [EnergySample(at, energy, energy - start, power) for at, energy, power in rows[:SAMPLE_LIMIT]]
-    if view.stopped_at is not None and view.meter_stop_wh is not None:
-        found.append(EnergySample(view.stopped_at, view.meter_stop_wh, view.meter_stop_wh - start, None))
-    found.sort(key=lambda sample: sample.at)
-    return SessionSamples(found, cut)
-
-
-async def sessions_of_meter(session: AsyncSession, caller: Caller, meter_id: str, *, limit: int) -> list[SessionView]:
-    """The newest `limit` sessions detected from a meter, on sites the caller reaches with `transactions:read`."""
-    sites = select(Site.id).where(site_filter(caller.reach(Scope.TRANSACTIONS_READ))).scalar_subquery()
-    query = (
-        select(*_columns(MeterSession))
-        .where(MeterSession.meter_id == meter_id, MeterSession.site_id.in_(sites))
-        .order_by(MeterSession.transaction_id.desc())
-        .limit(limit)
-    )
-    return [_of_meter(row) for row in await session.execute(query)]

@@ -72,7 +72,7 @@ class DemoMeters:
                 )
             listed = await every_page(lambda page: meters.list_meters(session, OPERATOR, page, site_id=self._site_id))
             for existing in listed:
-                if existing.spec.station_id == DEMO_STATION:
+                if existing.station_id == DEMO_STATION:
                     await meters.delete_meter(session, OPERATOR, context.outbox, existing.id, now=clock.now())
             await meters.create_meter(
                 session,

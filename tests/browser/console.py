@@ -20,7 +20,7 @@ from playwright.async_api import Locator, Page
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
 from chargenet.config import load_settings
-from chargenet.services import audit, companies, operators, sites, stations
+from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
@@ -62,8 +62,7 @@ async def served_console(
     await operators.create_operator(
         context.store.transaction,
         passwords,
-        operators.LOCAL,
-        audit.LOCAL_OPERATOR,
+        OPERATOR,
         company_id=company.id,
         email=OWNER,
         role="owner",

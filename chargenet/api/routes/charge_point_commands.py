@@ -15,9 +15,9 @@ from chargenet.api.dependencies import Context
 from chargenet.api.fields import ConnectorId, NumberedConnectorId
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
-from chargenet.services import sessions
+from chargenet.services import charge_point_commands
 from chargenet.services.callers import ApiApplication
-from chargenet.services.sessions import AvailabilityAnswer, CommandAnswer
+from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer
 
 router = APIRouter(tags=["charge point commands"])
 
@@ -74,7 +74,7 @@ async def _send(
     payload: dict[str, object],
     connector_id: int = 0,
 ) -> CommandAnswer:
-    return await sessions.charge_point_command(
+    return await charge_point_commands.charge_point_command(
         context.store.read,
         context.stations,
         caller,
@@ -102,7 +102,7 @@ async def availability(
 ) -> AvailabilityAnswer:
     """`connectorId` 0 is the whole charge point: on a station with several, each of its connectors is sent its own
     ChangeAvailability, and the answer adds each one's status under `connectors`."""
-    return await sessions.change_availability(
+    return await charge_point_commands.change_availability(
         context.store.read,
         context.stations,
         caller,

@@ -21,7 +21,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.domain.text import INT32_MAX
 from chargenet.meters.bus import BAUD_RATES
 from chargenet.meters.profiles import PROFILES
-from chargenet.meters.spec import POLL_INTERVAL_S, UNIT_IDS
+from chargenet.meters.spec import POLL_INTERVAL_S, UNIT_IDS, ThresholdSettings
 from chargenet.services import meters
 from chargenet.services.callers import ApiApplication
 from chargenet.services.meters import MeterView
@@ -64,16 +64,15 @@ class Thresholds(_Body):
     )
 
     def options(self) -> dict[str, Any]:
-        return {
-            "id_tag": self.idTag,
-            "poll_interval": self.pollInterval,
-            "start_current": self.startCurrent,
-            "stop_current": self.stopCurrent,
-            "start_power": self.startPower,
-            "stop_power": self.stopPower,
-            "stop_grace": self.stopGrace,
-            "outage_close": self.outageClose,
-        }
+        thresholds = ThresholdSettings(
+            start_current=self.startCurrent,
+            stop_current=self.stopCurrent,
+            start_power=self.startPower,
+            stop_power=self.stopPower,
+            stop_grace=self.stopGrace,
+            outage_close=self.outageClose,
+        )
+        return {"id_tag": self.idTag, "poll_interval": self.pollInterval, "thresholds": thresholds}
 
 
 class TcpTransport(_Body):

@@ -13,10 +13,11 @@ from chargenet.api.fields import IdTag, NumberedConnectorId, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
-from chargenet.services import sessions
+from chargenet.services import charge_point_commands, transactions
 from chargenet.services.callers import ApiApplication
+from chargenet.services.charge_point_commands import CommandAnswer
 from chargenet.services.pages import Page
-from chargenet.services.sessions import CommandAnswer, TransactionView
+from chargenet.services.transactions import TransactionView
 
 router = APIRouter(tags=["sessions"])
 
@@ -37,7 +38,7 @@ class StartSession(BaseModel):
 
 @router.post("/sessions", status_code=202, response_model=CommandAnswer)
 async def start_session(body: StartSession, context: Context, caller: SessionWriter) -> CommandAnswer:
-    return await sessions.start_session(
+    return await charge_point_commands.start_session(
         context.store.read,
         context.stations,
         caller,
@@ -49,7 +50,9 @@ async def start_session(body: StartSession, context: Context, caller: SessionWri
 
 @router.post("/sessions/{transaction_id}/stop", status_code=202, response_model=CommandAnswer)
 async def stop_session(transaction_id: Int32Path, context: Context, caller: SessionWriter) -> CommandAnswer:
-    return await sessions.stop_session(context.store.read, context.stations, caller, transaction_id=transaction_id)
+    return await charge_point_commands.stop_session(
+        context.store.read, context.stations, caller, transaction_id=transaction_id
+    )
 
 
 @router.get("/transactions", response_model=Page[TransactionView])
@@ -62,6 +65,6 @@ async def list_transactions(
     active: bool | None = None,
 ) -> Page[TransactionView]:
     async with context.store.read() as session:
-        return await sessions.list_transactions(
+        return await transactions.list_transactions(
             session, caller, page, site_id=site_id, charge_point_id=charge_point_id, active=active
         )

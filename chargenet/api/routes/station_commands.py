@@ -26,7 +26,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.services import station_commands
 from chargenet.services.callers import ApiApplication
-from chargenet.services.sessions import CommandAnswer
+from chargenet.services.charge_point_commands import CommandAnswer
 
 router = APIRouter(tags=["station commands"])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_store_flags, emit, every_page, run_with_context, table
@@ -97,16 +97,20 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     show.set_defaults(_run=_show)
 
 
-_THRESHOLD_ARGS = (
-    "id_tag",
-    "poll_interval",
-    "start_current",
-    "stop_current",
-    "start_power",
-    "stop_power",
-    "stop_grace",
-    "outage_close",
-)
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The idTag, poll interval and thresholds given: None for each one not given, or that the verb has not."""
+    from dataclasses import fields
+
+    from chargenet.meters.spec import ThresholdSettings
+
+    thresholds = ThresholdSettings(
+        **{field.name: getattr(args, field.name, None) for field in fields(ThresholdSettings)}
+    )
+    return {
+        "id_tag": getattr(args, "id_tag", None),
+        "poll_interval": getattr(args, "poll_interval", None),
+        "thresholds": thresholds,
+    }
 
 
 def _create(args: argparse.Namespace) -> None:
@@ -130,11 +134,11 @@ def _create(args: argparse.Namespace) -> None:
                 stopbits=args.stopbits,
                 unit_id=args.unit_id,
                 now=ctx.clock.now(),
-                **{name: getattr(args, name) for name in _THRESHOLD_ARGS},
+                **_settings(args),
             )
 
     meter = run_with_context(args, action)
-    emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.spec.profile.name} on {meter.spec.bus_key})")
+    emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.profile} on {meters.bus_label(meter)})")
 
 
 def _update(args: argparse.Namespace) -> None:
@@ -150,7 +154,7 @@ def _update(args: argparse.Namespace) -> None:
                 args.meter_id,
                 now=ctx.clock.now(),
                 enabled=getattr(args, "enabled", None),
-                **{name: getattr(args, name, None) for name in _THRESHOLD_ARGS},
+                **_settings(args),
             )
 
     meter = run_with_context(args, action)

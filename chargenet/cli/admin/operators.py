@@ -13,15 +13,13 @@ import getpass
 import sys
 from typing import TYPE_CHECKING
 
-from chargenet.cli.common import add_verb, emit, emit_list, in_transaction, run_with_context
+from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_transaction, run_with_context
 from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
-    from chargenet.services.operators import OperatorView, Passwords
+    from chargenet.services.operators import Passwords
 
 
 def passwords() -> Passwords:
@@ -74,7 +72,8 @@ def read_password(args: argparse.Namespace) -> str:
 
 
 def _create(args: argparse.Namespace) -> None:
-    from chargenet.services import audit, operators
+    from chargenet.services import operators
+    from chargenet.services.callers import OPERATOR
 
     password = read_password(args)
     created = run_with_context(
@@ -82,8 +81,7 @@ def _create(args: argparse.Namespace) -> None:
         lambda ctx: operators.create_operator(
             ctx.store.transaction,
             passwords(),
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             company_id=args.company_id,
             email=args.email,
             role=args.role,
@@ -96,33 +94,27 @@ def _create(args: argparse.Namespace) -> None:
 
 def _list(args: argparse.Namespace) -> None:
     from chargenet.services import operators
+    from chargenet.services.callers import OPERATOR
 
-    async def everyone(session: AsyncSession) -> list[OperatorView]:
-        items: list[OperatorView] = []
-        after: str | None = None
-        while True:
-            page = await operators.list_operators(
-                session, operators.LOCAL, company_id=args.company_id, limit=500, after=after
-            )
-            items.extend(page.items)
-            if page.next_after is None:
-                return items
-            after = page.next_after
-
-    items = in_transaction(args, lambda ctx, s: everyone(s))
-    emit_list(args, [o.to_json() for o in items], ["id", "email", "role", "enabled"])
+    items = in_transaction(
+        args,
+        lambda ctx, session: every_page(
+            lambda page: operators.list_operators(session, OPERATOR, page, company_id=args.company_id)
+        ),
+    )
+    emit_views(args, items, ["id", "email", "role", "enabled"])
 
 
 def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
-    from chargenet.services import audit, operators
+    from chargenet.services import operators
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
 
     view = in_transaction(
         args,
-        lambda ctx, s: operators.set_enabled(
-            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, enabled=enabled, now=ctx.clock.now()
-        ),
+        lambda ctx, s: operators.set_enabled(s, OPERATOR, args.operator_id, enabled=enabled, now=ctx.clock.now()),
     )
-    emit(args, view.to_json(), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
+    emit(args, rendered(view), f"operator {view.id} ({view.email}) {'enabled' if enabled else 'disabled'}")
 
 
 def _disable(args: argparse.Namespace) -> None:
@@ -134,19 +126,20 @@ def _enable(args: argparse.Namespace) -> None:
 
 
 def _set_role(args: argparse.Namespace) -> None:
-    from chargenet.services import audit, operators
+    from chargenet.services import operators
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
 
     view = in_transaction(
         args,
-        lambda ctx, s: operators.set_role(
-            s, operators.LOCAL, audit.LOCAL_OPERATOR, args.operator_id, role=args.role, now=ctx.clock.now()
-        ),
+        lambda ctx, s: operators.set_role(s, OPERATOR, args.operator_id, role=args.role, now=ctx.clock.now()),
     )
-    emit(args, view.to_json(), f"operator {view.id} ({view.email}) is now {view.role}")
+    emit(args, rendered(view), f"operator {view.id} ({view.email}) is now {view.role}")
 
 
 def _password(args: argparse.Namespace) -> None:
-    from chargenet.services import audit, operators
+    from chargenet.services import operators
+    from chargenet.services.callers import OPERATOR
 
     password = read_password(args)
     run_with_context(
@@ -154,8 +147,7 @@ def _password(args: argparse.Namespace) -> None:
         lambda ctx: operators.set_password(
             ctx.store.transaction,
             passwords(),
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             args.operator_id,
             password=password,
             now=ctx.clock.now(),

@@ -8,12 +8,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import numbered
+from chargenet.console.forms import address, numbered, page_of
 from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.errors import InvalidInput
 from chargenet.services import audit
 
 FILTERS = ("action", "object_type", "object_id", "actor", "since", "until")
+PAGE_SIZE = 50
 
 
 def _day(value: str, field: str) -> date | None:
@@ -40,22 +41,21 @@ def parse_filter(params: dict[str, str]) -> audit.AuditFilter:
 
 async def _list(request: Request, signed: Signed) -> Response:
     params = {key: request.query_params.get(key, "").strip() for key in FILTERS}
-    context: dict[str, object] = {"params": params, "page": None}
+    context: dict[str, object] = {"params": params, "page": None, "older_url": None}
+    # A position we never gave out (an edited address) is the newest page, as on every list.
+    wanted, _ = page_of(request, PAGE_SIZE, key=numbered)
     try:
         where = parse_filter(params)
-        # A position we never gave out (an edited address) is the newest page, as on every list.
-        before_text = request.query_params.get("before", "")
-        before_text = before_text if numbered(before_text) else ""
         async with console_of(request).reading() as session:
-            context["page"] = await audit.list_records(
-                session,
-                company_id=signed.caller.company_id,
-                where=where,
-                before=int(before_text) if before_text else None,
+            found = await audit.list_records(
+                session, signed.caller, wanted, company_id=signed.caller.company_id, where=where
             )
     except InvalidInput as error:
         context["errors"] = {error.field or "action": error.detail}
         return render(request, "audit.html", context, status_code=422, signed=signed, active="audit")
+    context["page"] = found
+    if found.next is not None:
+        context["older_url"] = address(console_of(request).url("/audit"), **params, after=found.next)
     return render(request, "audit.html", context, signed=signed, active="audit")
 
 

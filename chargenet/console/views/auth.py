@@ -93,7 +93,6 @@ async def _change_password(request: Request, signed: Signed) -> Response:
             console.transaction,
             console.passwords,
             signed.caller,
-            signed.actor(request),
             current=form.get("current_password", ""),
             new=new,
             now=console.clock.now(),

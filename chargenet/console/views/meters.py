@@ -29,7 +29,9 @@ from chargenet.console.pages import Signed, console_of, page, redirect, render, 
 from chargenet.console.views.sessions import kwh
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
-from chargenet.services import meters, transactions
+from chargenet.meters.spec import ThresholdSettings
+from chargenet.services import meters
+from chargenet.services import sessions as session_service
 
 METERS_PER_PAGE = 50
 BUSES_PER_PAGE = 50
@@ -212,12 +214,7 @@ async def _create(request: Request, signed: Signed) -> Response:
                 id_tag=optional_text(form, "id_tag"),
                 poll_interval=decimal(form, "poll_interval"),
                 **transport,
-                start_current=decimal(form, "start_current"),
-                start_power=decimal(form, "start_power"),
-                stop_current=decimal(form, "stop_current"),
-                stop_power=decimal(form, "stop_power"),
-                stop_grace=decimal(form, "stop_grace"),
-                outage_close=decimal(form, "outage_close"),
+                thresholds=_thresholds(form),
             )
     except InvalidInput as error:
         return _new_page(request, signed, form, status_code=422, errors=field_errors(error, FIELDS, "station_id"))
@@ -229,6 +226,11 @@ async def _create(request: Request, signed: Signed) -> Response:
         field = "unit_id" if error.message.startswith("unit") else "connector_id"
         return _new_page(request, signed, form, status_code=422, errors={field: error.message})
     return redirect(console.url(f"/meters/{created.id}"))
+
+
+def _thresholds(form: dict[str, str]) -> ThresholdSettings:
+    """The thresholds typed in a meter's form, None for each field left blank."""
+    return ThresholdSettings(**{name: decimal(form, name) for name, _, _ in THRESHOLDS})
 
 
 # --- one meter ---------------------------------------------------------------------------------------------
@@ -249,11 +251,11 @@ async def _meter_page(
     async with console.reading() as session:
         meter = await meters.get_meter(session, signed.caller, meter_id)
         health = (await meters.poll_health(session, [meter.id])).get(meter.id)
-        sessions = await transactions.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
+        recent = await session_service.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
     values = {
         "meter": meter,
         "health": health,
-        "sessions": sessions,
+        "sessions": recent,
         "sessions_url": address(console.url("/sessions"), station=meter.station_id, source="meter"),
         "kwh": kwh,
         "bus": meters.bus_label(meter),
@@ -286,12 +288,7 @@ async def _update(request: Request, signed: Signed) -> Response:
                 id_tag=optional_text(form, "id_tag"),
                 poll_interval=decimal(form, "poll_interval"),
                 expected_version=version_of(submitted_form),
-                start_current=decimal(form, "start_current"),
-                start_power=decimal(form, "start_power"),
-                stop_current=decimal(form, "stop_current"),
-                stop_power=decimal(form, "stop_power"),
-                stop_grace=decimal(form, "stop_grace"),
-                outage_close=decimal(form, "outage_close"),
+                thresholds=_thresholds(form),
             )
     except InvalidInput as error:
         errors = field_errors(error, FIELDS, "id_tag")

@@ -8,24 +8,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chargenet.console.forms import address, page_of, version_of
 from chargenet.console.pages import Signed, console_of, is_htmx, page, redirect, render, submitted
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, EmailTaken, InvalidInput
 from chargenet.services import operators
 
-
-def _version(form: dict[str, str]) -> int | None:
-    try:
-        return int(form["version"])
-    except (KeyError, ValueError):
-        return None
+PAGE_SIZE = 50
 
 
 async def _listing(request: Request, signed: Signed, **context: Any) -> Response:
-    after = request.query_params.get("after") or None
-    async with console_of(request).reading() as session:
-        found = await operators.list_operators(session, signed.caller, company_id=signed.caller.company_id, after=after)
-    values = {"page": found, "after": after, "form": {"email": "", "role": Role.VIEWER.value}, **context}
+    console = console_of(request)
+    wanted, after = page_of(request, PAGE_SIZE)
+    async with console.reading() as session:
+        found = await operators.list_operators(session, signed.caller, wanted, company_id=signed.caller.company_id)
+    values = {
+        "page": found,
+        "after": after,
+        "next_url": address(console.url("/operators"), after=found.next) if found.next else None,
+        "form": {"email": "", "role": Role.VIEWER.value},
+        **context,
+    }
     status = 422 if context.get("errors") else 200
     return render(request, "operators.html", values, status_code=status, signed=signed, active="operators")
 
@@ -45,7 +48,6 @@ async def _create(request: Request, signed: Signed) -> Response:
             console.transaction,
             console.passwords,
             signed.caller,
-            signed.actor(request),
             company_id=signed.caller.company_id,
             email=kept["email"],
             role=kept["role"],
@@ -78,11 +80,10 @@ async def _set_role(request: Request, signed: Signed) -> Response:
         await operators.set_role(
             session,
             signed.caller,
-            signed.actor(request),
             operator_id,
             role=form.get("role", ""),
             now=console.clock.now(),
-            expected_version=_version(form),
+            expected_version=version_of(form),
         )
     return redirect(console.url(f"/operators/{operator_id}"))
 
@@ -97,11 +98,10 @@ def _set_enabled(enabled: bool) -> Any:
                 changed = await operators.set_enabled(
                     session,
                     signed.caller,
-                    signed.actor(request),
                     operator_id,
                     enabled=enabled,
                     now=console.clock.now(),
-                    expected_version=_version(form),
+                    expected_version=version_of(form),
                 )
         except Conflict as error:
             if not is_htmx(request):

@@ -22,8 +22,10 @@ from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.console.views.message_log import ARROWS
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.errors import InvalidInput, NotFound
-from chargenet.services import companies, transactions
-from chargenet.services.transactions import EnergySample, SessionFilter, SessionSamples, SessionView, Source, State
+from chargenet.services import companies
+from chargenet.services import sessions as session_service
+from chargenet.services.sessions import EnergySample, SessionFilter, SessionSamples, SessionView, State
+from chargenet.services.transactions import Source
 
 PER_PAGE = 50
 CHART_POINTS = 600  # more would draw nothing a 640-unit wide chart can show
@@ -106,7 +108,7 @@ async def _list(request: Request, signed: Signed) -> Response:
     async with console.reading() as session:
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         if where is not None:
-            listed = await transactions.list_sessions(session, signed.caller, wanted, where)
+            listed = await session_service.list_sessions(session, signed.caller, wanted, where)
     path = console.url("/sessions")
     values = {
         "company": company,
@@ -154,10 +156,10 @@ async def _export(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     where = _filter_of(_filters(request.query_params))  # a bad filter: the 422 page, not a broken file
     now = console.clock.now()
-    sessions = transactions.export_sessions(console.reading, signed.caller, where)
+    exported = session_service.export_sessions(console.reading, signed.caller, where)
 
     async def rows() -> AsyncIterator[Sequence[Cell]]:
-        async for view in sessions:
+        async for view in exported:
             yield _csv_row(view, now)
 
     name = f"sessions-{now.strftime('%Y%m%dT%H%M%SZ')}.csv"
@@ -204,10 +206,10 @@ async def _show(request: Request, signed: Signed) -> Response:
         raise NotFound("transaction", raw)
     now = console.clock.now()
     async with console.reading() as session:
-        view = await transactions.get_session(session, signed.caller, int(raw))
+        view = await session_service.get_session(session, signed.caller, int(raw))
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
-        timeline = await transactions.session_timeline(session, signed.caller, view, now)
-        samples = await transactions.session_samples(session, view)
+        timeline = await session_service.session_timeline(session, signed.caller, view, now)
+        samples = await session_service.session_samples(session, view)
     log_url = address(
         console.url(f"/stations/{view.station_id}/messages"),
         since=timeline.since.strftime("%Y-%m-%dT%H:%M:%S"),

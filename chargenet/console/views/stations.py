@@ -4,9 +4,10 @@ configuration, and its keys.
 A station that is not connected is shown offline whatever its connectors last reported, and its commands are
 disabled with the reason; so are the central-system commands (configuration, cache) on a site with an upstream,
 which owns them (`station_commands` refuses them there as a conflict). Every command goes through the same use
-cases as the API (`services.sessions`, `services.station_commands`), and its outcome is shown as it came: the
-station's answer, its CALLERROR, its silence, or why it was not sent. An htmx request gets only the outcome, in
-the region beside the form that sent it; a plain form post gets the whole page with the outcome in that region.
+cases as the API (`services.charge_point_commands`, `services.station_commands`), and its outcome is shown as it
+came: the station's answer, its CALLERROR, its silence, or why it was not sent. An htmx request gets only the
+outcome, in the region beside the form that sent it; a plain form post gets the whole page with the outcome in
+that region.
 """
 
 from __future__ import annotations
@@ -47,7 +48,15 @@ from chargenet.errors import (
 )
 from chargenet.ids import new_authorization_key
 from chargenet.ports import StationCommands
-from chargenet.services import charge_points, companies, sessions, sites, station_commands, stations, transactions
+from chargenet.services import (
+    charge_point_commands,
+    charge_points,
+    companies,
+    sites,
+    station_commands,
+    stations,
+    transactions,
+)
 from chargenet.services.callers import OperatorCaller
 from chargenet.store.db import Transactions
 
@@ -205,7 +214,7 @@ class Command:
 
 
 def _status_of(answer: Payload | BaseModel) -> Answered:
-    if isinstance(answer, sessions.AvailabilityAnswer) and answer.connectors:
+    if isinstance(answer, charge_point_commands.AvailabilityAnswer) and answer.connectors:
         each = ", ".join(f"connector {c.connector_id}: {c.status}" for c in answer.connectors)
         return Answered(answer.status, detail=each)
     if isinstance(answer, BaseModel):
@@ -241,7 +250,7 @@ async def _remote_start(
     id_tag = form.get("id_tag", "").strip()
     if not id_tag:
         raise InvalidInput("type the idTag the session is for", field="id_tag")
-    answer = await sessions.start_session(
+    answer = await charge_point_commands.start_session(
         reading, edge, caller, charge_point_id=_charge_point(form), connector_id=_connector(form), id_tag=id_tag
     )
     return Answered(answer.status)
@@ -257,7 +266,7 @@ async def _remote_stop(
         active = await transactions.active_on_station(session, caller, station_id)
     if number not in {tx.transaction_id for tx in active}:
         raise Conflict(f"transaction {number} is not in progress on station {station_id} (any more)")
-    answer = await sessions.stop_session(reading, edge, caller, transaction_id=number)
+    answer = await charge_point_commands.stop_session(reading, edge, caller, transaction_id=number)
     return Answered(answer.status)
 
 
@@ -270,34 +279,44 @@ async def _unlock(
     return _status_of(answer)
 
 
-async def _availability(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.change_availability(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
-        charge_point_id=_charge_point(form),
-        connector_id=_connector(form),
-        availability=_choice(form, "type", ("Inoperative", "Operative")),
-    )
-    return _status_of(answer)
+def _availability(station_wide: bool) -> Send:
+    """ChangeAvailability of the connector the form names, or of the whole station."""
+
+    async def send(
+        reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    ) -> Answered:
+        answer = await station_commands.change_availability(
+            reading,
+            edge,
+            caller,
+            station_id=station_id,
+            charge_point_id=None if station_wide else _charge_point(form),
+            connector_id=None if station_wide else _connector(form),
+            availability=_choice(form, "type", ("Inoperative", "Operative")),
+        )
+        return _status_of(answer)
+
+    return send
 
 
-async def _trigger(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.trigger(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
-        requested_message=_choice(form, "message", CONNECTOR_TRIGGERS),
-        charge_point_id=_charge_point(form),
-        connector_id=_connector(form),
-    )
-    return _status_of(answer)
+def _trigger(station_wide: bool) -> Send:
+    """TriggerMessage for the connector the form names (of the messages about one), or for the whole station."""
+
+    async def send(
+        reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    ) -> Answered:
+        answer = await station_commands.trigger(
+            reading,
+            edge,
+            caller,
+            station_id=station_id,
+            requested_message=_choice(form, "message", TRIGGERS if station_wide else CONNECTOR_TRIGGERS),
+            charge_point_id=None if station_wide else _charge_point(form),
+            connector_id=None if station_wide else _connector(form),
+        )
+        return _status_of(answer)
+
+    return send
 
 
 async def _reset(
@@ -305,36 +324,6 @@ async def _reset(
 ) -> Answered:
     kind = _choice(form, "type", ("Soft", "Hard"))
     return _status_of(await station_commands.reset(reading, edge, caller, station_id=station_id, kind=kind))
-
-
-async def _station_availability(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.change_availability(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
-        charge_point_id=None,
-        connector_id=None,
-        availability=_choice(form, "type", ("Inoperative", "Operative")),
-    )
-    return _status_of(answer)
-
-
-async def _station_trigger(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
-) -> Answered:
-    answer = await station_commands.trigger(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
-        requested_message=_choice(form, "message", TRIGGERS),
-        charge_point_id=None,
-        connector_id=None,
-    )
-    return _status_of(answer)
 
 
 async def _clear_cache(
@@ -396,11 +385,11 @@ COMMANDS: dict[str, Command] = {
     "remote-start": Command("Start charging", "RemoteStartTransaction", _remote_start, False),
     "remote-stop": Command("Stop charging", "RemoteStopTransaction", _remote_stop, False),
     "unlock": Command("Unlock", "UnlockConnector", _unlock, False),
-    "availability": Command("Change availability", "ChangeAvailability", _availability, False),
-    "trigger": Command("Trigger message", "TriggerMessage", _trigger, False),
+    "availability": Command("Change availability", "ChangeAvailability", _availability(False), False),
+    "trigger": Command("Trigger message", "TriggerMessage", _trigger(False), False),
     "reset": Command("Reset", "Reset", _reset, True),
-    "station-availability": Command("Change availability", "ChangeAvailability", _station_availability, True),
-    "station-trigger": Command("Trigger message", "TriggerMessage", _station_trigger, True),
+    "station-availability": Command("Change availability", "ChangeAvailability", _availability(True), True),
+    "station-trigger": Command("Trigger message", "TriggerMessage", _trigger(True), True),
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),

@@ -11,6 +11,8 @@ from chargenet.app import create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from tests.factories import make_tenant, partner_token
 
 KEY = "0123456789abcdef-key"
@@ -51,7 +53,7 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
             meter = answers[-1].json()["id"]
             assert (await api.patch(f"/meters/{meter}", json={"enabled": False})).status_code == 200
         async with context.store.transaction() as session:
-            found = await audit.list_records(session, company_id=tenant.company_id, limit=50)
+            found = await audit.list_records(session, OPERATOR, PageRequest(50), company_id=tenant.company_id)
     finally:
         await context.close()
     mine = [entry for entry in reversed(found.items) if entry.face == "api"]

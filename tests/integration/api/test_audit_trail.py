@@ -4,6 +4,8 @@ never a secret; on SQLite and PostgreSQL, over the real app."""
 from __future__ import annotations
 
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from tests.integration.api.test_admin_parity import Api, api
 
 __all__ = ["api"]
@@ -17,7 +19,7 @@ async def test_an_api_change_is_audited_with_the_calling_application_and_its_add
     assert (await api.client.post(f"/applications/{client_id}/disable", headers=headers)).status_code == 200
     async with api.context.store.transaction() as session:
         where = audit.AuditFilter(object_id=client_id)
-        page = await audit.list_records(session, company_id=api.tenant.company_id, where=where)
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=api.tenant.company_id, where=where)
     made, disabled = page.items[1], page.items[0]
     assert (made.action, made.face, disabled.action) == ("application.create", "api", "application.disable")
     assert made.actor.startswith("application app_") and made.address == "127.0.0.1"
@@ -27,8 +29,8 @@ async def test_an_api_change_is_audited_with_the_calling_application_and_its_add
 async def test_a_refused_api_change_leaves_no_audit_record(api: Api) -> None:
     headers = await api.as_("applications:write")
     async with api.context.store.transaction() as session:
-        before = await audit.list_records(session, company_id=api.tenant.company_id)
+        before = await audit.list_records(session, OPERATOR, PageRequest(), company_id=api.tenant.company_id)
     assert (await api.client.post(f"/applications/app_{'x' * 20}/disable", headers=headers)).status_code == 404
     assert (await api.client.post("/applications", json={"name": ""}, headers=headers)).status_code == 422
     async with api.context.store.transaction() as session:
-        assert await audit.list_records(session, company_id=api.tenant.company_id) == before
+        assert await audit.list_records(session, OPERATOR, PageRequest(), company_id=api.tenant.company_id) == before

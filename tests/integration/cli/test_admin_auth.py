@@ -7,6 +7,8 @@ import stat
 from pathlib import Path
 
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.integration.cli.test_admin import Result, cli
 
@@ -51,7 +53,7 @@ async def test_app_changes_from_the_command_line_are_audited_as_the_local_operat
     try:
         async with store.transaction() as session:
             page = await audit.list_records(
-                session, company_id=company, where=audit.AuditFilter(object_type="application")
+                session, OPERATOR, PageRequest(), company_id=company, where=audit.AuditFilter(object_type="application")
             )
     finally:
         await store.dispose()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
 
@@ -50,7 +52,7 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
     store = Store(database_url)
     try:
         async with store.transaction() as session:
-            found = await audit.list_records(session, company_id=company, limit=50)
+            found = await audit.list_records(session, OPERATOR, PageRequest(50), company_id=company)
     finally:
         await store.dispose()
     trail = [(entry.action, entry.object_id) for entry in reversed(found.items)]

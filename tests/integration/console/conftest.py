@@ -18,7 +18,7 @@ from chargenet.clock import ManualClock
 from chargenet.console.app import create_console
 from chargenet.console.pages import Console
 from chargenet.keys import KeyStore
-from chargenet.services import audit, companies, operators
+from chargenet.services import companies, operators
 from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
 from chargenet.store.db import Store
@@ -76,8 +76,7 @@ async def harness(
         return await operators.create_operator(
             store.transaction,
             cheap_passwords,
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             company_id=company_id,
             email=email,
             role=role,

@@ -11,6 +11,7 @@ import pytest
 
 from chargenet.services import applications, audit
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
 
 
@@ -46,7 +47,7 @@ async def test_a_created_applications_secret_is_shown_once_with_a_warning_and_a_
         assert page.status_code == 200 and secret not in page.text, path
     assert "Fleet partner" in (await admin.get("/console/applications")).text
     async with harness.store.transaction() as session:
-        entries = await audit.list_records(session, company_id=harness.team.company_id)
+        entries = await audit.list_records(session, OPERATOR, PageRequest(), company_id=harness.team.company_id)
         assert await applications.get_application(session, OPERATOR, client_id)
     assert entries.items[0].action == "application.create" and entries.items[0].object_id == client_id
     assert secret not in repr(entries) and secret not in caplog.text

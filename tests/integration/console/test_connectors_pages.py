@@ -35,7 +35,7 @@ from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import audit, companies, operators, sites, stations
+from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import Operator, StationPresence
@@ -128,8 +128,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
         await operators.create_operator(
             store.transaction,
             passwords,
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             company_id=company_id,
             email=email,
             role=role,

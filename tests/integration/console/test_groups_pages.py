@@ -81,7 +81,9 @@ async def a_group(harness: ConsoleHarness, name: str = "Readers", company_id: st
 
 async def records(store: Store, company_id: str, action: str) -> list[audit.AuditEntry]:
     async with store.transaction() as session:
-        found = await audit.list_records(session, company_id=company_id, where=audit.AuditFilter(action=action))
+        found = await audit.list_records(
+            session, OPERATOR, PageRequest(), company_id=company_id, where=audit.AuditFilter(action=action)
+        )
     return found.items
 
 
@@ -334,7 +336,11 @@ async def test_an_applications_page_lists_its_groups_whatever_their_number_and_o
 async def audit_of(harness: ConsoleHarness, object_id: str) -> list[audit.AuditEntry]:
     async with harness.store.transaction() as session:
         found = await audit.list_records(
-            session, company_id=harness.team.company_id, where=audit.AuditFilter(object_id=object_id)
+            session,
+            OPERATOR,
+            PageRequest(),
+            company_id=harness.team.company_id,
+            where=audit.AuditFilter(object_id=object_id),
         )
     return found.items
 

@@ -22,7 +22,7 @@ import uvicorn
 
 from chargenet.app import create_app, open_context
 from chargenet.config import load_settings
-from chargenet.services import audit, companies, operators, sites, stations
+from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store import schema
@@ -96,8 +96,7 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
     await operators.create_operator(
         context.store.transaction,
         passwords,
-        operators.LOCAL,
-        audit.LOCAL_OPERATOR,
+        OPERATOR,
         company_id=company.id,
         email="owner@acme.test",
         role="owner",
@@ -154,8 +153,7 @@ async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_p
         await operators.create_operator(
             context.store.transaction,
             operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
-            operators.LOCAL,
-            audit.LOCAL_OPERATOR,
+            OPERATOR,
             company_id=company.id,
             email="owner@acme.test",
             role="owner",

@@ -11,6 +11,7 @@ from sqlalchemy import insert
 
 from chargenet.services import audit, meters, sites, stations
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store.models import MeterState
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
 
@@ -67,7 +68,7 @@ async def make_meter(harness: ConsoleHarness, site_id: str, station_id: str, uni
 async def records(harness: ConsoleHarness, **where: str) -> list[audit.AuditEntry]:
     async with harness.store.transaction() as session:
         found = await audit.list_records(
-            session, company_id=harness.team.company_id, where=audit.AuditFilter(**where), limit=200
+            session, OPERATOR, PageRequest(200), company_id=harness.team.company_id, where=audit.AuditFilter(**where)
         )
     return found.items
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import httpx
 import pytest
 
+from chargenet.domain.operators import Role
 from chargenet.services import audit
+from chargenet.services.callers import OPERATOR, OperatorCaller
+from chargenet.services.pages import PageRequest
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -41,7 +45,7 @@ async def test_only_an_owner_sees_or_changes_operators(harness: ConsoleHarness, 
         response = await client.post(path, data={**data, "csrf_token": token}, headers=ORIGIN)
         assert response.status_code == 403, path
     async with harness.store.transaction() as session:
-        page = await audit.list_records(session, company_id=harness.team.company_id)
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=harness.team.company_id)
     assert {e.action for e in page.items} == {"company.create", "operator.create"}  # only the fixture's own
 
 
@@ -119,7 +123,7 @@ async def test_an_owner_creates_an_operator_who_can_sign_in_and_it_is_audited(
     assert "operator.create" in log.text and "operator owner@acme.test" in log.text and "role: admin" in log.text
     assert secret not in log.text and secret not in caplog.text
     async with harness.store.transaction() as session:
-        entries = await audit.list_records(session, company_id=harness.team.company_id)
+        entries = await audit.list_records(session, OPERATOR, PageRequest(), company_id=harness.team.company_id)
     assert secret not in repr(entries)
 
 
@@ -200,8 +204,8 @@ async def test_hostile_strings_are_shown_as_text(harness: ConsoleHarness) -> Non
     await operators.create_operator(
         harness.store.transaction,
         harness.console.passwords,
-        operators.LOCAL,
-        audit.Actor('"><img src=x onerror=alert(2)>', audit.Face.CLI),
+        # An owner whose name is itself hostile, as the audit log shows who acted.
+        OperatorCaller("op_x", harness.team.company_id, '"><img src=x onerror=alert(2)>', Role.OWNER),
         company_id=harness.team.company_id,
         email=hostile,
         role="viewer",
@@ -217,3 +221,29 @@ async def test_hostile_strings_are_shown_as_text(harness: ConsoleHarness) -> Non
     assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in log.text
     echoed = await owner.get("/console/audit", params={"actor": '"><script>x</script>'})
     assert 'value="&#34;&gt;&lt;script&gt;x&lt;/script&gt;"' in echoed.text
+
+
+async def test_the_operators_list_pages_by_email(harness: ConsoleHarness) -> None:
+    from chargenet.services import operators
+
+    for n in range(50):  # with the fixture's own three: 53, a page of 50 and one of 3
+        await operators.create_operator(
+            harness.store.transaction,
+            harness.console.passwords,
+            OPERATOR,
+            company_id=harness.team.company_id,
+            email=f"robot{n:02}@acme.test",
+            role="viewer",
+            password=PASSWORD,
+            now=harness.clock.now(),
+        )
+    owner = await harness.signed_in("owner@acme.test")
+    first = await owner.get("/console/operators")
+    assert first.text.count("@acme.test</a></td>") == 50 and "robot47@acme.test" in first.text
+    next_url = re.search(r'href="([^"]+)">Next page', first.text)
+    assert next_url is not None
+    second = await owner.get(next_url.group(1).replace("&amp;", "&"))
+    assert second.text.count("@acme.test</a></td>") == 3 and "Next page" not in second.text
+    assert "robot48@acme.test" in second.text and "viewer@acme.test" in second.text
+    edited = await owner.get("/console/operators", params={"after": "not a cursor"})
+    assert edited.status_code == 200 and edited.text.count("@acme.test</a></td>") == 50

@@ -7,7 +7,7 @@ from pathlib import Path
 from chargenet.console import protection
 from chargenet.keys import KeyStore
 from chargenet.services import audit, sites, stations
-from chargenet.services.callers import OPERATOR
+from chargenet.services.callers import OPERATOR, Actor, Face
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -81,7 +81,7 @@ async def test_the_audit_log_filters_by_get_parameters_and_pages_by_keyset(harne
             harness.clock.advance(60)
             await audit.record(
                 session,
-                audit.Actor(f"operator robot{n % 2}@acme.test", audit.Face.API),
+                Actor(f"operator robot{n % 2}@acme.test", Face.API),
                 company_id=harness.team.company_id,
                 action="application.enable" if n % 2 else "application.disable",
                 object_type="application",
@@ -94,7 +94,7 @@ async def test_the_audit_log_filters_by_get_parameters_and_pages_by_keyset(harne
     assert first.text.count("<td>application.enable</td>") == 50 and "application.disable" not in first.text
     assert "app-119" in first.text and 'value="application.enable"' in first.text
     older = first.text.split('href="/console/audit?')[1].split('"')[0].replace("&amp;", "&")
-    assert "action=application.enable" in older and "before=" in older
+    assert "action=application.enable" in older and "after=" in older
     second = await client.get(f"/console/audit?{older}")
     assert second.text.count("<td>application.enable</td>") == 10 and "Older entries" not in second.text
     assert "app-119 " not in second.text and "app-1<" in second.text.replace("</td>", "<")
@@ -113,7 +113,7 @@ async def test_another_companys_audit_records_are_never_shown(harness: ConsoleHa
     async with harness.store.transaction() as session:
         await audit.record(
             session,
-            audit.LOCAL_OPERATOR,
+            OPERATOR.actor,
             company_id=harness.team.other_company_id,
             action="site.create",
             object_type="site",

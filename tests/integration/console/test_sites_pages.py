@@ -14,6 +14,7 @@ from sqlalchemy import insert, update
 
 from chargenet.services import audit, localauth, meters, sites, stations
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store.models import Connector, Site, Station
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
 
@@ -59,7 +60,7 @@ async def make_station(harness: ConsoleHarness, site_id: str, station_id: str, *
 async def records(harness: ConsoleHarness, **where: str) -> list[audit.AuditEntry]:
     async with harness.store.transaction() as session:
         found = await audit.list_records(
-            session, company_id=harness.team.company_id, where=audit.AuditFilter(**where), limit=200
+            session, OPERATOR, PageRequest(200), company_id=harness.team.company_id, where=audit.AuditFilter(**where)
         )
     return found.items
 

@@ -30,6 +30,7 @@ from chargenet.outbox import Outbox
 from chargenet.services import audit, sites
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookDelivery
 from chargenet.webhooks.engine import DeliveryEngine
@@ -108,7 +109,11 @@ class Hooks:
     async def audit(self, action: str) -> list[audit.AuditEntry]:
         async with self.store.transaction() as session:
             found = await audit.list_records(
-                session, company_id=self.harness.team.company_id, where=audit.AuditFilter(action=action)
+                session,
+                OPERATOR,
+                PageRequest(),
+                company_id=self.harness.team.company_id,
+                where=audit.AuditFilter(action=action),
             )
         return found.items
 
@@ -570,7 +575,7 @@ async def test_an_api_call_and_a_cli_command_leave_audit_records_and_reach_the_d
                 assert (await api.post("/webhooks/wh_unknown/test", headers=headers)).status_code == 404
             await sender.aclose()
             async with context.store.transaction() as session:
-                found = await audit.list_records(session, company_id=tenant.company_id)
+                found = await audit.list_records(session, OPERATOR, PageRequest(), company_id=tenant.company_id)
             by_api = {e.action: e for e in found.items}
             assert by_api["webhook.test"].face == "api" and by_api["webhook.test"].address == "198.51.100.7"
             assert by_api["webhook.create"].face == "api"
@@ -593,7 +598,7 @@ async def test_an_api_call_and_a_cli_command_leave_audit_records_and_reach_the_d
     store = Store(database_url)
     try:
         async with store.transaction() as session:
-            found = await audit.list_records(session, company_id=tenant.company_id)
+            found = await audit.list_records(session, OPERATOR, PageRequest(), company_id=tenant.company_id)
     finally:
         await store.dispose()
     tests = [e for e in found.items if e.action == "webhook.test"]

@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from chargenet.app import open_context
 from chargenet.config import load_settings
-from chargenet.services import applications, audit, companies, groups, operators, sites, stations
+from chargenet.services import applications, companies, groups, operators, sites, stations
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload, SimulatedStation
@@ -194,8 +194,7 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
             await operators.create_operator(
                 context.store.transaction,
                 operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
-                operators.LOCAL,
-                audit.LOCAL_OPERATOR,
+                OPERATOR,
                 company_id=company.id,
                 email="owner@acme.test",
                 role="owner",

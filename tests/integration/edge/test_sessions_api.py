@@ -10,6 +10,7 @@ import pytest
 
 from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import encode_cursor
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import Meter
 from tests.factories import partner_token
@@ -153,6 +154,13 @@ async def test_transactions_list_pages_and_filters(
     assert rest["items"][0]["idTag"] == "TAG2"
     active = (await api.get("/transactions", params={"active": "true"})).json()
     assert [t["idTag"] for t in active["items"]] == ["TAG2"] and active["next"] is None
+
+
+@pytest.mark.parametrize("key", ["CS-1", "-1", "2147483648"])
+async def test_transactions_cursor_of_no_transaction_id_is_404(api: httpx.AsyncClient, key: str) -> None:
+    # Base64url of a key no page of this list gives (not an id, or beyond the 32-bit ids): it names no page.
+    response = await api.get("/transactions", params={"cursor": encode_cursor(key)})
+    assert response.status_code == 404
 
 
 async def test_commands_return_the_stations_answer(api: httpx.AsyncClient, station: SimulatedStation) -> None:

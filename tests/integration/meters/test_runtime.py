@@ -8,6 +8,7 @@ from pathlib import Path
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
 from chargenet.meters.runtime import MeterPolling
+from chargenet.meters.spec import ThresholdSettings
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
@@ -32,7 +33,9 @@ async def test_reload_follows_changes_and_disabling_stops_the_bus(
     assert poller.targets[view.id].poll_interval_s == 5
     clock.advance(1)
     async with store.transaction() as session:
-        await meter_service.update_meter(session, OPERATOR, view.id, now=clock.now(), poll_interval=10, stop_grace=300)
+        await meter_service.update_meter(
+            session, OPERATOR, view.id, now=clock.now(), poll_interval=10, thresholds=ThresholdSettings(stop_grace=300)
+        )
     await polling.reload()
     assert poller.targets[view.id].poll_interval_s == 10
     assert polling.sessions.meters[view.id].spec.thresholds.stop_grace_s == 300

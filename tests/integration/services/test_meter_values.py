@@ -12,7 +12,7 @@ from sqlalchemy import insert
 from chargenet.clock import ManualClock
 from chargenet.domain.operators import Role
 from chargenet.keys import KeyStore
-from chargenet.services import meters, transactions
+from chargenet.services import meters, sessions
 from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
@@ -75,8 +75,8 @@ async def test_a_session_s_samples_are_its_start_its_own_station_s_values_and_it
             ],
         )
     async with store.transaction() as session:
-        view = await transactions.get_session(session, viewer_of(tenant), 7)
-        found = await transactions.session_samples(session, view)
+        view = await sessions.get_session(session, viewer_of(tenant), 7)
+        found = await sessions.session_samples(session, view)
     assert [(s.at - start, s.energy_wh, s.delivered_wh) for s in found.samples] == [
         (timedelta(0), 1000, 0),
         (timedelta(minutes=20), 3500, 2500),
@@ -113,8 +113,8 @@ async def test_a_meter_s_latest_sessions_come_newest_first_up_to_the_limit(
                 for n in range(1, 6)
             ],
         )
-        found = await transactions.sessions_of_meter(session, viewer_of(tenant), meter_id, limit=3)
-        strangers = await transactions.sessions_of_meter(
+        found = await sessions.sessions_of_meter(session, viewer_of(tenant), meter_id, limit=3)
+        strangers = await sessions.sessions_of_meter(
             session, OperatorCaller("op_x", "co_other", "x@other.test", Role.OWNER), meter_id, limit=3
         )
     assert [view.transaction_id for view in found] == [5, 4, 3] and strangers == []
@@ -206,9 +206,9 @@ async def test_an_ocpp_session_in_progress_shows_its_energy_as_of_its_newest_met
             ],
         )
     async with store.transaction() as session:
-        listed = await transactions.list_sessions(
-            session, viewer_of(tenant), PageRequest(), transactions.SessionFilter(state="active")
+        listed = await sessions.list_sessions(
+            session, viewer_of(tenant), PageRequest(), sessions.SessionFilter(state="active")
         )
-        one = await transactions.get_session(session, viewer_of(tenant), 8)
+        one = await sessions.get_session(session, viewer_of(tenant), 8)
     assert {view.transaction_id: view.energy_wh for view in listed.items} == {8: 1600, 9: None}
     assert one.energy_wh == 1600 and one.active

@@ -9,13 +9,13 @@ from chargenet.domain.events import StopReason
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.keys import KeyStore
 from chargenet.meters import records as meter_sessions
-from chargenet.meters.spec import MeterSpec
+from chargenet.meters.spec import MeterSpec, ThresholdSettings
 from chargenet.outbox import Outbox
 from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
 from chargenet.store.db import Store
-from chargenet.store.models import MeterSession
+from chargenet.store.models import Meter, MeterSession
 from tests.factories import Tenant, make_tenant
 from tests.integration.meters.helpers import payloads
 
@@ -37,6 +37,14 @@ async def create(store: Store, clock: ManualClock, tenant: Tenant, **options: ob
             now=clock.now(),
             **values,  # type: ignore[arg-type]
         )
+
+
+async def spec_of(store: Store, meter_id: str) -> MeterSpec:
+    """The configuration the poller runs for the meter, as the store holds it."""
+    async with store.read() as session:
+        row = await session.get(Meter, meter_id)
+        assert row is not None
+        return meter_sessions.spec_of(row)
 
 
 async def test_meter_defaults_to_the_first_charge_point_connector_one(
@@ -103,7 +111,9 @@ async def test_same_unit_on_the_same_bus_is_a_conflict(store: Store, clock: Manu
 async def test_update_changes_thresholds_and_keeps_the_rest(store: Store, clock: ManualClock, tenant: Tenant) -> None:
     view = await create(store, clock, tenant, id_tag="FLEET-7")
     async with store.transaction() as session:
-        updated = await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_grace=360, enabled=False)
+        updated = await meters.update_meter(
+            session, OPERATOR, view.id, now=clock.now(), thresholds=ThresholdSettings(stop_grace=360), enabled=False
+        )
     document = rendered(updated)
     assert (document["stopGrace"], document["idTag"], document["enabled"]) == (360, "FLEET-7", False)
 
@@ -112,7 +122,9 @@ async def test_update_refuses_inconsistent_thresholds(store: Store, clock: Manua
     view = await create(store, clock, tenant)
     with pytest.raises(InvalidInput) as raised:
         async with store.transaction() as session:
-            await meters.update_meter(session, OPERATOR, view.id, now=clock.now(), stop_current=5)
+            await meters.update_meter(
+                session, OPERATOR, view.id, now=clock.now(), thresholds=ThresholdSettings(stop_current=5)
+            )
     assert raised.value.field == "stop-current"
 
 
@@ -120,7 +132,7 @@ async def test_delete_closes_an_open_session_and_keeps_it_as_a_transaction(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
-    spec: MeterSpec = view.spec
+    spec = await spec_of(store, view.id)
     async with store.transaction() as session:
         transaction_id = await meter_sessions.start_session(
             session, Outbox(clock), spec, meter_start_wh=1000, started_at=clock.now(), at=clock.now()
@@ -149,9 +161,10 @@ async def test_transaction_ids_increase_across_meters(store: Store, clock: Manua
                     reason=StopReason.OTHER,
                     at=clock.now(),
                 )
+            spec = await spec_of(store, view.id)
             ids.append(
                 await meter_sessions.start_session(
-                    session, Outbox(clock), view.spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
+                    session, Outbox(clock), spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
                 )
             )
     assert ids == [1, 2, 3]
@@ -161,9 +174,10 @@ async def test_stopping_a_closed_session_again_raises_no_second_event(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
+    spec = await spec_of(store, view.id)
     async with store.transaction() as session:
         transaction_id = await meter_sessions.start_session(
-            session, Outbox(clock), view.spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
+            session, Outbox(clock), spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
         )
     for expected in (True, False):
         async with store.transaction() as session:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argon2
 import pytest
 
+from chargenet.auth.permissions import Grant, Permissions
 from chargenet.clock import ManualClock
 from chargenet.domain.operators import Role
+from chargenet.domain.scopes import Scope
 from chargenet.errors import Conflict, EmailTaken, Forbidden, InvalidCredentials, InvalidInput, NotFound, StaleChange
 from chargenet.services import audit, companies, console_sessions, operators
-from chargenet.services.callers import OPERATOR, OperatorCaller
+from chargenet.services.callers import OPERATOR, ApiApplication, OperatorCaller
+from chargenet.services.pages import PageRequest
+from chargenet.services.views import rendered
 from chargenet.store.db import Store
 
-CONSOLE = audit.Actor("operator owner@acme.test", audit.Face.CONSOLE, "192.0.2.1")
+ADDRESS = "192.0.2.1"  # the browser of every operator acting here
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +35,7 @@ async def make(
     return await operators.create_operator(
         store.transaction,
         passwords,
-        operators.LOCAL,
-        audit.LOCAL_OPERATOR,
+        OPERATOR,
         company_id=company_id,
         email=email,
         role=role,
@@ -42,7 +45,7 @@ async def make(
 
 
 def caller(view: operators.OperatorView) -> OperatorCaller:
-    return OperatorCaller(view.id, view.company_id, view.email, view.role)
+    return OperatorCaller(view.id, view.company_id, view.email, view.role, ADDRESS)
 
 
 async def test_an_operator_signs_in_with_the_password_given_at_creation(
@@ -95,8 +98,7 @@ async def test_short_passwords_bad_emails_and_unknown_roles_are_refused_by_field
             await operators.create_operator(
                 store.transaction,
                 passwords,
-                operators.LOCAL,
-                audit.LOCAL_OPERATOR,
+                OPERATOR,
                 company_id=acme,
                 email=email,
                 role=role,
@@ -124,13 +126,45 @@ async def test_only_an_owner_manages_operators_and_only_in_its_company(
     foreign = await make(store, passwords, clock, other, "x@other.test")
     async with store.transaction() as session:
         with pytest.raises(Forbidden):
-            await operators.list_operators(session, admin, company_id=acme)
+            await operators.list_operators(session, admin, PageRequest(), company_id=acme)
         with pytest.raises(NotFound):
-            await operators.list_operators(session, owner, company_id=other)
+            await operators.list_operators(session, owner, PageRequest(), company_id=other)
         with pytest.raises(NotFound):
-            await operators.set_enabled(session, owner, CONSOLE, foreign.id, enabled=False, now=clock.now())
+            await operators.set_enabled(session, owner, foreign.id, enabled=False, now=clock.now())
         with pytest.raises(Forbidden):
-            await operators.set_role(session, admin, CONSOLE, owner.operator_id, role="viewer", now=clock.now())
+            await operators.set_role(session, admin, owner.operator_id, role="viewer", now=clock.now())
+
+
+async def test_operators_page_by_email_with_an_opaque_cursor_and_render_as_views(
+    store: Store, clock: ManualClock, passwords: operators.Passwords
+) -> None:
+    acme = await company(store, clock)
+    for name in ("cy", "ana", "bo"):
+        await make(store, passwords, clock, acme, f"{name}@acme.test", "viewer")
+    async with store.read() as session:
+        first = await operators.list_operators(session, OPERATOR, PageRequest(2), company_id=acme)
+        rest = await operators.list_operators(session, OPERATOR, PageRequest.of(2, first.next), company_id=acme)
+    assert [o.email for o in first.items + rest.items] == ["ana@acme.test", "bo@acme.test", "cy@acme.test"]
+    assert first.next is not None and "@" not in first.next and rest.next is None
+    shown = rendered(first.items[0])
+    assert shown == {
+        "id": first.items[0].id,
+        "companyId": acme,
+        "email": "ana@acme.test",
+        "role": "viewer",
+        "enabled": True,
+        "version": 1,
+        "createdAt": clock.now().isoformat(),
+        "updatedAt": clock.now().isoformat(),
+    }
+
+
+async def test_no_application_manages_operators(store: Store, clock: ManualClock) -> None:
+    acme = await company(store, clock)
+    application = ApiApplication("app_1", Permissions.of(acme, [Grant(acme, None, frozenset(Scope))]))
+    async with store.read() as session:
+        with pytest.raises(Forbidden):
+            await operators.list_operators(session, application, PageRequest(), company_id=acme)
 
 
 async def test_disabling_an_operator_ends_their_sessions_in_the_same_transaction(
@@ -143,7 +177,7 @@ async def test_disabling_an_operator_ends_their_sessions_in_the_same_transaction
         started = await console_sessions.start(session, viewer, now=clock.now())
     async with store.transaction() as session:
         assert await console_sessions.resume(session, started.token, now=clock.now()) is not None
-        await operators.set_enabled(session, owner, CONSOLE, viewer.id, enabled=False, now=clock.now())
+        await operators.set_enabled(session, owner, viewer.id, enabled=False, now=clock.now())
     async with store.transaction() as session:
         assert await console_sessions.resume(session, started.token, now=clock.now()) is None
     with pytest.raises(InvalidCredentials):
@@ -159,11 +193,9 @@ async def test_a_company_keeps_an_enabled_owner(
     owner = await make(store, passwords, clock, acme, "owner@acme.test")
     async with store.transaction() as session:
         with pytest.raises(Conflict):
-            await operators.set_enabled(
-                session, operators.LOCAL, audit.LOCAL_OPERATOR, owner.id, enabled=False, now=clock.now()
-            )
+            await operators.set_enabled(session, OPERATOR, owner.id, enabled=False, now=clock.now())
         with pytest.raises(Conflict):
-            await operators.set_role(session, caller(owner), CONSOLE, owner.id, role="viewer", now=clock.now())
+            await operators.set_role(session, caller(owner), owner.id, role="viewer", now=clock.now())
 
 
 async def test_a_change_made_against_an_older_version_is_refused(
@@ -173,11 +205,11 @@ async def test_a_change_made_against_an_older_version_is_refused(
     owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
     viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
     async with store.transaction() as session:
-        await operators.set_role(session, owner, CONSOLE, viewer.id, role="admin", now=clock.now())
+        await operators.set_role(session, owner, viewer.id, role="admin", now=clock.now())
     async with store.transaction() as session:
         with pytest.raises(StaleChange):
             await operators.set_role(
-                session, owner, CONSOLE, viewer.id, role="owner", now=clock.now(), expected_version=viewer.version
+                session, owner, viewer.id, role="owner", now=clock.now(), expected_version=viewer.version
             )
 
 
@@ -214,7 +246,6 @@ async def test_changing_ones_password_ends_every_other_session(
             store.transaction,
             passwords,
             caller(ana),
-            CONSOLE,
             current="not it at all",
             new="a new password!",
             now=clock.now(),
@@ -224,7 +255,6 @@ async def test_changing_ones_password_ends_every_other_session(
         store.transaction,
         passwords,
         caller(ana),
-        CONSOLE,
         current="correct horse battery",
         new="a new password!",
         now=clock.now(),
@@ -243,15 +273,15 @@ async def test_every_change_is_audited_newest_first_without_a_secret(
     owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
     viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
     async with store.transaction() as session:
-        await operators.set_role(session, owner, CONSOLE, viewer.id, role="admin", now=clock.now())
-        await operators.set_enabled(session, owner, CONSOLE, viewer.id, enabled=False, now=clock.now())
+        await operators.set_role(session, owner, viewer.id, role="admin", now=clock.now())
+        await operators.set_enabled(session, owner, viewer.id, enabled=False, now=clock.now())
     async with store.transaction() as session:
-        page = await audit.list_records(session, company_id=acme)
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=acme)
         only_roles = await audit.list_records(
-            session, company_id=acme, where=audit.AuditFilter(action="operator.set-role")
+            session, OPERATOR, PageRequest(), company_id=acme, where=audit.AuditFilter(action="operator.set-role")
         )
-        first = await audit.list_records(session, company_id=acme, limit=2)
-        rest = await audit.list_records(session, company_id=acme, limit=3, before=first.next_before)
+        first = await audit.list_records(session, OPERATOR, PageRequest(2), company_id=acme)
+        rest = await audit.list_records(session, OPERATOR, PageRequest.of(3, first.next), company_id=acme)
     assert [e.action for e in page.items] == [
         "operator.disable",
         "operator.set-role",
@@ -260,9 +290,9 @@ async def test_every_change_is_audited_newest_first_without_a_secret(
         "company.create",
     ]
     assert page.items[1].detail == {"email": "viewer@acme.test", "from": "viewer", "to": "admin"}
-    assert page.items[0].actor == CONSOLE.who and page.items[0].address == "192.0.2.1"
+    assert page.items[0].actor == "operator owner@acme.test" and page.items[0].address == ADDRESS
     assert [e.action for e in only_roles.items] == ["operator.set-role"]
-    assert [e.id for e in first.items + rest.items] == [e.id for e in page.items] and rest.next_before is None
+    assert [e.id for e in first.items + rest.items] == [e.id for e in page.items] and rest.next is None
     assert all("correct horse" not in str(e) for e in page.items)
 
 
@@ -271,7 +301,7 @@ async def test_the_audit_log_refuses_a_detail_that_names_a_secret(store: Store, 
         with pytest.raises(ValueError, match="secret"):
             await audit.record(
                 session,
-                audit.LOCAL_OPERATOR,
+                OPERATOR.actor,
                 company_id=None,
                 action="app.rotate",
                 object_type="application",

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import sqlite
 
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
-from chargenet.services import transactions
+from chargenet.services import sessions
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import EdgeTransaction, Site
@@ -22,7 +22,7 @@ START = datetime(2026, 7, 1, tzinfo=UTC)
 
 
 async def plan_of_the_sessions_in_progress(store: Store) -> str:
-    query = transactions._edge_query(select(Site.id).scalar_subquery(), transactions.SessionFilter(state="active"))
+    query = sessions._edge_query(select(Site.id).scalar_subquery(), sessions.SessionFilter(state="active"))
     assert query is not None
     compiled = (
         query.order_by(EdgeTransaction.id.desc())

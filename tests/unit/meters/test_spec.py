@@ -5,7 +5,7 @@ import pytest
 from chargenet.errors import InvalidInput
 from chargenet.meters.bus import Parity, RtuBus, TcpEndpoint
 from chargenet.meters.detect import Thresholds
-from chargenet.meters.spec import build_spec, build_thresholds, parse_transport
+from chargenet.meters.spec import ThresholdSettings, build_spec, build_thresholds, parse_transport
 
 
 def spec(**overrides: object):  # type: ignore[no-untyped-def]
@@ -73,8 +73,15 @@ def test_bad_transport_is_refused_naming_the_setting(kwargs: dict[str, object], 
 
 def test_threshold_errors_name_the_cli_flag() -> None:
     with pytest.raises(InvalidInput) as raised:
-        build_thresholds(start_current=2, stop_current=2.5)
+        build_thresholds(ThresholdSettings(start_current=2, stop_current=2.5))
     assert raised.value.field == "stop-current"
+
+
+def test_settings_not_given_keep_the_base_values() -> None:
+    base = build_thresholds(ThresholdSettings(start_current=6, stop_grace=60))
+    changed = build_thresholds(ThresholdSettings(stop_current=2), base=base)
+    assert (changed.start_current_a, changed.stop_current_a, changed.stop_grace_s) == (6, 2, 60)
+    assert changed.outage_close_s == 900
 
 
 def test_defaults_are_the_decided_ones() -> None:

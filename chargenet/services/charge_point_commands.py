@@ -1,0 +1,181 @@
+"""Commands to a charge point over the API (decisions.md §1 "Sessions over the API"): a session started and
+stopped (RemoteStartTransaction, RemoteStopTransaction), and Reset, UnlockConnector, ChangeAvailability and
+TriggerMessage.
+
+Each function finds the station behind a charge point or transaction (checking the caller's reach: `sessions:write`
+for sessions, `charge-points:write` for the other commands), sends the command through the `StationCommands`
+port, and turns the station's answer into a result or an error: `StationNotConnected` (503),
+`StationDidNotAnswer` (504), `StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema),
+`StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see). A command's lookup
+runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.scopes import Scope
+from chargenet.domain.tenants import (
+    ConnectorAddress,
+    StationLayout,
+    charge_point_connector_ids,
+    ocpp_connector_id,
+)
+from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
+from chargenet.ports import StationCommands
+from chargenet.services.callers import Caller
+from chargenet.services.localauth import validate_id_tag
+from chargenet.services.reach import reachable_on_site
+from chargenet.services.views import View, optional
+from chargenet.store.db import Transactions
+from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Station
+
+
+class CommandAnswer(View):
+    """The station's answer to a command (its `status`)."""
+
+    status: str
+
+
+class ConnectorAnswer(View):
+    connector_id: int
+    status: str
+
+
+class AvailabilityAnswer(View):
+    """The least favourable answer of the charge point's connectors, and each one's when there are several."""
+
+    status: str
+    connectors: list[ConnectorAnswer] | None = optional()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    station_id: str
+    ocpp_connector_id: int
+    layout: StationLayout
+    address: ConnectorAddress
+
+
+async def _target(
+    session: AsyncSession, caller: Caller, scope: Scope, charge_point_id: str, connector_id: int
+) -> Target:
+    point = await session.get(ChargePoint, charge_point_id)
+    point = await reachable_on_site(session, caller, scope, point, NotFound("charge point", charge_point_id))
+    station = await session.get(Station, point.station_id)
+    assert station is not None
+    layout = station.layout()
+    per = layout.connectors_per_charge_point
+    if connector_id < 0 or (per is not None and connector_id > per):
+        # A connector the charge point does not have is an object named in the body that does not exist.
+        raise NotFound("connector", f"{connector_id} of {charge_point_id}")
+    address = ConnectorAddress(charge_point_id, connector_id)
+    return Target(station.id, ocpp_connector_id(layout, address), layout, address)
+
+
+async def _command(edge: StationCommands, target: Target, action: str, payload: Payload) -> Payload:
+    return await edge.command(target.station_id, action, payload)
+
+
+def _accepted(station_id: str, action: str, answer: Payload) -> CommandAnswer:
+    status = str(answer.get("status"))
+    if status != "Accepted":
+        raise StationRejected(station_id, action, status)
+    return CommandAnswer(status=status)
+
+
+async def start_session(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    charge_point_id: str,
+    connector_id: int,
+    id_tag: str,
+) -> CommandAnswer:
+    """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
+    validate_id_tag(id_tag)
+    if connector_id < 1:
+        raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
+    async with reading() as session:
+        target = await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
+    payload = {"connectorId": target.ocpp_connector_id, "idTag": id_tag}
+    answer = await _command(edge, target, "RemoteStartTransaction", payload)
+    return _accepted(target.station_id, "RemoteStartTransaction", answer)
+
+
+async def stop_session(
+    reading: Transactions, edge: StationCommands, caller: Caller, *, transaction_id: int
+) -> CommandAnswer:
+    """RemoteStopTransaction, sent to the transaction's own station only."""
+    async with reading() as session:
+        missing = NotFound("transaction", str(transaction_id))
+        row = await session.get(EdgeTransaction, transaction_id)
+        if row is None:
+            metered = await session.get(MeterSession, transaction_id)
+            await reachable_on_site(session, caller, Scope.SESSIONS_WRITE, metered, missing)
+            raise Conflict(
+                f"transaction {transaction_id} was detected from a meter; it cannot be stopped remotely "
+                "and ends when the meter sees the charging stop"
+            )
+        row = await reachable_on_site(session, caller, Scope.SESSIONS_WRITE, row, missing)
+        if row.stopped_at is not None:
+            raise StationRejected(row.station_id, "RemoteStopTransaction", "AlreadyStopped")
+        station_id = row.station_id
+    answer = await edge.command(station_id, "RemoteStopTransaction", {"transactionId": transaction_id})
+    return _accepted(station_id, "RemoteStopTransaction", answer)
+
+
+async def charge_point_command(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    charge_point_id: str,
+    action: str,
+    payload: Payload,
+    connector_id: int = 0,
+) -> CommandAnswer:
+    """Reset, UnlockConnector, ChangeAvailability, TriggerMessage: the station's answer, whatever it is."""
+    async with reading() as session:
+        target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
+    if "connectorId" in payload:
+        payload = {**payload, "connectorId": target.ocpp_connector_id}
+    answer = await _command(edge, target, action, payload)
+    return CommandAnswer(status=str(answer.get("status")))
+
+
+# The least favourable answer of several stands for them all: a charge point is only as available as its
+# least available connector.
+_AVAILABILITY_ANSWERS = ("Rejected", "Scheduled", "Accepted")
+
+
+async def change_availability(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    charge_point_id: str,
+    connector_id: int,
+    availability: str,
+) -> AvailabilityAnswer:
+    """ChangeAvailability of one connector of a charge point, or with connector 0 of the whole charge point.
+
+    On a station with several charge points OCPP's connector 0 is the whole station, so a charge point's own
+    availability goes to each of its connectors, one command each; the answer is then the least favourable
+    status (Rejected, Scheduled, Accepted) with each connector's own under `connectors`."""
+    async with reading() as session:
+        target = await _target(session, caller, Scope.CHARGE_POINTS_WRITE, charge_point_id, connector_id)
+    ids = charge_point_connector_ids(target.layout, target.address)
+    statuses = []
+    for ocpp_id in ids:  # in turn: the station takes one command at a time anyway
+        answer = await _command(edge, target, "ChangeAvailability", {"connectorId": ocpp_id, "type": availability})
+        statuses.append(str(answer.get("status")))
+    if len(ids) == 1:
+        return AvailabilityAnswer(status=statuses[0])
+    worst = next((s for s in _AVAILABILITY_ANSWERS if s in statuses), statuses[0])
+    per_connector = [ConnectorAnswer(connector_id=j, status=s) for j, s in enumerate(statuses, start=1)]
+    return AvailabilityAnswer(status=worst, connectors=per_connector)
