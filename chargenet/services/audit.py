@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import assert_never
+from typing import TYPE_CHECKING, TypeAlias, assert_never
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,19 +29,21 @@ from chargenet.services.callers import Actor, ApiApplication, Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG, Store
-from chargenet.store.models import (
-    Application,
-    AuditRecord,
-    Company,
-    Group,
-    LocalAuthEntry,
-    Meter,
-    Operator,
-    Site,
-    Station,
-    Webhook,
-)
+from chargenet.store.models import AuditRecord
 from chargenet.workers import LoopWorker
+
+if TYPE_CHECKING:
+    from chargenet.store.models import (
+        Application,
+        Company,
+        Group,
+        LocalAuthEntry,
+        Meter,
+        Operator,
+        Site,
+        Station,
+        Webhook,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,9 @@ _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
 
 
 # What the audit log records changes to; `target` names each as the log shows it.
-Audited = Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook
+# A string, so that importing this module builds none of their mapped classes: a command that lists companies
+# imports the audit log's use cases, not every area's tables.
+Audited: TypeAlias = "Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,18 @@ class Target:
 
 
 def target(row: Audited) -> Target:
+    from chargenet.store.models import (
+        Application,
+        Company,
+        Group,
+        LocalAuthEntry,
+        Meter,
+        Operator,
+        Site,
+        Station,
+        Webhook,
+    )
+
     match row:
         case Company():
             return Target("company", row.id, row.id)
@@ -156,6 +172,8 @@ async def record_change(
     detail: Mapping[str, str] | None = None,
 ) -> None:
     """The audit record of `caller`'s change `action` (`"site.create"`) to `row`, in the change's transaction."""
+    from chargenet.store.models import Site
+
     named = target(row)
     company_id = named.company_id
     if company_id is None and named.site_id is not None:
