@@ -4,7 +4,7 @@ an axe-core scan of each, empty and filled, wide and narrow. Waits are on condit
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,17 +13,25 @@ from playwright.async_api import Browser, expect
 from sqlalchemy import insert
 from sqlalchemy.dialects import sqlite
 
+from chargenet.clock import ManualClock
+from chargenet.meters.runtime import MeterPolling
 from chargenet.services import meters, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.support.processes import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
+    """The console on a clock that stands still: the process's meter worker reads the meters once at its start,
+    before the test makes any, and then waits for its next reload (2 s on this clock), so it never polls the test's
+    meter nor replaces the poll health the test wrote for it with its own."""
+    async with served_console(tmp_path, clock=ManualClock(datetime.now(UTC))) as served:
+        [polling] = [worker for worker in served.context.workers if isinstance(worker, MeterPolling)]
+        await eventually(lambda: polling._configured)
         yield served
 
 

@@ -242,18 +242,18 @@ async def test_an_acknowledgement_is_committed_while_its_lane_waits_for_a_slow_r
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
     def answer(request: Received) -> Reply:
-        return Reply(204, delay=5.0 if tags([request.body]) == ["B"] else 0.0)
+        return Reply(204, delay=3600 if tags([request.body]) == ["B"] else 0.0)  # B is answered after the test
 
     harness = await make_harness(store, clock, tmp_path)
     async with run_receiver(answer) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B")
-        engine = harness.engine(timeout=10.0)
+        engine = harness.engine(timeout=60.0)  # B stays in flight for as long as the test may wait
         await engine.lease_once()
         await engine.fill_once()
         step = asyncio.create_task(engine.step(await harness.lane_id(webhook_id), window=32))
         try:
-            deadline = asyncio.get_running_loop().time() + 2.0
+            deadline = asyncio.get_running_loop().time() + 30.0
             while await _lane_state(store) != (1, 1):  # A's acknowledgement committed, B still in flight
                 assert asyncio.get_running_loop().time() < deadline, "A's acknowledgement waited for B's answer"
                 await asyncio.sleep(0.01)
