@@ -71,36 +71,26 @@ class Target:
 
 
 def target(row: Audited) -> Target:
-    from chargenet.store.models import (
-        Application,
-        Company,
-        Group,
-        LocalAuthEntry,
-        Meter,
-        Operator,
-        Site,
-        Station,
-        Webhook,
-    )
+    from chargenet.store import models  # here, not with the module: a command listing companies needs none
 
     match row:
-        case Company():
+        case models.Company():
             return Target("company", row.id, row.id)
-        case Site():
+        case models.Site():
             return Target("site", row.id, row.company_id)
-        case Station():
+        case models.Station():
             return Target("station", row.id, site_id=row.site_id)
-        case Meter():
+        case models.Meter():
             return Target("meter", row.id, site_id=row.site_id)
-        case LocalAuthEntry():
+        case models.LocalAuthEntry():
             return Target("local list entry", f"{row.site_id}/{row.id_tag}", site_id=row.site_id)
-        case Application():
+        case models.Application():
             return Target("application", row.client_id, row.company_id)
-        case Group():
+        case models.Group():
             return Target("group", row.id, row.company_id)
-        case Operator():
+        case models.Operator():
             return Target("operator", row.id, row.company_id)
-        case Webhook():
+        case models.Webhook():
             return Target("webhook", row.id, site_id=row.site_id)
     assert_never(row)
 
