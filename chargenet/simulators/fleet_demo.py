@@ -17,9 +17,9 @@ import logging
 import random
 
 from chargenet.context import AppContext
-from chargenet.errors import NotFound
-from chargenet.services import localauth, sites, stations
+from chargenet.services import localauth, sites
 from chargenet.services.callers import OPERATOR
+from chargenet.simulators import demo_site
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 
@@ -55,20 +55,9 @@ class DemoFleet:
                 upstream_url=self.central.url,
             )
             for station_id, _ in DEMO_STATIONS:
-                try:
-                    await stations.get_station(session, OPERATOR, station_id)
-                except NotFound:
-                    await stations.create_station(
-                        session,
-                        OPERATOR,
-                        context.keys.secret_hasher(),
-                        context.keys.credential_cipher(),
-                        site_id=self._site_id,
-                        station_id=station_id,
-                        password=DEMO_AUTHORIZATION_KEY,
-                        connectors=2,
-                        now=now,
-                    )
+                await demo_site.ensure_station(
+                    context, session, self._site_id, station_id, password=DEMO_AUTHORIZATION_KEY
+                )
             await localauth.add_entry(session, OPERATOR, site_id=self._site_id, id_tag=DEMO_STATIONS[0][1], now=now)
         context.on_shutdown.append(self.central.stop)
 

@@ -13,12 +13,12 @@ import logging
 from pathlib import Path
 
 from chargenet.context import AppContext
-from chargenet.errors import NotFound
 from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile
-from chargenet.services import meters, stations
+from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import every_page
+from chargenet.simulators import demo_site
 from chargenet.simulators.meter import MeterServer, ScriptStep, SimulatedMeter, play
 from chargenet.simulators.serial_bus import AsyncSerialBus
 
@@ -57,19 +57,7 @@ class DemoMeters:
         self._meters.append(tcp_meter)
         rtu_device = await self._start_rtu(context.settings.data_dir)
         async with context.store.transaction() as session:
-            try:
-                await stations.get_station(session, OPERATOR, DEMO_STATION)
-            except NotFound:
-                await stations.create_station(
-                    session,
-                    OPERATOR,
-                    context.keys.secret_hasher(),
-                    context.keys.credential_cipher(),
-                    site_id=self._site_id,
-                    station_id=DEMO_STATION,
-                    now=clock.now(),
-                    connectors=2,
-                )
+            await demo_site.ensure_station(context, session, self._site_id, DEMO_STATION)
             listed = await every_page(lambda page: meters.list_meters(session, OPERATOR, page, site_id=self._site_id))
             for existing in listed:
                 if existing.station_id == DEMO_STATION:
