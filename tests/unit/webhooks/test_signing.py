@@ -82,6 +82,28 @@ def _verify(headers: dict[str, str], algorithm: SignatureAlgorithm, public_key: 
     return verifier.verify(Request(), max_age=None, body=BODY)
 
 
+def _webhook_headers(key: Any, **options: Any) -> dict[str, str]:
+    """The webhook's signature headers with `key`, over URL, REQUEST_ID, BODY and CREATED unless `options` say
+    otherwise."""
+    return webhook_signature_headers(
+        **{"url": URL, "request_id": REQUEST_ID, "body": BODY, "created": CREATED, "key": key, **options}
+    )
+
+
+def _legacy_base(alg: str) -> bytes:
+    """The RFC 9421 signature base a legacy signature is made over: method, path and request id."""
+    return (
+        '"@method": POST\n"@path": /hooks/chargenet\n'
+        f'"x-request-id": {REQUEST_ID}\n'
+        f'"@signature-params": ("@method" "@path" "x-request-id");created={CREATED};keyid="sign";alg="{alg}"'
+    ).encode()
+
+
+@pytest.fixture(scope="module")
+def rsa_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 def test_rfc9421_b26_ed25519_signature_is_reproduced_byte_for_byte() -> None:
     signed = _sign_vector("B.2.6")
     vector = _vector("B.2.6")
@@ -108,8 +130,7 @@ def test_content_digest_is_sha256_of_the_body_as_a_byte_sequence() -> None:
 
 
 def test_rfc9421_headers_cover_method_path_request_id_and_content_digest() -> None:
-    key = ed25519.Ed25519PrivateKey.generate()
-    headers = webhook_signature_headers(url=URL, request_id=REQUEST_ID, body=BODY, created=CREATED, key=key)
+    headers = _webhook_headers(ed25519.Ed25519PrivateKey.generate())
     assert headers["Signature-Input"] == (
         f'sig1=("@method" "@path" "x-request-id" "content-digest");created={CREATED};keyid="sign";alg="ed25519"'
     )
@@ -119,42 +140,27 @@ def test_rfc9421_headers_cover_method_path_request_id_and_content_digest() -> No
 
 def test_ed25519_webhook_signature_verifies_with_an_independent_verifier() -> None:
     key = ed25519.Ed25519PrivateKey.generate()
-    headers = webhook_signature_headers(url=URL, request_id=REQUEST_ID, body=BODY, created=CREATED, key=key)
+    headers = _webhook_headers(key)
     results = _verify(headers, SignatureAlgorithm.ED25519, key.public_key())
     assert results[0].body == BODY
 
 
-def test_rsa_pss_sha512_webhook_signature_verifies_with_an_independent_verifier() -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    headers = webhook_signature_headers(
-        url=URL,
-        request_id=REQUEST_ID,
-        body=BODY,
-        created=CREATED,
-        key=key,
-        algorithm=SignatureAlgorithm.RSA_PSS_SHA512,
-    )
-    results = _verify(headers, SignatureAlgorithm.RSA_PSS_SHA512, key.public_key())
+def test_rsa_pss_sha512_webhook_signature_verifies_with_an_independent_verifier(rsa_key: rsa.RSAPrivateKey) -> None:
+    headers = _webhook_headers(rsa_key, algorithm=SignatureAlgorithm.RSA_PSS_SHA512)
+    results = _verify(headers, SignatureAlgorithm.RSA_PSS_SHA512, rsa_key.public_key())
     assert results[0].parameters["alg"] == "rsa-pss-sha512"
 
 
 def test_changed_body_fails_the_content_digest_check() -> None:
     key = ed25519.Ed25519PrivateKey.generate()
-    headers = webhook_signature_headers(url=URL, request_id=REQUEST_ID, body=b'{"a":2}', created=CREATED, key=key)
+    headers = _webhook_headers(key, body=b'{"a":2}')
     with pytest.raises(Exception, match="Content-Digest"):
         _verify(headers, SignatureAlgorithm.ED25519, key.public_key())
 
 
-def test_legacy_headers_use_the_unquoted_per_event_syntax() -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    headers = webhook_signature_headers(
-        url=URL,
-        request_id=REQUEST_ID,
-        body=BODY,
-        created=CREATED,
-        key=key,
-        algorithm=SignatureAlgorithm.RSA_PSS_SHA256,
-        signature_format=SignatureFormat.LEGACY,
+def test_legacy_headers_use_the_unquoted_per_event_syntax(rsa_key: rsa.RSAPrivateKey) -> None:
+    headers = _webhook_headers(
+        rsa_key, algorithm=SignatureAlgorithm.RSA_PSS_SHA256, signature_format=SignatureFormat.LEGACY
     )
     assert headers["Signature-Input"] == (
         f"sig1=created={CREATED};keyId=sign;alg=rsa-pss-sha256;headers=@method @path x-request-id"
@@ -163,70 +169,33 @@ def test_legacy_headers_use_the_unquoted_per_event_syntax() -> None:
     assert headers["Signature"].startswith("sig1=") and not headers["Signature"].startswith("sig1=:")
 
 
-def test_legacy_signature_is_made_over_the_rfc9421_base_of_the_three_components() -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    headers = webhook_signature_headers(
-        url=URL,
-        request_id=REQUEST_ID,
-        body=BODY,
-        created=CREATED,
-        key=key,
-        algorithm=SignatureAlgorithm.RSA_PSS_SHA256,
-        signature_format=SignatureFormat.LEGACY,
+def test_legacy_signature_is_made_over_the_rfc9421_base_of_the_three_components(rsa_key: rsa.RSAPrivateKey) -> None:
+    headers = _webhook_headers(
+        rsa_key, algorithm=SignatureAlgorithm.RSA_PSS_SHA256, signature_format=SignatureFormat.LEGACY
     )
-    base = (
-        '"@method": POST\n"@path": /hooks/chargenet\n'
-        f'"x-request-id": {REQUEST_ID}\n'
-        f'"@signature-params": ("@method" "@path" "x-request-id");created={CREATED};keyid="sign";alg="rsa-pss-sha256"'
-    ).encode()
     signature = base64.b64decode(headers["Signature"].removeprefix("sig1="))
-    key.public_key().verify(
-        signature, base, padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=32), hashes.SHA256()
+    rsa_key.public_key().verify(
+        signature,
+        _legacy_base("rsa-pss-sha256"),
+        padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=32),
+        hashes.SHA256(),
     )
 
 
 def test_legacy_ed25519_signature_verifies_over_the_same_base() -> None:
     key = ed25519.Ed25519PrivateKey.generate()
-    headers = webhook_signature_headers(
-        url=URL,
-        request_id=REQUEST_ID,
-        body=BODY,
-        created=CREATED,
-        key=key,
-        signature_format=SignatureFormat.LEGACY,
-    )
-    base = (
-        '"@method": POST\n"@path": /hooks/chargenet\n'
-        f'"x-request-id": {REQUEST_ID}\n'
-        f'"@signature-params": ("@method" "@path" "x-request-id");created={CREATED};keyid="sign";alg="ed25519"'
-    ).encode()
-    key.public_key().verify(base64.b64decode(headers["Signature"].removeprefix("sig1=")), base)
+    headers = _webhook_headers(key, signature_format=SignatureFormat.LEGACY)
+    key.public_key().verify(base64.b64decode(headers["Signature"].removeprefix("sig1=")), _legacy_base("ed25519"))
 
 
-def test_rsa_pss_sha256_is_refused_in_the_rfc9421_format() -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+def test_rsa_pss_sha256_is_refused_in_the_rfc9421_format(rsa_key: rsa.RSAPrivateKey) -> None:
     with pytest.raises(InvalidInput, match="legacy"):
-        webhook_signature_headers(
-            url=URL,
-            request_id=REQUEST_ID,
-            body=BODY,
-            created=CREATED,
-            key=key,
-            algorithm=SignatureAlgorithm.RSA_PSS_SHA256,
-        )
+        _webhook_headers(rsa_key, algorithm=SignatureAlgorithm.RSA_PSS_SHA256)
 
 
 def test_key_of_the_wrong_type_is_refused() -> None:
-    key = ed25519.Ed25519PrivateKey.generate()
     with pytest.raises(InvalidInput, match="RSAPrivateKey"):
-        webhook_signature_headers(
-            url=URL,
-            request_id=REQUEST_ID,
-            body=BODY,
-            created=CREATED,
-            key=key,
-            algorithm=SignatureAlgorithm.RSA_PSS_SHA512,
-        )
+        _webhook_headers(ed25519.Ed25519PrivateKey.generate(), algorithm=SignatureAlgorithm.RSA_PSS_SHA512)
 
 
 @pytest.mark.parametrize(
@@ -240,9 +209,7 @@ def test_key_of_the_wrong_type_is_refused() -> None:
 )
 def test_webhook_signature_base_is_the_general_signers_base(url: str, signature_format: SignatureFormat) -> None:
     key = ed25519.Ed25519PrivateKey.generate()
-    headers = webhook_signature_headers(
-        url=url, request_id=REQUEST_ID, body=BODY, created=CREATED, key=key, signature_format=signature_format
-    )
+    headers = _webhook_headers(key, url=url, signature_format=signature_format)
     legacy = signature_format is SignatureFormat.LEGACY
     covered = [("x-request-id", REQUEST_ID)] + ([] if legacy else [("Content-Digest", content_digest(BODY))])
     general = sign_message(
