@@ -3,18 +3,54 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from chargenet.clock import ManualClock
 from chargenet.edge.protocol.authorize import UpstreamState
+from chargenet.edge.protocol.frames import Payload
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, StationPresence, UpstreamMessage
 from tests.integration.edge.conftest import Served
+
+
+@contextlib.asynccontextmanager
+async def station_behind(
+    served: Served, cpo: SimulatedCentralSystem, *, upstream_down: bool
+) -> AsyncIterator[SimulatedStation]:
+    """Station CS-1 connected to the edge, its site pointed at `cpo`: stopped before the station connects
+    (`upstream_down`), or linked to it."""
+    await served.point_site_at(cpo)
+    if upstream_down:
+        await cpo.stop()
+    station = served.station()
+    await station.connect()
+    if not upstream_down:
+        await cpo.wait_connected("CS-1")
+    try:
+        yield station
+    finally:
+        await station.close()
+
+
+@pytest.fixture
+async def upstream_up(served_manual: Served, cpo: SimulatedCentralSystem) -> AsyncIterator[SimulatedStation]:
+    """A station linked through the edge to the upstream, on a server whose clock the test moves."""
+    async with station_behind(served_manual, cpo, upstream_down=False) as station:
+        yield station
+
+
+@pytest.fixture
+async def upstream_down(served_manual: Served, cpo: SimulatedCentralSystem) -> AsyncIterator[SimulatedStation]:
+    """A station connected while its site's upstream is down, on a server whose clock the test moves."""
+    async with station_behind(served_manual, cpo, upstream_down=True) as station:
+        yield station
 
 
 @pytest.fixture
@@ -52,6 +88,25 @@ async def settle(predicate, within: float = 10) -> None:  # type: ignore[no-unty
             await asyncio.sleep(0.05)
 
 
+async def mapped(served: Served, edge_id: int) -> int | None:
+    """The upstream's id of the edge's transaction `edge_id`, once it has one."""
+
+    async def linked() -> bool:
+        return await upstream_id_of(served, edge_id) is not None
+
+    await settle(linked)
+    return await upstream_id_of(served, edge_id)
+
+
+async def drained(served: Served) -> None:
+    """Wait until nothing is queued for the upstream."""
+
+    async def empty() -> bool:
+        return await queued(served) == []
+
+    await settle(empty)
+
+
 async def upstream_gone(served: Served) -> None:
     async def away() -> bool:
         return served.edge._links["CS-1"].upstream_state is not UpstreamState.CONNECTED
@@ -59,10 +114,39 @@ async def upstream_gone(served: Served) -> None:
     await settle(away)
 
 
+async def accepted_then_gone(
+    served: Served, station: SimulatedStation, cpo: SimulatedCentralSystem, id_tag: str
+) -> None:
+    """`id_tag` authorized by the upstream (Accepted, no expiry date), which then goes away."""
+    cpo.tags[id_tag] = "Accepted"
+    await station.authorize(id_tag)
+    await cpo.stop()
+    await upstream_gone(served)
+
+
 def manual_clock(served: Served) -> ManualClock:
     clock = served.context.clock
     assert isinstance(clock, ManualClock)
     return clock
+
+
+async def charged_while_down(station: SimulatedStation) -> int:
+    """A whole transaction of TAG1 on connector 1, left queued for the upstream; its edge id."""
+    started = await station.start(1, "TAG1", 10)
+    await station.stop(started["transactionId"], 1000)
+    return int(started["transactionId"])
+
+
+async def answered_past_the_timeout(
+    served: Served, cpo: SimulatedCentralSystem, action: str, sent: Coroutine[Any, Any, Payload]
+) -> Payload:
+    """The edge's answer to the station's `sent` while the upstream holds back its answer to `action` (until
+    `cpo.release`) past the edge's upstream timeout."""
+    cpo.hold.add(action)
+    answering = asyncio.create_task(sent)
+    await cpo.wait_for("CS-1", action)
+    manual_clock(served).advance(served.edge.upstream_timeout.total_seconds())
+    return await answering
 
 
 async def come_back(cpo: SimulatedCentralSystem, clock: ManualClock) -> None:
@@ -216,14 +300,10 @@ async def test_start_whose_tag_the_upstream_does_not_accept_is_still_its_transac
 
 
 async def test_replayed_start_whose_tag_the_upstream_does_not_accept_is_followed_by_its_messages(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
+    served, clock, station = served_manual, manual_clock(served_manual), upstream_down
     cpo.tags["BAD"] = "Invalid"
-    await cpo.stop()
-    station = served.station()
-    await station.connect()
     started = await station.start(1, "BAD", 10)
     await station.meter_values(1, started["transactionId"], 500)
     await station.stop(started["transactionId"], 1000)
@@ -232,7 +312,6 @@ async def test_replayed_start_whose_tag_the_upstream_does_not_accept_is_followed
     assert not await upstream_refused(served, started["transactionId"])
     sent = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
     assert sent == ["StartTransaction", "MeterValues", "StopTransaction"]
-    await station.close()
 
 
 async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids(
@@ -252,11 +331,7 @@ async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids
     assert len(await served.events("StartTransaction")) == 1
     await cpo.start()
     await cpo.wait_for("CS-1", "StopTransaction", within=40)
-
-    async def drained() -> bool:
-        return await queued(served) == []
-
-    await settle(drained)
+    await drained(served)
     actions = [a for a, _ in cpo.calls["CS-1"] if a in ("StartTransaction", "MeterValues", "StopTransaction")]
     assert actions == ["StartTransaction", "MeterValues", "StopTransaction"]
     assert cpo.received("CS-1", "StopTransaction")[0]["transactionId"] == 90001
@@ -266,15 +341,10 @@ async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids
 
 
 async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    await cpo.stop()
-    station = served.station()
-    await station.connect()
-    started = await station.start(1, "TAG1", 10)
-    await station.stop(started["transactionId"], 1000)
+    served, clock, station = served_manual, manual_clock(served_manual), upstream_down
+    await charged_while_down(station)
     await come_back(cpo, clock)
     await replay_all(served, clock)
     answer = await station.start(2, "NEWTAG", 0)
@@ -282,31 +352,20 @@ async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
     assert cpo.received("CS-1", "StartTransaction")[-1]["idTag"] == "NEWTAG"
     assert await upstream_id_of(served, answer["transactionId"]) == 90002
     assert await queued(served) == []
-    await station.close()
 
 
 async def test_a_new_start_waits_behind_the_backlog_even_with_the_upstream_back(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    await cpo.stop()
-    station = served.station()
-    await station.connect()
-    started = await station.start(1, "TAG1", 10)
-    await station.stop(started["transactionId"], 1000)
+    served, clock, station = served_manual, manual_clock(served_manual), upstream_down
+    edge_id = await charged_while_down(station)
     await come_back(cpo, clock)
-
-    async def first_start_replayed() -> bool:
-        return await upstream_id_of(served, started["transactionId"]) is not None
-
-    await settle(first_start_replayed)  # the stop now waits out the replay throttle, which the clock holds
+    await mapped(served, edge_id)  # the stop now waits out the replay throttle, which the clock holds
     await station.start(2, "NEWTAG", 0)
     assert await queued(served) == ["StopTransaction", "StartTransaction"]
     await replay_all(served, clock)
     sent = [(a, p.get("idTag")) for a, p in cpo.calls["CS-1"] if a in ("StartTransaction", "StopTransaction")]
     assert sent == [("StartTransaction", "TAG1"), ("StopTransaction", None), ("StartTransaction", "NEWTAG")]
-    await station.close()
 
 
 async def test_upstream_going_down_mid_transaction_queues_the_stop(
@@ -322,61 +381,33 @@ async def test_upstream_going_down_mid_transaction_queues_the_stop(
 
 
 async def test_slow_upstream_gets_the_start_once_and_its_late_answer_is_mapped(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_up: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    station = served.station()
-    await station.connect()
-    await cpo.wait_connected("CS-1")
-    cpo.hold.add("StartTransaction")
-    starting = asyncio.create_task(station.start(1, "TAG1", 10))
-    await cpo.wait_for("CS-1", "StartTransaction")
-    clock.advance(served.edge.upstream_timeout.total_seconds())
-    started = await starting  # answered by the edge when the upstream's time ran out
+    served, station = served_manual, upstream_up
+    started = await answered_past_the_timeout(served, cpo, "StartTransaction", station.start(1, "TAG1", 10))
     assert started["transactionId"] > 0
     cpo.release("StartTransaction")
-
-    async def linked() -> bool:
-        return await upstream_id_of(served, started["transactionId"]) is not None
-
-    await settle(linked)
-    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert await mapped(served, started["transactionId"]) == 90001
     assert await queued(served) == []
     assert len(cpo.received("CS-1", "StartTransaction")) == 1
-    await station.close()
 
 
-async def test_slow_upstream_gets_the_stop_once(served_manual: Served, cpo: SimulatedCentralSystem) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    station = served.station()
-    await station.connect()
-    await cpo.wait_connected("CS-1")
+async def test_slow_upstream_gets_the_stop_once(
+    served_manual: Served, upstream_up: SimulatedStation, cpo: SimulatedCentralSystem
+) -> None:
+    served, station = served_manual, upstream_up
     started = await station.start(1, "TAG1", 10)
-    cpo.hold.add("StopTransaction")
-    stopping = asyncio.create_task(station.stop(started["transactionId"], 900))
-    await cpo.wait_for("CS-1", "StopTransaction")
-    clock.advance(served.edge.upstream_timeout.total_seconds())
-    assert await stopping == {}
+    stopping = station.stop(started["transactionId"], 900)
+    assert await answered_past_the_timeout(served, cpo, "StopTransaction", stopping) == {}
     cpo.release("StopTransaction")
-
-    async def drained() -> bool:
-        return await queued(served) == []
-
-    await settle(drained)
+    await drained(served)
     assert len(cpo.received("CS-1", "StopTransaction")) == 1
-    await station.close()
 
 
 async def test_replayed_start_answered_late_is_not_sent_again(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    await cpo.stop()
-    station = served.station()
-    await station.connect()
+    served, clock, station = served_manual, manual_clock(served_manual), upstream_down
     started = await station.start(1, "TAG1", 10)
     cpo.hold.add("StartTransaction")
     await come_back(cpo, clock)
@@ -384,50 +415,27 @@ async def test_replayed_start_answered_late_is_not_sent_again(
     clock.advance(served.edge.upstream_timeout.total_seconds())
     await asyncio.sleep(0.05)  # the replay sees its timeout
     cpo.release("StartTransaction")
-
-    async def linked() -> bool:
-        return await upstream_id_of(served, started["transactionId"]) is not None
-
-    await settle(linked)
-    assert await upstream_id_of(served, started["transactionId"]) == 90001
+    assert await mapped(served, started["transactionId"]) == 90001
     assert len(cpo.received("CS-1", "StartTransaction")) == 1
-    await station.close()
 
 
 async def test_start_unanswered_when_the_upstream_link_drops_is_sent_again_after_it_returns(
-    served_manual: Served, cpo: SimulatedCentralSystem
+    served_manual: Served, upstream_up: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    served, clock = served_manual, manual_clock(served_manual)
-    await served.point_site_at(cpo)
-    station = served.station()
-    await station.connect()
-    await cpo.wait_connected("CS-1")
-    cpo.hold.add("StartTransaction")
-    starting = asyncio.create_task(station.start(1, "TAG1", 10))
-    await cpo.wait_for("CS-1", "StartTransaction")
-    clock.advance(served.edge.upstream_timeout.total_seconds())
-    started = await starting
+    served, station = served_manual, upstream_up
+    started = await answered_past_the_timeout(served, cpo, "StartTransaction", station.start(1, "TAG1", 10))
     await cpo.stop()
     cpo.release("StartTransaction")  # too late: the connection it came on is gone
-    await come_back(cpo, clock)
+    await come_back(cpo, manual_clock(served))
     await cpo.wait_for("CS-1", "StartTransaction", count=2)
-
-    async def linked() -> bool:
-        return await upstream_id_of(served, started["transactionId"]) is not None
-
-    await settle(linked)
-    assert await upstream_id_of(served, started["transactionId"]) == 90002
+    assert await mapped(served, started["transactionId"]) == 90002
     assert len(cpo.received("CS-1", "StartTransaction")) == 2
-    await station.close()
 
 
 async def test_upstream_away_uses_the_cached_answer(
     served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    cpo.tags["CARD"] = "Accepted"
-    await proxied.authorize("CARD")
-    await cpo.stop()
-    await upstream_gone(served)
+    await accepted_then_gone(served, proxied, cpo, "CARD")
     assert (await proxied.authorize("CARD"))["idTagInfo"]["status"] == "Accepted"
     assert (await proxied.authorize("NEVER-SEEN"))["idTagInfo"]["status"] == "Invalid"
 
@@ -435,10 +443,7 @@ async def test_upstream_away_uses_the_cached_answer(
 async def test_cached_answer_without_an_expiry_date_is_given_without_one(
     served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
-    cpo.tags["CARD"] = "Accepted"
-    await proxied.authorize("CARD")
-    await cpo.stop()
-    await upstream_gone(served)
+    await accepted_then_gone(served, proxied, cpo, "CARD")
     assert (await proxied.authorize("CARD"))["idTagInfo"] == {"status": "Accepted"}
 
 
