@@ -139,6 +139,17 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         await drop_pg_database(url)
 
 
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """An empty PostgreSQL database, for tests whose processes share one: PostgreSQL only, as SQLite has one
+    writer."""
+    url = await create_pg_database()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file at the latest schema, made once per worker: copying it costs a thousandth of migrating."""

@@ -12,12 +12,10 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import argon2
 import httpx
-import pytest
 import uvicorn
 
 from chargenet.app import create_app, open_context
@@ -25,26 +23,11 @@ from chargenet.config import load_settings
 from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
-from chargenet.store import schema
-from chargenet.store.db import Store
 from tests.browser.console import free_port
-from tests.conftest import create_pg_database, drop_pg_database
 from tests.support.sse import next_row
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    first = Store(url)
-    await schema.prepare_schema(first)
-    await first.dispose()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
 
 
 async def serve_elsewhere(data_dir: Path, pg_url: str, port: int) -> asyncio.subprocess.Process:

@@ -34,7 +34,6 @@ from chargenet.simulators.station import Payload, SimulatedStation
 from chargenet.store.db import Store
 from chargenet.store.models import StationCommand, StationPresence
 from chargenet.webhooks.outbound_auth import NoAuth
-from tests.conftest import create_pg_database, drop_pg_database
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
 from tests.support.receiver import Receiver, run_receiver
 from tests.support.sse import next_row
@@ -132,15 +131,6 @@ class Deployment:
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.origin, verify=self.tls, timeout=40)
-
-
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
 
 
 @pytest.fixture
