@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from chargenet.clock import ManualClock
+from chargenet.keys import KeyStore
 from chargenet.meters.errors import MeterUnreachable
+from chargenet.meters.profiles import get_profile
 from chargenet.meters.readings import Reading
 from chargenet.simulators import serial_bus
+from chargenet.simulators.meter import MeterServer, SimulatedMeter
+from chargenet.store.db import Store
+from tests.factories import Tenant, make_tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +30,21 @@ def pty_pair(tmp_path: Path) -> Iterator[PtyPair]:
     """A real pseudo-terminal pair joined back to back: the meters' end and the poller's end of one RS-485 "bus"."""
     with serial_bus.running(tmp_path / "ttyS_meters", tmp_path / "ttyS_poller") as (server, client):
         yield PtyPair(server, client)
+
+
+@pytest.fixture
+async def tenant(store: Store, clock: ManualClock, tmp_path: Path) -> Tenant:
+    return await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
+
+
+@pytest.fixture
+async def meter(clock: ManualClock) -> AsyncIterator[tuple[SimulatedMeter, MeterServer]]:
+    """An SDM630 at unit 1, its counter at 1000 kWh, on pymodbus's real TCP server."""
+    simulated = SimulatedMeter(get_profile("sdm630"), unit_id=1, energy_wh=1_000_000)
+    simulated.advance(clock.now())
+    server = await MeterServer.tcp([simulated], clock)
+    yield simulated, server
+    await server.stop()
 
 
 @dataclass

@@ -6,9 +6,45 @@ from typing import Any
 from sqlalchemy import select
 
 from chargenet.clock import ManualClock
-from chargenet.meters.runtime import MeterPolling
+from chargenet.meters.modbus import ModbusLink
+from chargenet.meters.runtime import LinkFactory, MeterPolling
+from chargenet.outbox import Outbox
+from chargenet.services import meters as meter_service
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import OutboxEvent
+from tests.factories import Tenant
+
+
+async def add_meter(store: Store, clock: ManualClock, tenant: Tenant, **options: object) -> str:
+    """An SDM630 at unit 1 for the tenant's station, on the bus `options` name (`tcp=`, or `rtu=` and `baud=`),
+    with what else they set; its id."""
+    async with store.transaction() as session:
+        view = await meter_service.create_meter(
+            session,
+            OPERATOR,
+            site_id=tenant.site_id,
+            station_id=tenant.station_id,
+            profile="sdm630",
+            unit_id=1,
+            now=clock.now(),
+            **options,  # type: ignore[arg-type]
+        )
+    return view.id
+
+
+async def start_polling(store: Store, clock: ManualClock, link_factory: LinkFactory = ModbusLink) -> MeterPolling:
+    """A process's meter polling, with the buses the store configures."""
+    polling = MeterPolling(store, Outbox(clock), clock, link_factory=link_factory)
+    await polling.reload()
+    return polling
+
+
+def close(*processes: MeterPolling) -> None:
+    """Close the links of every bus the processes poll."""
+    for polling in processes:
+        for poller in polling.pollers.values():
+            poller.link.close()
 
 
 async def poll(polling: MeterPolling, clock: ManualClock, seconds: float, *, interval: float = 5) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,66 +16,57 @@ from sqlalchemy import select
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
 from chargenet.meters.lease import LEASE_DURATION, RENEW_INTERVAL_S
-from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.outbox import Outbox
-from chargenet.services import meters as meter_service
-from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store import schema
 from chargenet.store.db import Store
 from chargenet.store.models import MeterBusLease
-from tests.conftest import create_pg_database, drop_pg_database
 from tests.factories import Tenant, make_tenant
-from tests.integration.meters.helpers import payloads
+from tests.integration.meters.helpers import add_meter, close, payloads
 from tests.support.processes import eventually
 
 
 @pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    first = Store(url)
-    await schema.prepare_schema(first)
-    await first.dispose()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
-
-
-@pytest.fixture
 async def stores(pg_url: str) -> AsyncIterator[tuple[Store, Store]]:
-    """Two processes' stores on one PostgreSQL database."""
+    """Two processes' stores on one PostgreSQL database at the latest schema."""
     a, b = Store(pg_url), Store(pg_url)
     try:
+        await schema.prepare_schema(a)
         yield a, b
     finally:
         await a.dispose()
         await b.dispose()
 
 
-@pytest.fixture
-async def meter(clock: ManualClock) -> AsyncIterator[tuple[SimulatedMeter, MeterServer]]:
-    simulated = SimulatedMeter(get_profile("sdm630"), unit_id=1, energy_wh=1_000_000)
-    simulated.advance(clock.now())
-    server = await MeterServer.tcp([simulated], clock)
-    yield simulated, server
-    await server.stop()
-
-
 async def configure(store: Store, clock: ManualClock, tmp_path: Path, server: MeterServer) -> Tenant:
     tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
-    async with store.transaction() as session:
-        await meter_service.create_meter(
-            session,
-            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
-            tcp=f"127.0.0.1:{server.port}", now=clock.now(),
-        )  # fmt: skip
+    await add_meter(store, clock, tenant, tcp=f"127.0.0.1:{server.port}")
     return tenant
 
 
 def process(store: Store, clock: ManualClock, owner: str) -> MeterPolling:
     return MeterPolling(store, Outbox(clock), clock, owner=owner)
+
+
+@dataclass(frozen=True)
+class Processes:
+    """Processes "a" and "b" on one database, each with its own store, and the meter on a bus neither has looked
+    at yet."""
+
+    a: MeterPolling
+    b: MeterPolling
+    meter: SimulatedMeter
+    store: Store  # a's, to read what was published
+
+
+@pytest.fixture
+async def processes(
+    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
+) -> Processes:
+    simulated, server = meter
+    await configure(stores[0], clock, tmp_path, server)
+    return Processes(process(stores[0], clock, "a"), process(stores[1], clock, "b"), simulated, stores[0])
 
 
 async def step(clock: ManualClock, seconds: float, *processes: MeterPolling, every: float = RENEW_INTERVAL_S) -> None:
@@ -91,44 +83,28 @@ def reads(polling: MeterPolling) -> int:
     return sum(poller.health.reads for poller in polling.pollers.values())
 
 
-def close(*processes: MeterPolling) -> None:
-    for polling in processes:
-        for poller in polling.pollers.values():
-            poller.link.close()
-
-
-async def test_two_processes_poll_a_bus_exactly_once(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
-) -> None:
-    _, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+async def test_two_processes_poll_a_bus_exactly_once(clock: ManualClock, processes: Processes) -> None:
+    a, b = processes.a, processes.b
     await step(clock, 60, a, b)
     assert (len(a.pollers), len(b.pollers)) == (1, 0)
     assert reads(a) == 12 and b.sessions.meters == {}
 
 
-async def test_two_processes_charging_publish_one_start_and_one_stop(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
-) -> None:
-    simulated, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+async def test_two_processes_charging_publish_one_start_and_one_stop(clock: ManualClock, processes: Processes) -> None:
+    a, b, simulated = processes.a, processes.b, processes.meter
     await step(clock, 30, b, a)
     simulated.set_load(clock.now(), 16.0)
     await step(clock, 600, b, a, every=5)
     simulated.set_load(clock.now(), 0.0)
     await step(clock, 300, b, a, every=5)
     close(a, b)
-    assert [kind for kind, _ in await payloads(stores[0])] == ["StartTransaction", "StopTransaction"]
+    assert [kind for kind, _ in await payloads(processes.store)] == ["StartTransaction", "StopTransaction"]
 
 
 async def test_bus_of_a_holder_that_stopped_renewing_is_taken_over_within_the_lease_expiry(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
+    clock: ManualClock, processes: Processes
 ) -> None:
-    _, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+    a, b = processes.a, processes.b
     await step(clock, 10, a, b)
     assert b.pollers == {}
     waited = 0.0
@@ -141,32 +117,26 @@ async def test_bus_of_a_holder_that_stopped_renewing_is_taken_over_within_the_le
     assert reads(b) >= 4
 
 
-async def test_takeover_mid_session_resumes_the_same_transaction(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
-) -> None:
-    simulated, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+async def test_takeover_mid_session_resumes_the_same_transaction(clock: ManualClock, processes: Processes) -> None:
+    a, b, simulated = processes.a, processes.b, processes.meter
     simulated.set_load(clock.now(), 16.0)
     await step(clock, 600, a, b, every=5)
-    [(_, start)] = await payloads(stores[0])
+    [(_, start)] = await payloads(processes.store)
     close(a)  # a dies mid-session
     await step(clock, 60, b)
     assert b.sessions.meters and next(iter(b.sessions.meters.values())).transaction_id == start["transactionId"]
     simulated.set_load(clock.now(), 0.0)
     await step(clock, 300, b, every=5)
     close(b)
-    (_, start_again), (stop_type, stop) = await payloads(stores[0])
+    (_, start_again), (stop_type, stop) = await payloads(processes.store)
     assert start_again == start and stop_type == "StopTransaction"
     assert stop["transactionId"] == start["transactionId"] and stop["reason"] == "Other"
 
 
 async def test_frozen_holder_that_wakes_after_a_takeover_writes_nothing_for_the_bus(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
+    clock: ManualClock, processes: Processes
 ) -> None:
-    simulated, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+    a, b, simulated = processes.a, processes.b, processes.meter
     simulated.set_load(clock.now(), 16.0)
     await step(clock, 60, a, b, every=5)
     await step(clock, 1200, b, every=5)  # a is frozen for 20 minutes; b takes the bus and resumes the session
@@ -178,18 +148,14 @@ async def test_frozen_holder_that_wakes_after_a_takeover_writes_nothing_for_the_
     simulated.set_load(clock.now(), 0.0)
     await step(clock, 300, a, b, every=5)
     close(a, b)
-    (start_type, start), (stop_type, stop) = await payloads(stores[0])
+    (start_type, start), (stop_type, stop) = await payloads(processes.store)
     assert (start_type, stop_type) == ("StartTransaction", "StopTransaction")
     assert stop["transactionId"] == start["transactionId"] and stop["reason"] == "Other"
     assert stop["meterStop"] - stop["meterStart"] == pytest.approx(16 * 230 * 3 * (1265 / 3600) / 1000, abs=0.2)
 
 
-async def test_stopped_worker_releases_its_buses_for_another_process(
-    stores: tuple[Store, Store], clock: ManualClock, tmp_path: Path, meter: tuple[SimulatedMeter, MeterServer]
-) -> None:
-    _, server = meter
-    await configure(stores[0], clock, tmp_path, server)
-    a, b = process(stores[0], clock, "a"), process(stores[1], clock, "b")
+async def test_stopped_worker_releases_its_buses_for_another_process(clock: ManualClock, processes: Processes) -> None:
+    a, b = processes.a, processes.b
     stopping = asyncio.Event()
     worker = asyncio.create_task(a.run(stopping))
     await eventually(lambda: bool(a.buses))

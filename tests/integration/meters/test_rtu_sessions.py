@@ -8,15 +8,13 @@ from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
 from chargenet.meters.bus import SerialLine
 from chargenet.meters.profiles import get_profile
-from chargenet.meters.runtime import MeterPolling
-from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
 from tests.factories import make_tenant
 from tests.integration.meters.conftest import PtyPair
-from tests.integration.meters.helpers import payloads, poll
+from tests.integration.meters.helpers import close, payloads, poll, start_polling
 
 
 async def test_two_meters_on_one_rtu_bus_each_get_their_session(
@@ -43,8 +41,7 @@ async def test_two_meters_on_one_rtu_bus_each_get_their_session(
                     baud=9600,
                     now=clock.now(),
                 )
-        polling = MeterPolling(store, Outbox(clock), clock)
-        await polling.reload()
+        polling = await start_polling(store, clock)
         assert len(polling.pollers) == 1
         em24.set_load(clock.now(), 16.0)
         await poll(polling, clock, 600)
@@ -53,8 +50,7 @@ async def test_two_meters_on_one_rtu_bus_each_get_their_session(
         await poll(polling, clock, 600)
         sdm72.set_load(clock.now(), 0.0)
         await poll(polling, clock, 300)
-        for poller in polling.pollers.values():
-            poller.link.close()
+        close(polling)
     finally:
         await server.stop()
     events = await payloads(store)

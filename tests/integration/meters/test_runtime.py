@@ -3,57 +3,43 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from chargenet.clock import ManualClock
-from chargenet.keys import KeyStore
 from chargenet.meters.runtime import MeterPolling
 from chargenet.meters.spec import ThresholdSettings
 from chargenet.outbox import Outbox
 from chargenet.services import meters as meter_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
-from tests.factories import make_tenant
+from tests.factories import Tenant
+from tests.integration.meters.helpers import add_meter, start_polling
 from tests.support.processes import eventually
 
 
 async def test_reload_follows_changes_and_disabling_stops_the_bus(
-    store: Store, clock: ManualClock, tmp_path: Path
+    store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
-    tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
-    async with store.transaction() as session:
-        view = await meter_service.create_meter(
-            session,
-            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
-            tcp="127.0.0.1:1", now=clock.now(),
-        )  # fmt: skip
-    polling = MeterPolling(store, Outbox(clock), clock)
-    await polling.reload()
+    meter_id = await add_meter(store, clock, tenant, tcp="127.0.0.1:1")
+    polling = await start_polling(store, clock)
     [poller] = polling.pollers.values()
-    assert poller.targets[view.id].poll_interval_s == 5
+    assert poller.targets[meter_id].poll_interval_s == 5
     clock.advance(1)
     async with store.transaction() as session:
         await meter_service.update_meter(
-            session, OPERATOR, view.id, now=clock.now(), poll_interval=10, thresholds=ThresholdSettings(stop_grace=300)
+            session, OPERATOR, meter_id, now=clock.now(), poll_interval=10, thresholds=ThresholdSettings(stop_grace=300)
         )
     await polling.reload()
-    assert poller.targets[view.id].poll_interval_s == 10
-    assert polling.sessions.meters[view.id].spec.thresholds.stop_grace_s == 300
+    assert poller.targets[meter_id].poll_interval_s == 10
+    assert polling.sessions.meters[meter_id].spec.thresholds.stop_grace_s == 300
     clock.advance(1)
     async with store.transaction() as session:
-        await meter_service.update_meter(session, OPERATOR, view.id, now=clock.now(), enabled=False)
+        await meter_service.update_meter(session, OPERATOR, meter_id, now=clock.now(), enabled=False)
     await polling.reload()
     assert polling.pollers == {} and polling.sessions.meters == {}
 
 
-async def test_worker_runs_pollers_until_asked_to_stop(store: Store, clock: ManualClock, tmp_path: Path) -> None:
-    tenant = await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
-    async with store.transaction() as session:
-        await meter_service.create_meter(
-            session,
-            OPERATOR, site_id=tenant.site_id, station_id=tenant.station_id, profile="sdm630", unit_id=1,
-            tcp="127.0.0.1:1", now=clock.now(),
-        )  # fmt: skip
+async def test_worker_runs_pollers_until_asked_to_stop(store: Store, clock: ManualClock, tenant: Tenant) -> None:
+    await add_meter(store, clock, tenant, tcp="127.0.0.1:1")
     polling = MeterPolling(store, Outbox(clock), clock)
     stopping = asyncio.Event()
     worker = asyncio.create_task(polling.run(stopping))

@@ -4,43 +4,22 @@ simulated meters on pymodbus's real servers, the pollers, the store, time from a
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from chargenet.clock import ManualClock
-from chargenet.keys import KeyStore
 from chargenet.meters.bus import BusSettings, SerialLine, Transport
 from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import LinkFactory, MeterMetrics, MeterPolling
-from chargenet.outbox import Outbox
-from chargenet.services import meters as meter_service
-from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
 from chargenet.store.models import MeterPollHealth, MeterSample, MeterSession
-from tests.factories import Tenant, make_tenant
+from tests.factories import Tenant
 from tests.integration.meters.conftest import PtyPair
-from tests.integration.meters.helpers import poll
-
-
-@pytest.fixture
-async def tenant(store: Store, clock: ManualClock, tmp_path: Path) -> Tenant:
-    return await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
-
-
-@pytest.fixture
-async def meter(clock: ManualClock) -> AsyncIterator[tuple[SimulatedMeter, MeterServer]]:
-    simulated = SimulatedMeter(get_profile("sdm630"), unit_id=1, energy_wh=1_000_000)
-    simulated.advance(clock.now())
-    server = await MeterServer.tcp([simulated], clock)
-    yield simulated, server
-    await server.stop()
+from tests.integration.meters.helpers import add_meter, close, poll, start_polling
 
 
 def patient_link(transport: Transport, settings: BusSettings) -> ModbusLink:
@@ -53,20 +32,8 @@ def patient_link(transport: Transport, settings: BusSettings) -> ModbusLink:
 async def polling_of(
     store: Store, clock: ManualClock, tenant: Tenant, link_factory: LinkFactory = ModbusLink, **where: object
 ) -> MeterPolling:
-    async with store.transaction() as session:
-        await meter_service.create_meter(
-            session,
-            OPERATOR,
-            site_id=tenant.site_id,
-            station_id=tenant.station_id,
-            profile="sdm630",
-            unit_id=1,
-            now=clock.now(),
-            **where,  # type: ignore[arg-type]
-        )
-    polling = MeterPolling(store, Outbox(clock), clock, link_factory=link_factory)
-    await polling.reload()
-    return polling
+    await add_meter(store, clock, tenant, **where)
+    return await start_polling(store, clock, link_factory)
 
 
 async def samples(store: Store) -> list[MeterSample]:
@@ -88,8 +55,7 @@ async def test_a_meter_session_keeps_one_sample_per_30_seconds_of_a_5_second_pol
     await poll(polling, clock, 900)
     simulated.set_load(clock.now(), 0.0)
     await poll(polling, clock, 300)
-    for poller in polling.pollers.values():
-        poller.link.close()
+    close(polling)
     session = await only_session(store)
     kept = await samples(store)
     assert session.stopped_at is not None
@@ -110,8 +76,7 @@ async def test_meter_samples_are_written_in_batches_with_the_session_s_progress(
     for _ in range(120):  # ten minutes of 5 s polls
         await poll(polling, clock, 5)
         counts.append(len(await samples(store)))
-    for poller in polling.pollers.values():
-        poller.link.close()
+    close(polling)
     writes = sum(1 for before, after in itertools.pairwise(counts) if after != before)
     assert counts[-1] >= 16 and writes <= 11  # about 20 samples in a write a minute, never one write each
 
@@ -125,8 +90,7 @@ async def test_the_stop_writes_the_samples_still_held(
     await poll(polling, clock, 600)
     simulated.set_load(clock.now(), 0.0)
     await poll(polling, clock, 300)
-    for poller in polling.pollers.values():
-        poller.link.close()
+    close(polling)
     assert all(tracked.samples == [] for tracked in polling.sessions.meters.values())
     session = await only_session(store)
     assert session.stopped_at is not None
@@ -142,8 +106,7 @@ async def garbled_then_silent(store: Store, clock: ManualClock, tenant: Tenant, 
         await poll(polling, clock, 15)
         simulated.silent = True
         await poll(polling, clock, 5)
-        for poller in polling.pollers.values():
-            poller.link.close()
+        close(polling)
     finally:
         await server.stop()
     return polling
@@ -181,8 +144,7 @@ async def test_stored_poll_health_is_replaced_not_added_to(
     await polling.save_health()
     await poll(polling, clock, 10)
     await polling.save_health()
-    for poller in polling.pollers.values():
-        poller.link.close()
+    close(polling)
     async with store.transaction() as session:
         assert await session.scalar(select(func.count()).select_from(MeterPollHealth)) == 1
         assert await session.scalar(select(MeterPollHealth.reads)) == 4

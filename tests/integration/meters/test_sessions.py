@@ -3,64 +3,60 @@ store and the outbox, on SQLite and PostgreSQL, with time from a ManualClock."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from chargenet.clock import ManualClock
-from chargenet.keys import KeyStore
-from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
-from chargenet.outbox import Outbox
-from chargenet.services import meters as meter_service
-from chargenet.services.callers import OPERATOR
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from chargenet.store.db import Store
 from chargenet.store.models import Meter
-from tests.factories import Tenant, make_tenant
-from tests.integration.meters.helpers import payloads, poll
-
-
-@pytest.fixture
-async def tenant(store: Store, clock: ManualClock, tmp_path: Path) -> Tenant:
-    return await make_tenant(store, KeyStore(tmp_path / "keys"), clock.now())
-
-
-@pytest.fixture
-async def meter(clock: ManualClock) -> AsyncIterator[tuple[SimulatedMeter, MeterServer]]:
-    simulated = SimulatedMeter(get_profile("sdm630"), unit_id=1, energy_wh=1_000_000)
-    simulated.advance(clock.now())
-    server = await MeterServer.tcp([simulated], clock)
-    yield simulated, server
-    await server.stop()
+from tests.factories import Tenant
+from tests.integration.meters.helpers import add_meter, close, payloads, poll, start_polling
 
 
 async def configure(store: Store, clock: ManualClock, tenant: Tenant, server: MeterServer, **options: object) -> str:
-    async with store.transaction() as session:
-        view = await meter_service.create_meter(
-            session,
-            OPERATOR,
-            site_id=tenant.site_id,
-            station_id=tenant.station_id,
-            profile="sdm630",
-            unit_id=1,
-            tcp=f"127.0.0.1:{server.port}",
-            now=clock.now(),
-            **options,  # type: ignore[arg-type]
-        )
-    return view.id
+    return await add_meter(store, clock, tenant, tcp=f"127.0.0.1:{server.port}", **options)
 
 
-async def start_polling(store: Store, clock: ManualClock) -> MeterPolling:
-    polling = MeterPolling(store, Outbox(clock), clock)
-    await polling.reload()
-    return polling
+@pytest.fixture
+async def polling(
+    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+) -> MeterPolling:
+    """The meter, configured with the default thresholds, and a process polling it."""
+    await configure(store, clock, tenant, meter[1])
+    return await start_polling(store, clock)
 
 
-async def close(polling: MeterPolling) -> None:
-    for poller in polling.pollers.values():
-        poller.link.close()
+async def reasons(store: Store) -> list[tuple[str, str | None]]:
+    """Each published event's type, with its reason (a StopTransaction's)."""
+    return [(kind, payload.get("reason")) for kind, payload in await payloads(store)]
+
+
+async def charge(polling: MeterPolling, clock: ManualClock, meter: SimulatedMeter, seconds: float) -> None:
+    """A car draws 16 A on every phase, polled for `seconds`."""
+    meter.set_load(clock.now(), 16.0)
+    await poll(polling, clock, seconds)
+
+
+async def restart(store: Store, clock: ManualClock, polling: MeterPolling, *, down_s: float) -> MeterPolling:
+    """The process polling the meter stops; another starts `down_s` seconds later."""
+    close(polling)
+    clock.advance(down_s)
+    return await start_polling(store, clock)
+
+
+async def go_silent(
+    polling: MeterPolling, clock: ManualClock, meter: SimulatedMeter, polls: int, *, tick: bool
+) -> None:
+    """The meter stops answering for `polls` polls 30 s apart (dead after 3 failures, then probed with backoff);
+    with `tick`, the session detector's clock runs as well."""
+    meter.silent = True
+    for _ in range(polls):
+        clock.advance(30)
+        if tick:
+            await polling.sessions.tick(clock.now())
+        for poller in polling.pollers.values():
+            await poller.run_once()
 
 
 async def test_a_charge_is_one_start_and_one_stop_with_the_edge_payloads(
@@ -74,7 +70,7 @@ async def test_a_charge_is_one_start_and_one_stop_with_the_edge_payloads(
     await poll(polling, clock, 3600)
     simulated.set_load(clock.now(), 0.0)
     await poll(polling, clock, 300)
-    await close(polling)
+    close(polling)
     (start_type, start), (stop_type, stop) = await payloads(store)
     assert (start_type, stop_type) == ("StartTransaction", "StopTransaction")
     assert start == {
@@ -97,25 +93,20 @@ async def test_standby_draw_for_hours_raises_no_event(
     polling = await start_polling(store, clock)
     simulated.set_load(clock.now(), (1.3, 0.0, 0.0), standby_w=0)  # 300 W on one phase
     await poll(polling, clock, 3 * 3600, interval=30)
-    await close(polling)
+    close(polling)
     assert await payloads(store) == []
 
 
 async def test_restart_mid_session_resumes_the_same_transaction(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    simulated.set_load(clock.now(), 16.0)
-    first = await start_polling(store, clock)
-    await poll(first, clock, 600)
-    await close(first)
-    clock.advance(120)  # chargenet is down for two minutes; the car keeps charging
-    second = await start_polling(store, clock)
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 600)
+    second = await restart(store, clock, polling, down_s=120)  # the car keeps charging meanwhile
     await poll(second, clock, 600)
     simulated.set_load(clock.now(), 0.0)
     await poll(second, clock, 300)
-    await close(second)
+    close(second)
     events = await payloads(store)
     assert [kind for kind, _ in events] == ["StartTransaction", "StopTransaction"]
     (_, start), (_, stop) = events
@@ -124,105 +115,72 @@ async def test_restart_mid_session_resumes_the_same_transaction(
 
 
 async def test_restart_after_the_car_finished_closes_with_reboot(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    simulated.set_load(clock.now(), 16.0)
-    first = await start_polling(store, clock)
-    await poll(first, clock, 600)
-    await close(first)
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 600)
     simulated.set_load(clock.now(), 0.0)
-    clock.advance(1800)
-    second = await start_polling(store, clock)
+    second = await restart(store, clock, polling, down_s=1800)
     await poll(second, clock, 10)
-    await close(second)
-    kinds = [(kind, payload.get("reason")) for kind, payload in await payloads(store)]
-    assert kinds == [("StartTransaction", None), ("StopTransaction", "Reboot")]
+    close(second)
+    assert await reasons(store) == [("StartTransaction", None), ("StopTransaction", "Reboot")]
 
 
 async def test_meter_silent_for_ten_minutes_mid_session_is_one_session(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    polling = await start_polling(store, clock)
-    simulated.set_load(clock.now(), 16.0)
-    await poll(polling, clock, 300)
-    simulated.silent = True
-    for _ in range(20):  # dead after 3 failures, then probed with backoff
-        clock.advance(30)
-        for poller in polling.pollers.values():
-            await poller.run_once()
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 300)
+    await go_silent(polling, clock, simulated, 20, tick=False)
     simulated.silent = False
     await poll(polling, clock, 300, interval=5)
     simulated.set_load(clock.now(), 0.0)
     await poll(polling, clock, 300)
-    await close(polling)
-    assert [(kind, p.get("reason")) for kind, p in await payloads(store)] == [
-        ("StartTransaction", None),
-        ("StopTransaction", "Other"),
-    ]
+    close(polling)
+    assert await reasons(store) == [("StartTransaction", None), ("StopTransaction", "Other")]
 
 
 async def test_meter_silent_past_the_outage_limit_closes_with_power_loss(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    polling = await start_polling(store, clock)
-    simulated.set_load(clock.now(), 16.0)
-    await poll(polling, clock, 300)
-    simulated.silent = True
-    for _ in range(32):
-        clock.advance(30)
-        await polling.sessions.tick(clock.now())
-        for poller in polling.pollers.values():
-            await poller.run_once()
-    await close(polling)
-    assert [(kind, p.get("reason")) for kind, p in await payloads(store)] == [
-        ("StartTransaction", None),
-        ("StopTransaction", "PowerLoss"),
-    ]
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 300)
+    await go_silent(polling, clock, simulated, 32, tick=True)
+    close(polling)
+    assert await reasons(store) == [("StartTransaction", None), ("StopTransaction", "PowerLoss")]
 
 
 async def test_meter_reset_mid_session_closes_it_and_a_new_one_starts_on_the_new_counter(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    polling = await start_polling(store, clock)
-    simulated.set_load(clock.now(), 16.0)
-    await poll(polling, clock, 600)
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 600)
     simulated.reset_counter(clock.now(), 0.0)
     await poll(polling, clock, 600)
-    await close(polling)
-    events = await payloads(store)
-    assert [(kind, p.get("reason")) for kind, p in events] == [
+    close(polling)
+    assert await reasons(store) == [
         ("StartTransaction", None),
         ("StopTransaction", "Other"),
         ("StartTransaction", None),
     ]
+    events = await payloads(store)
     assert events[1][1]["meterStop"] >= 1000.0
     assert events[2][1]["meterStart"] < 1.0
     assert events[2][1]["transactionId"] > events[0][1]["transactionId"]
 
 
 async def test_energy_jump_beyond_physics_is_ignored(
-    store: Store, clock: ManualClock, tenant: Tenant, meter: tuple[SimulatedMeter, MeterServer]
+    store: Store, clock: ManualClock, meter: tuple[SimulatedMeter, MeterServer], polling: MeterPolling
 ) -> None:
-    simulated, server = meter
-    await configure(store, clock, tenant, server)
-    polling = await start_polling(store, clock)
-    simulated.set_load(clock.now(), 16.0)
-    await poll(polling, clock, 60)
+    simulated = meter[0]
+    await charge(polling, clock, simulated, 60)
     simulated.energy_wh += 500_000
     await poll(polling, clock, 5)
     simulated.energy_wh -= 500_000
     await poll(polling, clock, 60)
     simulated.set_load(clock.now(), 0.0)
     await poll(polling, clock, 300)
-    await close(polling)
+    close(polling)
     (_, start), (_, stop) = await payloads(store)
     assert stop["meterStop"] - start["meterStart"] < 10
 
