@@ -5,31 +5,28 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from chargenet.app import AppContext, create_app, open_context
+from chargenet.app import AppContext
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
+from tests.support.app import app_context, asgi_client
 from tests.support.logs import collected_logs
 
 
 @pytest.fixture
 async def context(tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
     # The middleware does not touch the store: SQLite alone is enough.
-    settings = load_settings({"data_dir": str(tmp_path / "data")}, environ={})
-    ctx = await open_context(settings, clock=clock)
-    try:
-        yield ctx
-    finally:
-        await ctx.close()
+    async with app_context(tmp_path, clock) as context:
+        yield context
 
 
-def _client(context: AppContext) -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=create_app(context), client=("198.51.100.4", 40000))
-    return httpx.AsyncClient(transport=transport, base_url="http://test")
+def _client(context: AppContext) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return asgi_client(context, client=("198.51.100.4", 40000))
 
 
 def _access_lines(records: list[logging.LogRecord]) -> list[logging.LogRecord]:

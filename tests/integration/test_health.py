@@ -11,12 +11,12 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from chargenet.app import AppContext, create_app, open_context
+from chargenet.app import AppContext, create_app
 from chargenet.clock import ManualClock
-from chargenet.config import load_settings
 from chargenet.keys.store import CREDENTIAL_KEY
 from chargenet.observability.health import ComponentHealth, Level
 from tests.conftest import drop_pg_database
+from tests.support.app import app_context
 
 
 class Ticks:
@@ -29,12 +29,8 @@ class Ticks:
 
 @pytest.fixture
 async def context(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
-    settings = load_settings({"database_url": database_url, "data_dir": str(tmp_path / "data")}, environ={})
-    ctx = await open_context(settings, clock=clock)
-    try:
-        yield ctx
-    finally:
-        await ctx.close()
+    async with app_context(tmp_path, clock, database_url=database_url) as context:
+        yield context
 
 
 def _client(app: httpx._transports.asgi._ASGIApp) -> httpx.AsyncClient:

@@ -13,11 +13,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chargenet import __version__
-from chargenet.app import AppContext, create_app, open_context
+from chargenet.app import AppContext
 from chargenet.clock import ManualClock
-from chargenet.config import load_settings
 from chargenet.console.pages import STATIC
 from chargenet.webhooks import install as webhooks_install
+from tests.support.app import app_context, asgi_client
 from tests.support.scrape import Scrape
 
 REQUESTS = "chargenet_http_request_duration_seconds_count"
@@ -26,18 +26,13 @@ METRICS_DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 
 @pytest.fixture
 async def context(tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
-    settings = load_settings({"data_dir": str(tmp_path / "data")}, environ={})
-    ctx = await open_context(settings, clock=clock)
-    try:
-        yield ctx
-    finally:
-        await ctx.close()
+    async with app_context(tmp_path, clock) as context:
+        yield context
 
 
 @pytest.fixture
 async def client(context: AppContext) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app(context), raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with asgi_client(context, raise_app_exceptions=False) as client:
         yield client
 
 
@@ -117,8 +112,7 @@ async def test_a_request_that_raises_counts_as_a_server_error(context: AppContex
         raise RuntimeError("a bug of ours")
 
     context.routes.append(Route("/broken", broken))
-    transport = httpx.ASGITransport(app=create_app(context), raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with asgi_client(context, raise_app_exceptions=False) as client:
         assert (await client.get("/broken")).status_code == 500
         scrape = await _scrape(client)
     assert scrape.value(REQUESTS, method="GET", route="/broken", status_class="5xx") == 1
@@ -140,8 +134,7 @@ async def test_each_unit_of_work_of_the_store_is_timed_by_its_kind(
 
 async def test_every_metric_a_serving_process_exposes_is_documented(context: AppContext) -> None:
     webhooks_install.install(context)  # what `chargenet serve` adds
-    transport = httpx.ASGITransport(app=create_app(context))
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with asgi_client(context) as client:
         scrape = await _scrape(client)
     documented = METRICS_DOC.read_text(encoding="utf-8")
     names = {f"{f.name}_total" if f.type == "counter" else f.name for f in scrape.families}
