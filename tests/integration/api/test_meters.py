@@ -4,54 +4,58 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from chargenet.app import AppContext, create_app, open_context
+from chargenet.app import AppContext
 from chargenet.clock import ManualClock
-from chargenet.config import load_settings
 from chargenet.meters.profiles import get_profile
 from chargenet.meters.runtime import MeterPolling
 from chargenet.simulators.meter import MeterServer, SimulatedMeter
 from tests.factories import Tenant, make_tenant, partner_token
+from tests.support.app import app_context, asgi_client
 
 
 @pytest.fixture
 async def context(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[AppContext]:
-    settings = load_settings({"database_url": database_url, "data_dir": str(tmp_path / "data")}, environ={})
-    ctx = await open_context(settings, clock=clock)
-    try:
-        yield ctx
-    finally:
-        await ctx.close()
+    async with app_context(tmp_path, clock, database_url=database_url) as context:
+        yield context
 
 
 @pytest.fixture
 async def client(context: AppContext) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(context)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
-        yield http
+    async with asgi_client(context) as client:
+        yield client
 
 
-async def authorize(context: AppContext, client: httpx.AsyncClient, tenant: Tenant) -> None:
+async def authorized(context: AppContext, client: httpx.AsyncClient, **layout: Any) -> Tenant:
+    """A new tenant (`make_tenant` with `layout`), with the client as its partner application (meters:read and
+    meters:write)."""
+    tenant = await make_tenant(context.store, context.keys, context.clock.now(), **layout)
     token = await partner_token(context, tenant.company_id, ["meters:read", "meters:write"])
     client.headers["Authorization"] = f"Bearer {token}"
+    return tenant
+
+
+def meter_body(tenant: Tenant, **fields: object) -> dict[str, object]:
+    """A meter for the tenant's station: an SDM630 at unit 1 on Modbus TCP 10.0.0.9 unless `fields` say otherwise."""
+    return {
+        "siteId": tenant.site_id,
+        "stationId": tenant.station_id,
+        "profile": "sdm630",
+        "unitId": 1,
+        "transport": {"type": "tcp", "host": "10.0.0.9"},
+        **fields,
+    }
 
 
 async def test_meter_created_over_the_api_is_listed_shown_and_deleted(
-    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+    context: AppContext, client: httpx.AsyncClient
 ) -> None:
-    tenant = await make_tenant(context.store, context.keys, clock.now())
-    await authorize(context, client, tenant)
-    body = {
-        "siteId": tenant.site_id,
-        "stationId": tenant.station_id,
-        "profile": "abb-b23",
-        "unitId": 3,
-        "transport": {"type": "tcp", "host": "10.0.0.9"},
-        "stopGrace": 300,
-    }
+    tenant = await authorized(context, client)
+    body = meter_body(tenant, profile="abb-b23", unitId=3, stopGrace=300)
     created = await client.post("/api/v1/meters", json=body)
     assert created.status_code == 201, created.text
     meter_id = created.json()["id"]
@@ -65,36 +69,19 @@ async def test_meter_created_over_the_api_is_listed_shown_and_deleted(
     assert (await client.get(f"/api/v1/meters/{meter_id}")).status_code == 404
 
 
-async def test_malformed_meter_is_a_problem_naming_the_field(
-    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
-) -> None:
-    tenant = await make_tenant(context.store, context.keys, clock.now())
-    await authorize(context, client, tenant)
-    body = {
-        "siteId": tenant.site_id,
-        "stationId": tenant.station_id,
-        "profile": "sdm630",
-        "unitId": 0,
-        "transport": {"type": "rtu", "device": "/dev/ttyUSB0"},
-    }
+async def test_malformed_meter_is_a_problem_naming_the_field(context: AppContext, client: httpx.AsyncClient) -> None:
+    tenant = await authorized(context, client)
+    body = meter_body(tenant, unitId=0, transport={"type": "rtu", "device": "/dev/ttyUSB0"})
     response = await client.post("/api/v1/meters", json=body)
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["field"] == "unitId"  # named as the body names it
 
 
-async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.AsyncClient, clock: ManualClock) -> None:
-    tenant = await make_tenant(context.store, context.keys, clock.now(), charge_points=1, connectors=3)
-    await authorize(context, client, tenant)
+async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.AsyncClient) -> None:
+    tenant = await authorized(context, client, charge_points=1, connectors=3)
     for unit in (1, 2, 3):
-        body = {
-            "siteId": tenant.site_id,
-            "stationId": tenant.station_id,
-            "connectorId": unit,
-            "profile": "sdm630",
-            "unitId": unit,
-            "transport": {"type": "tcp", "host": "10.0.0.9"},
-        }
+        body = meter_body(tenant, connectorId=unit, unitId=unit)
         assert (await client.post("/api/v1/meters", json=body)).status_code == 201
     first = (await client.get("/api/v1/meters", params={"limit": 2})).json()
     second = (await client.get("/api/v1/meters", params={"limit": 2, "cursor": first["next"]})).json()
@@ -105,19 +92,12 @@ async def test_list_pages_with_a_cursor(context: AppContext, client: httpx.Async
 async def test_health_and_metrics_show_each_bus_and_meter(
     context: AppContext, client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
-    tenant = await make_tenant(context.store, context.keys, clock.now())
-    await authorize(context, client, tenant)
+    tenant = await authorized(context, client)
     live = SimulatedMeter(get_profile("sdm630"), unit_id=1)
     live.set_load(clock.now(), 16.0)
     server = await MeterServer.tcp([live], clock)
     try:
-        body = {
-            "siteId": tenant.site_id,
-            "stationId": tenant.station_id,
-            "profile": "sdm630",
-            "unitId": 1,
-            "transport": {"type": "tcp", "host": "127.0.0.1", "port": server.port},
-        }
+        body = meter_body(tenant, transport={"type": "tcp", "host": "127.0.0.1", "port": server.port})
         meter_id = (await client.post("/api/v1/meters", json=body)).json()["id"]
         polling = next(w for w in context.workers if isinstance(w, MeterPolling))
         await polling.reload()
@@ -141,20 +121,11 @@ async def test_health_and_metrics_show_each_bus_and_meter(
 
 
 async def test_a_meter_of_another_company_is_not_found_and_not_listed(
-    context: AppContext, client: httpx.AsyncClient, clock: ManualClock
+    context: AppContext, client: httpx.AsyncClient
 ) -> None:
-    tenant = await make_tenant(context.store, context.keys, clock.now())
-    await authorize(context, client, tenant)
-    body = {
-        "siteId": tenant.site_id,
-        "stationId": tenant.station_id,
-        "profile": "sdm630",
-        "unitId": 1,
-        "transport": {"type": "tcp", "host": "10.0.0.9"},
-    }
+    body = meter_body(await authorized(context, client))
     meter_id = (await client.post("/api/v1/meters", json=body)).json()["id"]
-    other = await make_tenant(context.store, context.keys, clock.now(), station_id="ST-2")
-    await authorize(context, client, other)
+    await authorized(context, client, station_id="ST-2")  # the client is now another company's application
     assert (await client.get(f"/api/v1/meters/{meter_id}")).status_code == 404
     assert (await client.delete(f"/api/v1/meters/{meter_id}")).status_code == 404
     assert (await client.get("/api/v1/meters")).json()["items"] == []
