@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import pytest
+
 from chargenet.store.group_commit import Batching
 
 
 def batching(*, ordered: bool = False, max_batch: int | None = None) -> Batching[str, str, str]:
     return Batching(ordered=ordered, max_batch=max_batch)
+
+
+def started(*units: tuple[str, int], ordered: bool = False, max_batch: int | None = None) -> Batching[str, str, str]:
+    """A batch flushed and started with `units` (each with its key) waiting."""
+    batch = batching(ordered=ordered, max_batch=max_batch)
+    for unit, key in units:
+        batch.add(unit, key)
+    batch.flush()
+    batch.start()
+    return batch
 
 
 def take_all(batch: Batching[str, str, str]) -> list[str]:
@@ -31,11 +43,7 @@ def test_a_flush_with_nothing_waiting_starts_no_batch() -> None:
 
 
 def test_an_ordered_batch_takes_its_units_in_key_order_and_arrival_order_within_a_key() -> None:
-    batch = batching(ordered=True)
-    for unit, key in (("c1", 3), ("a1", 1), ("c2", 3), ("b1", 2), ("a2", 1)):
-        batch.add(unit, key)
-    batch.flush()
-    batch.start()
+    batch = started(("c1", 3), ("a1", 1), ("c2", 3), ("b1", 2), ("a2", 1), ordered=True)
     assert take_all(batch) == ["a1", "a2", "b1", "c1", "c2"]
 
 
@@ -82,24 +90,17 @@ def test_a_flush_asked_for_during_a_batch_makes_the_next_one_due() -> None:
     assert batch.due()
 
 
-def test_a_full_unordered_batch_leaves_the_rest_due_at_once() -> None:
-    batch = batching(max_batch=2)
-    for unit in "abc":
-        batch.add(unit)
-    batch.flush()
-    batch.start()
-    assert take_all(batch) == ["a", "b"]
-    assert batch.due()
-    batch.start()
-    assert take_all(batch) == ["c"]
-
-
-def test_a_full_ordered_batch_takes_the_lowest_keys_and_leaves_the_rest_due_at_once() -> None:
-    batch = batching(ordered=True, max_batch=2)
-    for unit, key in (("c", 3), ("a", 1), ("b", 2)):
-        batch.add(unit, key)
-    batch.flush()
-    batch.start()
+@pytest.mark.parametrize(
+    ("units", "ordered"),
+    [
+        pytest.param((("a", 0), ("b", 0), ("c", 0)), False, id="unordered-first-come"),
+        pytest.param((("c", 3), ("a", 1), ("b", 2)), True, id="ordered-lowest-keys"),
+    ],
+)
+def test_a_full_batch_takes_its_first_units_and_leaves_the_rest_due_at_once(
+    units: tuple[tuple[str, int], ...], ordered: bool
+) -> None:
+    batch = started(*units, ordered=ordered, max_batch=2)
     assert take_all(batch) == ["a", "b"]
     assert batch.due()
     batch.start()
@@ -107,11 +108,7 @@ def test_a_full_ordered_batch_takes_the_lowest_keys_and_leaves_the_rest_due_at_o
 
 
 def test_a_discarded_batch_puts_the_units_it_had_not_taken_first_in_the_next_one() -> None:
-    batch = batching(ordered=True)
-    for unit, key in (("a", 1), ("b", 2), ("c", 3)):
-        batch.add(unit, key)
-    batch.flush()
-    batch.start()
+    batch = started(("a", 1), ("b", 2), ("c", 3), ordered=True)
     assert batch.next() == "a"
     batch.add("d", 0)  # arrived meanwhile, with a lower key
     batch.requeue()
@@ -121,11 +118,7 @@ def test_a_discarded_batch_puts_the_units_it_had_not_taken_first_in_the_next_one
 
 
 def test_units_of_one_key_put_back_by_a_discarded_batch_keep_their_order_ahead_of_later_ones() -> None:
-    batch = batching(ordered=True)
-    for unit in ("a", "b", "c"):
-        batch.add(unit, 1)
-    batch.flush()
-    batch.start()
+    batch = started(("a", 1), ("b", 1), ("c", 1), ordered=True)
     assert batch.next() == "a"
     batch.add("d", 1)
     batch.requeue()
@@ -134,11 +127,7 @@ def test_units_of_one_key_put_back_by_a_discarded_batch_keep_their_order_ahead_o
 
 
 def test_a_failed_ordered_batch_fails_the_units_it_had_not_taken_yet() -> None:
-    batch = batching(ordered=True)
-    for unit, key in (("a", 1), ("b", 2), ("c", 3)):
-        batch.add(unit, key)
-    batch.flush()
-    batch.start()
+    batch = started(("a", 1), ("b", 2), ("c", 3), ordered=True)
     assert batch.next() == "a"
     assert batch.abandon() == ["b", "c"]
     assert batch.empty()
