@@ -1,40 +1,8 @@
 from __future__ import annotations
 
-import asyncio
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
-
-from chargenet.cli.main import main
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    async def run(*args: str) -> Result:
-        def call() -> Result:
-            out, err = io.StringIO(), io.StringIO()
-            with redirect_stdout(out), redirect_stderr(err):
-                code = main([*args, "--database-url", database_url, "--data-dir", str(tmp_path / "data")])
-            return Result(code, out.getvalue(), err.getvalue())
-
-        return await asyncio.to_thread(call)
-
-    return run
 
 
 async def test_company_site_station_create_list_show_with_json(cli) -> None:  # type: ignore[no-untyped-def]

@@ -10,15 +10,7 @@ from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
-from tests.integration.cli.test_admin import Result, cli
-
-__all__ = ["cli"]
-
-
-async def company_and_site(cli) -> tuple[str, str]:  # type: ignore[no-untyped-def]
-    company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]
-    site = (await cli("admin", "site", "create", "--company", company, "Depot", "--json")).json()["id"]
-    return company, site
+from tests.integration.cli.helpers import Result, company_and_site
 
 
 async def test_app_create_prints_client_id_and_secret_once(cli) -> None:  # type: ignore[no-untyped-def]

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from tests.integration.cli.test_admin import cli
-
-__all__ = ["cli"]
-
 
 async def test_each_list_prints_one_items_object(cli) -> None:  # type: ignore[no-untyped-def]
     company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]

@@ -12,7 +12,7 @@ from chargenet.cli.admin import operators as operator_cli
 from chargenet.cli.main import main
 from chargenet.services import operators
 from chargenet.store.db import Store
-from tests.integration.cli.test_admin import cli  # noqa: F401 - a fixture
+from tests.integration.cli.conftest import cli  # noqa: F401 - a fixture
 
 
 @pytest.fixture(autouse=True)

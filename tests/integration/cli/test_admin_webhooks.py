@@ -1,51 +1,19 @@
 from __future__ import annotations
 
-import asyncio
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from chargenet.cli.main import main
+from tests.integration.cli.helpers import company_and_site
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+@pytest.fixture(autouse=True)
+def public_webhooks_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "0")
-
-    async def run(*args: str) -> Result:
-        def call() -> Result:
-            out, err = io.StringIO(), io.StringIO()
-            with redirect_stdout(out), redirect_stderr(err):
-                code = main([*args, "--database-url", database_url, "--data-dir", str(tmp_path / "data")])
-            return Result(code, out.getvalue(), err.getvalue())
-
-        return await asyncio.to_thread(call)
-
-    return run
-
-
-async def _site(cli) -> str:  # type: ignore[no-untyped-def]
-    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
-    return str((await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()["id"])
 
 
 async def test_webhook_create_show_disable_enable_delete(cli) -> None:  # type: ignore[no-untyped-def]
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     created = await cli(
         "admin", "webhook", "create", "--site", site, "--url", "https://93.184.215.14/hook",
         "--events", "Authorize,StopTransaction", "--auth", "oauth2", "--token-url", "https://93.184.215.14/token",
@@ -68,7 +36,7 @@ async def test_webhook_create_show_disable_enable_delete(cli) -> None:  # type: 
 
 
 async def test_webhook_to_a_private_address_is_refused_with_a_reason(cli) -> None:  # type: ignore[no-untyped-def]
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     result = await cli("admin", "webhook", "create", "--site", site, "--url", "http://127.0.0.1:8000/hook",
                        "--events", "Authorize", "--json")  # fmt: skip
     assert result.code == 2
@@ -76,7 +44,7 @@ async def test_webhook_to_a_private_address_is_refused_with_a_reason(cli) -> Non
 
 
 async def test_rsa_pss_sha256_needs_the_legacy_format(cli) -> None:  # type: ignore[no-untyped-def]
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     args = ["admin", "webhook", "create", "--site", site, "--url", "https://93.184.215.14/h", "--events", "Authorize"]
     refused = await cli(*args, "--alg", "rsa-pss-sha256")
     accepted = await cli(*args, "--alg", "rsa-pss-sha256", "--signature-format", "legacy", "--json")
@@ -84,7 +52,7 @@ async def test_rsa_pss_sha256_needs_the_legacy_format(cli) -> None:  # type: ign
 
 
 async def test_deadletter_list_and_replay_of_an_unknown_event(cli) -> None:  # type: ignore[no-untyped-def]
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     webhook_id = (
         await cli("admin", "webhook", "create", "--site", site, "--url", "https://93.184.215.14/h",
                   "--events", "Authorize", "--json")

@@ -9,7 +9,7 @@ from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
-from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
+from tests.integration.cli.conftest import cli  # noqa: F401  (the fixture)
 
 KEY = "0123456789abcdef-key"
 UPSTREAM = "upstream-secret-1"

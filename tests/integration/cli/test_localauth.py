@@ -1,22 +1,16 @@
 from __future__ import annotations
 
-from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
+from tests.integration.cli.helpers import company_and_site
 
 
-async def make_site(cli) -> str:  # type: ignore[no-untyped-def]  # noqa: F811
-    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
-    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
-    return str(site["id"])
-
-
-async def test_localauth_add_prints_site_tag_and_status(cli) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    site = await make_site(cli)
+async def test_localauth_add_prints_site_tag_and_status(cli) -> None:  # type: ignore[no-untyped-def]
+    _, site = await company_and_site(cli)
     added = (await cli("admin", "localauth", "add", "--site", site, "TAG1", "--status", "Blocked", "--json")).json()
     assert added == {"siteId": site, "idTag": "TAG1", "status": "Blocked"}
 
 
-async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    site = await make_site(cli)
+async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untyped-def]
+    _, site = await company_and_site(cli)
     await cli("admin", "localauth", "add", "--site", site, "B", "--expires", "2030-01-01T00:00:00+00:00")
     await cli("admin", "localauth", "add", "--site", site, "A")
     listing = (await cli("admin", "localauth", "list", "--site", site, "--json")).json()
@@ -29,12 +23,12 @@ async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untype
     assert [e["idTag"] for e in listing["items"]] == ["B"]
 
 
-async def test_localauth_tag_over_20_characters_is_refused(cli) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    site = await make_site(cli)
+async def test_localauth_tag_over_20_characters_is_refused(cli) -> None:  # type: ignore[no-untyped-def]
+    _, site = await company_and_site(cli)
     result = await cli("admin", "localauth", "add", "--site", site, "x" * 21)
     assert result.code != 0 and "idTag" in result.err
 
 
-async def test_localauth_removing_an_absent_tag_is_not_found(cli) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    site = await make_site(cli)
+async def test_localauth_removing_an_absent_tag_is_not_found(cli) -> None:  # type: ignore[no-untyped-def]
+    _, site = await company_and_site(cli)
     assert (await cli("admin", "localauth", "remove", "--site", site, "NOPE")).code != 0

@@ -1,47 +1,15 @@
 from __future__ import annotations
 
-import asyncio
-import io
-import json
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from chargenet.cli.main import main
+from tests.integration.cli.helpers import Cli, company_and_site
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path) -> Any:
-    async def run(*args: str) -> Result:
-        def call() -> Result:
-            out, err = io.StringIO(), io.StringIO()
-            with redirect_stdout(out), redirect_stderr(err):
-                code = main([*args, "--database-url", database_url, "--data-dir", str(tmp_path / "data")])
-            return Result(code, out.getvalue(), err.getvalue())
-
-        return await asyncio.to_thread(call)
-
-    return run
-
-
-async def tenant(cli: Any) -> str:
-    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
-    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
-    await cli("admin", "station", "create", "--site", site["id"], "ST-1", "--json")
-    return str(site["id"])
+async def tenant(cli: Cli) -> str:
+    """A site with station ST-1: the site's id."""
+    _, site = await company_and_site(cli)
+    await cli("admin", "station", "create", "--site", site, "ST-1", "--json")
+    return site
 
 
 async def test_meter_create_list_show_update_disable_delete(cli: Any) -> None:

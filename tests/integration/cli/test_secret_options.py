@@ -11,8 +11,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from chargenet.cli.main import main
-from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
-from tests.integration.edge.conftest import Served, served  # noqa: F401  (the fixture)
+from tests.integration.cli.helpers import company_and_site
+from tests.integration.edge.conftest import Served
 from tests.support.receiver import run_receiver
 
 NEW_KEY = "a-new-authorization-key-42"
@@ -24,12 +24,7 @@ def secret_file(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
-async def _site(cli) -> str:  # type: ignore[no-untyped-def]  # noqa: F811
-    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
-    return str((await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()["id"])
-
-
-async def test_a_station_authenticates_with_the_key_from_a_file(cli, served: Served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_a_station_authenticates_with_the_key_from_a_file(cli, served: Served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = secret_file(tmp_path, NEW_KEY + "\n")
     updated = await cli("admin", "station", "update", "CS-1", "--password-file", path, "--json")
     assert updated.code == 0, updated.err
@@ -42,8 +37,8 @@ async def test_a_station_authenticates_with_the_key_from_a_file(cli, served: Ser
 
 
 async def test_a_station_created_with_its_key_on_stdin_refuses_another_key(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
-    served: Served,  # noqa: F811
+    cli,
+    served: Served,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(NEW_KEY + "\n"))
@@ -58,11 +53,11 @@ async def test_a_station_created_with_its_key_on_stdin_refuses_another_key(  # t
 
 
 async def test_a_webhook_sends_the_basic_password_given_on_stdin(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
+    cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "1")
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     async with run_receiver() as receiver:
         monkeypatch.setattr("sys.stdin", io.StringIO("pass word:with colon\n"))
         created = await cli(
@@ -77,12 +72,12 @@ async def test_a_webhook_sends_the_basic_password_given_on_stdin(  # type: ignor
 
 
 async def test_a_webhook_sends_the_static_token_from_a_file(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
+    cli,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "1")
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     async with run_receiver() as receiver:
         created = await cli(
             "admin", "webhook", "create", "--site", site, "--url", receiver.url, "--events", "Authorize",
@@ -105,16 +100,16 @@ def test_a_secret_both_as_argument_and_in_a_file_is_refused_naming_both(
 
 
 async def test_an_empty_secret_on_stdin_is_refused_naming_the_option(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
+    cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    site = await _site(cli)
+    _, site = await company_and_site(cli)
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
     refused = await cli("admin", "site", "update", site, "--upstream-password-stdin")
     assert (refused.code, refused.err) == (2, "chargenet: error: --upstream-password-stdin: is empty\n")
 
 
-async def test_a_missing_secret_file_is_refused_naming_the_option_and_the_path(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_a_missing_secret_file_is_refused_naming_the_option_and_the_path(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     missing = str(tmp_path / "no-such-key")
     refused = await cli("admin", "station", "update", "CS-1", "--password-file", missing)
     assert refused.code == 2

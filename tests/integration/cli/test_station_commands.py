@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 
 from chargenet.cli.main import main
-from chargenet.services import localauth, sites, stations
+from chargenet.services import localauth, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
-from tests.integration.cli.test_admin import cli  # noqa: F401  (the fixture)
-from tests.integration.edge.conftest import PASSWORD, Served, served  # noqa: F401  (the fixture)
+from tests.integration.edge.conftest import Served
 
 
-async def connected(served: Served, station_id: str = "CS-1") -> SimulatedStation:  # noqa: F811
+async def connected(served: Served, station_id: str = "CS-1") -> SimulatedStation:
     station = served.station(station_id)
     await station.connect()
     await station.boot()
@@ -28,68 +27,47 @@ async def connected(served: Served, station_id: str = "CS-1") -> SimulatedStatio
 
 
 @pytest.fixture
-async def station(served: Served) -> AsyncIterator[SimulatedStation]:  # noqa: F811
+async def station(served: Served) -> AsyncIterator[SimulatedStation]:
     simulated = await connected(served)
     yield simulated
     await simulated.close()
 
 
-@pytest.fixture
-async def duo(served: Served) -> AsyncIterator[SimulatedStation]:  # noqa: F811
-    """Station DUO, connected: charge points DUO-1 and DUO-2 of 2 connectors each (OCPP connectors 1-4)."""
-    async with served.context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.context.keys.secret_hasher(),
-            served.context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="DUO",
-            now=served.context.clock.now(),
-            password=PASSWORD,
-            charge_points=2,
-            connectors=2,
-        )
-    simulated = await connected(served, "DUO")
-    yield simulated
-    await simulated.close()
-
-
-async def test_reset_reaches_the_station_through_the_server_and_prints_its_answer(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_reset_reaches_the_station_through_the_server_and_prints_its_answer(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "reset", "CS-1", "--type", "Hard", "--json")
     assert (result.code, result.json()) == (0, {"status": "Accepted"})
     assert station.received_calls == [("Reset", {"type": "Hard"})]
 
 
-async def test_reset_prints_a_line_for_people_without_json(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_reset_prints_a_line_for_people_without_json(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "reset", "CS-1")
     assert result.out.strip() == "CS-1 answered Reset: Accepted"
 
 
-async def test_unlock_names_the_connector(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_unlock_names_the_connector(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "unlock", "CS-1", "--connector", "2", "--json")
     assert result.json() == {"status": "Unlocked"}
     assert station.received_calls == [("UnlockConnector", {"connectorId": 2})]
 
 
-async def test_unlock_on_a_charge_point_among_several_names_its_ocpp_connector(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_unlock_on_a_charge_point_among_several_names_its_ocpp_connector(cli, duo) -> None:  # type: ignore[no-untyped-def]
     await cli("admin", "station", "unlock", "DUO", "--charge-point", "DUO-2", "--connector", "1", "--json")
     assert duo.received_calls == [("UnlockConnector", {"connectorId": 3})]
 
 
-async def test_unlock_on_a_station_with_several_charge_points_needs_one_named_exit_5(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_unlock_on_a_station_with_several_charge_points_needs_one_named_exit_5(cli, duo) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "unlock", "DUO", "--connector", "1")
     assert result.code == 5 and "DUO-1, DUO-2" in result.err
     assert duo.received_calls == []
 
 
-async def test_availability_of_the_station_itself_is_connector_zero(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_availability_of_the_station_itself_is_connector_zero(cli, duo) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "availability", "DUO", "--type", "Inoperative", "--json")
     assert result.json() == {"status": "Accepted"}
     assert duo.received_calls == [("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"})]
 
 
-async def test_availability_of_a_charge_point_goes_to_each_of_its_connectors(cli, duo) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_availability_of_a_charge_point_goes_to_each_of_its_connectors(cli, duo) -> None:  # type: ignore[no-untyped-def]
     result = await cli(
         "admin", "station", "availability", "DUO", "--charge-point", "DUO-2", "--type", "Operative", "--json"
     )
@@ -100,7 +78,7 @@ async def test_availability_of_a_charge_point_goes_to_each_of_its_connectors(cli
     ]
 
 
-async def test_trigger_with_a_connector_names_it(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_trigger_with_a_connector_names_it(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli(
         "admin", "station", "trigger", "CS-1", "--message", "StatusNotification", "--connector", "1", "--json"
     )
@@ -108,7 +86,7 @@ async def test_trigger_with_a_connector_names_it(cli, station) -> None:  # type:
     assert station.received_calls == [("TriggerMessage", {"requestedMessage": "StatusNotification", "connectorId": 1})]
 
 
-async def test_get_configuration_prints_the_stations_keys(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_get_configuration_prints_the_stations_keys(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "get-configuration", "CS-1", "--key", "HeartbeatInterval", "--json")
     assert result.json() == {"configurationKey": [{"key": "HeartbeatInterval", "readonly": False, "value": "300"}]}
     assert station.received_calls == [("GetConfiguration", {"key": ["HeartbeatInterval"]})]
@@ -153,7 +131,7 @@ RESERVE = [
     ],
 )
 async def test_central_system_command_reaches_the_station_as_given(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
+    cli,
     station,
     argv: list[str],
     sent: tuple[str, dict[str, Any]],
@@ -163,7 +141,7 @@ async def test_central_system_command_reaches_the_station_as_given(  # type: ign
     assert station.received_calls == [sent]
 
 
-async def test_send_local_list_sends_the_sites_whole_list(cli, served, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_send_local_list_sends_the_sites_whole_list(cli, served, station) -> None:  # type: ignore[no-untyped-def]
     now = served.context.clock.now()
     async with served.context.store.transaction() as session:
         await localauth.add_entry(session, OPERATOR, site_id=served.tenant.site_id, id_tag="A", now=now)
@@ -187,7 +165,7 @@ async def test_send_local_list_sends_the_sites_whole_list(cli, served, station) 
     ]
 
 
-async def test_reservation_of_connector_zero_is_bad_input_exit_2(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_reservation_of_connector_zero_is_bad_input_exit_2(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli(
         "admin", "station", "reserve", "CS-1", "--connector", "0", "--id-tag", "TAG1",
         "--expires", "2030-01-01T10:00:00+00:00", "--reservation-id", "7",
@@ -196,13 +174,13 @@ async def test_reservation_of_connector_zero_is_bad_input_exit_2(cli, station) -
     assert station.received_calls == []
 
 
-async def test_value_ocpp_refuses_is_bad_input_exit_2_naming_the_field(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_value_ocpp_refuses_is_bad_input_exit_2_naming_the_field(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "change-configuration", "CS-1", "--key", "K" * 51, "--value", "1")
     assert result.code == 2 and "key" in result.err
     assert station.received_calls == []
 
 
-async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_exit_5(cli, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_exit_5(cli, served) -> None:  # type: ignore[no-untyped-def]
     async with served.context.store.transaction() as session:
         await sites.update_site(
             session,
@@ -216,17 +194,17 @@ async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_e
     assert result.code == 5 and "upstream" in result.err
 
 
-async def test_station_not_connected_exits_1_saying_no_server_holds_it(cli, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_station_not_connected_exits_1_saying_no_server_holds_it(cli, served) -> None:  # type: ignore[no-untyped-def]
     result = await cli("admin", "station", "reset", "CS-1")
     assert result.code == 1
     assert "not connected" in result.err and "chargenet serve" in result.err
 
 
-async def test_unknown_station_is_not_found_exit_4(cli, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_unknown_station_is_not_found_exit_4(cli, served) -> None:  # type: ignore[no-untyped-def]
     assert (await cli("admin", "station", "reset", "NOPE")).code == 4
 
 
-async def test_station_answering_with_a_call_error_exits_1_with_its_code(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_station_answering_with_a_call_error_exits_1_with_its_code(cli, station) -> None:  # type: ignore[no-untyped-def]
     def refuse(_: object) -> dict[str, str]:
         raise AnswerWithError("NotSupported", "no hard reset here")
 
@@ -236,14 +214,14 @@ async def test_station_answering_with_a_call_error_exits_1_with_its_code(cli, st
     assert "NotSupported" in result.err and "no hard reset here" in result.err
 
 
-async def test_station_rejecting_a_command_is_its_answer_exit_0(cli, station) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_station_rejecting_a_command_is_its_answer_exit_0(cli, station) -> None:  # type: ignore[no-untyped-def]
     station.answers["Reset"] = lambda _: {"status": "Rejected"}
     result = await cli("admin", "station", "reset", "CS-1", "--json")
     assert (result.code, result.json()) == (0, {"status": "Rejected"})
 
 
 async def test_a_configuration_value_can_come_from_a_file_instead_of_the_process_list(  # type: ignore[no-untyped-def]
-    cli,  # noqa: F811
+    cli,
     station,
     tmp_path,
 ) -> None:

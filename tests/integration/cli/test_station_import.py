@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.cli.test_admin import cli
-from tests.integration.cli.test_admin_auth import company_and_site
-
-__all__ = ["cli"]
+from tests.integration.cli.helpers import company_and_site
 
 
 async def station_ids(cli, site: str) -> list[str]:  # type: ignore[no-untyped-def]

@@ -21,7 +21,7 @@ from chargenet.clock import Clock, ManualClock
 from chargenet.config import load_settings
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.services import sites
+from chargenet.services import sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.simulators.cpo import SimulatedCentralSystem
@@ -77,6 +77,30 @@ class Served:
             if event_type is not None:
                 query = query.where(OutboxEvent.event_type == event_type)
             return [json.loads(body) for body in await session.scalars(query)]
+
+    async def add_station(
+        self,
+        station_id: str,
+        *,
+        site_id: str | None = None,
+        password: str | None = None,
+        charge_points: int = 1,
+        connectors: int | None = None,
+    ) -> None:
+        """Another station, of the tenant's site unless `site_id` names one; without a password unless given."""
+        async with self.context.store.transaction() as session:
+            await stations.create_station(
+                session,
+                OPERATOR,
+                self.context.keys.secret_hasher(),
+                self.context.keys.credential_cipher(),
+                site_id=site_id or self.tenant.site_id,
+                station_id=station_id,
+                now=self.context.clock.now(),
+                password=password,
+                charge_points=charge_points,
+                connectors=connectors,
+            )
 
     async def point_site_at(self, cpo: SimulatedCentralSystem, password: str | None = None) -> None:
         async with self.context.store.transaction() as session:
@@ -151,6 +175,19 @@ async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None)
         server.should_exit = True
         await task
         await context.close()
+
+
+@pytest.fixture
+async def duo(served: Served) -> AsyncIterator[SimulatedStation]:
+    """Station DUO, connected and booted, the store showing it connected: charge points DUO-1 and DUO-2 of 2
+    connectors each (OCPP connectors 1-4)."""
+    await served.add_station("DUO", password=PASSWORD, charge_points=2, connectors=2)
+    station = served.station("DUO")
+    await station.connect()
+    await station.boot()
+    await served.edge.message_log.run_once()  # the store shows it connected now, not within the next second
+    yield station
+    await station.close()
 
 
 @pytest.fixture

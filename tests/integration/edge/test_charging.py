@@ -227,19 +227,8 @@ async def test_stop_for_an_unknown_transaction_is_acknowledged_and_recorded(
 
 
 async def test_stop_of_another_stations_transaction_raises_no_event(served: Served, station: SimulatedStation) -> None:
-    from chargenet.services import stations
-
     await add_tag(served, "TAG1")
-    async with served.context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.context.keys.secret_hasher(),
-            served.context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="CS-2",
-            now=datetime.now(UTC),
-        )
+    await served.add_station("CS-2")
     started = await station.start(1, "TAG1")
     other = served.station("CS-2", password=None)
     await other.connect()

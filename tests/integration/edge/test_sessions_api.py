@@ -14,7 +14,7 @@ from chargenet.services.pages import encode_cursor
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from chargenet.store.models import Meter
 from tests.factories import partner_token
-from tests.integration.edge.conftest import PASSWORD, Served
+from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_charging import add_tag
 
 
@@ -184,31 +184,6 @@ async def test_availability_of_connector_zero_of_a_single_charge_point_station_i
     body = {"connectorId": 0, "type": "Inoperative"}
     assert (await api.post("/charge-points/CS-1/availability", json=body)).json() == {"status": "Accepted"}
     assert station.received_calls == [("ChangeAvailability", {"connectorId": 0, "type": "Inoperative"})]
-
-
-@pytest.fixture
-async def duo(served: Served) -> AsyncIterator[SimulatedStation]:
-    """Station DUO, connected: charge points DUO-1 and DUO-2 of 2 connectors each (OCPP connectors 1-4)."""
-    from chargenet.services import stations
-
-    async with served.context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.context.keys.secret_hasher(),
-            served.context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="DUO",
-            now=served.context.clock.now(),
-            password=PASSWORD,
-            charge_points=2,
-            connectors=2,
-        )
-    simulated = served.station("DUO")
-    await simulated.connect()
-    await simulated.boot()
-    yield simulated
-    await simulated.close()
 
 
 async def test_availability_of_a_charge_point_among_several_goes_to_each_of_its_connectors_never_to_zero(

@@ -14,7 +14,6 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from chargenet.clock import ManualClock
-from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation, StationCallError
 from tests.integration.edge.conftest import PASSWORD, Served
@@ -56,19 +55,7 @@ async def test_user_name_other_than_the_station_id_gets_401(served: Served) -> N
 
 async def test_key_sent_as_raw_bytes_whose_hex_is_registered_is_accepted(served: Served) -> None:
     raw = bytes(range(16))
-    from chargenet.services import stations
-
-    async with served.context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.context.keys.secret_hasher(),
-            served.context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="RAW-1",
-            now=served.context.clock.now(),
-            password=raw.hex(),
-        )
+    await served.add_station("RAW-1", password=raw.hex())
     station = served.station("RAW-1", password=raw)
     await station.connect()
     assert (await station.heartbeat())["currentTime"]
