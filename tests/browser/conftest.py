@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+
+from tests.browser.console import ServedConsole, served_console
 
 CHROMIUM_ARGS = [
     "--disable-gpu",
@@ -42,6 +45,13 @@ async def browser() -> AsyncIterator[Browser]:
             yield instance
         finally:
             await instance.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
+    """The whole app on loopback, its console signed in to as `console.OWNER`."""
+    async with served_console(tmp_path) as served:
+        yield served
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -15,7 +15,7 @@ from typing import Any
 
 import argon2
 import uvicorn
-from playwright.async_api import Locator, Page
+from playwright.async_api import ConsoleMessage, Locator, Page
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
@@ -84,9 +84,8 @@ async def served_console(
         await context.close()
 
 
-async def station_on_a_new_site(console: ServedConsole, station_id: str, *, connectors: int = 2) -> SimulatedStation:
-    """A site of the console's company with one station of `connectors` connectors, and a simulator for it (not
-    connected yet)."""
+async def a_site(console: ServedConsole, name: str = "Depot") -> str:
+    """A new site of the console's company: its id."""
     context = console.context
     async with context.store.transaction() as session:
         site = await sites.create_site(
@@ -94,20 +93,42 @@ async def station_on_a_new_site(console: ServedConsole, station_id: str, *, conn
             OPERATOR,
             context.keys.credential_cipher(),
             company_id=console.company_id,
-            name="Harbour",
+            name=name,
             now=context.clock.now(),
         )
+    return site.id
+
+
+async def station_on_a_new_site(console: ServedConsole, station_id: str, *, connectors: int = 2) -> SimulatedStation:
+    """A site of the console's company with one station of `connectors` connectors, and a simulator for it (not
+    connected yet)."""
+    site_id = await a_site(console, "Harbour")
+    context = console.context
+    async with context.store.transaction() as session:
         await stations.create_station(
             session,
             OPERATOR,
             context.keys.secret_hasher(),
             context.keys.credential_cipher(),
-            site_id=site.id,
+            site_id=site_id,
             station_id=station_id,
             now=context.clock.now(),
             connectors=connectors,
         )
     return SimulatedStation(console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp", station_id)
+
+
+def csp_complaints(page: Page) -> list[str]:
+    """Every Content-Security-Policy complaint the page logs from now on: a flow must cause none (no inline script
+    or style)."""
+    seen: list[str] = []
+
+    def listen(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            seen.append(message.text)
+
+    page.on("console", listen)
+    return seen
 
 
 async def sign_in(page: Page, console: ServedConsole, email: str = OWNER, password: str = PASSWORD) -> None:

@@ -3,36 +3,27 @@ axe-core scan of every page in its empty, filled and error states. Waits are on 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import httpx
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, ConsoleMessage, Page, expect
+from playwright.async_api import Browser, Page, expect
 
-from tests.browser.console import OWNER, PASSWORD, ServedConsole, assert_accessible, follow, served_console, sign_in
+from tests.browser.console import (
+    OWNER,
+    PASSWORD,
+    ServedConsole,
+    assert_accessible,
+    csp_complaints,
+    follow,
+    sign_in,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
-        yield served
 
 
 @pytest.fixture
 def csp_violations(page: Page) -> list[str]:
     """Every Content-Security-Policy complaint the page logs: a flow must cause none (no inline script or style)."""
-    seen: list[str] = []
-
-    def listen(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            seen.append(message.text)
-
-    page.on("console", listen)
-    return seen
+    return csp_complaints(page)
 
 
 async def test_an_owner_signs_in_by_keyboard_creates_an_operator_and_finds_it_in_the_audit_log(

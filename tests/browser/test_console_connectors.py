@@ -4,22 +4,18 @@ page passes axe-core and its script keeps to the CSP. Waits are on conditions, n
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, ConsoleMessage, expect
+from playwright.async_api import Browser, expect
 
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in, station_on_a_new_site
+from tests.browser.console import (
+    ServedConsole,
+    assert_accessible,
+    csp_complaints,
+    sign_in,
+    station_on_a_new_site,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
-        yield served
 
 
 async def test_a_status_the_station_reports_changes_its_row_in_the_open_page(
@@ -27,13 +23,7 @@ async def test_a_status_the_station_reports_changes_its_row_in_the_open_page(
 ) -> None:
     station = await station_on_a_new_site(console, "CS-TABLE")
     page = await (await browser.new_context(viewport={"width": 1400, "height": 900})).new_page()
-    complaints: list[str] = []
-
-    def listen(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            complaints.append(message.text)
-
-    page.on("console", listen)
+    complaints = csp_complaints(page)
     try:
         await station.connect()
         await station.boot(vendor="Sim", model="Table")

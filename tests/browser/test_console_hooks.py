@@ -24,11 +24,16 @@ from sqlalchemy import func, select
 from chargenet.clock import ManualClock
 from chargenet.domain.events import AuthorizePayload
 from chargenet.outbox import Outbox
-from chargenet.services import sites
-from chargenet.services.callers import OPERATOR
 from chargenet.store.models import WebhookDeadLetter, WebhookLane
 from chargenet.webhooks.retry import RetryPolicy
-from tests.browser.console import ServedConsole, assert_accessible, follow, served_console, sign_in
+from tests.browser.console import (
+    a_site,
+    assert_accessible,
+    csp_complaints,
+    follow,
+    served_console,
+    sign_in,
+)
 from tests.support.receiver import Reply, run_receiver
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -50,27 +55,6 @@ async def _holds(condition: Callable[[], object]) -> bool:
     if asyncio.iscoroutine(value):
         value = await value
     return bool(value)
-
-
-def csp_complaints(page: Page) -> list[str]:
-    """Every Content-Security-Policy complaint the page logs from now on: a flow must cause none."""
-    seen: list[str] = []
-    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None)
-    return seen
-
-
-async def a_site(console: ServedConsole, name: str = "Depot") -> str:
-    context = console.context
-    async with context.store.transaction() as session:
-        site = await sites.create_site(
-            session,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            company_id=console.company_id,
-            name=name,
-            now=context.clock.now(),
-        )
-    return site.id
 
 
 async def test_an_application_added_to_a_group_from_its_page_gets_what_the_group_grants(

@@ -6,28 +6,26 @@ and the sessions list and detail pass axe-core. Waits are on conditions, never o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, ConsoleMessage, expect
+from playwright.async_api import Browser, expect
 from sqlalchemy import func, select
 
 from chargenet.edge.protocol.frames import Payload
 from chargenet.simulators.station import AnswerWithError
 from chargenet.store.models import OcppMessage, StationPresence
-from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in, station_on_a_new_site
+from tests.browser.console import (
+    ServedConsole,
+    assert_accessible,
+    csp_complaints,
+    sign_in,
+    station_on_a_new_site,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 VENDOR = "<b>Vend</b>"  # station-supplied: shown as text
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
-        yield served
 
 
 async def until(condition: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
@@ -46,13 +44,7 @@ async def test_a_remote_start_from_the_station_page_reaches_the_station_and_its_
     await station.status(1, "Available")
 
     page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
-    complaints: list[str] = []
-
-    def listen(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            complaints.append(message.text)
-
-    page.on("console", listen)
+    complaints = csp_complaints(page)
     try:
         await sign_in(page, console)
         await page.goto(f"{console.url}/stations/CS-LIVE")

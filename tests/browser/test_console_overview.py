@@ -6,11 +6,9 @@ named among the upstream links down. Waits are on conditions, never on time."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import pytest
-import pytest_asyncio
 from playwright.async_api import Browser, expect
 
 from chargenet.services import sites, stations
@@ -21,18 +19,11 @@ from tests.browser.console import (
     ServedConsole,
     assert_accessible,
     free_port,
-    served_console,
     sign_in,
     station_on_a_new_site,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
-        yield served
 
 
 async def test_the_energy_chart_shows_a_session_a_station_just_completed(

@@ -4,22 +4,12 @@ error states, wide and narrow. Waits are on conditions, never on time."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, ConsoleMessage, Page, expect
+from playwright.async_api import Browser, Page, expect
 
-from tests.browser.console import ServedConsole, assert_accessible, follow, served_console, sign_in
+from tests.browser.console import ServedConsole, assert_accessible, csp_complaints, follow, sign_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def console(tmp_path: Path) -> AsyncIterator[ServedConsole]:
-    async with served_console(tmp_path) as served:
-        yield served
 
 
 async def test_an_admin_creates_a_site_and_a_station_sees_its_key_once_and_lists_a_tag(
@@ -27,13 +17,7 @@ async def test_an_admin_creates_a_site_and_a_station_sees_its_key_once_and_lists
 ) -> None:
     context = await browser.new_context(permissions=["clipboard-read", "clipboard-write"])
     page = await context.new_page()
-    complaints: list[str] = []
-
-    def listen(message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            complaints.append(message.text)
-
-    page.on("console", listen)
+    complaints = csp_complaints(page)
     try:
         await sign_in(page, console)
         await page.get_by_role("link", name="Sites").click()
