@@ -23,14 +23,19 @@ def _free_port() -> int:
 
 
 async def start_serve(data_dir: Path, *flags: str) -> asyncio.subprocess.Process:
-    """`chargenet serve` on a free port with the data folder and `flags`, once its /health answers (60 s at most)."""
-    port = _free_port()
+    """`chargenet serve` on a free port with the data folder and `flags`, webhooks to private addresses allowed,
+    once its /health answers (60 s at most)."""
+    return await serve_on(data_dir, _free_port(), "--webhook-allow-private", *flags)
+
+
+async def serve_on(data_dir: Path, port: int, *flags: str) -> asyncio.subprocess.Process:
+    """`chargenet serve` on `port` with the data folder and `flags`, once its /health answers (60 s at most)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "chargenet",
         "serve",
-        *("--port", str(port), "--data-dir", str(data_dir), "--webhook-allow-private", "--log-level", "error"),
+        *("--port", str(port), "--data-dir", str(data_dir), "--log-level", "error"),
         *flags,
         env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
         stdout=subprocess.DEVNULL,

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
-import subprocess
-import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import argon2
@@ -24,32 +23,26 @@ from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from tests.browser.console import free_port
+from tests.support.serve import serve_on
 from tests.support.sse import next_row
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "correct horse battery"
 
 
-async def serve_elsewhere(data_dir: Path, pg_url: str, port: int) -> asyncio.subprocess.Process:
-    """`chargenet serve` in a process of its own, once its /health answers."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "chargenet", "serve", "--port", str(port), "--data-dir", str(data_dir)),
-        *("--database-url", pg_url, "--log-level", "error"),
-        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'sdk' / 'python'}"},
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    async with httpx.AsyncClient() as client:
-        while True:
-            assert process.returncode is None, "chargenet serve exited early"
-            try:
-                if (await client.get(f"http://127.0.0.1:{port}/health", timeout=1)).status_code < 500:
-                    return process
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "chargenet serve did not answer within 60 s"
-            await asyncio.sleep(0.1)
+@asynccontextmanager
+async def live_lines(origin: str) -> AsyncIterator[AsyncIterator[str]]:
+    """The lines of the connectors page's live stream, signed in to the console at `origin` as the owner."""
+    async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
+        signed = await browser.post(
+            "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
+        )
+        assert signed.status_code == 303
+        page = await browser.get("/console/connectors")
+        found = re.search(r'data-live-stream="([^"]+)"', page.text)
+        assert found
+        async with browser.stream("GET", html.unescape(found.group(1))) as response:
+            yield response.aiter_lines()
 
 
 async def test_a_station_held_by_another_process_changes_its_row_in_this_processs_stream(
@@ -90,31 +83,21 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     here = asyncio.create_task(server.serve())
     other_port = free_port()
-    elsewhere = await serve_elsewhere(data_dir, pg_url, other_port)
+    elsewhere = await serve_on(data_dir, other_port, "--database-url", pg_url)
     station = SimulatedStation(f"ws://127.0.0.1:{other_port}/ocpp", "CS-AWAY")
     try:
         while not server.started:
             await asyncio.sleep(0.01)
-        origin = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
-            signed = await browser.post(
-                "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
-            )
-            assert signed.status_code == 303
-            page = await browser.get("/console/connectors")
-            found = re.search(r'data-live-stream="([^"]+)"', page.text)
-            assert found
-            async with browser.stream("GET", html.unescape(found.group(1))) as response:
-                lines = response.aiter_lines()
-                await station.connect()
-                await station.boot(vendor="Sim", model="Away")
-                await station.status(1, "Available")
-                await next_row(lines, 'id="live-CS-AWAY-1"', "status-available")
-                await station.status(1, "Preparing")
-                await station.status(1, "Charging")
-                await next_row(lines, 'id="live-CS-AWAY-1"', "status-charging")
-                await station.close()
-                await next_row(lines, 'id="live-CS-AWAY-1"', "status-offline", "last reported Charging")
+        async with live_lines(f"http://127.0.0.1:{port}") as lines:
+            await station.connect()
+            await station.boot(vendor="Sim", model="Away")
+            await station.status(1, "Available")
+            await next_row(lines, 'id="live-CS-AWAY-1"', "status-available")
+            await station.status(1, "Preparing")
+            await station.status(1, "Charging")
+            await next_row(lines, 'id="live-CS-AWAY-1"', "status-charging")
+            await station.close()
+            await next_row(lines, 'id="live-CS-AWAY-1"', "status-offline", "last reported Charging")
     finally:
         await station.close()
         elsewhere.terminate()
@@ -146,26 +129,16 @@ async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_p
     finally:
         await context.close()
     port = free_port()
-    process = await serve_elsewhere(data_dir, f"sqlite+aiosqlite:///{data_dir / 'chargenet.db'}", port)
+    process = await serve_on(data_dir, port, "--database-url", f"sqlite+aiosqlite:///{data_dir / 'chargenet.db'}")
     try:
-        origin = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=origin, timeout=20) as browser:
-            signed = await browser.post(
-                "/console/login", data={"email": "owner@acme.test", "password": PASSWORD}, headers={"Origin": origin}
-            )
-            assert signed.status_code == 303
-            page = await browser.get("/console/connectors")
-            found = re.search(r'data-live-stream="([^"]+)"', page.text)
-            assert found
-            async with browser.stream("GET", html.unescape(found.group(1))) as response:
-                lines = response.aiter_lines()
-                await anext(lines)  # the stream is open
-                started = time.monotonic()
-                process.terminate()
-                # Well before the server's 10 s graceful timeout: the stream ended first, without `event: end`
-                # (which would send the browser to the sign-in page rather than reconnect).
-                rest = [line async for line in lines]
-                assert not any(line.startswith("event: ") for line in rest)
+        async with live_lines(f"http://127.0.0.1:{port}") as lines:
+            await anext(lines)  # the stream is open
+            started = time.monotonic()
+            process.terminate()
+            # Well before the server's 10 s graceful timeout: the stream ended first, without `event: end`
+            # (which would send the browser to the sign-in page rather than reconnect).
+            rest = [line async for line in lines]
+            assert not any(line.startswith("event: ") for line in rest)
         assert await asyncio.wait_for(process.wait(), 10) == 0
         assert time.monotonic() - started < 5
     finally:
