@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.app import AppContext
 from chargenet.keys import KeyStore
@@ -35,19 +38,34 @@ async def make_tenant(
         site = await sites.create_site(
             session, OPERATOR, keys.credential_cipher(), company_id=company.id, name="Depot", now=now
         )
-        await stations.create_station(
+        await add_station(
             session,
-            OPERATOR,
-            keys.secret_hasher(),
-            keys.credential_cipher(),
-            site_id=site.id,
-            station_id=station_id,
-            now=now,
+            keys,
+            site.id,
+            station_id,
+            now,
             password=password,
             charge_points=charge_points,
             connectors=connectors,
         )
     return Tenant(company.id, site.id, station_id)
+
+
+async def add_station(
+    session: AsyncSession, keys: KeyStore, site_id: str, station_id: str, now: datetime, **layout: Any
+) -> None:
+    """Station `station_id` of the site, as the operator creates it; `layout` as `stations.create_station` takes
+    it (`password`, `charge_points`, `connectors`)."""
+    await stations.create_station(
+        session,
+        OPERATOR,
+        keys.secret_hasher(),
+        keys.credential_cipher(),
+        site_id=site_id,
+        station_id=station_id,
+        now=now,
+        **layout,
+    )
 
 
 async def partner_token(

@@ -20,11 +20,12 @@ from playwright.async_api import ConsoleMessage, Locator, Page
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
 from chargenet.config import load_settings
-from chargenet.services import companies, operators, sites, stations
+from chargenet.services import companies, operators, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.retry import RetryPolicy
+from tests.factories import add_station
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
@@ -105,16 +106,7 @@ async def station_on_a_new_site(console: ServedConsole, station_id: str, *, conn
     site_id = await a_site(console, "Harbour")
     context = console.context
     async with context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=site_id,
-            station_id=station_id,
-            now=context.clock.now(),
-            connectors=connectors,
-        )
+        await add_station(session, context.keys, site_id, station_id, context.clock.now(), connectors=connectors)
     return SimulatedStation(console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp", station_id)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from playwright.async_api import Browser, expect
 
-from chargenet.services import sites, stations
+from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import StationPresence
@@ -22,6 +22,7 @@ from tests.browser.console import (
     sign_in,
     station_on_a_new_site,
 )
+from tests.factories import add_station
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -82,15 +83,7 @@ async def test_a_station_whose_upstream_is_unreachable_is_named_among_the_links_
         await sites.update_site(
             session, OPERATOR, cipher, site.id, now=context.clock.now(), upstream_url=f"ws://127.0.0.1:{free_port()}"
         )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            cipher,
-            site_id=site.id,
-            station_id="CS-AWAY",
-            now=context.clock.now(),
-        )
+        await add_station(session, context.keys, site.id, "CS-AWAY", context.clock.now())
     ocpp = console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp"
     station = SimulatedStation(ocpp, "CS-AWAY")
     await station.connect()

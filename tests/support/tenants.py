@@ -12,9 +12,10 @@ from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import companies, sites, stations
+from chargenet.services import companies, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
+from tests.factories import add_station
 
 
 @dataclass
@@ -41,16 +42,7 @@ class Tenant:
         """A station of the site with one charge point of two connectors (or of those its statuses will report,
         with `connectors=None`), as the operator creates it."""
         async with self.store.transaction() as session:
-            await stations.create_station(
-                session,
-                OPERATOR,
-                self.keys.secret_hasher(),
-                self.keys.credential_cipher(),
-                site_id=self.site_id,
-                station_id=station_id,
-                now=self.clock.now(),
-                connectors=connectors,
-            )
+            await add_station(session, self.keys, self.site_id, station_id, self.clock.now(), connectors=connectors)
 
     async def status(self, status: str, error_code: str = "NoError", *, station_id: str = "ST-1") -> None:
         """A StatusNotification of connector 1, as the edge records it (with its event, in one transaction)."""

@@ -13,6 +13,7 @@ from chargenet.auth.keyring import PUBLISH_AHEAD
 from chargenet.auth.keys import SigningKeys
 from chargenet.services import applications, groups
 from chargenet.services.callers import OPERATOR
+from tests.factories import add_station
 from tests.integration.auth.conftest import Served
 
 REVOCATION_WINDOW = 5
@@ -122,7 +123,7 @@ async def test_site_filter_of_another_company_lists_nothing(served: Served) -> N
 async def test_site_group_reaches_its_site_only(served: Served) -> None:
     mine = await served.tenant("ST-A")
     async with served.context.store.transaction() as session:
-        from chargenet.services import sites, stations
+        from chargenet.services import sites
 
         other = await sites.create_site(
             session,
@@ -132,15 +133,7 @@ async def test_site_group_reaches_its_site_only(served: Served) -> None:
             name="B",
             now=served.clock.now(),
         )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.context.keys.secret_hasher(),
-            served.context.keys.credential_cipher(),
-            site_id=other.id,
-            station_id="ST-A2",
-            now=served.clock.now(),
-        )
+        await add_station(session, served.context.keys, other.id, "ST-A2", served.clock.now())
     token = await served.token(await served.app(mine.company_id, "charge-points:read", site_id=other.id))
     assert [p["id"] for p in (await served.get("/charge-points", token)).json()["items"]] == ["ST-A2"]
     assert_problem(404, await served.get("/charge-points/ST-A", token))
@@ -149,18 +142,8 @@ async def test_site_group_reaches_its_site_only(served: Served) -> None:
 async def test_pagination_follows_next(served: Served) -> None:
     mine = await served.tenant("ST-A")
     async with served.context.store.transaction() as session:
-        from chargenet.services import stations
-
         for station in ("ST-C", "ST-B"):
-            await stations.create_station(
-                session,
-                OPERATOR,
-                served.context.keys.secret_hasher(),
-                served.context.keys.credential_cipher(),
-                site_id=mine.site_id,
-                station_id=station,
-                now=served.clock.now(),
-            )
+            await add_station(session, served.context.keys, mine.site_id, station, served.clock.now())
     token = await served.token(await served.app(mine.company_id, "charge-points:read"))
     seen: list[str] = []
     params: dict[str, str] = {"limit": "2"}

@@ -35,11 +35,12 @@ from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import companies, operators, sites, stations
+from chargenet.services import companies, operators, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import Operator, StationPresence
 from tests.browser.console import free_port
+from tests.factories import add_station
 
 PASSWORD = "correct horse battery"
 
@@ -113,16 +114,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
             session, OPERATOR, keys.credential_cipher(), company_id=other.id, name="Depot", now=clock.now()
         )
         for site_id, station_id in ((site_a.id, "ST-A"), (site_a.id, "ST-A2"), (site_b.id, "ST-B")):
-            await stations.create_station(
-                session,
-                OPERATOR,
-                keys.secret_hasher(),
-                keys.credential_cipher(),
-                site_id=site_id,
-                station_id=station_id,
-                now=clock.now(),
-                connectors=2,
-            )
+            await add_station(session, keys, site_id, station_id, clock.now(), connectors=2)
     people = ((acme.id, "owner@acme.test", "owner"), (acme.id, "viewer@acme.test", "viewer"))
     for company_id, email, role in (*people, (other.id, "owner@other.test", "owner")):
         await operators.create_operator(
@@ -475,16 +467,8 @@ async def test_a_filter_holding_text_no_id_can_hold_is_refused_naming_the_field(
 
 async def test_the_table_is_paged_by_keyset_fifty_rows_at_a_time(served: Served) -> None:
     async with served.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            served.keys.secret_hasher(),
-            served.keys.credential_cipher(),
-            site_id=served.site_a,
-            station_id="BIG",
-            now=served.clock.now(),
-            charge_points=10,
-            connectors=12,
+        await add_station(
+            session, served.keys, served.site_a, "BIG", served.clock.now(), charge_points=10, connectors=12
         )
     acme = await served.signed_in("owner@acme.test")
     seen: list[str] = []

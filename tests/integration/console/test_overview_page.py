@@ -11,10 +11,11 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from chargenet.keys import KeyStore
-from chargenet.services import sites, stations, webhooks
+from chargenet.services import sites, webhooks
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import Connector, EdgeTransaction, StationPresence, WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
+from tests.factories import add_station
 from tests.integration.console.conftest import ConsoleHarness
 
 
@@ -28,16 +29,7 @@ async def _seed(harness: ConsoleHarness, tmp_path: Path, company_id: str, statio
         site = await sites.create_site(
             session, OPERATOR, keys.credential_cipher(), company_id=company_id, name="Depot", now=now
         )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            keys.secret_hasher(),
-            keys.credential_cipher(),
-            site_id=site.id,
-            station_id=station_id,
-            connectors=2,
-            now=now,
-        )
+        await add_station(session, keys, site.id, station_id, now, connectors=2)
         for connector_id, status, code in ((1, "Charging", "NoError"), (2, "Faulted", "GroundFailure")):
             await session.execute(
                 update(Connector)

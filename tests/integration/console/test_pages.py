@@ -6,8 +6,9 @@ from pathlib import Path
 
 from chargenet.console import protection
 from chargenet.keys import KeyStore
-from chargenet.services import audit, sites, stations
+from chargenet.services import audit, sites
 from chargenet.services.callers import OPERATOR, Actor, Face
+from tests.factories import add_station
 from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
 
 
@@ -60,15 +61,7 @@ async def test_the_overview_counts_only_the_operators_company(harness: ConsoleHa
                 now=harness.clock.now(),
             )
             for n in range(count):
-                await stations.create_station(
-                    session,
-                    OPERATOR,
-                    store_keys.secret_hasher(),
-                    store_keys.credential_cipher(),
-                    site_id=site.id,
-                    station_id=f"{company_id[-4:]}-{n}",
-                    now=harness.clock.now(),
-                )
+                await add_station(session, store_keys, site.id, f"{company_id[-4:]}-{n}", harness.clock.now())
     page = await (await harness.signed_in("viewer@acme.test")).get("/console/")
     assert '<dt>Sites</dt><dd><a href="/console/sites">1</a></dd>' in page.text
     assert "<dt>Stations</dt><dd>2</dd>" in page.text

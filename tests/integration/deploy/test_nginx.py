@@ -27,13 +27,14 @@ from sqlalchemy import select
 
 from chargenet.app import open_context
 from chargenet.config import load_settings
-from chargenet.services import applications, companies, groups, operators, sites, stations
+from chargenet.services import applications, companies, groups, operators, sites
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload, SimulatedStation
 from chargenet.store.db import Store
 from chargenet.store.models import StationCommand, StationPresence
 from chargenet.webhooks.outbound_auth import NoAuth
+from tests.factories import add_station
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
 from tests.support.receiver import Receiver, run_receiver
 from tests.support.sse import next_row
@@ -151,17 +152,7 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
                 company = await companies.create_company(session, OPERATOR, name="Acme", now=now)
                 site = await sites.create_site(session, OPERATOR, cipher, company_id=company.id, name="Port", now=now)
                 for station_id, password in STATION_KEYS.items():
-                    await stations.create_station(
-                        session,
-                        OPERATOR,
-                        context.keys.secret_hasher(),
-                        cipher,
-                        site_id=site.id,
-                        station_id=station_id,
-                        password=password,
-                        connectors=1,
-                        now=now,
-                    )
+                    await add_station(session, context.keys, site.id, station_id, now, password=password, connectors=1)
                 app = await applications.create_application(
                     session, OPERATOR, context.keys.secret_hasher(), company_id=company.id, name="Fleet", now=now
                 )

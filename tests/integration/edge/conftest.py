@@ -21,13 +21,13 @@ from chargenet.clock import Clock, ManualClock
 from chargenet.config import load_settings
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.services import sites, stations
+from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import OutboxEvent
-from tests.factories import Tenant, make_tenant, partner_token
+from tests.factories import Tenant, add_station, make_tenant, partner_token
 
 PASSWORD = "0123456789abcdef0123"
 
@@ -88,19 +88,10 @@ class Served:
         connectors: int | None = None,
     ) -> None:
         """Another station, of the tenant's site unless `site_id` names one; without a password unless given."""
+        layout = {"password": password, "charge_points": charge_points, "connectors": connectors}
         async with self.context.store.transaction() as session:
-            await stations.create_station(
-                session,
-                OPERATOR,
-                self.context.keys.secret_hasher(),
-                self.context.keys.credential_cipher(),
-                site_id=site_id or self.tenant.site_id,
-                station_id=station_id,
-                now=self.context.clock.now(),
-                password=password,
-                charge_points=charge_points,
-                connectors=connectors,
-            )
+            now = self.context.clock.now()
+            await add_station(session, self.context.keys, site_id or self.tenant.site_id, station_id, now, **layout)
 
     async def point_site_at(self, cpo: SimulatedCentralSystem, password: str | None = None) -> None:
         async with self.context.store.transaction() as session:

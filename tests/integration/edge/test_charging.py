@@ -20,6 +20,7 @@ from chargenet.store.models import (
     StationPresence,
     UnknownStop,
 )
+from tests.factories import add_station
 from tests.integration.edge.conftest import Served
 
 
@@ -271,7 +272,7 @@ async def test_tag_with_an_active_transaction_is_concurrent_tx(served: Served, s
 
 
 async def test_tag_charging_at_another_site_is_not_concurrent_tx(served: Served, station: SimulatedStation) -> None:
-    from chargenet.services import sites, stations
+    from chargenet.services import sites
 
     now = datetime.now(UTC)
     async with served.context.store.transaction() as session:
@@ -279,9 +280,7 @@ async def test_tag_charging_at_another_site_is_not_concurrent_tx(served: Served,
         other = await sites.create_site(
             session, OPERATOR, cipher, company_id=served.tenant.company_id, name="Other", now=now
         )
-        await stations.create_station(
-            session, OPERATOR, served.context.keys.secret_hasher(), cipher, site_id=other.id, station_id="CS-2", now=now
-        )
+        await add_station(session, served.context.keys, other.id, "CS-2", now)
     await add_tag(served, "TAG1")
     await add_tag(served, "TAG1", site_id=other.id)
     elsewhere = served.station("CS-2", password=None)
@@ -333,20 +332,11 @@ async def test_firmware_and_diagnostics_notifications_are_acknowledged(station: 
 
 
 async def test_reconnect_storm_with_resent_messages_loses_and_duplicates_no_event(served: Served) -> None:
-    from chargenet.services import stations
 
     ids = [f"STORM-{n}" for n in range(20)]
     async with served.context.store.transaction() as session:
         for station_id in ids:
-            await stations.create_station(
-                session,
-                OPERATOR,
-                served.context.keys.secret_hasher(),
-                served.context.keys.credential_cipher(),
-                site_id=served.tenant.site_id,
-                station_id=station_id,
-                now=datetime.now(UTC),
-            )
+            await add_station(session, served.context.keys, served.tenant.site_id, station_id, datetime.now(UTC))
     await add_tag(served, "FLEET")
     fleet = [served.station(station_id, password=None) for station_id in ids]
 

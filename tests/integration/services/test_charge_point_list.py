@@ -15,13 +15,14 @@ from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.keys import KeyStore
 from chargenet.ports import StationCommands
-from chargenet.services import charge_points, companies, meters, sites, stations
+from chargenet.services import charge_points, companies, meters, sites
 from chargenet.services.callers import OPERATOR, ApiApplication, Caller
 from chargenet.services.charge_points import ChargePointView
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.pages import Page, PageRequest, every_page
 from chargenet.store.db import Store
 from chargenet.store.models import ChargePoint, Connector, Station, StationPresence
+from tests.factories import add_station
 
 
 class Network:
@@ -45,16 +46,7 @@ async def network(store: Store, clock: ManualClock, tmp_path: Path) -> Network:
                 session, OPERATOR, keys.credential_cipher(), company_id=company.id, name=name, now=now
             )
         for station_id, site in (("A-1", "A"), ("A-2", "A"), ("B-1", "B"), ("C-1", "C")):
-            await stations.create_station(
-                session,
-                OPERATOR,
-                keys.secret_hasher(),
-                keys.credential_cipher(),
-                site_id=made[site].id,
-                station_id=station_id,
-                now=now,
-                connectors=2,
-            )
+            await add_station(session, keys, made[site].id, station_id, now, connectors=2)
     return Network(first.id, second.id, made["A"].id, made["B"].id, made["C"].id)
 
 
