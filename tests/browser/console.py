@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.retry import RetryPolicy
 from tests.factories import add_station
+from tests.support.ports import free_port
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
@@ -37,12 +37,6 @@ class ServedConsole:
     context: AppContext
     url: str  # the console's address, ending in /console
     company_id: str
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager

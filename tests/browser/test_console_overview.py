@@ -18,11 +18,11 @@ from chargenet.store.models import StationPresence
 from tests.browser.console import (
     ServedConsole,
     assert_accessible,
-    free_port,
     sign_in,
     station_on_a_new_site,
 )
 from tests.factories import add_station
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

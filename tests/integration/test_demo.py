@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.test_serve import chargenet, free_port, wait_for_health
+from tests.integration.test_serve import chargenet, wait_for_health
+from tests.support.ports import free_port
 
 
 @pytest.mark.slow

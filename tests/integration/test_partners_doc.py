@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from chargenet.domain.events import StartTransactionEvent, parse_event
+from tests.support.ports import free_port
 from tests.support.receiver import Received, Reply, run_receiver
 
 pytestmark = pytest.mark.slow
@@ -81,13 +82,6 @@ class Service:
         return {**self.env, **extra}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _base_env(data_dir: Path) -> dict[str, str]:
     # `chargenet` and `python3` as a partner's or operator's shell finds them: this environment's.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -137,7 +131,7 @@ def _operator_commands(env: dict[str, str]) -> dict[str, str]:
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     data_dir = tmp_path_factory.mktemp("partners-doc")
     env = _base_env(data_dir)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         ["chargenet", "serve", "--port", str(port), "--webhook-allow-private", "--log-level", "error"],
@@ -290,7 +284,7 @@ def test_the_example_event_is_a_valid_start_transaction() -> None:
 
 @pytest.fixture
 def sdk_receiver(service: Service) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = _free_port()
+    port = free_port()
     program = subprocess.Popen(
         [sys.executable, "-c", block("5.", "python")],
         env=service.with_vars(PORT=str(port)),

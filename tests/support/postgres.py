@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.ports import free_port
+
 _UNPRIVILEGED = "nobody"
 _READY_TIMEOUT_S = 30.0
 
@@ -46,13 +48,6 @@ def server_binaries() -> Path:
         "no PostgreSQL server is installed (initdb not found): run `make test`, which installs Debian's "
         "`postgresql` package, or point CHARGENET_TEST_DATABASE_URL at a server whose role may CREATE DATABASE"
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -115,7 +110,7 @@ class ThrowawayPostgres:
         if initdb.returncode != 0:
             raise PostgresUnavailable(f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}")
         password_file.unlink()
-        self.port = _free_port()
+        self.port = free_port()
         log_handle = open(log, "wb")  # noqa: SIM115 - handed to the server process for its lifetime
         if owner is not None:
             os.chown(log, owner.pw_uid, owner.pw_gid)

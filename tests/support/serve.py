@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,20 +11,15 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def start_serve(data_dir: Path, *flags: str) -> asyncio.subprocess.Process:
     """`chargenet serve` on a free port with the data folder and `flags`, webhooks to private addresses allowed,
     once its /health answers (60 s at most)."""
-    return await serve_on(data_dir, _free_port(), "--webhook-allow-private", *flags)
+    return await serve_on(data_dir, free_port(), "--webhook-allow-private", *flags)
 
 
 async def serve_on(data_dir: Path, port: int, *flags: str) -> asyncio.subprocess.Process:

@@ -7,7 +7,6 @@ are driven by the test instead of by sleeping.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +21,7 @@ from chargenet.config import load_settings
 from chargenet.services import applications, groups
 from chargenet.services.callers import OPERATOR
 from tests.factories import Tenant, make_tenant
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.ports import free_port
 
 
 @dataclass

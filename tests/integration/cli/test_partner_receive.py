@@ -14,9 +14,9 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from chargenet.webhooks.signing import webhook_signature_headers
-from tests.integration.test_serve import free_port
 from tests.support.jwks import jwk, serve_jwks
 from tests.support.keys import signing_keys
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 

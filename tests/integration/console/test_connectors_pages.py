@@ -39,8 +39,8 @@ from chargenet.services import companies, operators, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import Operator, StationPresence
-from tests.browser.console import free_port
 from tests.factories import add_station
+from tests.support.ports import free_port
 
 PASSWORD = "correct horse battery"
 

@@ -22,7 +22,7 @@ from chargenet.config import load_settings
 from chargenet.services import companies, operators, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
-from tests.browser.console import free_port
+from tests.support.ports import free_port
 from tests.support.serve import serve_on
 from tests.support.sse import next_row
 

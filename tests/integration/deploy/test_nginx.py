@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from chargenet.store.models import StationCommand, StationPresence
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import add_station
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
+from tests.support.ports import free_port
 from tests.support.receiver import Receiver, run_receiver
 from tests.support.sse import next_row
 
@@ -47,12 +47,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(NGINX is None, reason="nginx is not installed: `make test` installs Debian's nginx-light"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def site_config(folder: Path, *, http_port: int, https_port: int, upstreams: list[int], cert: Path, key: Path) -> str:
@@ -140,9 +134,9 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
     data_dir, proxy_dir = tmp_path / "data", tmp_path / "nginx"
     proxy_dir.mkdir()
     cert, key = self_signed(proxy_dir)
-    https_port, http_port = _free_port(), _free_port()
+    https_port, http_port = free_port(), free_port()
     origin = f"https://127.0.0.1:{https_port}"
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     async with run_receiver() as receiver:
         context = await open_context(load_settings({"database_url": pg_url, "data_dir": str(data_dir)}, environ={}))
         now = context.clock.now()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.deploy import OPERATING, ROOT, ensure_service_user, self_signed
+from tests.support.ports import free_port
 from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
 from tests.support.stand_ins import stop_all, to_sandbox
 
@@ -39,12 +39,6 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def commands(markdown: str) -> list[str]:
     """The guide's `sh` blocks, in order."""
     return re.findall(r"^```sh\n(.*?)^```$", markdown, flags=re.S | re.M)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -103,7 +97,7 @@ def test_every_command_of_the_operating_guide_runs_in_order(
 ) -> None:
     ensure_service_user()
     checkout = machine(scratch_root)
-    first, second = _free_port(), _free_port()
+    first, second = free_port(), free_port()
     script = "\n".join(commands(OPERATING.read_text()))
     script = to_sandbox(script, scratch_root)
     script = script.replace("127.0.0.1:5432", f"127.0.0.1:{postgres_server.port}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,6 +26,7 @@ from tests.support.deploy import (
     service_environment,
     unit_settings,
 )
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching to the service's user needs root, as CI runs")
 
@@ -71,12 +71,6 @@ def test_the_unit_runs_as_its_own_user_with_no_new_privileges_and_writes_only_it
     assert settings["Restart"] == ["on-failure"]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 async def database_url() -> AsyncIterator[str]:
     url = await create_pg_database()
@@ -103,7 +97,7 @@ def test_the_units_command_run_as_its_user_serves_and_stops_cleanly(database_url
     data = service_folder / "data"
     data.mkdir(mode=0o750)
     os.chown(data, owner.pw_uid, owner.pw_gid)
-    port = _free_port()
+    port = free_port()
     # The database URL holds a password: only root and the service's group may read its file.
     url_file = service_folder / "database-url"
     url_file.write_text(database_url + "\n")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,7 @@ from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import OutboxEvent
 from tests.factories import Tenant, add_station, make_tenant, partner_token
+from tests.support.ports import free_port
 
 PASSWORD = "0123456789abcdef0123"
 
@@ -39,12 +39,6 @@ def directory_of(server: uvicorn.Server) -> ChargePointDirectory:
     directory = api.state.directory
     assert isinstance(directory, ChargePointDirectory)
     return directory
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -10,7 +10,8 @@ import pytest
 
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import StationCallError
-from tests.integration.edge.conftest import Served, free_port
+from tests.integration.edge.conftest import Served
+from tests.support.ports import free_port
 from tests.support.scrape import Scrape
 
 # What is measured here does not depend on the store: SQLite alone.

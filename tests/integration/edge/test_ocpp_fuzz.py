@@ -37,7 +37,7 @@ from chargenet.config import load_settings
 from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.errors import ErrorCode, PayloadViolation, RemoteProtocolError, UnreadableFrame
 from tests.factories import make_tenant
-from tests.integration.test_serve import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 STATION = "FZ-1"

@@ -14,7 +14,7 @@ import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.edge.transport import UNREAD_LIMIT, StationWebSocketProtocol
-from tests.integration.edge.conftest import free_port
+from tests.support.ports import free_port
 from tests.support.processes import eventually
 
 

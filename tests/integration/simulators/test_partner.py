@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,20 +16,15 @@ from chargenet.webhooks.outbound_auth import NoAuth
 from chargenet.webhooks.sender import Endpoint, WebhookSender, WebhookSigningKeys
 from tests.support.jwks import jwk, serve_jwks
 from tests.support.keys import signing_keys
+from tests.support.ports import free_port
 
 BODY = json.dumps({"eventId": "e-1", "eventType": "Authorize", "siteId": "s", "payload": {}}).encode()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager
 async def running_receiver(jwks_url: str, received: list[VerifiedWebhook]) -> AsyncIterator[str]:
     verifier = AsyncWebhookVerifier(jwks_url)
-    port = _free_port()
+    port = free_port()
     app = create_receiver(verifier, received.append, "/hook")
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     task = asyncio.create_task(server.serve())
