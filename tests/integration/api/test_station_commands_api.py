@@ -6,12 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from chargenet.services import sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from tests.factories import partner_token
-from tests.integration.edge.conftest import Served, served  # noqa: F401  (the fixture)
-from tests.integration.edge.test_sessions_api import api, rival, station  # noqa: F401  (fixtures)
+from tests.integration.edge.conftest import Served, served, station  # noqa: F401  (fixtures)
+from tests.integration.edge.test_sessions_api import api, rival  # noqa: F401  (fixtures)
 
 
 async def test_reset_of_the_station_is_its_answer(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
@@ -97,15 +96,7 @@ async def test_central_system_commands_on_a_site_with_an_upstream_are_409(
     api: httpx.AsyncClient,  # noqa: F811
     station: SimulatedStation,  # noqa: F811
 ) -> None:
-    async with served.context.store.transaction() as session:
-        await sites.update_site(
-            session,
-            OPERATOR,
-            served.context.keys.credential_cipher(),
-            served.tenant.site_id,
-            now=served.context.clock.now(),
-            upstream_url="ws://127.0.0.1:9/ocpp",
-        )
+    await served.set_upstream("ws://127.0.0.1:9/ocpp")
     response = await api.post("/stations/CS-1/clear-cache")
     assert response.status_code == 409
     assert response.headers["content-type"] == "application/problem+json"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chargenet.cli.main import main
-from chargenet.services import localauth, sites
+from chargenet.services import localauth
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from tests.integration.edge.conftest import Served
@@ -181,15 +181,7 @@ async def test_value_ocpp_refuses_is_bad_input_exit_2_naming_the_field(cli, stat
 
 
 async def test_central_system_command_on_a_site_with_an_upstream_is_a_conflict_exit_5(cli, served) -> None:  # type: ignore[no-untyped-def]
-    async with served.context.store.transaction() as session:
-        await sites.update_site(
-            session,
-            OPERATOR,
-            served.context.keys.credential_cipher(),
-            served.tenant.site_id,
-            now=served.context.clock.now(),
-            upstream_url="ws://127.0.0.1:9/ocpp",
-        )
+    await served.set_upstream("ws://127.0.0.1:9/ocpp")
     result = await cli("admin", "station", "clear-cache", "CS-1")
     assert result.code == 5 and "upstream" in result.err
 

@@ -72,22 +72,18 @@ class Served:
                 query = query.where(OutboxEvent.event_type == event_type)
             return [json.loads(body) for body in await session.scalars(query)]
 
-    async def add_station(
-        self,
-        station_id: str,
-        *,
-        site_id: str | None = None,
-        password: str | None = None,
-        charge_points: int = 1,
-        connectors: int | None = None,
-    ) -> None:
-        """Another station, of the tenant's site unless `site_id` names one; without a password unless given."""
-        layout = {"password": password, "charge_points": charge_points, "connectors": connectors}
+    async def add_station(self, station_id: str, *, site_id: str | None = None, **layout: Any) -> None:
+        """Another station, of the tenant's site unless `site_id` names one; `layout` as `factories.add_station`
+        takes it (no password unless given)."""
         async with self.context.store.transaction() as session:
             now = self.context.clock.now()
             await add_station(session, self.context.keys, site_id or self.tenant.site_id, station_id, now, **layout)
 
     async def point_site_at(self, cpo: SimulatedCentralSystem, password: str | None = None) -> None:
+        await self.set_upstream(cpo.url, password)
+
+    async def set_upstream(self, url: str, password: str | None = None) -> None:
+        """The tenant's site gets the upstream central system at `url`."""
         async with self.context.store.transaction() as session:
             await sites.update_site(
                 session,
@@ -95,9 +91,16 @@ class Served:
                 self.context.keys.credential_cipher(),
                 self.tenant.site_id,
                 now=self.context.clock.now(),
-                upstream_url=cpo.url,
+                upstream_url=url,
                 upstream_password=password,
             )
+
+
+def manual_clock(served: Served) -> ManualClock:
+    """The clock of `served_manual`, which the test moves."""
+    clock = served.context.clock
+    assert isinstance(clock, ManualClock)
+    return clock
 
 
 async def serve_chargenet(
@@ -160,6 +163,16 @@ async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None)
         server.should_exit = True
         await task
         await context.close()
+
+
+@pytest.fixture
+async def station(served: Served) -> AsyncIterator[SimulatedStation]:
+    """Station CS-1, connected and booted."""
+    simulated = served.station()
+    await simulated.connect()
+    await simulated.boot()
+    yield simulated
+    await simulated.close()
 
 
 @pytest.fixture

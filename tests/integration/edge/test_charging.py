@@ -25,13 +25,9 @@ from tests.integration.edge.conftest import Served
 
 
 @pytest.fixture
-async def station(served: Served) -> AsyncIterator[SimulatedStation]:
-    simulated = served.station()
-    await simulated.connect()
-    await simulated.boot()
-    yield simulated
-    assert simulated.sent_errors == []  # every CALL got a CALLRESULT unless the test expected otherwise
-    await simulated.close()
+async def station(station: SimulatedStation) -> AsyncIterator[SimulatedStation]:
+    yield station
+    assert station.sent_errors == []  # every CALL got a CALLRESULT unless the test expected otherwise
 
 
 async def add_tag(

@@ -26,15 +26,6 @@ async def api(served: Served) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-@pytest.fixture
-async def station(served: Served) -> AsyncIterator[SimulatedStation]:
-    simulated = served.station()
-    await simulated.connect()
-    await simulated.boot()
-    yield simulated
-    await simulated.close()
-
-
 async def test_start_session_is_202_once_the_station_accepted(
     api: httpx.AsyncClient, station: SimulatedStation
 ) -> None:

@@ -13,10 +13,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
-from chargenet.clock import ManualClock
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation, StationCallError
-from tests.integration.edge.conftest import PASSWORD, Served
+from tests.integration.edge.conftest import PASSWORD, Served, manual_clock
 from tests.support.logs import collected_logs
 from tests.support.processes import eventually
 
@@ -252,38 +251,24 @@ async def test_flooding_station_gets_every_call_answered(station) -> None:  # ty
 
 
 async def test_idle_station_is_closed_after_two_intervals_and_a_minute(served_manual: Served) -> None:
-    clock = manual_clock(served_manual)
     station = served_manual.station()
     await station.connect()
     await station.heartbeat()
-    clock.advance(659)
-    await asyncio.sleep(0.2)
+    assert await idle_for(served_manual, station, 659) is None
     assert "currentTime" in await station.heartbeat()  # a message resets the idle timer
-    clock.advance(659)
-    await asyncio.sleep(0.2)
-    assert station.socket.close_code is None
-    clock.advance(11)  # the sweep runs every 10 s
+    assert await idle_for(served_manual, station, 659) is None
+    manual_clock(served_manual).advance(11)  # the sweep runs every 10 s
     assert await station.wait_closed() == 1000
 
 
-def manual_clock(served: Served) -> ManualClock:
-    clock = served.context.clock
-    assert isinstance(clock, ManualClock)
-    return clock
-
-
 async def test_websocket_pings_keep_a_station_from_being_idle(served_manual: Served) -> None:
-    clock = manual_clock(served_manual)
     station = served_manual.station()
     await station.connect()
     await station.heartbeat()
-    clock.advance(659)
-    await asyncio.sleep(0.2)
+    assert await idle_for(served_manual, station, 659) is None
     await asyncio.wait_for(await station.socket.ping(), 5)  # OCPP-J §5.3: a ping may stand in for a Heartbeat
-    clock.advance(659)
-    await asyncio.sleep(0.2)
-    assert station.socket.close_code is None
-    clock.advance(11)
+    assert await idle_for(served_manual, station, 659) is None
+    manual_clock(served_manual).advance(11)
     assert await station.wait_closed() == 1000
 
 

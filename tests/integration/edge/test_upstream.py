@@ -17,7 +17,7 @@ from chargenet.edge.protocol.frames import Payload
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, StationPresence, UpstreamMessage
-from tests.integration.edge.conftest import Served
+from tests.integration.edge.conftest import Served, manual_clock
 
 
 @contextlib.asynccontextmanager
@@ -122,12 +122,6 @@ async def accepted_then_gone(
     await station.authorize(id_tag)
     await cpo.stop()
     await upstream_gone(served)
-
-
-def manual_clock(served: Served) -> ManualClock:
-    clock = served.context.clock
-    assert isinstance(clock, ManualClock)
-    return clock
 
 
 async def charged_while_down(station: SimulatedStation) -> int:
