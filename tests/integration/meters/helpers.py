@@ -16,20 +16,12 @@ from chargenet.store.models import OutboxEvent
 from tests.factories import Tenant
 
 
-async def add_meter(store: Store, clock: ManualClock, tenant: Tenant, **options: object) -> str:
-    """An SDM630 at unit 1 for the tenant's station, on the bus `options` name (`tcp=`, or `rtu=` and `baud=`),
-    with what else they set; its id."""
+async def add_meter(store: Store, clock: ManualClock, tenant: Tenant, **options: Any) -> str:
+    """A meter for the tenant's station, on the bus `options` name (`tcp=`, or `rtu=` and `baud=`): an SDM630 at
+    unit 1 unless they say otherwise; its id."""
+    spec = {"site_id": tenant.site_id, "station_id": tenant.station_id, "profile": "sdm630", "unit_id": 1, **options}
     async with store.transaction() as session:
-        view = await meter_service.create_meter(
-            session,
-            OPERATOR,
-            site_id=tenant.site_id,
-            station_id=tenant.station_id,
-            profile="sdm630",
-            unit_id=1,
-            now=clock.now(),
-            **options,  # type: ignore[arg-type]
-        )
+        view = await meter_service.create_meter(session, OPERATOR, now=clock.now(), **spec)
     return view.id
 
 

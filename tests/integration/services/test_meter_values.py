@@ -13,11 +13,12 @@ from chargenet.clock import ManualClock
 from chargenet.domain.operators import Role
 from chargenet.keys import KeyStore
 from chargenet.services import meters, sessions
-from chargenet.services.callers import OPERATOR, OperatorCaller
+from chargenet.services.callers import OperatorCaller
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from chargenet.store.models import EdgeTransaction, MeterBusLease, MeterPollHealth, MeterSample, MeterSession
 from tests.factories import Tenant, make_tenant
+from tests.integration.meters.helpers import add_meter
 
 
 @pytest.fixture
@@ -30,19 +31,7 @@ def viewer_of(tenant: Tenant) -> OperatorCaller:
 
 
 async def meter_on(store: Store, clock: ManualClock, tenant: Tenant, connector: int, tcp: str) -> str:
-    async with store.transaction() as session:
-        view = await meters.create_meter(
-            session,
-            OPERATOR,
-            site_id=tenant.site_id,
-            station_id=tenant.station_id,
-            connector_id=connector,
-            profile="sdm630",
-            unit_id=connector,
-            tcp=tcp,
-            now=clock.now(),
-        )
-    return view.id
+    return await add_meter(store, clock, tenant, connector_id=connector, unit_id=connector, tcp=tcp)
 
 
 async def test_a_session_s_samples_are_its_start_its_own_station_s_values_and_its_stop(
