@@ -35,13 +35,9 @@ async def other(served: Served, tmp_path: Path, database_url: str) -> AsyncItera
 
 
 @pytest.fixture
-async def station(served: Served) -> AsyncIterator[SimulatedStation]:
-    simulated = served.station()
-    await simulated.connect()
-    await simulated.boot()
+async def station(served: Served, station: SimulatedStation) -> SimulatedStation:
     await served.edge.message_log.run_once()  # the station's presence is written
-    yield simulated
-    await simulated.close()
+    return station
 
 
 async def _commands_left(context: AppContext) -> int:
