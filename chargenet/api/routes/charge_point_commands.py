@@ -15,6 +15,7 @@ from chargenet.api.dependencies import Context
 from chargenet.api.fields import ConnectorId, NumberedConnectorId
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.triggers import MessageTrigger
 from chargenet.services import charge_point_commands
 from chargenet.services.callers import ApiApplication
 from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer
@@ -47,22 +48,12 @@ class AvailabilityBody(_Body):
     type: Literal["Inoperative", "Operative"]
 
 
-RequestedMessage = Literal[
-    "BootNotification",
-    "DiagnosticsStatusNotification",
-    "FirmwareStatusNotification",
-    "Heartbeat",
-    "MeterValues",
-    "StatusNotification",
-]
-
-
 class TriggerBody(_Body):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"requestedMessage": "StatusNotification", "connectorId": 1}]}
     )
 
-    requestedMessage: RequestedMessage
+    requestedMessage: MessageTrigger
     connectorId: ConnectorId | None = None
 
 

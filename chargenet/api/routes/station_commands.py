@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from chargenet.api.bounds import Bounds, Int32, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import DateTime, IdTag, ObjectId
-from chargenet.api.routes.charge_point_commands import RequestedMessage
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.triggers import MessageTrigger
 from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.services import station_commands
 from chargenet.services.callers import ApiApplication
@@ -83,7 +83,7 @@ class StationAvailabilityBody(_Body):
 class StationTriggerBody(_Body):
     model_config = ConfigDict(json_schema_extra={"examples": [{"requestedMessage": "BootNotification"}]})
 
-    requestedMessage: RequestedMessage
+    requestedMessage: MessageTrigger
 
 
 ConfigurationKeyName = Annotated[StrictStr, Field(min_length=1, max_length=50)]

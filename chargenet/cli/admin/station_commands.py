@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
 from chargenet.cli.secret_options import add_secret_option
+from chargenet.domain.triggers import MESSAGE_TRIGGERS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -26,15 +27,6 @@ if TYPE_CHECKING:
     from chargenet.store.db import Transactions
 
     Command = Callable[[Transactions, StationCommands], Awaitable[Payload | BaseModel]]
-
-TRIGGER_MESSAGES = [
-    "BootNotification",
-    "DiagnosticsStatusNotification",
-    "FirmwareStatusNotification",
-    "Heartbeat",
-    "MeterValues",
-    "StatusNotification",
-]
 
 
 def _number(minimum: int) -> Callable[[str], int]:
@@ -83,7 +75,7 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     charge_point(availability)
 
     trigger = verb("trigger", "ask a station to send a message now", _trigger)
-    trigger.add_argument("--message", dest="requested_message", required=True, choices=TRIGGER_MESSAGES)
+    trigger.add_argument("--message", dest="requested_message", required=True, choices=MESSAGE_TRIGGERS)
     trigger.add_argument("--connector", type=_number(1), metavar="N")
     charge_point(trigger)
 
