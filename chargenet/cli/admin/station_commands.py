@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.common import add_verb, emit, instant, run_with_context, settings_flags, table
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 
     from chargenet.context import AppContext
     from chargenet.edge.protocol.frames import Payload
-    from chargenet.ports import StationCommands
-    from chargenet.store.db import Transactions
-
-    Command = Callable[[Transactions, StationCommands], Awaitable[Payload | BaseModel]]
 
 
 def _number(minimum: int) -> Callable[[str], int]:
@@ -112,15 +108,25 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     transfer.add_argument("--data", metavar="D")
 
 
-def _run(args: argparse.Namespace, action: str, command: Command) -> None:
+def _run(args: argparse.Namespace, action: str, use_case: str, /, **fields: Any) -> None:
+    """Call the use case `station_commands.<use_case>` as the operator, on the station the command names, with
+    `fields`; print the answer."""
     from pydantic import BaseModel
 
     from chargenet.edge.protocol import frames
     from chargenet.edge.relay import RelayedCommands
+    from chargenet.services import station_commands
+    from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
 
+    command = getattr(station_commands, use_case)
+
     async def run(context: AppContext) -> Payload | BaseModel:
-        return await command(context.store.read, RelayedCommands(context.store, context.clock))
+        edge = RelayedCommands(context.store, context.clock)
+        result: Payload | BaseModel = await command(
+            context.store.read, edge, OPERATOR, station_id=args.station_id, **fields
+        )
+        return result
 
     result = run_with_context(args, run)
     # The station's answer as it came, or the use case's view of it; numbers as JSON has them.
@@ -143,81 +149,28 @@ def _human(station_id: str, action: str, answer: dict[str, Any]) -> str:
 
 
 def _reset(args: argparse.Namespace) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    _run(
-        args,
-        "Reset",
-        lambda reading, edge: station_commands.reset(
-            reading, edge, OPERATOR, station_id=args.station_id, kind=args.kind
-        ),
-    )
+    _run(args, "Reset", "reset", kind=args.kind)
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.unlock(
-            reading,
-            edge,
-            OPERATOR,
-            station_id=args.station_id,
-            charge_point_id=args.charge_point_id,
-            connector_id=args.connector,
-        )
-
-    _run(args, "UnlockConnector", command)
+    _run(args, "UnlockConnector", "unlock", **_connector(args))
 
 
 def _availability(args: argparse.Namespace) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.change_availability(
-            reading,
-            edge,
-            OPERATOR,
-            station_id=args.station_id,
-            charge_point_id=args.charge_point_id,
-            connector_id=args.connector,
-            availability=args.availability,
-        )
-
-    _run(args, "ChangeAvailability", command)
+    _run(args, "ChangeAvailability", "change_availability", **_connector(args), availability=args.availability)
 
 
 def _trigger(args: argparse.Namespace) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
+    _run(args, "TriggerMessage", "trigger", **_connector(args), requested_message=args.requested_message)
 
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.trigger(
-            reading,
-            edge,
-            OPERATOR,
-            station_id=args.station_id,
-            requested_message=args.requested_message,
-            charge_point_id=args.charge_point_id,
-            connector_id=args.connector,
-        )
 
-    _run(args, "TriggerMessage", command)
+def _connector(args: argparse.Namespace) -> dict[str, Any]:
+    """The `--charge-point` and `--connector` of a command about one connector (or, without them, the station)."""
+    return {"charge_point_id": args.charge_point_id, "connector_id": args.connector}
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.central_command(
-            reading, edge, OPERATOR, station_id=args.station_id, action=action, payload=payload
-        )
-
-    _run(args, action, command)
+    _run(args, action, "central_command", action=action, payload=payload)
 
 
 def _get_configuration(args: argparse.Namespace) -> None:
@@ -252,35 +205,19 @@ def _data_transfer(args: argparse.Namespace) -> None:
 def _send_local_list(args: argparse.Namespace) -> None:
     from chargenet.config import load_settings
     from chargenet.edge.protocol.frames import FrameLimits
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.send_local_list(
-            reading, edge, OPERATOR, station_id=args.station_id, list_version=args.list_version, limits=limits
-        )
 
     limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
-
-    _run(args, "SendLocalList", command)
+    _run(args, "SendLocalList", "send_local_list", list_version=args.list_version, limits=limits)
 
 
 def _reserve(args: argparse.Namespace) -> None:
-    from chargenet.services import station_commands
-    from chargenet.services.callers import OPERATOR
-
-    async def command(reading: Transactions, edge: StationCommands) -> Payload | BaseModel:
-        return await station_commands.reserve_now(
-            reading,
-            edge,
-            OPERATOR,
-            station_id=args.station_id,
-            charge_point_id=args.charge_point_id,
-            connector_id=args.connector,
-            id_tag=args.id_tag,
-            expires_at=args.expires,
-            reservation_id=args.reservation_id,
-            parent_id_tag=args.parent_id_tag,
-        )
-
-    _run(args, "ReserveNow", command)
+    _run(
+        args,
+        "ReserveNow",
+        "reserve_now",
+        **_connector(args),
+        id_tag=args.id_tag,
+        expires_at=args.expires,
+        reservation_id=args.reservation_id,
+        parent_id_tag=args.parent_id_tag,
+    )
