@@ -132,6 +132,17 @@ def in_transaction(args: argparse.Namespace, action: Callable[[AppContext, Async
     return run_with_context(args, run)
 
 
+def in_read(args: argparse.Namespace, action: Callable[[AppContext, AsyncSession], Awaitable[T]]) -> T:
+    """Open the store, run `action` in one unit that only reads, close the store. A list or a show never takes the
+    writer's lock, so it does not wait behind a serving process's writes (on SQLite, a `BEGIN IMMEDIATE`)."""
+
+    async def run(context: AppContext) -> T:
+        async with context.store.read() as session:
+            return await action(context, session)
+
+    return run_with_context(args, run)
+
+
 async def every_page(fetch: Callable[[PageRequest], Awaitable[Page[T]]]) -> list[T]:
     """All items of a list, page after page (the command line prints whole lists)."""
     from chargenet.services import pages

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_transaction, instant
+from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_read, in_transaction, instant
 
 # The statuses a tag of the list may have (`services.localauth.LISTABLE_STATUSES`, which the use case checks), written
 # out so that building the parser imports no use case; a test holds the two equal.
@@ -57,7 +57,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import localauth
     from chargenet.services.callers import OPERATOR
 
-    items = in_transaction(
+    items = in_read(
         args,
         lambda ctx, session: every_page(
             lambda page: localauth.list_entries(session, OPERATOR, page, site_id=args.site_id)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_read, in_transaction
 from chargenet.cli.secret_options import add_secret_option
 
 
@@ -76,7 +76,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import sites
     from chargenet.services.callers import OPERATOR
 
-    items = in_transaction(
+    items = in_read(
         args,
         lambda ctx, session: every_page(
             lambda page: sites.list_sites(session, OPERATOR, page, company_id=args.company_id)
@@ -89,7 +89,7 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import sites
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_transaction(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))
+    emit_view(args, in_read(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))
 
 
 def _delete(args: argparse.Namespace) -> None:

@@ -3,7 +3,16 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS, station_commands
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, read_input_file
+from chargenet.cli.common import (
+    add_verb,
+    emit,
+    emit_view,
+    emit_views,
+    every_page,
+    in_read,
+    in_transaction,
+    read_input_file,
+)
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
 
@@ -126,7 +135,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import stations
     from chargenet.services.callers import OPERATOR
 
-    items = in_transaction(
+    items = in_read(
         args,
         lambda ctx, session: every_page(
             lambda page: stations.list_stations(session, OPERATOR, page, site_id=args.site_id)
@@ -139,4 +148,4 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import stations
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_transaction(args, lambda ctx, session: stations.get_station(session, OPERATOR, args.station_id)))
+    emit_view(args, in_read(args, lambda ctx, session: stations.get_station(session, OPERATOR, args.station_id)))

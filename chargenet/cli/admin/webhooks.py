@@ -6,7 +6,16 @@ import argparse
 from typing import TYPE_CHECKING
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_transaction, run_with_context
+from chargenet.cli.common import (
+    add_verb,
+    emit,
+    emit_view,
+    emit_views,
+    every_page,
+    in_read,
+    in_transaction,
+    run_with_context,
+)
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
@@ -186,7 +195,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import webhooks
     from chargenet.services.callers import OPERATOR
 
-    items = in_transaction(
+    items = in_read(
         args,
         lambda ctx, session: every_page(
             lambda page: webhooks.list_webhooks(session, OPERATOR, page, site_id=args.site_id)
@@ -199,7 +208,7 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import webhooks
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_transaction(args, lambda ctx, session: webhooks.get_webhook(session, OPERATOR, args.webhook_id)))
+    emit_view(args, in_read(args, lambda ctx, session: webhooks.get_webhook(session, OPERATOR, args.webhook_id)))
 
 
 def _test(args: argparse.Namespace) -> None:
@@ -232,7 +241,7 @@ def _deliveries(args: argparse.Namespace) -> None:
         event_id=args.event_id,
         delivered=None if args.outcome is None else args.outcome == "delivered",
     )
-    page = in_transaction(
+    page = in_read(
         args,
         lambda ctx, session: webhook_deliveries.list_deliveries(
             session, OPERATOR, args.webhook_id, PageRequest.of(args.limit), where=where
@@ -246,7 +255,7 @@ def _dead_list(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
     from chargenet.services.pages import PageRequest
 
-    page = in_transaction(
+    page = in_read(
         args,
         lambda ctx, session: webhook_dead_letters.list_dead_letters(
             session,

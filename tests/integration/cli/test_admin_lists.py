@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+import pytest
+from sqlalchemy import make_url
+
 
 async def test_each_list_prints_one_items_object(cli) -> None:  # type: ignore[no-untyped-def]
     company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]
@@ -30,3 +35,22 @@ async def test_each_list_prints_one_items_object(cli) -> None:  # type: ignore[n
 async def test_empty_lists_print_no_items(cli) -> None:  # type: ignore[no-untyped-def]
     for noun in ("company", "site", "station", "app", "group"):
         assert (await cli("admin", noun, "list", "--json")).json() == {"items": []}, noun
+
+
+async def test_a_list_and_a_show_do_not_wait_for_a_process_that_is_writing(cli, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    if not database_url.startswith("sqlite"):
+        pytest.skip("a PostgreSQL reader never waits for a writer")
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]
+    # A serving process in the middle of a write holds SQLite's one writer lock until it commits.
+    writer = sqlite3.connect(make_url(database_url).database or "", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        listed = await cli("admin", "company", "list", "--json")
+        shown = await cli("admin", "company", "show", company, "--json")
+    finally:
+        writer.rollback()
+        writer.close()
+    assert listed.code == 0, listed.err
+    assert [item["id"] for item in listed.json()["items"]] == [company]
+    assert shown.code == 0, shown.err
+    assert shown.json()["id"] == company
