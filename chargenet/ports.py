@@ -36,8 +36,8 @@ class WebhookLanes(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class SentOnce:
-    """What became of one request sent outside the lanes."""
+class SentRequest:
+    """What became of one request to a webhook, as the delivery log keeps it: a lane's attempt or a test event."""
 
     request_id: str
     started_at: datetime
@@ -51,7 +51,7 @@ class SentOnce:
 
 
 class WebhookTests(Protocol):
-    async def send_once(self, webhook_id: str, body: bytes) -> SentOnce:
+    async def send_once(self, webhook_id: str, body: bytes) -> SentRequest:
         """POST `body` to the webhook once, signed and authenticated as its lanes would, without retries.
 
         Raises `NotFound` when the webhook is gone."""

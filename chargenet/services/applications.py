@@ -112,8 +112,6 @@ async def create_application(
         name=name,
         secret_hash=hasher.hash(secret),
         secret_generation=1,
-        enabled=True,
-        version=1,
         created_at=now,
         updated_at=now,
     )

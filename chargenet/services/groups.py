@@ -122,7 +122,6 @@ async def create_group(
         site_id=site_id,
         name=name,
         scopes=format_scopes(granted),
-        version=1,
         created_at=now,
     )
     session.add(group)

@@ -189,7 +189,7 @@ async def create_meter(
     if await session.get(Meter, new_meter_id) is not None:
         raise Conflict(f"meter {new_meter_id!r} already exists")
     await _check_free(session, spec)
-    row = Meter(id=new_meter_id, site_id=site_id, created_at=now, updated_at=now, enabled=True, version=1)
+    row = Meter(id=new_meter_id, site_id=site_id, created_at=now, updated_at=now)
     _store_spec(row, spec)
     session.add(row)
     await session.flush()

@@ -141,8 +141,6 @@ async def create_operator(
             email=email,
             password_hash=encoded,
             role=parsed.value,
-            enabled=True,
-            version=1,
             created_at=now,
             updated_at=now,
         )

@@ -53,6 +53,15 @@ class StationTarget:
         return charge_point_id
 
 
+@dataclass(frozen=True, slots=True)
+class StationConnector:
+    """One connector of the station a command names: its number on the charge point named, or on the station's
+    only charge point when none is."""
+
+    charge_point_id: str | None
+    connector_id: int
+
+
 async def _station(
     reading: Transactions, caller: Caller, station_id: str, *, central_only: bool = False
 ) -> StationTarget:
@@ -108,18 +117,12 @@ async def reset(reading: Transactions, edge: StationCommands, caller: Caller, *,
 
 
 async def unlock(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: Caller,
-    *,
-    station_id: str,
-    charge_point_id: str | None,
-    connector_id: int,
+    reading: Transactions, edge: StationCommands, caller: Caller, *, station_id: str, connector: StationConnector
 ) -> CommandAnswer:
     target = await _station(reading, caller, station_id)
-    payload = {"connectorId": connector_id}
+    payload = {"connectorId": connector.connector_id}
     return await _to_charge_point(
-        reading, edge, caller, target.charge_point(charge_point_id), "UnlockConnector", payload
+        reading, edge, caller, target.charge_point(connector.charge_point_id), "UnlockConnector", payload
     )
 
 
@@ -228,8 +231,7 @@ async def reserve_now(
     caller: Caller,
     *,
     station_id: str,
-    charge_point_id: str | None,
-    connector_id: int,
+    connector: StationConnector,
     id_tag: str,
     expires_at: datetime,
     reservation_id: int,
@@ -238,15 +240,17 @@ async def reserve_now(
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
     station with several charge points it would reserve the whole station."""
     target = await _station(reading, caller, station_id, central_only=True)
-    if connector_id < 1:
+    if connector.connector_id < 1:
         raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
     validate_id_tag(id_tag, "id-tag")
     payload: Payload = {
-        "connectorId": connector_id,
+        "connectorId": connector.connector_id,
         "expiryDate": ocpp_time(expires_at),
         "idTag": id_tag,
         "reservationId": reservation_id,
     }
     if parent_id_tag is not None:
         payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
-    return await _to_charge_point(reading, edge, caller, target.charge_point(charge_point_id), "ReserveNow", payload)
+    return await _to_charge_point(
+        reading, edge, caller, target.charge_point(connector.charge_point_id), "ReserveNow", payload
+    )

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.scopes import Scope
 from chargenet.errors import Conflict, NotFound
 from chargenet.services.callers import Caller
-from chargenet.services.pages import Page, PageRequest, UnknownCursor
+from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_webhook
 from chargenet.services.views import Instant, View
 from chargenet.services.webhook_lanes import lanes_of
@@ -70,15 +70,6 @@ async def count_dead_letters(session: AsyncSession, caller: Caller, webhook_id: 
     return int(count or 0)
 
 
-def _dead_letter_position(after: str | None) -> int:
-    """The dead letter id a page starts after (a 64-bit row id); `UnknownCursor` for a key no page gave."""
-    if after is None:
-        return 0
-    if not (after.isascii() and after.isdecimal() and len(after) <= 18):
-        raise UnknownCursor(after)
-    return int(after)
-
-
 async def list_dead_letters(
     session: AsyncSession,
     caller: Caller,
@@ -90,13 +81,15 @@ async def list_dead_letters(
     """Events the webhook could not deliver (`retries_exhausted`) or had no room for (`queue_full`), oldest first."""
     page = page or PageRequest()
     await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    after = _dead_letter_position(page.after)
+    after = page.after_number()
     query = (
         select(WebhookDeadLetter)
-        .where(WebhookDeadLetter.webhook_id == webhook_id, WebhookDeadLetter.id > after)
+        .where(WebhookDeadLetter.webhook_id == webhook_id)
         .order_by(WebhookDeadLetter.id)
         .limit(page.fetch)
     )
+    if after is not None:
+        query = query.where(WebhookDeadLetter.id > after)
     if not include_replayed:
         query = query.where(WebhookDeadLetter.replayed_at.is_(None))
     return page.page([_dead_view(row) for row in await session.scalars(query)], lambda view: str(view.id))

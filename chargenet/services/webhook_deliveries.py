@@ -12,9 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
-from chargenet.errors import InvalidInput
 from chargenet.services.callers import Caller
-from chargenet.services.pages import Page, PageRequest, UnknownCursor, decode_cursor
+from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_webhook
 from chargenet.services.views import Instant, View
 from chargenet.store.models import WebhookDelivery
@@ -74,16 +73,15 @@ async def list_deliveries(
     """The webhook's delivery log, newest attempt first, narrowed by `where`."""
     page = page or PageRequest()
     await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    if page.after is not None and not page.after.isdigit():
-        raise InvalidInput("not a cursor from a previous page", field="cursor")
+    before = page.after_number()
     query = (
         select(WebhookDelivery)
         .where(WebhookDelivery.webhook_id == webhook_id)
         .order_by(WebhookDelivery.id.desc())
         .limit(page.fetch)
     )
-    if page.after is not None:
-        query = query.where(WebhookDelivery.id < int(page.after))
+    if before is not None:
+        query = query.where(WebhookDelivery.id < before)
     where = where or DeliveryFilter()
     if where.event_type:
         query = query.where(WebhookDelivery.event_type == where.event_type)
@@ -92,13 +90,3 @@ async def list_deliveries(
     if where.delivered is not None:
         query = query.where(WebhookDelivery.delivered.is_(where.delivered))
     return page.page([delivery_view(row) for row in await session.scalars(query)], lambda view: str(view.id))
-
-
-def delivery_cursor(cursor: str | None) -> str | None:
-    """The key a delivery-log cursor stands for (an attempt's id); InvalidInput for one we never gave out."""
-    if not cursor:
-        return None
-    key = decode_cursor(cursor)
-    if not (key.isascii() and key.isdecimal() and len(key) <= 18):
-        raise UnknownCursor(cursor)
-    return key

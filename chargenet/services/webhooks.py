@@ -333,8 +333,6 @@ async def create_webhook(
             credentials=_encrypt(cipher, auth),
             signature_algorithm=algorithm.value,
             signature_format=signature_format.value,
-            enabled=True,
-            version=1,
             created_at=now,
             updated_at=now,
         )

@@ -66,7 +66,6 @@ from chargenet.webhooks.lane import (
     Acknowledge,
     Action,
     DeadLetter,
-    Delivered,
     Effect,
     Head,
     Idle,
@@ -524,16 +523,7 @@ class DeliveryEngine:
 
 def logged_attempt(action: SendHead, result: AttemptResult) -> queue.Attempt:
     """An attempt of a lane as the delivery log keeps it."""
-    return queue.Attempt(
-        event_id=action.head.event_id,
-        attempt=action.attempt,
-        request_id=result.request_id,
-        started_at=result.started_at,
-        duration_ms=result.duration_ms,
-        status=result.status,
-        error=None if isinstance(result.outcome, Delivered) else result.outcome.error,
-        response=result.response_excerpt,
-    )
+    return queue.Attempt(event_id=action.head.event_id, attempt=action.attempt, sent=result.sent())
 
 
 def _behind_head(snapshot: queue.LaneSnapshot) -> queue.LaneSnapshot:

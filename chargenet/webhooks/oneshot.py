@@ -13,11 +13,10 @@ from chargenet.auth.keys import SigningKeys
 from chargenet.clock import Clock
 from chargenet.errors import NotFound
 from chargenet.keys import CredentialCipher, KeyStore
-from chargenet.ports import SentOnce
+from chargenet.ports import SentRequest
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook
 from chargenet.webhooks.endpoints import endpoint_of
-from chargenet.webhooks.lane import Delivered
 from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
 
 
@@ -29,21 +28,14 @@ class OneShotSender:
         self.sender = sender
         self.cipher = cipher
 
-    async def send_once(self, webhook_id: str, body: bytes) -> SentOnce:
+    async def send_once(self, webhook_id: str, body: bytes) -> SentRequest:
         async with self.store.transaction() as session:
             row = await session.get(Webhook, webhook_id)
             if row is None:
                 raise NotFound("webhook", webhook_id)
             endpoint = endpoint_of(row, self.cipher)
         result = await self.sender.send(endpoint, body)
-        return SentOnce(
-            request_id=result.request_id,
-            started_at=result.started_at,
-            duration_ms=result.duration_ms,
-            status=result.status,
-            error=None if isinstance(result.outcome, Delivered) else result.outcome.error,
-            response=result.response_excerpt,
-        )
+        return result.sent()
 
     async def aclose(self) -> None:
         await self.sender.aclose()

@@ -21,6 +21,7 @@ from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal,
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from chargenet.ports import SentRequest
 from chargenet.store.commit_hooks import after_commit
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.lane import (
@@ -167,17 +168,12 @@ async def store_dead_letter(
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One attempt as the delivery log keeps it (decisions.md "Delivery log")."""
+    """One attempt of a lane as the delivery log keeps it (decisions.md "Delivery log"): which attempt at which
+    event, and what became of its request."""
 
     event_id: str
     attempt: int
-    request_id: str
-    started_at: datetime
-    duration_ms: float
-    status: int | None
-    error: str | None
-    """None when delivered."""
-    response: str | None
+    sent: SentRequest
 
 
 # The statements of a busy lane's every few deliveries, built once: Core statements on the tables, their values
@@ -206,13 +202,13 @@ async def record_attempts(session: AsyncSession, webhook_id: str, event_type: st
                 "event_type": event_type,
                 "event_id": a.event_id,
                 "attempt": a.attempt,
-                "request_id": a.request_id,
-                "at": a.started_at,
-                "duration_ms": a.duration_ms,
-                "delivered": a.error is None,
-                "status": a.status,
-                "error": a.error,
-                "response": a.response,
+                "request_id": a.sent.request_id,
+                "at": a.sent.started_at,
+                "duration_ms": a.sent.duration_ms,
+                "delivered": a.sent.error is None,
+                "status": a.sent.status,
+                "error": a.sent.error,
+                "response": a.sent.response,
             }
             for a in attempts
         ],

@@ -30,6 +30,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from chargenet.clock import Clock
+from chargenet.ports import SentRequest
 from chargenet.webhooks.lane import Delivered, Failed, outcome_of_status
 from chargenet.webhooks.outbound_auth import (
     CachedToken,
@@ -80,6 +81,17 @@ class AttemptResult:
     status: int | None = None
     response_excerpt: str | None = None
     """The first EXCERPT_BYTES of the response body as text (None when no response came)."""
+
+    def sent(self) -> SentRequest:
+        """The attempt as the delivery log keeps it: its error None when it delivered."""
+        return SentRequest(
+            request_id=self.request_id,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+            status=self.status,
+            error=None if isinstance(self.outcome, Delivered) else self.outcome.error,
+            response=self.response_excerpt,
+        )
 
 
 def excerpt_text(data: bytes) -> str:

@@ -280,7 +280,7 @@ async def list_deliveries(
         event_type=eventType, event_id=eventId, delivered=None if outcome is None else outcome == "delivered"
     )
     async with context.store.read() as session:
-        page = PageRequest(limit, webhook_deliveries.delivery_cursor(cursor))
+        page = PageRequest.of(limit, cursor)
         return await webhook_deliveries.list_deliveries(session, caller, webhook_id, page, where=where)
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from chargenet.context import AppContext
     from chargenet.edge.protocol.frames import Payload
+    from chargenet.services.station_commands import StationConnector
 
 
 def _number(minimum: int) -> Callable[[str], int]:
@@ -153,7 +154,7 @@ def _reset(args: argparse.Namespace) -> None:
 
 
 def _unlock(args: argparse.Namespace) -> None:
-    _run(args, "UnlockConnector", "unlock", **_connector(args))
+    _run(args, "UnlockConnector", "unlock", connector=_station_connector(args))
 
 
 def _availability(args: argparse.Namespace) -> None:
@@ -167,6 +168,13 @@ def _trigger(args: argparse.Namespace) -> None:
 def _connector(args: argparse.Namespace) -> dict[str, Any]:
     """The `--charge-point` and `--connector` of a command about one connector (or, without them, the station)."""
     return {"charge_point_id": args.charge_point_id, "connector_id": args.connector}
+
+
+def _station_connector(args: argparse.Namespace) -> StationConnector:
+    """The `--charge-point` and `--connector` of a command to one connector."""
+    from chargenet.services.station_commands import StationConnector
+
+    return StationConnector(args.charge_point_id, args.connector)
 
 
 def _central(args: argparse.Namespace, action: str, payload: Payload) -> None:
@@ -215,7 +223,7 @@ def _reserve(args: argparse.Namespace) -> None:
         args,
         "ReserveNow",
         "reserve_now",
-        **_connector(args),
+        connector=_station_connector(args),
         id_tag=args.id_tag,
         expires_at=args.expires,
         reservation_id=args.reservation_id,

@@ -273,23 +273,28 @@ async def _show(request: Request, signed: Signed) -> Response:
     return await _meter_page(request, signed, request.path_params["meter_id"])
 
 
+async def _change(request: Request, signed: Signed, meter_id: str, **changes: Any) -> None:
+    """`meters.update_meter` with `changes`, as the signed-in operator, now, in a transaction of its own."""
+    console = console_of(request)
+    async with console.transaction() as session:
+        await meters.update_meter(session, signed.caller, meter_id, now=console.clock.now(), **changes)
+
+
 async def _update(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     meter_id = request.path_params["meter_id"]
     submitted_form = await submitted(request)
     form = {name: submitted_form.get(name, "") for name in ("id_tag", "poll_interval", *(n for n, _, _ in THRESHOLDS))}
     try:
-        async with console.transaction() as session:
-            await meters.update_meter(
-                session,
-                signed.caller,
-                meter_id,
-                now=console.clock.now(),
-                id_tag=optional_text(form, "id_tag"),
-                poll_interval=decimal(form, "poll_interval"),
-                expected_version=version_of(submitted_form),
-                thresholds=_thresholds(form),
-            )
+        await _change(
+            request,
+            signed,
+            meter_id,
+            id_tag=optional_text(form, "id_tag"),
+            poll_interval=decimal(form, "poll_interval"),
+            expected_version=version_of(submitted_form),
+            thresholds=_thresholds(form),
+        )
     except InvalidInput as error:
         errors = field_errors(error, FIELDS, "id_tag")
         version = version_of(submitted_form)
@@ -306,15 +311,7 @@ def _set_enabled(enabled: bool) -> Any:
         meter_id = request.path_params["meter_id"]
         form = await submitted(request)
         try:
-            async with console.transaction() as session:
-                await meters.update_meter(
-                    session,
-                    signed.caller,
-                    meter_id,
-                    now=console.clock.now(),
-                    enabled=enabled,
-                    expected_version=version_of(form),
-                )
+            await _change(request, signed, meter_id, enabled=enabled, expected_version=version_of(form))
         except StaleChange as error:
             return await _meter_page(request, signed, meter_id, status_code=409, state_error=error.message)
         return redirect(console.url(f"/meters/{meter_id}"))

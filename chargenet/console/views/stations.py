@@ -273,9 +273,8 @@ async def _remote_stop(
 async def _unlock(
     reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
 ) -> Answered:
-    answer = await station_commands.unlock(
-        reading, edge, caller, station_id=station_id, charge_point_id=_charge_point(form), connector_id=_connector(form)
-    )
+    connector = station_commands.StationConnector(_charge_point(form), _connector(form))
+    answer = await station_commands.unlock(reading, edge, caller, station_id=station_id, connector=connector)
     return _status_of(answer)
 
 

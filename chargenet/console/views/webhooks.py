@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import page_of
+from chargenet.console.forms import numbered, page_of
 from chargenet.console.pages import Signed, console_of, go_to, is_htmx, page, redirect, render
 from chargenet.domain.events import WEBHOOK_TEST, EventType
 from chargenet.domain.operators import Role
@@ -364,7 +364,7 @@ async def _deliveries(request: Request, signed: Signed) -> Response:
         delivered={"delivered": True, "failed": False}.get(params["outcome"]),
     )
     before = request.query_params.get("before", "")
-    wanted = PageRequest(LOG_PAGE_SIZE, before if before.isdigit() else None)
+    wanted = PageRequest(LOG_PAGE_SIZE, before if numbered(before) else None)
     async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         listed = await webhook_deliveries.list_deliveries(session, signed.caller, webhook_id, wanted, where=where)
@@ -388,7 +388,7 @@ async def _dead_letters(request: Request, signed: Signed, *, status: int = 200, 
     webhook_id = request.path_params["webhook_id"]
     after = request.query_params.get("after", "")
     include_replayed = request.query_params.get("include") == "all"
-    wanted = PageRequest(PAGE_SIZE, after if after.isdigit() else None)
+    wanted = PageRequest(PAGE_SIZE, after if numbered(after) else None)
     async with console_of(request).reading() as session:
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         waiting = await webhook_dead_letters.count_dead_letters(session, signed.caller, webhook_id)

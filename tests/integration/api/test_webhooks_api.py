@@ -14,6 +14,7 @@ from chargenet.app import AppContext, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
+from chargenet.services.pages import encode_cursor
 from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLaneEntry
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.lane import DeadLetter, DeadLetterReason
@@ -255,6 +256,22 @@ async def test_replaying_one_dead_letter_puts_it_back_at_the_tail_of_its_lane(ap
         "e-1": False,
         "e-2": True,
     }
+
+
+async def test_dead_letters_and_the_delivery_log_read_their_cursors_as_every_list_ordered_by_id(api: Api) -> None:
+    read = await api.grants("webhooks:write", "webhooks:read")
+    webhook_id = (await api.client.post("/webhooks", json=_create_body(api), headers=read)).json()["id"]
+    for event_id in ("e-1", "e-2", "e-3"):
+        await _dead_letter(api, webhook_id, event_id)
+    letters = f"/webhooks/{webhook_id}/dead-letters"
+    first = (await api.client.get(letters, params={"limit": 2}, headers=read)).json()
+    second = (await api.client.get(letters, params={"cursor": first["next"]}, headers=read)).json()
+    assert [[d["eventId"] for d in page["items"]] for page in (first, second)] == [["e-1", "e-2"], ["e-3"]]
+    # A cursor of the documented form whose key is no row number names no page, as on any list ordered by id.
+    for path in (letters, f"/webhooks/{webhook_id}/deliveries"):
+        answer = await api.client.get(path, params={"cursor": encode_cursor("e-1")}, headers=read)
+        assert (answer.status_code, answer.headers["content-type"]) == (404, "application/problem+json"), path
+        assert answer.json()["detail"] == f"page at cursor {encode_cursor('e-1')!r} not found", path
 
 
 async def test_dead_letters_of_another_companys_webhook_are_not_found(api: Api) -> None:

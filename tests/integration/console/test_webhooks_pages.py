@@ -417,6 +417,9 @@ async def test_the_delivery_log_shows_every_lane_attempt_with_filters_and_pages(
     assert older
     second = (await viewer.get(older.group(1).replace("&amp;", "&"))).text
     assert second.count("<tr>") - 1 == 6  # 56 attempts in all
+    # A position that is no row number (past the largest id) is the first page, as on the console's other lists.
+    beyond = (await viewer.get(f"/console/webhooks/{webhook_id}/deliveries?before={'9' * 20}")).text
+    assert beyond.count("<tr>") - 1 == 50
     detail = (await viewer.get(f"/console/webhooks/{webhook_id}")).text
     assert "The whole delivery log (more attempts)" in detail
     async with hooks.store.transaction() as session:
