@@ -143,11 +143,19 @@ def in_read(args: argparse.Namespace, action: Callable[[AppContext, AsyncSession
     return run_with_context(args, run)
 
 
-async def every_page(fetch: Callable[[PageRequest], Awaitable[Page[T]]]) -> list[T]:
-    """All items of a list, page after page (the command line prints whole lists)."""
+def read_every_item(
+    args: argparse.Namespace, fetch: Callable[[AsyncSession, PageRequest], Awaitable[Page[T]]]
+) -> list[T]:
+    """Every item of a list, read page after page in one unit that only reads (the command line prints whole
+    lists)."""
     from chargenet.services import pages
 
-    return await pages.every_page(fetch)
+    return in_read(args, lambda ctx, session: pages.every_page(lambda page: fetch(session, page)))
+
+
+def show(args: argparse.Namespace, fetch: Callable[[AsyncSession], Awaitable[BaseModel]]) -> None:
+    """Print the view `fetch` reads, in one unit that only reads (a show verb)."""
+    emit_view(args, in_read(args, lambda ctx, session: fetch(session)))
 
 
 def emit_view(args: argparse.Namespace, view: BaseModel) -> None:

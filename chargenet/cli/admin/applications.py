@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_read, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -92,17 +92,15 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import applications
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, s: applications.get_application(s, OPERATOR, args.client_id)))
+    show(args, lambda s: applications.get_application(s, OPERATOR, args.client_id))
 
 
 def _list(args: argparse.Namespace) -> None:
     from chargenet.services import applications
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, s: every_page(
-            lambda page: applications.list_applications(s, OPERATOR, page, company_id=args.company_id)
-        ),
+        lambda s, page: applications.list_applications(s, OPERATOR, page, company_id=args.company_id),
     )
     emit_views(args, items, ["client_id", "companyId", "name", "enabled"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_read, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +30,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import companies
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(args, lambda ctx, s: every_page(lambda page: companies.list_companies(s, OPERATOR, page)))
+    items = read_every_item(args, lambda s, page: companies.list_companies(s, OPERATOR, page))
     emit_views(args, items, ["id", "name", "createdAt"])
 
 
@@ -38,4 +38,4 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import companies
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, s: companies.get_company(s, OPERATOR, args.company_id)))
+    show(args, lambda s: companies.get_company(s, OPERATOR, args.company_id))

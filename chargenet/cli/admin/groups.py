@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_read, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_view, emit_views, in_transaction, read_every_item, show
 from chargenet.domain.scopes import Scope
 
 
@@ -100,7 +100,7 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import groups
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, s: groups.get_group(s, OPERATOR, args.group_id)))
+    show(args, lambda s: groups.get_group(s, OPERATOR, args.group_id))
 
 
 def _delete(args: argparse.Namespace) -> None:
@@ -115,7 +115,5 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import groups
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
-        args, lambda ctx, s: every_page(lambda page: groups.list_groups(s, OPERATOR, page, company_id=args.company_id))
-    )
+    items = read_every_item(args, lambda s, page: groups.list_groups(s, OPERATOR, page, company_id=args.company_id))
     emit_views(args, items, ["id", "companyId", "siteId", "name", "scopes"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_read, in_transaction, instant
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, instant, read_every_item
 
 # The statuses a tag of the list may have (`services.localauth.LISTABLE_STATUSES`, which the use case checks), written
 # out so that building the parser imports no use case; a test holds the two equal.
@@ -57,11 +57,9 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import localauth
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, session: every_page(
-            lambda page: localauth.list_entries(session, OPERATOR, page, site_id=args.site_id)
-        ),
+        lambda s, page: localauth.list_entries(s, OPERATOR, page, site_id=args.site_id),
     )
     emit_views(args, items, ["idTag", "status", "expiresAt"])
 

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_store_flags, emit, every_page, run_with_context, table
+from chargenet.cli.common import add_store_flags, emit, read_every_item, run_with_context, table
 
 if TYPE_CHECKING:
     from chargenet.context import AppContext
@@ -178,11 +178,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
 
-    async def action(ctx: AppContext) -> list[MeterView]:
-        async with ctx.store.transaction() as session:
-            return await every_page(lambda page: meters.list_meters(session, OPERATOR, page, site_id=args.site_id))
-
-    views = run_with_context(args, action)
+    views = read_every_item(args, lambda s, page: meters.list_meters(s, OPERATOR, page, site_id=args.site_id))
     items = [rendered(view) for view in views]
     rows = [
         {**item, "bus": meters.bus_label(view), "charging": item["status"]["charging"]}

@@ -13,7 +13,7 @@ import getpass
 import sys
 from typing import TYPE_CHECKING
 
-from chargenet.cli.common import add_verb, emit, emit_views, every_page, in_read, in_transaction, run_with_context
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, run_with_context
 from chargenet.cli.secret_options import add_secret_option, secret_from_stdin
 from chargenet.domain.operators import Role
 from chargenet.errors import InvalidInput
@@ -96,11 +96,9 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import operators
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, session: every_page(
-            lambda page: operators.list_operators(session, OPERATOR, page, company_id=args.company_id)
-        ),
+        lambda s, page: operators.list_operators(s, OPERATOR, page, company_id=args.company_id),
     )
     emit_views(args, items, ["id", "email", "role", "enabled"])
 

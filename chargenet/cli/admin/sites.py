@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_view, emit_views, every_page, in_read, in_transaction
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 from chargenet.cli.secret_options import add_secret_option
 
 
@@ -76,11 +76,9 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import sites
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, session: every_page(
-            lambda page: sites.list_sites(session, OPERATOR, page, company_id=args.company_id)
-        ),
+        lambda s, page: sites.list_sites(s, OPERATOR, page, company_id=args.company_id),
     )
     emit_views(args, items, ["id", "companyId", "name", "upstreamUrl"])
 
@@ -89,7 +87,7 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import sites
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, session: sites.get_site(session, OPERATOR, args.site_id)))
+    show(args, lambda s: sites.get_site(s, OPERATOR, args.site_id))
 
 
 def _delete(args: argparse.Namespace) -> None:

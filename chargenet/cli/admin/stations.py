@@ -6,12 +6,11 @@ from chargenet.cli.admin import NOUNS, station_commands
 from chargenet.cli.common import (
     add_verb,
     emit,
-    emit_view,
     emit_views,
-    every_page,
-    in_read,
     in_transaction,
+    read_every_item,
     read_input_file,
+    show,
 )
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
@@ -135,11 +134,9 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import stations
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, session: every_page(
-            lambda page: stations.list_stations(session, OPERATOR, page, site_id=args.site_id)
-        ),
+        lambda s, page: stations.list_stations(s, OPERATOR, page, site_id=args.site_id),
     )
     emit_views(args, items, ["id", "siteId", "chargePointIds", "securityProfile"])
 
@@ -148,4 +145,4 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import stations
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, session: stations.get_station(session, OPERATOR, args.station_id)))
+    show(args, lambda s: stations.get_station(s, OPERATOR, args.station_id))

@@ -9,12 +9,12 @@ from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import (
     add_verb,
     emit,
-    emit_view,
     emit_views,
-    every_page,
     in_read,
     in_transaction,
+    read_every_item,
     run_with_context,
+    show,
 )
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
@@ -195,11 +195,9 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import webhooks
     from chargenet.services.callers import OPERATOR
 
-    items = in_read(
+    items = read_every_item(
         args,
-        lambda ctx, session: every_page(
-            lambda page: webhooks.list_webhooks(session, OPERATOR, page, site_id=args.site_id)
-        ),
+        lambda s, page: webhooks.list_webhooks(s, OPERATOR, page, site_id=args.site_id),
     )
     emit_views(args, items, ["id", "siteId", "url", "events", "auth", "enabled"])
 
@@ -208,7 +206,7 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services import webhooks
     from chargenet.services.callers import OPERATOR
 
-    emit_view(args, in_read(args, lambda ctx, session: webhooks.get_webhook(session, OPERATOR, args.webhook_id)))
+    show(args, lambda s: webhooks.get_webhook(s, OPERATOR, args.webhook_id))
 
 
 def _test(args: argparse.Namespace) -> None:
@@ -255,14 +253,11 @@ def _dead_list(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
     from chargenet.services.pages import PageRequest
 
+    request = PageRequest.of(webhooks.MAX_PAGE if args.limit is None else args.limit)
     page = in_read(
         args,
         lambda ctx, session: webhook_dead_letters.list_dead_letters(
-            session,
-            OPERATOR,
-            args.webhook_id,
-            PageRequest.of(webhooks.MAX_PAGE if args.limit is None else args.limit),
-            include_replayed=args.include_replayed,
+            session, OPERATOR, args.webhook_id, request, include_replayed=args.include_replayed
         ),
     )
     emit_views(args, page.items, ["id", "eventType", "eventId", "reason", "attempts", "deadAt", "error"])
