@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import argon2
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -22,10 +21,11 @@ from chargenet.services import companies, operators
 from chargenet.services.callers import OPERATOR
 from chargenet.store import schema
 from chargenet.store.db import Store
+from tests.support import operators as operator_support
+from tests.support.operators import PASSWORD, add_operator
 
 PUBLIC_URL = "http://console.test"
 ORIGIN = {"Origin": PUBLIC_URL}
-PASSWORD = "correct horse battery"
 
 
 @dataclass
@@ -62,7 +62,7 @@ def csrf_of(html: str) -> str:
 
 @pytest.fixture(scope="session")
 def cheap_passwords() -> operators.Passwords:
-    return operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    return operator_support.cheap_passwords()
 
 
 @pytest.fixture
@@ -73,15 +73,8 @@ async def harness(
     await schema.prepare_schema(store)
 
     async def make(company_id: str, email: str, role: str) -> operators.OperatorView:
-        return await operators.create_operator(
-            store.transaction,
-            cheap_passwords,
-            OPERATOR,
-            company_id=company_id,
-            email=email,
-            role=role,
-            password=PASSWORD,
-            now=clock.now(),
+        return await add_operator(
+            store.transaction, cheap_passwords, clock.now(), company_id=company_id, email=email, role=role
         )
 
     async with store.transaction() as session:
