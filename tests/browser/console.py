@@ -3,7 +3,6 @@ axe-core scan they run on every page."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator
@@ -24,6 +23,7 @@ from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.retry import RetryPolicy
 from tests.factories import add_station
+from tests.support.in_loop import start_serving
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
 
@@ -56,11 +56,7 @@ async def served_console(
     await add_operator(context.store.transaction, passwords, context.clock.now(), company_id=company.id, email=OWNER)
     app = create_app(context, console_passwords=passwords)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     try:
         yield ServedConsole(context, f"{settings.public_url}/console", company.id)
     finally:

@@ -39,6 +39,7 @@ from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import Operator, StationPresence
 from tests.factories import add_station
+from tests.support.in_loop import start_serving
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
 
@@ -124,11 +125,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     stopping = asyncio.Event()
     reader = asyncio.create_task(feed.run(stopping))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     await feed.started.wait()
     served = Served(store, clock, feed, f"{public_url}/console", site_a.id, site_b.id, keys)
     try:
