@@ -5,19 +5,14 @@ from __future__ import annotations
 import logging
 import re
 
-import httpx
 import pytest
 
 from chargenet.domain.operators import Role
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.services.pages import PageRequest
-from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
+from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, token_of
 from tests.support.operators import add_operator
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
 
 
 def changes(harness: ConsoleHarness) -> list[tuple[str, dict[str, str]]]:

@@ -20,8 +20,8 @@ from sqlalchemy import Table, insert
 from chargenet.console.protection import COOKIE_NAME
 from chargenet.edge.messagelog import MessageLog
 from chargenet.store.models import EdgeTransaction, MeterSession
-from tests.integration.console.conftest import ConsoleHarness
-from tests.integration.console.test_sites_pages import HOSTILE_TAG, make_site, make_station
+from tests.integration.console.conftest import ConsoleHarness, make_site, make_station
+from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
 
 def rss() -> int:
