@@ -11,8 +11,9 @@ from xml.etree import ElementTree
 from sqlalchemy import insert
 
 from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
+from tests.factories import edge_row, meter_row
 from tests.integration.console.conftest import ConsoleHarness, make_meter, make_site, make_station, site_with_station
-from tests.integration.console.test_sessions_pages import edge_row, meter_row, rows_of
+from tests.integration.console.test_sessions_pages import rows_of
 from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
 
