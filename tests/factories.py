@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -66,6 +66,50 @@ async def add_station(
         now=now,
         **layout,
     )
+
+
+def edge_row(n: int, site_id: str, start: datetime, **values: Any) -> dict[str, Any]:
+    """Session `n` of station CS-1 (OCPP), accepted at `start` and stopped 90 minutes later; `values` override
+    its columns. A row to insert into `EdgeTransaction`."""
+    row = {
+        "id": n,
+        "station_id": "CS-1",
+        "site_id": site_id,
+        "charge_point_id": "CS-1",
+        "connector_id": 1,
+        "ocpp_connector_id": 1,
+        "id_tag": f"TAG-{n}",
+        "started_at": start,
+        "meter_start": 1000,
+        "auth_status": "Accepted",
+        "stopped_at": start + timedelta(minutes=90),
+        "meter_stop": 13345,
+        "stop_reason": "EVDisconnected",
+        "created_at": start,
+    }
+    return {**row, **values}
+
+
+def meter_row(n: int, site_id: str, start: datetime, **values: Any) -> dict[str, Any]:
+    """Session `n` found by a meter of station CS-M, started at `start` and not stopped; `values` override its
+    columns. A row to insert into `MeterSession`."""
+    row = {
+        "transaction_id": n,
+        "meter_id": None,
+        "site_id": site_id,
+        "station_id": "CS-M",
+        "charge_point_id": "CS-M",
+        "connector_id": 1,
+        "id_tag": f"METER-{n}",
+        "meter_start_wh": 500,
+        "started_at": start,
+        "last_charging_wh": 2500,
+        "last_charging_at": start + timedelta(minutes=5),
+        "meter_stop_wh": None,
+        "stopped_at": None,
+        "reason": None,
+    }
+    return {**row, **values}
 
 
 async def partner_token(

@@ -3,7 +3,6 @@ axe-core scan they run on every page."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator
@@ -12,23 +11,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import argon2
 import uvicorn
 from playwright.async_api import ConsoleMessage, Locator, Page
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
 from chargenet.config import load_settings
-from chargenet.services import companies, operators, sites
+from chargenet.services import companies, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.retry import RetryPolicy
 from tests.factories import add_station
+from tests.support.in_loop import start_serving
+from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
-PASSWORD = "correct horse battery"
 OWNER = "owner@acme.test"
 
 
@@ -51,26 +50,13 @@ async def served_console(
     context = await open_context(settings, clock=clock)
     if webhooks is not None:
         install_webhooks(context, policy=webhooks)
-    passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    passwords = cheap_passwords()
     async with context.store.transaction() as session:
         company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())
-    await operators.create_operator(
-        context.store.transaction,
-        passwords,
-        OPERATOR,
-        company_id=company.id,
-        email=OWNER,
-        role="owner",
-        password=PASSWORD,
-        now=context.clock.now(),
-    )
+    await add_operator(context.store.transaction, passwords, context.clock.now(), company_id=company.id, email=OWNER)
     app = create_app(context, console_passwords=passwords)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     try:
         yield ServedConsole(context, f"{settings.public_url}/console", company.id)
     finally:

@@ -19,6 +19,7 @@ from chargenet.services import meters, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
 from tests.browser.console import ServedConsole, assert_accessible, served_console, sign_in
+from tests.factories import edge_row
 from tests.support.processes import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -59,22 +60,7 @@ async def charged(console: ServedConsole) -> str:
     start = now - timedelta(hours=2)
     async with store.transaction() as session:
         await session.execute(
-            insert(EdgeTransaction).values(
-                id=1,
-                station_id="CS-1",
-                site_id=site.id,
-                charge_point_id="CS-1",
-                connector_id=1,
-                ocpp_connector_id=1,
-                id_tag="TAG1",
-                started_at=start,
-                meter_start=1000,
-                auth_status="Accepted",
-                stopped_at=start + timedelta(minutes=90),
-                meter_stop=23_000,
-                stop_reason="EVDisconnected",
-                created_at=start,
-            )
+            insert(EdgeTransaction).values(edge_row(1, site.id, start, id_tag="TAG1", meter_stop=23_000))
         )
         await session.execute(
             insert(MeterSample),

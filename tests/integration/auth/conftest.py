@@ -6,7 +6,6 @@ are driven by the test instead of by sleeping.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from chargenet.config import load_settings
 from chargenet.services import applications, groups
 from chargenet.services.callers import OPERATOR
 from tests.factories import Tenant, make_tenant
+from tests.support.in_loop import start_serving
 from tests.support.ports import free_port
 
 
@@ -88,11 +88,7 @@ async def served(database_url: str, tmp_path: Path, clock: ManualClock) -> Async
     server = uvicorn.Server(
         uvicorn.Config(create_app(context), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     try:
         async with httpx.AsyncClient(timeout=10) as http:
             yield Served(context, clock, settings.public_url, http)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import argon2
 import pytest
 
 from chargenet.cli.admin import operators as operator_cli
@@ -13,11 +12,12 @@ from chargenet.cli.main import main
 from chargenet.services import operators
 from chargenet.store.db import Store
 from tests.integration.cli.conftest import cli  # noqa: F401 - a fixture
+from tests.support import operators as operator_support
 
 
 @pytest.fixture(autouse=True)
 def cheap_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
-    cheap = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    cheap = operator_support.cheap_passwords()
     monkeypatch.setattr(operator_cli, "passwords", lambda: cheap)
 
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import argon2
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -18,14 +17,16 @@ from chargenet.clock import ManualClock
 from chargenet.console.app import create_console
 from chargenet.console.pages import Console
 from chargenet.keys import KeyStore
-from chargenet.services import companies, operators
+from chargenet.services import audit, companies, meters, operators, sites, stations
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.store import schema
 from chargenet.store.db import Store
+from tests.support import operators as operator_support
+from tests.support.operators import PASSWORD, add_operator
 
 PUBLIC_URL = "http://console.test"
 ORIGIN = {"Origin": PUBLIC_URL}
-PASSWORD = "correct horse battery"
 
 
 @dataclass
@@ -60,9 +61,81 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
+async def token_of(client: httpx.AsyncClient) -> str:
+    """The CSRF token of `client`'s session, read from a page every operator may open."""
+    return csrf_of((await client.get("/console/account/password")).text)
+
+
+async def post(client: httpx.AsyncClient, path: str, data: dict[str, str] | None = None) -> httpx.Response:
+    """A form posted as the browser posts it: with the session's CSRF token, from the console's origin."""
+    return await client.post(path, data={**(data or {}), "csrf_token": await token_of(client)}, headers=ORIGIN)
+
+
+async def records(harness: ConsoleHarness, **where: str) -> list[audit.AuditEntry]:
+    """The audit records of the team's company that match `where` (an `audit.AuditFilter`), newest first."""
+    async with harness.store.transaction() as session:
+        found = await audit.list_records(
+            session, OPERATOR, PageRequest(200), company_id=harness.team.company_id, where=audit.AuditFilter(**where)
+        )
+    return found.items
+
+
+async def make_site(harness: ConsoleHarness, company_id: str, name: str = "Depot", **kwargs: str) -> sites.SiteView:
+    async with harness.store.transaction() as session:
+        return await sites.create_site(
+            session,
+            OPERATOR,
+            harness.console.credential_cipher,  # type: ignore[arg-type]
+            company_id=company_id,
+            name=name,
+            now=harness.clock.now(),
+            **kwargs,
+        )
+
+
+async def make_station(harness: ConsoleHarness, site_id: str, station_id: str, **kwargs: object) -> None:
+    async with harness.store.transaction() as session:
+        await stations.create_station(
+            session,
+            OPERATOR,
+            harness.console.secret_hasher,  # type: ignore[arg-type]
+            harness.console.credential_cipher,  # type: ignore[arg-type]
+            site_id=site_id,
+            station_id=station_id,
+            now=harness.clock.now(),
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+
+async def site_with_station(harness: ConsoleHarness, company_id: str, station_id: str, connectors: int = 4) -> str:
+    """A new site "Depot" of the company with one station of `connectors` connectors: the site's id."""
+    site = await make_site(harness, company_id)
+    await make_station(harness, site.id, station_id, connectors=connectors)
+    return site.id
+
+
+async def make_meter(
+    harness: ConsoleHarness, site_id: str, station_id: str, unit: int, tcp: str = "192.0.2.7:502", **kwargs: object
+) -> str:
+    """A new SDM630 meter, Modbus unit `unit` at `tcp`, of the station: its id."""
+    async with harness.store.transaction() as session:
+        created = await meters.create_meter(
+            session,
+            OPERATOR,
+            site_id=site_id,
+            station_id=station_id,
+            profile="sdm630",
+            unit_id=unit,
+            tcp=tcp,
+            now=harness.clock.now(),
+            **kwargs,  # type: ignore[arg-type]
+        )
+    return created.id
+
+
 @pytest.fixture(scope="session")
 def cheap_passwords() -> operators.Passwords:
-    return operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    return operator_support.cheap_passwords()
 
 
 @pytest.fixture
@@ -73,15 +146,8 @@ async def harness(
     await schema.prepare_schema(store)
 
     async def make(company_id: str, email: str, role: str) -> operators.OperatorView:
-        return await operators.create_operator(
-            store.transaction,
-            cheap_passwords,
-            OPERATOR,
-            company_id=company_id,
-            email=email,
-            role=role,
-            password=PASSWORD,
-            now=clock.now(),
+        return await add_operator(
+            store.transaction, cheap_passwords, clock.now(), company_id=company_id, email=email, role=role
         )
 
     async with store.transaction() as session:

@@ -12,11 +12,7 @@ import pytest
 from chargenet.services import applications, audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
+from tests.integration.console.conftest import ORIGIN, ConsoleHarness, token_of
 
 
 def secret_in(html: str) -> tuple[str, str]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import argon2
 import httpx
 import pytest
 import uvicorn
@@ -35,14 +34,14 @@ from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
 from chargenet.edge.statuses import record_status
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
-from chargenet.services import companies, operators, sites
+from chargenet.services import companies, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import Operator, StationPresence
 from tests.factories import add_station
+from tests.support.in_loop import start_serving
+from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
-
-PASSWORD = "correct horse battery"
 
 
 @dataclass
@@ -101,7 +100,7 @@ class Served:
 
 @pytest.fixture
 async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncIterator[Served]:
-    passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    passwords = cheap_passwords()
     keys = KeyStore(tmp_path / "keys")
     keys.ensure()
     async with store.transaction() as session:
@@ -117,16 +116,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
             await add_station(session, keys, site_id, station_id, clock.now(), connectors=2)
     people = ((acme.id, "owner@acme.test", "owner"), (acme.id, "viewer@acme.test", "viewer"))
     for company_id, email, role in (*people, (other.id, "owner@other.test", "owner")):
-        await operators.create_operator(
-            store.transaction,
-            passwords,
-            OPERATOR,
-            company_id=company_id,
-            email=email,
-            role=role,
-            password=PASSWORD,
-            now=clock.now(),
-        )
+        await add_operator(store.transaction, passwords, clock.now(), company_id=company_id, email=email, role=role)
     port = free_port()
     public_url = f"http://127.0.0.1:{port}"
     feed = LiveFeed(store.read, clock)
@@ -135,11 +125,7 @@ async def served(store: Store, clock: ManualClock, tmp_path: Path) -> AsyncItera
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     stopping = asyncio.Event()
     reader = asyncio.create_task(feed.run(stopping))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     await feed.started.wait()
     served = Served(store, clock, feed, f"{public_url}/console", site_a.id, site_b.id, keys)
     try:

@@ -22,13 +22,9 @@ from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.factories import make_tenant, partner_token
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
+from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of, token_of
 
 HOSTILE = "<script>alert(1)</script>"
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
 
 
 async def a_site(harness: ConsoleHarness, company_id: str | None = None, name: str = "Depot") -> str:

@@ -13,21 +13,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import argon2
 import httpx
 import uvicorn
 
 from chargenet.app import create_app, open_context
 from chargenet.config import load_settings
-from chargenet.services import companies, operators, sites, stations
+from chargenet.services import companies, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
+from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
 from tests.support.serve import serve_on
 from tests.support.sse import next_row
 
 ROOT = Path(__file__).resolve().parents[3]
-PASSWORD = "correct horse battery"
 
 
 @asynccontextmanager
@@ -52,7 +51,7 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
     port = free_port()
     settings = load_settings({"database_url": pg_url, "data_dir": str(data_dir), "port": port}, environ={})
     context = await open_context(settings)
-    passwords = operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    passwords = cheap_passwords()
     now = context.clock.now()
     async with context.store.transaction() as session:
         company = await companies.create_company(session, OPERATOR, name="Acme", now=now)
@@ -69,16 +68,7 @@ async def test_a_station_held_by_another_process_changes_its_row_in_this_process
             now=now,
             connectors=1,
         )
-    await operators.create_operator(
-        context.store.transaction,
-        passwords,
-        OPERATOR,
-        company_id=company.id,
-        email="owner@acme.test",
-        role="owner",
-        password=PASSWORD,
-        now=now,
-    )
+    await add_operator(context.store.transaction, passwords, now, company_id=company.id, email="owner@acme.test")
     app = create_app(context, console_passwords=passwords)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     here = asyncio.create_task(server.serve())
@@ -116,15 +106,12 @@ async def test_a_serve_process_asked_to_stop_ends_its_open_streams_at_once(tmp_p
     try:
         async with context.store.transaction() as session:
             company = await companies.create_company(session, OPERATOR, name="Acme", now=context.clock.now())
-        await operators.create_operator(
+        await add_operator(
             context.store.transaction,
-            operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
-            OPERATOR,
+            cheap_passwords(),
+            context.clock.now(),
             company_id=company.id,
             email="owner@acme.test",
-            role="owner",
-            password=PASSWORD,
-            now=context.clock.now(),
         )
     finally:
         await context.close()

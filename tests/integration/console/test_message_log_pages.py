@@ -22,8 +22,8 @@ from chargenet.edge.messagelog import MessageLog
 from chargenet.services import message_log
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import OcppMessage
-from tests.integration.console.conftest import ConsoleHarness
-from tests.integration.console.test_sites_pages import HOSTILE, make_site, make_station
+from tests.integration.console.conftest import ConsoleHarness, make_site, make_station
+from tests.integration.console.test_sites_pages import HOSTILE
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1+2", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 

@@ -10,13 +10,11 @@ from xml.etree import ElementTree
 
 from sqlalchemy import insert
 
-from chargenet.services import meters
-from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
-from tests.integration.console.conftest import ConsoleHarness
-from tests.integration.console.test_meters_pages import make_meter, site_with_station
-from tests.integration.console.test_sessions_pages import edge_row, meter_row, rows_of
-from tests.integration.console.test_sites_pages import HOSTILE_TAG, make_site, make_station
+from tests.factories import edge_row, meter_row
+from tests.integration.console.conftest import ConsoleHarness, make_meter, make_site, make_station, site_with_station
+from tests.integration.console.test_sessions_pages import rows_of
+from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
 
 def plain(html: str) -> str:
@@ -226,32 +224,20 @@ async def test_the_meter_page_lists_its_latest_sessions_and_links_to_the_rest(ha
     assert 'href="/console/sessions?station=CS-M&amp;source=meter"' in sessions
 
 
-async def meter_at(harness: ConsoleHarness, site_id: str, station_id: str, tcp: str, connector_id: int = 1) -> str:
-    async with harness.store.transaction() as session:
-        created = await meters.create_meter(
-            session,
-            OPERATOR,
-            site_id=site_id,
-            station_id=station_id,
-            connector_id=connector_id,
-            profile="sdm630",
-            unit_id=1,
-            tcp=tcp,
-            now=harness.clock.now(),
-        )
-    return created.id
-
-
 async def test_the_buses_page_has_a_row_per_bus_with_its_holder_and_summed_health(harness: ConsoleHarness) -> None:
     site_id = await site_with_station(harness, harness.team.company_id, "CS-M")
     first = await make_meter(harness, site_id, "CS-M", 1)
     second = await make_meter(harness, site_id, "CS-M", 2, connector_id=2)
-    third = await meter_at(harness, site_id, "CS-M", "192.0.2.8:502", connector_id=3)
+    third = await make_meter(harness, site_id, "CS-M", 1, tcp="192.0.2.8:502", connector_id=3)
     await health(harness, first, "tcp:192.0.2.7:502")
     await health(harness, second, "tcp:192.0.2.7:502", dead=True, last_answer_at=None)
     await health(harness, third, "tcp:192.0.2.8:502", crc_errors=0)
     other_site = await site_with_station(harness, harness.team.other_company_id, "CS-O")
-    await health(harness, await meter_at(harness, other_site, "CS-O", "192.0.2.9:502"), "tcp:192.0.2.9:502")
+    await health(
+        harness,
+        await make_meter(harness, other_site, "CS-O", 1, tcp="192.0.2.9:502", connector_id=1),
+        "tcp:192.0.2.9:502",
+    )
     viewer = await harness.signed_in("viewer@acme.test")
     page = (await viewer.get("/console/meters/buses")).text
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]

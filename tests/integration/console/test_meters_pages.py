@@ -6,71 +6,23 @@ from __future__ import annotations
 
 import re
 
-import httpx
 from sqlalchemy import insert
 
-from chargenet.services import audit, meters, sites, stations
+from chargenet.services import meters
 from chargenet.services.callers import OPERATOR
-from chargenet.services.pages import PageRequest
 from chargenet.store.models import MeterState
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
+from tests.integration.console.conftest import (
+    ORIGIN,
+    ConsoleHarness,
+    make_meter,
+    make_station,
+    post,
+    records,
+    site_with_station,
+    token_of,
+)
 
 HOSTILE = "<script>alert(1)</script>"
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
-
-
-async def post(client: httpx.AsyncClient, path: str, data: dict[str, str] | None = None) -> httpx.Response:
-    return await client.post(path, data={**(data or {}), "csrf_token": await token_of(client)}, headers=ORIGIN)
-
-
-async def site_with_station(harness: ConsoleHarness, company_id: str, station_id: str, connectors: int = 4) -> str:
-    async with harness.store.transaction() as session:
-        site = await sites.create_site(
-            session,
-            OPERATOR,
-            harness.console.credential_cipher,  # type: ignore[arg-type]
-            company_id=company_id,
-            name="Depot",
-            now=harness.clock.now(),
-        )
-        await stations.create_station(
-            session,
-            OPERATOR,
-            harness.console.secret_hasher,  # type: ignore[arg-type]
-            harness.console.credential_cipher,  # type: ignore[arg-type]
-            site_id=site.id,
-            station_id=station_id,
-            connectors=connectors,
-            now=harness.clock.now(),
-        )
-    return site.id
-
-
-async def make_meter(harness: ConsoleHarness, site_id: str, station_id: str, unit: int, **kwargs: object) -> str:
-    async with harness.store.transaction() as session:
-        created = await meters.create_meter(
-            session,
-            OPERATOR,
-            site_id=site_id,
-            station_id=station_id,
-            profile="sdm630",
-            unit_id=unit,
-            tcp="192.0.2.7:502",
-            now=harness.clock.now(),
-            **kwargs,  # type: ignore[arg-type]
-        )
-    return created.id
-
-
-async def records(harness: ConsoleHarness, **where: str) -> list[audit.AuditEntry]:
-    async with harness.store.transaction() as session:
-        found = await audit.list_records(
-            session, OPERATOR, PageRequest(200), company_id=harness.team.company_id, where=audit.AuditFilter(**where)
-        )
-    return found.items
 
 
 def new_meter(site_id: str, **changes: str) -> dict[str, str]:
@@ -131,18 +83,8 @@ async def test_the_list_shows_state_and_last_reading_and_pages_and_filters(harne
 
 async def test_a_long_list_is_paged_by_keyset(harness: ConsoleHarness) -> None:
     site_id = await site_with_station(harness, harness.team.company_id, "CS-M", connectors=16)
-    async with harness.store.transaction() as session:
-        for n in range(2, 7):
-            await stations.create_station(
-                session,
-                OPERATOR,
-                harness.console.secret_hasher,  # type: ignore[arg-type]
-                harness.console.credential_cipher,  # type: ignore[arg-type]
-                site_id=site_id,
-                station_id=f"CS-M{n}",
-                connectors=16,
-                now=harness.clock.now(),
-            )
+    for n in range(2, 7):
+        await make_station(harness, site_id, f"CS-M{n}", connectors=16)
     unit = 1
     for station in ("CS-M", *(f"CS-M{n}" for n in range(2, 7))):
         for connector in range(1, 11):

@@ -5,18 +5,14 @@ from __future__ import annotations
 import logging
 import re
 
-import httpx
 import pytest
 
 from chargenet.domain.operators import Role
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.services.pages import PageRequest
-from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, csrf_of
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
+from tests.integration.console.conftest import ORIGIN, PASSWORD, ConsoleHarness, token_of
+from tests.support.operators import add_operator
 
 
 def changes(harness: ConsoleHarness) -> list[tuple[str, dict[str, str]]]:
@@ -224,18 +220,14 @@ async def test_hostile_strings_are_shown_as_text(harness: ConsoleHarness) -> Non
 
 
 async def test_the_operators_list_pages_by_email(harness: ConsoleHarness) -> None:
-    from chargenet.services import operators
-
     for n in range(50):  # with the fixture's own three: 53, a page of 50 and one of 3
-        await operators.create_operator(
+        await add_operator(
             harness.store.transaction,
             harness.console.passwords,
-            OPERATOR,
+            harness.clock.now(),
             company_id=harness.team.company_id,
             email=f"robot{n:02}@acme.test",
             role="viewer",
-            password=PASSWORD,
-            now=harness.clock.now(),
         )
     owner = await harness.signed_in("owner@acme.test")
     first = await owner.get("/console/operators")

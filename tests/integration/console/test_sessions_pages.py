@@ -10,7 +10,7 @@ import io
 import os
 import re
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from html import unescape
 from typing import Any, cast
 
@@ -20,54 +20,15 @@ from sqlalchemy import Table, insert
 from chargenet.console.protection import COOKIE_NAME
 from chargenet.edge.messagelog import MessageLog
 from chargenet.store.models import EdgeTransaction, MeterSession
-from tests.integration.console.conftest import ConsoleHarness
-from tests.integration.console.test_sites_pages import HOSTILE_TAG, make_site, make_station
+from tests.factories import edge_row, meter_row
+from tests.integration.console.conftest import ConsoleHarness, make_site, make_station
+from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
 
 def rss() -> int:
     """This process's resident memory now, in bytes (Linux)."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def edge_row(n: int, site_id: str, start: datetime, **values: Any) -> dict[str, Any]:
-    row = {
-        "id": n,
-        "station_id": "CS-1",
-        "site_id": site_id,
-        "charge_point_id": "CS-1",
-        "connector_id": 1,
-        "ocpp_connector_id": 1,
-        "id_tag": f"TAG-{n}",
-        "started_at": start,
-        "meter_start": 1000,
-        "auth_status": "Accepted",
-        "stopped_at": start + timedelta(minutes=90),
-        "meter_stop": 13345,
-        "stop_reason": "EVDisconnected",
-        "created_at": start,
-    }
-    return {**row, **values}
-
-
-def meter_row(n: int, site_id: str, start: datetime, **values: Any) -> dict[str, Any]:
-    row = {
-        "transaction_id": n,
-        "meter_id": None,
-        "site_id": site_id,
-        "station_id": "CS-M",
-        "charge_point_id": "CS-M",
-        "connector_id": 1,
-        "id_tag": f"METER-{n}",
-        "meter_start_wh": 500,
-        "started_at": start,
-        "last_charging_wh": 2500,
-        "last_charging_at": start + timedelta(minutes=5),
-        "meter_stop_wh": None,
-        "stopped_at": None,
-        "reason": None,
-    }
-    return {**row, **values}
 
 
 async def _sessions(harness: ConsoleHarness) -> tuple[str, str]:

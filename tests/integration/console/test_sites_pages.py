@@ -8,61 +8,24 @@ import logging
 import re
 from datetime import timedelta
 
-import httpx
 import pytest
 from sqlalchemy import insert, update
 
-from chargenet.services import audit, localauth, meters, sites, stations
+from chargenet.services import localauth, meters, sites, stations
 from chargenet.services.callers import OPERATOR
-from chargenet.services.pages import PageRequest
 from chargenet.store.models import Connector, Site, Station
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
+from tests.integration.console.conftest import (
+    ORIGIN,
+    ConsoleHarness,
+    make_site,
+    make_station,
+    post,
+    records,
+    token_of,
+)
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_TAG = "<b>x</b>&'\""  # 12 characters: fits an idTag
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
-
-
-async def post(client: httpx.AsyncClient, path: str, data: dict[str, str] | None = None) -> httpx.Response:
-    return await client.post(path, data={**(data or {}), "csrf_token": await token_of(client)}, headers=ORIGIN)
-
-
-async def make_site(harness: ConsoleHarness, company_id: str, name: str = "Depot", **kwargs: str) -> sites.SiteView:
-    async with harness.store.transaction() as session:
-        return await sites.create_site(
-            session,
-            OPERATOR,
-            harness.console.credential_cipher,  # type: ignore[arg-type]
-            company_id=company_id,
-            name=name,
-            now=harness.clock.now(),
-            **kwargs,
-        )
-
-
-async def make_station(harness: ConsoleHarness, site_id: str, station_id: str, **kwargs: object) -> None:
-    async with harness.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            harness.console.secret_hasher,  # type: ignore[arg-type]
-            harness.console.credential_cipher,  # type: ignore[arg-type]
-            site_id=site_id,
-            station_id=station_id,
-            now=harness.clock.now(),
-            **kwargs,  # type: ignore[arg-type]
-        )
-
-
-async def records(harness: ConsoleHarness, **where: str) -> list[audit.AuditEntry]:
-    async with harness.store.transaction() as session:
-        found = await audit.list_records(
-            session, OPERATOR, PageRequest(200), company_id=harness.team.company_id, where=audit.AuditFilter(**where)
-        )
-    return found.items
 
 
 def key_on(html: str) -> str:

@@ -14,9 +14,16 @@ from sqlalchemy import insert, update
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.store.models import Connector, EdgeTransaction, Site, StationPresence
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness
-from tests.integration.console.test_meters_pages import make_meter
-from tests.integration.console.test_sites_pages import HOSTILE, make_site, make_station, post, token_of
+from tests.integration.console.conftest import (
+    ORIGIN,
+    ConsoleHarness,
+    make_meter,
+    make_site,
+    make_station,
+    post,
+    token_of,
+)
+from tests.integration.console.test_sites_pages import HOSTILE
 
 HX = {**ORIGIN, "HX-Request": "true"}
 

@@ -39,7 +39,7 @@ from chargenet.webhooks.outbound_auth import BasicAuth, NoAuth, from_document
 from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import WebhookSender
 from tests.factories import make_tenant, partner_token
-from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of
+from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of, token_of
 from tests.integration.webhooks.harness import drain
 from tests.support.keys import public_keys, signing_keys
 from tests.support.receiver import Reply, run_receiver
@@ -145,10 +145,6 @@ async def hooks(harness: ConsoleHarness, tmp_path: Path) -> AsyncIterator[Hooks]
         yield Hooks(harness, keys, site.id, other.id, sender)
     finally:
         await sender.aclose()
-
-
-async def token_of(client: httpx.AsyncClient) -> str:
-    return csrf_of((await client.get("/console/account/password")).text)
 
 
 def created_id(response: httpx.Response) -> str:

@@ -19,14 +19,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import argon2
 import httpx
 import pytest
 from sqlalchemy import select
 
 from chargenet.app import open_context
 from chargenet.config import load_settings
-from chargenet.services import applications, companies, groups, operators, sites
+from chargenet.services import applications, companies, groups, sites
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload, SimulatedStation
@@ -35,12 +34,12 @@ from chargenet.store.models import StationCommand, StationPresence
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import add_station
 from tests.support.deploy import NGINX_SITE, ROOT, self_signed
+from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
 from tests.support.receiver import Receiver, run_receiver
 from tests.support.sse import next_row
 
 NGINX = shutil.which("nginx", path=f"{os.environ.get('PATH', '')}{os.pathsep}/usr/sbin")
-PASSWORD = "correct horse battery"
 STATION_KEYS = {"CS-NORTH": "north-station-key-0001", "CS-SOUTH": "south-station-key-0002"}
 
 pytestmark = [
@@ -166,15 +165,8 @@ async def deployment(pg_url: str, tmp_path: Path) -> AsyncIterator[Deployment]:
                 now=now,
                 allow_private=True,
             )
-            await operators.create_operator(
-                context.store.transaction,
-                operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)),
-                OPERATOR,
-                company_id=company.id,
-                email="owner@acme.test",
-                role="owner",
-                password=PASSWORD,
-                now=now,
+            await add_operator(
+                context.store.transaction, cheap_passwords(), now, company_id=company.id, email="owner@acme.test"
             )
         finally:
             await context.close()

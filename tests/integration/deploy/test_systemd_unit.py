@@ -9,13 +9,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import create_pg_database, drop_pg_database
 from tests.support.deploy import (
     INSTALLED,
     UNIT,
@@ -72,15 +71,6 @@ def test_the_unit_runs_as_its_own_user_with_no_new_privileges_and_writes_only_it
 
 
 @pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
-
-
-@pytest.fixture
 def service_folder() -> Iterator[Path]:
     # Not under pytest's temporary folder, which only root may enter.
     folder = Path(tempfile.mkdtemp(prefix="chargenet-unit-"))
@@ -91,7 +81,7 @@ def service_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_the_units_command_run_as_its_user_serves_and_stops_cleanly(database_url: str, service_folder: Path) -> None:
+def test_the_units_command_run_as_its_user_serves_and_stops_cleanly(pg_url: str, service_folder: Path) -> None:
     owner = ensure_service_user()
     settings = unit_settings(UNIT.read_text())
     data = service_folder / "data"
@@ -100,7 +90,7 @@ def test_the_units_command_run_as_its_user_serves_and_stops_cleanly(database_url
     port = free_port()
     # The database URL holds a password: only root and the service's group may read its file.
     url_file = service_folder / "database-url"
-    url_file.write_text(database_url + "\n")
+    url_file.write_text(pg_url + "\n")
     url_file.chmod(0o640)
     os.chown(url_file, 0, owner.pw_gid)
     settings_file = service_folder / "chargenet.env"

@@ -27,6 +27,7 @@ from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import OutboxEvent
 from tests.factories import Tenant, add_station, make_tenant, partner_token
+from tests.support.in_loop import start_serving
 from tests.support.ports import free_port
 
 PASSWORD = "0123456789abcdef0123"
@@ -124,11 +125,7 @@ async def serve_chargenet(
         access_log=False,
     )
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
+    task = await start_serving(server, poll=0.02)
     return context, server, task, port
 
 

@@ -17,7 +17,7 @@ from chargenet.services.callers import OperatorCaller
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from chargenet.store.models import EdgeTransaction, MeterBusLease, MeterPollHealth, MeterSample, MeterSession
-from tests.factories import Tenant, make_tenant
+from tests.factories import Tenant, edge_row, make_tenant
 from tests.integration.meters.helpers import add_meter
 
 
@@ -41,18 +41,16 @@ async def test_a_session_s_samples_are_its_start_its_own_station_s_values_and_it
     async with store.transaction() as session:
         await session.execute(
             insert(EdgeTransaction).values(
-                id=7,
-                station_id="CS-1",
-                site_id=tenant.site_id,
-                charge_point_id="CS-1",
-                connector_id=1,
-                ocpp_connector_id=1,
-                id_tag="TAG1",
-                started_at=start,
-                meter_start=1000,
-                stopped_at=start + timedelta(hours=1),
-                meter_stop=9000,
-                created_at=start,
+                edge_row(
+                    7,
+                    tenant.site_id,
+                    start,
+                    id_tag="TAG1",
+                    auth_status=None,
+                    stopped_at=start + timedelta(hours=1),
+                    meter_stop=9000,
+                    stop_reason=None,
+                )
             )
         )
         await session.execute(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argon2
 import pytest
 
 from chargenet.auth.permissions import Grant, Permissions
@@ -15,13 +14,14 @@ from chargenet.services.callers import OPERATOR, ApiApplication, OperatorCaller
 from chargenet.services.pages import PageRequest
 from chargenet.services.views import rendered
 from chargenet.store.db import Store
+from tests.support.operators import add_operator, cheap_passwords
 
 ADDRESS = "192.0.2.1"  # the browser of every operator acting here
 
 
 @pytest.fixture(scope="module")
 def passwords() -> operators.Passwords:
-    return operators.Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
+    return cheap_passwords()
 
 
 async def company(store: Store, clock: ManualClock, name: str = "Acme") -> str:
@@ -32,16 +32,7 @@ async def company(store: Store, clock: ManualClock, name: str = "Acme") -> str:
 async def make(
     store: Store, passwords: operators.Passwords, clock: ManualClock, company_id: str, email: str, role: str = "owner"
 ) -> operators.OperatorView:
-    return await operators.create_operator(
-        store.transaction,
-        passwords,
-        OPERATOR,
-        company_id=company_id,
-        email=email,
-        role=role,
-        password="correct horse battery",
-        now=clock.now(),
-    )
+    return await add_operator(store.transaction, passwords, clock.now(), company_id=company_id, email=email, role=role)
 
 
 def caller(view: operators.OperatorView) -> OperatorCaller:

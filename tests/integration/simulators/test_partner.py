@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ from chargenet.simulators.partner import create_receiver, json_line
 from chargenet.webhooks.lane import Delivered, Failed
 from chargenet.webhooks.outbound_auth import NoAuth
 from chargenet.webhooks.sender import Endpoint, WebhookSender, WebhookSigningKeys
+from tests.support.in_loop import start_serving
 from tests.support.jwks import jwk, serve_jwks
 from tests.support.keys import signing_keys
 from tests.support.ports import free_port
@@ -27,9 +27,7 @@ async def running_receiver(jwks_url: str, received: list[VerifiedWebhook]) -> As
     port = free_port()
     app = create_receiver(verifier, received.append, "/hook")
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+    task = await start_serving(server)
     try:
         yield f"http://127.0.0.1:{port}/hook"
     finally:

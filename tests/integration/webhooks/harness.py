@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -100,6 +101,14 @@ class Harness:
         )
         engine.spawn_lane_tasks = False
         return engine
+
+    async def filled_engine(self, **engine: Any) -> DeliveryEngine:
+        """An engine (`engine` as `self.engine` takes it) that holds the lease and has filled its lanes from the
+        outbox once."""
+        filled = self.engine(**engine)
+        await filled.lease_once()
+        await filled.fill_once()
+        return filled
 
 
 async def make_harness(store: Store, clock: ManualClock, tmp_path: Path) -> Harness:

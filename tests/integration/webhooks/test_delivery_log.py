@@ -37,9 +37,7 @@ async def test_every_attempt_is_logged_with_its_status_error_duration_and_respon
     async with run_receiver(lambda _r: answers.pop(0)) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A")
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         await drain(engine, await harness.lane_id(webhook_id), clock)
         await engine.sender.aclose()
     failed, delivered = await _log(store)
@@ -96,9 +94,7 @@ async def test_acknowledgements_of_a_window_are_logged_in_their_group_commit_not
     async with run_receiver() as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish(*events)
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         lane_id = await harness.lane_id(webhook_id)
         transactions = _transactions(store)
         await drain(engine, lane_id, clock, window=32)
@@ -134,9 +130,7 @@ async def test_an_attempt_is_logged_only_if_its_outcome_is_committed(
     async with run_receiver() as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A")
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         lane_id = await harness.lane_id(webhook_id)
         with pytest.raises(RuntimeError, match="the disk is full"):
             await engine.step(lane_id)

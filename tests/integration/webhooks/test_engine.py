@@ -72,9 +72,7 @@ async def test_receiver_down_59_minutes_gets_every_event_in_order(
     async with run_receiver(answer) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B", "C")
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         await drain(engine, await harness.lane_id(webhook_id), clock)
         await engine.sender.aclose()
     # Attempts at 0 s, 10 s, ... 3530 s fail (354); the one at 3540 s (59 min) gets through.
@@ -95,9 +93,7 @@ async def test_receiver_down_61_minutes_dead_letters_the_head_and_the_lane_goes_
     async with run_receiver(answer) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B")
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         lane_id = await harness.lane_id(webhook_id)
         with caplog.at_level(logging.ERROR):
             while clock.now() < back_up:

@@ -40,9 +40,7 @@ async def test_a_lane_read_in_windows_sends_every_event_once_in_order_and_record
     async with run_receiver() as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish(*EVENTS)
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         results = await drain(engine, await harness.lane_id(webhook_id), clock, window=3)
         await engine.sender.aclose()
     assert tags(receiver.bodies()) == EVENTS
@@ -66,9 +64,7 @@ async def test_a_failure_inside_a_window_is_retried_before_anything_behind_it_is
     async with run_receiver(answer) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish(*EVENTS)
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         await drain(engine, await harness.lane_id(webhook_id), clock, window=4)
         await engine.sender.aclose()
     assert tags(receiver.bodies()) == ["A", "B", "C", "C", "C", "D", "E", "F", "G"]
@@ -160,9 +156,7 @@ async def test_lanes_recover_after_a_group_commit_of_their_acknowledgements_fail
     async with run_receiver() as first, run_receiver() as second:
         lanes = [await harness.lane_id(await harness.webhook(r.url)) for r in (first, second)]
         await harness.publish(*EVENTS)
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
 
         async def drain_through_errors(lane_id: int) -> None:
             for _ in range(20):  # as the running engine does: a failed step is followed by a fresh one
@@ -188,9 +182,7 @@ async def test_a_settings_change_after_a_lane_was_read_makes_its_next_step_read_
     async with run_receiver() as old, run_receiver() as new:
         webhook_id = await harness.webhook(old.url)
         await harness.publish("A", "B")
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         lane_id = await harness.lane_id(webhook_id)
         await engine.step(lane_id)  # A sent; the lane as it stood after A is kept for the next step
         clock.advance(1)
@@ -226,9 +218,7 @@ async def test_a_busy_lane_commits_its_acknowledgements_up_to_the_limit_at_a_tim
     async with run_receiver() as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish(*events)
-        engine = harness.engine()
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine()
         await drain(engine, await harness.lane_id(webhook_id), clock, window=32)
         await engine.sender.aclose()
     assert tags(receiver.bodies()) == events
@@ -248,9 +238,7 @@ async def test_an_acknowledgement_is_committed_while_its_lane_waits_for_a_slow_r
     async with run_receiver(answer) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B")
-        engine = harness.engine(timeout=60.0)  # B stays in flight for as long as the test may wait
-        await engine.lease_once()
-        await engine.fill_once()
+        engine = await harness.filled_engine(timeout=60.0)  # B stays in flight for as long as the test may wait
         step = asyncio.create_task(engine.step(await harness.lane_id(webhook_id), window=32))
         try:
             deadline = asyncio.get_running_loop().time() + 30.0
