@@ -15,7 +15,7 @@ from chargenet.clock import ManualClock
 from chargenet.store.db import Store
 from chargenet.webhooks.metrics import WebhookMetrics
 from tests.integration.webhooks.harness import Harness, drain, make_harness
-from tests.support.receiver import Reply, run_receiver
+from tests.support.receiver import Receiver, Reply, run_receiver
 
 
 def _dead_letters(registry: CollectorRegistry, webhook_id: str, reason: str) -> float | None:
@@ -31,6 +31,19 @@ async def queued_in_a_disabled_lane(harness: Harness, metrics: WebhookMetrics, *
     await harness.publish(*tags)
     engine = harness.engine(metrics=metrics)
     await engine.fill_once()
+    await engine.sender.aclose()
+    return webhook_id
+
+
+async def one_event_drained(harness: Harness, receiver: Receiver, metrics: WebhookMetrics) -> str:
+    """The id of a webhook to `receiver` whose lane an engine counting into `metrics` has sent event A down, and
+    stepped until empty (jumping the clock to each retry)."""
+    webhook_id = await harness.webhook(receiver.url)
+    await harness.publish("A")
+    engine = harness.engine(metrics=metrics)
+    await engine.fill_once()
+    await engine.lease_once()
+    await drain(engine, await harness.lane_id(webhook_id), harness.clock)
     await engine.sender.aclose()
     return webhook_id
 
@@ -67,13 +80,7 @@ async def test_event_out_of_retries_counts_as_a_retries_exhausted_dead_letter(
     registry = CollectorRegistry()
     harness = await make_harness(store, clock, tmp_path)
     async with run_receiver(lambda _r: Reply(500)) as receiver:
-        webhook_id = await harness.webhook(receiver.url)
-        await harness.publish("A")
-        engine = harness.engine(metrics=WebhookMetrics(registry))
-        await engine.fill_once()
-        await engine.lease_once()
-        await drain(engine, await harness.lane_id(webhook_id), clock)
-        await engine.sender.aclose()
+        webhook_id = await one_event_drained(harness, receiver, WebhookMetrics(registry))
     assert _dead_letters(registry, webhook_id, "retries_exhausted") == 1
 
 
@@ -101,12 +108,6 @@ async def test_every_attempt_lands_in_the_duration_histogram_of_its_webhook(
     harness = await make_harness(store, clock, tmp_path)
     replies = iter([Reply(500), Reply(204)])
     async with run_receiver(lambda _r: next(replies)) as receiver:
-        webhook_id = await harness.webhook(receiver.url)
-        await harness.publish("A")
-        engine = harness.engine(metrics=WebhookMetrics(registry))
-        await engine.fill_once()
-        await engine.lease_once()
-        await drain(engine, await harness.lane_id(webhook_id), clock)
-        await engine.sender.aclose()
+        webhook_id = await one_event_drained(harness, receiver, WebhookMetrics(registry))
     labels = {"webhook_id": webhook_id}
     assert registry.get_sample_value("chargenet_webhook_request_duration_seconds_count", labels) == 2
