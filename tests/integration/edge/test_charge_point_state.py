@@ -29,6 +29,44 @@ async def listed(served: Served) -> dict[str, dict[str, object]]:
     return {item["id"]: item for item in response.json()["items"]}
 
 
+async def metered_station(
+    served: Served,
+    station_id: str,
+    *,
+    charge_points: int = 1,
+    connectors: int | None = None,
+    charge_point_id: str | None = None,
+    connector_id: int | None = None,
+) -> meters.MeterView:
+    """Station `station_id` of the tenant's site with an SDM630 meter over Modbus TCP, on the charge point and
+    connector given (the service's defaults otherwise)."""
+    context = served.context
+    async with context.store.transaction() as session:
+        await stations.create_station(
+            session,
+            OPERATOR,
+            context.keys.secret_hasher(),
+            context.keys.credential_cipher(),
+            site_id=served.tenant.site_id,
+            station_id=station_id,
+            now=context.clock.now(),
+            charge_points=charge_points,
+            connectors=connectors,
+        )
+        return await meters.create_meter(
+            session,
+            OPERATOR,
+            site_id=served.tenant.site_id,
+            station_id=station_id,
+            charge_point_id=charge_point_id,
+            connector_id=connector_id,
+            profile="sdm630",
+            unit_id=1,
+            tcp="127.0.0.1:1502",
+            now=context.clock.now(),
+        )
+
+
 async def test_a_connected_station_shows_connected_and_its_last_heartbeat(served: Served) -> None:
     station = served.station()
     await station.connect()
@@ -64,27 +102,7 @@ async def test_a_station_never_connected_shows_disconnected(served: Served) -> N
 
 
 async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_state(served: Served) -> None:
-    context = served.context
-    async with context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="METERED-1",
-            now=context.clock.now(),
-        )
-        meter = await meters.create_meter(
-            session,
-            OPERATOR,
-            site_id=served.tenant.site_id,
-            station_id="METERED-1",
-            profile="sdm630",
-            unit_id=1,
-            tcp="127.0.0.1:1502",
-            now=context.clock.now(),
-        )
+    meter = await metered_station(served, "METERED-1")
     item = (await charge_points(served))["METERED-1"]
     assert item["connection"] == "meter"
     [shown] = item["meters"]
@@ -92,31 +110,9 @@ async def test_a_station_known_only_through_a_meter_shows_meter_and_the_meter_st
 
 
 async def test_a_meter_shows_on_the_charge_point_it_measures_only(served: Served) -> None:
-    context = served.context
-    async with context.store.transaction() as session:
-        await stations.create_station(
-            session,
-            OPERATOR,
-            context.keys.secret_hasher(),
-            context.keys.credential_cipher(),
-            site_id=served.tenant.site_id,
-            station_id="TWIN",
-            now=context.clock.now(),
-            charge_points=2,
-            connectors=2,
-        )
-        meter = await meters.create_meter(
-            session,
-            OPERATOR,
-            site_id=served.tenant.site_id,
-            station_id="TWIN",
-            charge_point_id="TWIN-2",
-            connector_id=2,
-            profile="sdm630",
-            unit_id=1,
-            tcp="127.0.0.1:1502",
-            now=context.clock.now(),
-        )
+    meter = await metered_station(
+        served, "TWIN", charge_points=2, connectors=2, charge_point_id="TWIN-2", connector_id=2
+    )
     shown = await charge_points(served)
     assert [m["id"] for m in shown["TWIN-2"]["meters"]] == [meter.id]
     assert shown["TWIN-1"]["meters"] == []

@@ -47,6 +47,15 @@ async def spec_of(store: Store, meter_id: str) -> MeterSpec:
         return meter_sessions.spec_of(row)
 
 
+async def start_session(store: Store, clock: ManualClock, meter_id: str, *, meter_start_wh: int) -> int:
+    """The transaction id of a session started now on the meter, in a transaction of its own."""
+    spec = await spec_of(store, meter_id)
+    async with store.transaction() as session:
+        return await meter_sessions.start_session(
+            session, Outbox(clock), spec, meter_start_wh=meter_start_wh, started_at=clock.now(), at=clock.now()
+        )
+
+
 async def test_meter_defaults_to_the_first_charge_point_connector_one(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
@@ -132,11 +141,7 @@ async def test_delete_closes_an_open_session_and_keeps_it_as_a_transaction(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
-    spec = await spec_of(store, view.id)
-    async with store.transaction() as session:
-        transaction_id = await meter_sessions.start_session(
-            session, Outbox(clock), spec, meter_start_wh=1000, started_at=clock.now(), at=clock.now()
-        )
+    transaction_id = await start_session(store, clock, view.id, meter_start_wh=1000)
     async with store.transaction() as session:
         await meters.delete_meter(session, OPERATOR, Outbox(clock), view.id, now=clock.now())
     async with store.transaction() as session:
@@ -174,11 +179,7 @@ async def test_stopping_a_closed_session_again_raises_no_second_event(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
     view = await create(store, clock, tenant)
-    spec = await spec_of(store, view.id)
-    async with store.transaction() as session:
-        transaction_id = await meter_sessions.start_session(
-            session, Outbox(clock), spec, meter_start_wh=1, started_at=clock.now(), at=clock.now()
-        )
+    transaction_id = await start_session(store, clock, view.id, meter_start_wh=1)
     for expected in (True, False):
         async with store.transaction() as session:
             stopped = await meter_sessions.stop_session(

@@ -39,6 +39,27 @@ def caller(view: operators.OperatorView) -> OperatorCaller:
     return OperatorCaller(view.id, view.company_id, view.email, view.role, ADDRESS)
 
 
+async def owner_and_viewer(
+    store: Store, passwords: operators.Passwords, clock: ManualClock
+) -> tuple[str, OperatorCaller, operators.OperatorView]:
+    """Company Acme, its owner acting as the caller, and a viewer of it."""
+    acme = await company(store, clock)
+    owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
+    viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
+    return acme, owner, viewer
+
+
+async def signed_in_twice(
+    store: Store, passwords: operators.Passwords, clock: ManualClock
+) -> tuple[operators.OperatorView, console_sessions.StartedSession, console_sessions.StartedSession]:
+    """Ana, owner of Acme, with two console sessions started now."""
+    ana = await make(store, passwords, clock, await company(store, clock), "ana@acme.test")
+    async with store.transaction() as session:
+        first = await console_sessions.start(session, ana, now=clock.now())
+        second = await console_sessions.start(session, ana, now=clock.now())
+    return ana, first, second
+
+
 async def test_an_operator_signs_in_with_the_password_given_at_creation(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
@@ -161,9 +182,7 @@ async def test_no_application_manages_operators(store: Store, clock: ManualClock
 async def test_disabling_an_operator_ends_their_sessions_in_the_same_transaction(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
-    acme = await company(store, clock)
-    owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
-    viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
+    _, owner, viewer = await owner_and_viewer(store, passwords, clock)
     async with store.transaction() as session:
         started = await console_sessions.start(session, viewer, now=clock.now())
     async with store.transaction() as session:
@@ -192,9 +211,7 @@ async def test_a_company_keeps_an_enabled_owner(
 async def test_a_change_made_against_an_older_version_is_refused(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
-    acme = await company(store, clock)
-    owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
-    viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
+    _, owner, viewer = await owner_and_viewer(store, passwords, clock)
     async with store.transaction() as session:
         await operators.set_role(session, owner, viewer.id, role="admin", now=clock.now())
     async with store.transaction() as session:
@@ -207,11 +224,7 @@ async def test_a_change_made_against_an_older_version_is_refused(
 async def test_a_session_ends_when_idle_for_30_minutes_or_after_12_hours(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
-    acme = await company(store, clock)
-    ana = await make(store, passwords, clock, acme, "ana@acme.test")
-    async with store.transaction() as session:
-        idle = await console_sessions.start(session, ana, now=clock.now())
-        busy = await console_sessions.start(session, ana, now=clock.now())
+    _, idle, busy = await signed_in_twice(store, passwords, clock)
     for _ in range(24):  # 24 x 29 minutes: 11 h 36 min, never idle for 30 minutes
         clock.advance(29 * 60)
         async with store.transaction() as session:
@@ -227,11 +240,7 @@ async def test_a_session_ends_when_idle_for_30_minutes_or_after_12_hours(
 async def test_changing_ones_password_ends_every_other_session(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
-    acme = await company(store, clock)
-    ana = await make(store, passwords, clock, acme, "ana@acme.test")
-    async with store.transaction() as session:
-        here = await console_sessions.start(session, ana, now=clock.now())
-        elsewhere = await console_sessions.start(session, ana, now=clock.now())
+    ana, here, elsewhere = await signed_in_twice(store, passwords, clock)
     with pytest.raises(InvalidInput) as wrong:
         await operators.change_own_password(
             store.transaction,
@@ -260,9 +269,7 @@ async def test_changing_ones_password_ends_every_other_session(
 async def test_every_change_is_audited_newest_first_without_a_secret(
     store: Store, clock: ManualClock, passwords: operators.Passwords
 ) -> None:
-    acme = await company(store, clock)
-    owner = caller(await make(store, passwords, clock, acme, "owner@acme.test"))
-    viewer = await make(store, passwords, clock, acme, "viewer@acme.test", "viewer")
+    acme, owner, viewer = await owner_and_viewer(store, passwords, clock)
     async with store.transaction() as session:
         await operators.set_role(session, owner, viewer.id, role="admin", now=clock.now())
         await operators.set_enabled(session, owner, viewer.id, enabled=False, now=clock.now())

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,15 @@ from chargenet.webhooks.engine import LeaseLost
 from chargenet.webhooks.lane import Idle, Paused, SendHead
 from tests.integration.webhooks.harness import drain, make_harness, tags
 from tests.support.receiver import Received, Reply, run_receiver
+
+
+def down_until(clock: ManualClock, back_up: datetime, status: int) -> Callable[[Received], Reply]:
+    """A receiver's answer: HTTP `status` until the clock reaches `back_up`, 204 from then on."""
+
+    def answer(_: Received) -> Reply:
+        return Reply(204) if clock.now() >= back_up else Reply(status)
+
+    return answer
 
 
 async def test_events_reach_the_receiver_in_commit_order(store: Store, clock: ManualClock, tmp_path: Path) -> None:
@@ -65,11 +75,7 @@ async def test_receiver_down_59_minutes_gets_every_event_in_order(
 ) -> None:
     harness = await make_harness(store, clock, tmp_path)
     back_up = clock.now() + timedelta(minutes=59)
-
-    def answer(_: Received) -> Reply:
-        return Reply(204) if clock.now() >= back_up else Reply(503)
-
-    async with run_receiver(answer) as receiver:
+    async with run_receiver(down_until(clock, back_up, 503)) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B", "C")
         engine = await harness.filled_engine()
@@ -86,11 +92,7 @@ async def test_receiver_down_61_minutes_dead_letters_the_head_and_the_lane_goes_
 ) -> None:
     harness = await make_harness(store, clock, tmp_path)
     back_up = clock.now() + timedelta(minutes=61)
-
-    def answer(_: Received) -> Reply:
-        return Reply(204) if clock.now() >= back_up else Reply(500)
-
-    async with run_receiver(answer) as receiver:
+    async with run_receiver(down_until(clock, back_up, 500)) as receiver:
         webhook_id = await harness.webhook(receiver.url)
         await harness.publish("A", "B")
         engine = await harness.filled_engine()

@@ -12,8 +12,9 @@ import pytest
 
 from chargenet.clock import ManualClock
 from chargenet.store.db import Store
+from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.sender import WebhookSigningKeys
-from tests.integration.webhooks.harness import make_harness, tags
+from tests.integration.webhooks.harness import Harness, make_harness, tags
 from tests.support.keys import signing_keys
 from tests.support.receiver import run_receiver
 
@@ -41,6 +42,16 @@ async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+async def lane_tasks_engine(harness: Harness, keys: FlakyKeys) -> DeliveryEngine:
+    """An engine signing with `keys` that runs each lane as a task of its own, has filled its lanes from the outbox
+    and then taken the lease (which starts the lanes' tasks)."""
+    engine = harness.engine(keys=keys)
+    engine.spawn_lane_tasks = True
+    await engine.fill_once()
+    await engine.lease_once()
+    return engine
+
+
 @pytest.mark.expected_traceback("RuntimeError: key files unreadable")
 async def test_lane_whose_step_keeps_failing_tries_again_only_every_retry_interval(
     store: Store, clock: ManualClock, tmp_path: Path
@@ -51,10 +62,7 @@ async def test_lane_whose_step_keeps_failing_tries_again_only_every_retry_interv
     async with run_receiver() as receiver:
         await harness.webhook(receiver.url)
         await harness.publish("A")
-        engine = harness.engine(keys=keys)
-        engine.spawn_lane_tasks = True
-        await engine.fill_once()
-        await engine.lease_once()
+        engine = await lane_tasks_engine(harness, keys)
         await _until(lambda: len(keys.asked_at) == 1 and clock.sleepers == 1)
         clock.advance(engine.poll_interval)
         await _until(lambda: len(keys.asked_at) == 2 and clock.sleepers == 1)
@@ -73,10 +81,7 @@ async def test_a_successful_step_ends_the_lanes_back_off(store: Store, clock: Ma
     async with run_receiver() as receiver:
         await harness.webhook(receiver.url)
         await harness.publish("A")
-        engine = harness.engine(keys=keys)
-        engine.spawn_lane_tasks = True
-        await engine.fill_once()
-        await engine.lease_once()
+        engine = await lane_tasks_engine(harness, keys)
         await _until(lambda: clock.sleepers == 1)
         clock.advance(engine.poll_interval)
         await _until(lambda: len(keys.asked_at) == 2 and clock.sleepers == 1)

@@ -31,7 +31,7 @@ from tests.factories import make_tenant
 from tests.integration.webhooks.harness import authorize, tags
 from tests.support.keys import public_keys, signing_keys
 from tests.support.processes import results_of
-from tests.support.receiver import Received, Reply, run_receiver
+from tests.support.receiver import Received, Receiver, Reply, run_receiver
 
 
 @pytest.fixture
@@ -75,6 +75,16 @@ async def _publish(context: AppContext, site_id: str, *names: str) -> None:
     async with context.store.transaction() as session:
         for name in names:
             await context.outbox.publish(session, site_id=site_id, payload=authorize(name))
+
+
+async def _idle_after_one_event(context: AppContext, site_id: str, engine: DeliveryEngine, receiver: Receiver) -> int:
+    """Publish event A; once it has reached the receiver and the lane's task sleeps with nothing to send, the id of
+    the engine's one lane."""
+    await _publish(context, site_id, "A")
+    await _eventually(lambda: len(receiver.received) == 1)
+    (lane_id,) = engine.active_lanes
+    await _eventually(lambda: lane_id in engine.idle_lanes)
+    return lane_id
 
 
 async def _start(context: AppContext) -> tuple[DeliveryEngine, asyncio.Event, asyncio.Task[None]]:
@@ -145,10 +155,7 @@ async def test_idle_lane_wakes_for_entries_another_process_queued(context: AppCo
     async with run_receiver() as receiver:
         site_id, _ = await _setup(context, receiver.url)
         engine, stopping, task = await _start(context)
-        await _publish(context, site_id, "A")
-        await _eventually(lambda: len(receiver.received) == 1)
-        (lane_id,) = engine.active_lanes
-        await _eventually(lambda: lane_id in engine.idle_lanes)
+        lane_id = await _idle_after_one_event(context, site_id, engine, receiver)
         # What another process's filler does: the lane's entry is queued in a transaction that wakes nothing here.
         async with context.store.transaction() as session:
             lane = await session.get(WebhookLane, lane_id)
@@ -174,10 +181,7 @@ async def test_idle_lane_reads_nothing_between_wake_ups(context: AppContext, mon
     async with run_receiver() as receiver:
         site_id, _ = await _setup(context, receiver.url)
         engine, stopping, task = await _start(context)
-        await _publish(context, site_id, "A")
-        await _eventually(lambda: len(receiver.received) == 1)
-        (lane_id,) = engine.active_lanes
-        await _eventually(lambda: lane_id in engine.idle_lanes)
+        await _idle_after_one_event(context, site_id, engine, receiver)
         lease_once = engine.lease_once
 
         async def counted_round() -> set[int]:

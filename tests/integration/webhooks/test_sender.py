@@ -72,14 +72,7 @@ async def test_rsa_pss_sha512_request_verifies() -> None:
         await sender.send(_endpoint(receiver.url, algorithm=SignatureAlgorithm.RSA_PSS_SHA512), BODY)
         await sender.aclose()
     request = receiver.received[0]
-    verified = verify_request(
-        method="POST",
-        path=request.path,
-        headers=request.headers,
-        body=request.body,
-        keys=public_keys,
-        now=START.timestamp(),
-    )
+    verified = _verify(request)
     assert verified.algorithm == "rsa-pss-sha512"
 
 
