@@ -12,6 +12,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The libraries only serving needs (the web stack, HTTP clients, Modbus, migrations, PostgreSQL's driver, metrics, key
+# cryptography, templates, password hashing): no command line that only parses, nor one that lists, loads them.
+SERVING_LIBRARIES = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "httpcore",
+    "websockets",
+    "pymodbus",
+    "alembic",
+    "asyncpg",
+    "prometheus_client",
+    "cryptography",
+    "joserfc",
+    "jinja2",
+    "argon2",
+)
+
 _REPORT = """
 import contextlib, io, json, sys
 from chargenet.cli.main import main

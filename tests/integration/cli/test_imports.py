@@ -6,24 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.modules import imported_by
+from tests.support.modules import SERVING_LIBRARIES, imported_by
 
 NOT_NEEDED = (
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    "httpx",
-    "httpcore",
-    "websockets",
-    "pymodbus",
-    "alembic",
-    "asyncpg",
+    *SERVING_LIBRARIES,
     "sqlalchemy.dialects.postgresql",
-    "prometheus_client",
-    "cryptography",
-    "joserfc",
-    "jinja2",
-    "argon2",
     "chargenet.app",
     "chargenet.api",
     "chargenet.console",

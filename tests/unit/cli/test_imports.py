@@ -5,30 +5,11 @@ loads is checked in tests/integration/cli/test_imports.py."""
 
 from __future__ import annotations
 
-from tests.support.modules import imported_by
+from tests.support.modules import SERVING_LIBRARIES, imported_by
 
 # What no parser needs: the libraries behind the store, the views and the server, and the parts of chargenet that
 # use them. A noun's module imports its use cases in its verbs, when they run.
-LIBRARIES = (
-    "sqlalchemy",
-    "pydantic",
-    "asyncio",
-    "aiosqlite",
-    "asyncpg",
-    "alembic",
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    "httpx",
-    "httpcore",
-    "websockets",
-    "pymodbus",
-    "cryptography",
-    "joserfc",
-    "prometheus_client",
-    "jinja2",
-    "argon2",
-)
+LIBRARIES = ("sqlalchemy", "pydantic", "asyncio", "aiosqlite", *SERVING_LIBRARIES)
 PARTS = (
     "chargenet.services",
     "chargenet.store",
