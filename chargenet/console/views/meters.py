@@ -9,7 +9,7 @@ meanwhile by someone else is a 409 with the form kept as typed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -273,7 +273,17 @@ async def _show(request: Request, signed: Signed) -> Response:
     return await _meter_page(request, signed, request.path_params["meter_id"])
 
 
-async def _change(request: Request, signed: Signed, meter_id: str, **changes: Any) -> None:
+class _MeterChange(TypedDict, total=False):
+    """What the meter's forms change, as `meters.update_meter` takes it."""
+
+    id_tag: str | None
+    poll_interval: float | None
+    thresholds: ThresholdSettings | None
+    enabled: bool | None
+    expected_version: int | None
+
+
+async def _change(request: Request, signed: Signed, meter_id: str, **changes: Unpack[_MeterChange]) -> None:
     """`meters.update_meter` with `changes`, as the signed-in operator, now, in a transaction of its own."""
     console = console_of(request)
     async with console.transaction() as session:
