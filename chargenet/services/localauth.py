@@ -1,7 +1,8 @@
 """A site's local authorization list: tags decided at the edge, never forwarded to an upstream.
 
 Reading it needs `sites:read` on the site, changing it `sites:write` (decisions.md §3). Every change is written
-to the audit log in the caller's transaction, whichever face asked."""
+to the audit log in the caller's transaction, whichever face asked, and bumps the entry's `version`; a change or a
+removal made from an older version (`expected_version`) is refused as `StaleChange`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site
+from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped, optional
 from chargenet.store.models import LocalAuthEntry
 
@@ -35,6 +37,7 @@ class LocalAuthView(View):
     status: str
     expires_at: Instant | None = optional()
     parent_id_tag: str | None = optional()
+    version: int
 
 
 def _view(row: LocalAuthEntry) -> LocalAuthView:
@@ -44,6 +47,7 @@ def _view(row: LocalAuthEntry) -> LocalAuthView:
         status=row.status,
         expires_at=row.expires_at,
         parent_id_tag=row.parent_id_tag,
+        version=row.version,
     )
 
 
@@ -63,8 +67,10 @@ async def add_entry(
     status: str = "Accepted",
     expires_at: datetime | None = None,
     parent_id_tag: str | None = None,
+    expected_version: int | None = None,
 ) -> LocalAuthView:
-    """Add a tag to the site's list, or change the entry it already has."""
+    """Add a tag to the site's list, or change the entry it already has. Raises `StaleChange` when
+    `expected_version` is given and the entry moved on or is gone (a new entry needs none)."""
     site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     validate_id_tag(id_tag)
     if parent_id_tag is not None:
@@ -76,11 +82,16 @@ async def add_entry(
     row = await session.get(LocalAuthEntry, (site_id, id_tag))
     action = "localauth.update"
     if row is None:
+        # A change made from a version of an entry removed meanwhile is as stale as one changed meanwhile.
+        check_version("local list entry", repr(id_tag), 0, expected_version)
         row = LocalAuthEntry(site_id=site_id, id_tag=id_tag, created_at=now)
         session.add(row)
         action = "localauth.add"
-    elif (row.status, row.expires_at, row.parent_id_tag) == (status, expires_at, parent_id_tag):
-        return _view(row)
+    else:
+        check_version("local list entry", repr(id_tag), row.version, expected_version)
+        if (row.status, row.expires_at, row.parent_id_tag) == (status, expires_at, parent_id_tag):
+            return _view(row)
+        row.version += 1
     row.status, row.expires_at, row.parent_id_tag = status, expires_at, parent_id_tag
     await session.flush()
     detail = {"idTag": id_tag, "status": status, "expires": expires_at.isoformat() if expires_at else "never"}
@@ -131,11 +142,22 @@ async def get_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_t
     return _view(row)
 
 
-async def remove_entry(session: AsyncSession, caller: Caller, *, site_id: str, id_tag: str, now: datetime) -> None:
+async def remove_entry(
+    session: AsyncSession,
+    caller: Caller,
+    *,
+    site_id: str,
+    id_tag: str,
+    now: datetime,
+    expected_version: int | None = None,
+) -> None:
+    """Take the tag off the site's list. Raises `StaleChange` when `expected_version` is given and the entry moved
+    on."""
     site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     row = await session.get(LocalAuthEntry, (site_id, id_tag))
     if row is None:
         raise NotFound("local list entry", f"{site_id}/{id_tag}")
+    check_version("local list entry", repr(id_tag), row.version, expected_version)
     await session.delete(row)
     await session.flush()
     detail = {"site": site.id, "idTag": id_tag}

@@ -63,6 +63,10 @@ async def test_an_admin_creates_a_site_and_a_station_sees_its_key_once_and_lists
         row = page.get_by_role("row").filter(has_text="04A1B2C3")
         await expect(row).to_contain_text("Blocked")
         await expect(row.get_by_role("button", name="Accept 04A1B2C3")).to_be_visible()
+        await row.get_by_role("link", name="Edit 04A1B2C3").click()  # the form, filled with the entry's values
+        await expect(page.get_by_role("form", name="Change tag 04A1B2C3").get_by_label("Status")).to_have_value(
+            "Blocked"
+        )
 
         await page.get_by_role("link", name="Audit log").click()
         for action in ("site.create", "station.create", "localauth.add", "localauth.update"):
@@ -154,6 +158,8 @@ async def _scan(page: Page, console: ServedConsole, width: str) -> list[str]:
     await page.get_by_role("button", name="Save tag").click()
     await expect(page.get_by_role("cell", name="X" * 20, exact=True)).to_be_visible()
     await assert_accessible(page, f"{width} local list, filled")
+    await page.get_by_role("link", name=f"Edit {'X' * 20}").click()
+    await assert_accessible(page, f"{width} local list, editing")
 
     await page.goto(f"{url}/meters")
     await assert_accessible(page, f"{width} meters, empty")

@@ -104,6 +104,12 @@ class LocalAuthEntry(BaseModel):
     status: Literal["Accepted", "Blocked", "Expired", "Invalid"] = "Accepted"
     expiresAt: DateTime | None = None
     parentIdTag: IdTag | None = None
+    version: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="refuse the change (409) unless the entry is at this version; a new entry needs none",
+    )
 
 
 TagPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_TAG, description="the idTag (OCPP IdToken)")]
@@ -195,7 +201,7 @@ async def list_local_authorization(
 async def put_local_authorization(
     site_id: str, id_tag: TagPath, body: LocalAuthEntry, context: Context, caller: SiteWriter
 ) -> LocalAuthView:
-    """Add the tag to the site's list, or change its entry."""
+    """Add the tag to the site's list, or change its entry (`version`: only if no one changed it meanwhile)."""
     async with context.store.transaction() as session:
         return await localauth.add_entry(
             session,
@@ -206,6 +212,7 @@ async def put_local_authorization(
             status=body.status,
             expires_at=body.expiresAt,
             parent_id_tag=body.parentIdTag,
+            expected_version=body.version,
         )
 
 

@@ -30,7 +30,7 @@ from chargenet.console.forms import (
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
-from chargenet.errors import Conflict, InvalidInput, StaleChange
+from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_authorization_key
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.services import charge_points, companies, localauth, sites, stations
@@ -309,12 +309,32 @@ def _tag_filters(values: Any) -> dict[str, str]:
     return {"tag": values.get("tag", "").strip(), "status": status if status in STATUSES else ""}
 
 
+def _tag_form(entry: localauth.LocalAuthView | None) -> dict[str, str]:
+    """The add-or-change form: blank, or filled with an entry of the list to edit."""
+    if entry is None:
+        return {"id_tag": "", "status": "Accepted", "expires": "", "parent_id_tag": ""}
+    expires = entry.expires_at
+    shown = "" if expires is None else expires.strftime("%Y-%m-%dT%H:%M" + (":%S" if expires.second else ""))
+    parent = entry.parent_id_tag or ""
+    return {"id_tag": entry.id_tag, "status": entry.status, "expires": shown, "parent_id_tag": parent}
+
+
 async def _local_list(
-    request: Request, signed: Signed, site_id: str, *, status_code: int = 200, **context: Any
+    request: Request,
+    signed: Signed,
+    site_id: str,
+    *,
+    status_code: int = 200,
+    filters: dict[str, str] | None = None,
+    editing: str | None = None,
+    **context: Any,
 ) -> Response:
+    """The list page; `editing` names a tag whose entry the form changes, carrying the entry's current version (an
+    edit refused as stale saves, the next time, over what is now shown)."""
     console = console_of(request)
-    filters = _tag_filters(request.query_params)
+    filters = filters or _tag_filters(request.query_params)
     wanted, after = page_of(request, TAGS_PER_PAGE)
+    editing = editing if editing is not None else request.query_params.get("edit") or None
     async with console.reading() as session:
         site = await sites.get_site(session, signed.caller, site_id)
         company = await companies.get_company(session, signed.caller, site.company_id)
@@ -326,6 +346,12 @@ async def _local_list(
             status=filters["status"] or None,
             id_tag_contains=filters["tag"] or None,
         )
+        entry = None
+        if editing is not None:
+            try:
+                entry = await localauth.get_entry(session, signed.caller, site_id=site_id, id_tag=editing)
+            except NotFound:  # removed meanwhile, or an edited address: the form adds it
+                entry = None
     path = console.url(f"/sites/{site_id}/local-list")
     values = {
         "company": company,
@@ -338,7 +364,11 @@ async def _local_list(
         "after": after,
         "first_url": address(path, **filters),
         "next_url": address(path, **filters, after=listed.next) if listed.next else None,
-        "form": {"id_tag": "", "status": "Accepted", "expires": "", "parent_id_tag": ""},
+        "form": _tag_form(entry),
+        "editing": entry,
+        "version": entry.version if entry is not None else None,
+        "stale": None,
+        "message": None,
         **context,
     }
     return render(request, "local_list.html", values, status_code=status_code, signed=signed, active="sites")
@@ -367,6 +397,7 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
     site_id = request.path_params["site_id"]
     form = await submitted(request)
     kept = {key: form.get(key, "") for key in ("id_tag", "status", "expires", "parent_id_tag")}
+    editing = kept["id_tag"].strip() if version_of(form) is not None else None
     try:
         id_tag = form.get("id_tag", "")
         if not id_tag.strip():
@@ -381,10 +412,33 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
                 status=kept["status"] or "Accepted",
                 expires_at=utc_instant(form, "expires"),
                 parent_id_tag=optional_text(form, "parent_id_tag"),
+                expected_version=version_of(form),
             )
     except InvalidInput as error:
         errors = field_errors(error, TAG_FIELDS, "id_tag")
-        return await _local_list(request, signed, site_id, status_code=422, form=kept, errors=errors)
+        # A refused form is shown again with the version it was edited from, not a newer one.
+        return await _local_list(
+            request,
+            signed,
+            site_id,
+            status_code=422,
+            editing=editing,
+            form=kept,
+            errors=errors,
+            version=version_of(form),
+        )
+    except StaleChange as error:
+        # The entry's current values are in the list, filtered to it; the form keeps what was typed.
+        return await _local_list(
+            request,
+            signed,
+            site_id,
+            status_code=409,
+            filters={"tag": kept["id_tag"].strip(), "status": ""},
+            editing=editing,
+            form=kept,
+            stale=error.message,
+        )
     return redirect(address(console.url(f"/sites/{site_id}/local-list"), tag=id_tag.strip()))
 
 
@@ -396,25 +450,36 @@ def _tag_action(verb: str) -> Any:
         site_id = request.path_params["site_id"]
         form = await submitted(request)
         id_tag = form.get("id_tag", "")
-        async with console.transaction() as session:
-            if verb == "remove":
-                await localauth.remove_entry(
-                    session, signed.caller, site_id=site_id, id_tag=id_tag, now=console.clock.now()
-                )
-            else:
-                entry = await localauth.get_entry(session, signed.caller, site_id=site_id, id_tag=id_tag)
-                await localauth.add_entry(
-                    session,
-                    signed.caller,
-                    site_id=site_id,
-                    id_tag=id_tag,
-                    now=console.clock.now(),
-                    status={"block": "Blocked", "expire": "Expired", "accept": "Accepted"}[verb],
-                    expires_at=entry.expires_at,
-                    parent_id_tag=entry.parent_id_tag,
-                )
-        # Back to the page of the list the operator was on, with its filters.
         back = _tag_filters(form)
+        try:
+            async with console.transaction() as session:
+                if verb == "remove":
+                    await localauth.remove_entry(
+                        session,
+                        signed.caller,
+                        site_id=site_id,
+                        id_tag=id_tag,
+                        now=console.clock.now(),
+                        expected_version=version_of(form),
+                    )
+                else:
+                    entry = await localauth.get_entry(session, signed.caller, site_id=site_id, id_tag=id_tag)
+                    await localauth.add_entry(
+                        session,
+                        signed.caller,
+                        site_id=site_id,
+                        id_tag=id_tag,
+                        now=console.clock.now(),
+                        status={"block": "Blocked", "expire": "Expired", "accept": "Accepted"}[verb],
+                        expires_at=entry.expires_at,
+                        parent_id_tag=entry.parent_id_tag,
+                        expected_version=version_of(form),
+                    )
+        except StaleChange as error:
+            undone = "Not removed" if verb == "remove" else "Not changed"
+            message = f"{error.message}. {undone}: the list shows it as it is now."
+            return await _local_list(request, signed, site_id, status_code=409, filters=back, message=message)
+        # Back to the page of the list the operator was on, with its filters.
         return go_to(
             request, address(console.url(f"/sites/{site_id}/local-list"), **back, after=form.get("after") or None)
         )

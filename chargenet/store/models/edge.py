@@ -86,6 +86,8 @@ class LocalAuthEntry(Base):
     status: Mapped[str] = mapped_column(String(16))
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+    # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 

@@ -184,11 +184,32 @@ async def test_local_authorization_entry_is_put_listed_and_removed(api: Api) -> 
         "idTag": "TAG1",
         "status": "Accepted",
         "expiresAt": "2030-01-01T00:00:00+00:00",
+        "version": 1,
     }
     listed = (await api.client.get(base, headers=headers)).json()
     assert [e["idTag"] for e in listed["items"]] == ["TAG1"] and listed["next"] is None
     assert (await api.client.delete(f"{base}/TAG1", headers=headers)).status_code == 204
     assert (await api.client.delete(f"{base}/TAG1", headers=headers)).status_code == 404
+
+
+async def test_a_local_authorization_entry_changed_at_its_version_answers_the_new_version(api: Api) -> None:
+    headers = await api.as_("sites:write")
+    tag = f"/sites/{api.tenant.site_id}/local-authorization-list/TAG1"
+    assert (await api.client.put(tag, json={}, headers=headers)).json()["version"] == 1
+    changed = await api.client.put(tag, json={"status": "Blocked", "version": 1}, headers=headers)
+    assert changed.status_code == 200 and (changed.json()["status"], changed.json()["version"]) == ("Blocked", 2)
+
+
+async def test_a_local_authorization_entry_changed_from_an_older_version_is_a_409_problem(api: Api) -> None:
+    headers = await api.as_("sites:write", "sites:read")
+    tag = f"/sites/{api.tenant.site_id}/local-authorization-list/TAG1"
+    await api.client.put(tag, json={}, headers=headers)
+    await api.client.put(tag, json={"status": "Blocked", "version": 1}, headers=headers)  # someone else's change
+    stale = await api.client.put(tag, json={"status": "Expired", "version": 1}, headers=headers)
+    assert stale.status_code == 409 and stale.headers["content-type"] == "application/problem+json"
+    assert "changed by someone else meanwhile" in stale.json()["detail"]
+    listed = (await api.client.get(f"/sites/{api.tenant.site_id}/local-authorization-list", headers=headers)).json()
+    assert [(e["status"], e["version"]) for e in listed["items"]] == [("Blocked", 2)]
 
 
 async def test_every_operation_names_its_success_schema(api: Api) -> None:

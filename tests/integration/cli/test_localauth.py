@@ -6,7 +6,7 @@ from tests.integration.cli.helpers import company_and_site
 async def test_localauth_add_prints_site_tag_and_status(cli) -> None:  # type: ignore[no-untyped-def]
     _, site = await company_and_site(cli)
     added = (await cli("admin", "localauth", "add", "--site", site, "TAG1", "--status", "Blocked", "--json")).json()
-    assert added == {"siteId": site, "idTag": "TAG1", "status": "Blocked"}
+    assert added == {"siteId": site, "idTag": "TAG1", "status": "Blocked", "version": 1}
 
 
 async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untyped-def]

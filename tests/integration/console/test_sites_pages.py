@@ -465,6 +465,56 @@ async def test_the_local_list_pages_filters_refuses_bad_tags_and_escapes_them(ha
             await localauth.get_entry(session, OPERATOR, site_id=site.id, id_tag="OK")
 
 
+async def add_tag(harness: ConsoleHarness, site_id: str, id_tag: str, status: str = "Accepted") -> None:
+    async with harness.store.transaction() as session:
+        await localauth.add_entry(
+            session, OPERATOR, site_id=site_id, id_tag=id_tag, now=harness.clock.now(), status=status
+        )
+
+
+def tag_form(html: str) -> str:
+    """The add-or-change form of the list page, after the rows' own forms."""
+    return html.split('id="new-tag"', 1)[1]
+
+
+async def stored_tag(harness: ConsoleHarness, site_id: str, id_tag: str) -> localauth.LocalAuthView:
+    async with harness.store.read() as session:
+        return await localauth.get_entry(session, OPERATOR, site_id=site_id, id_tag=id_tag)
+
+
+async def test_a_tag_edited_meanwhile_shows_the_stale_message_keeps_what_was_typed_and_is_not_saved(
+    harness: ConsoleHarness,
+) -> None:
+    site = await make_site(harness, harness.team.company_id)
+    await add_tag(harness, site.id, "TAG-1")
+    admin = await harness.signed_in("admin@acme.test")
+    base = f"/console/sites/{site.id}/local-list"
+    editing = await admin.get(base, params={"edit": "TAG-1"})
+    version = version_on(tag_form(editing.text), base)
+    assert version == "1" and 'value="TAG-1" autocomplete="off" required maxlength="20" readonly' in editing.text
+    await add_tag(harness, site.id, "TAG-1", status="Blocked")  # another operator's save
+    typed = {"id_tag": "TAG-1", "status": "Expired", "parent_id_tag": "PARENT-9", "version": version}
+    stale = await post(admin, base, typed)
+    assert stale.status_code == 409 and "changed by someone else meanwhile" in stale.text
+    assert 'value="PARENT-9"' in stale.text and '<option value="Expired" selected>' in stale.text
+    assert version_on(tag_form(stale.text), base) == "2"  # saving again is a deliberate overwrite of what is shown now
+    entry = await stored_tag(harness, site.id, "TAG-1")
+    assert (entry.status, entry.parent_id_tag, entry.version) == ("Blocked", None, 2)
+
+
+async def test_a_tag_blocked_or_removed_from_an_older_version_is_not_changed(harness: ConsoleHarness) -> None:
+    site = await make_site(harness, harness.team.company_id)
+    await add_tag(harness, site.id, "TAG-1")
+    admin = await harness.signed_in("admin@acme.test")
+    base = f"/console/sites/{site.id}/local-list"
+    assert version_on((await admin.get(base)).text, f"{base}/block") == "1"
+    await add_tag(harness, site.id, "TAG-1", status="Expired")  # another operator's save
+    for verb in ("block", "remove"):
+        stale = await post(admin, f"{base}/{verb}", {"id_tag": "TAG-1", "version": "1"})
+        assert stale.status_code == 409 and "changed by someone else meanwhile" in stale.text
+    assert (await stored_tag(harness, site.id, "TAG-1")).status == "Expired"
+
+
 # --- protections ---------------------------------------------------------------------------------------------
 
 

@@ -91,6 +91,27 @@ async def test_a_store_at_the_first_schema_is_upgraded_to_the_latest_with_its_da
         await store.dispose()
 
 
+async def test_local_list_entries_stored_before_their_versions_are_at_version_1(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store, "0018")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO sites (id, company_id, name, created_at)"
+                " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO local_auth_entries (site_id, id_tag, status, created_at)"
+                " VALUES ('site_1', 'TAG-1', 'Blocked', '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store)
+        async with store.engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT id_tag, status, version FROM local_auth_entries"))).all()
+        assert [tuple(row) for row in rows] == [("TAG-1", "Blocked", 1)]
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
     store = Store(database_url)
     try:
