@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, select
+from pydantic import Field
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
@@ -23,7 +24,16 @@ from chargenet.services.reach import reachable_company, reachable_site, site_fil
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG
-from chargenet.store.models import AuthCacheEntry, Group, LocalAuthEntry, Meter, Site, Station, Webhook
+from chargenet.store.models import (
+    AuthCacheEntry,
+    Group,
+    LocalAuthEntry,
+    Meter,
+    Site,
+    Station,
+    StationPresence,
+    Webhook,
+)
 
 
 class SiteView(View):
@@ -202,6 +212,64 @@ async def list_sites(
         query = query.where(Site.id > page.after)
     rows = [_view(row) for row in await session.scalars(query)]
     return page.page(rows, lambda site: site.id)
+
+
+class SiteContents(View):
+    """How much a site holds, as its page counts it: each count as the caller reaches that kind on the site (one
+    it may not read counts 0), so a site's page can say "N" and link to the list of all N."""
+
+    stations: int
+    meters: int
+    webhooks: int
+    local_list_entries: int
+    upstream_links_up: int = Field(description="connected stations whose link to the site's upstream is up")
+    upstream_links_down: int = Field(description="connected stations whose link to the site's upstream is down")
+
+
+async def site_contents(session: AsyncSession, caller: Caller, site_id: str) -> SiteContents:
+    """The counts of the site's stations, meters, webhooks, local list entries and upstream links, if the caller's
+    `sites:read` reaches the site (`NotFound` else); one indexed count each, whatever the site's size."""
+    await reachable_site(session, caller, Scope.SITES_READ, site_id)
+    stations = await session.scalar(select(func.count()).select_from(Station).where(Station.site_id == site_id))
+    entries = await session.scalar(
+        select(func.count()).select_from(LocalAuthEntry).where(LocalAuthEntry.site_id == site_id)
+    )
+    links = {True: 0, False: 0}
+    rows = await session.execute(
+        select(StationPresence.upstream_connected, func.count())
+        .join(Station, Station.id == StationPresence.station_id)
+        .join(Site, Site.id == Station.site_id)
+        .where(
+            Station.site_id == site_id,
+            site_filter(caller.reach(Scope.CHARGE_POINTS_READ)),
+            StationPresence.connected.is_(True),
+            StationPresence.upstream_connected.is_not(None),
+        )
+        .group_by(StationPresence.upstream_connected)
+    )
+    for up, number in rows:
+        links[bool(up)] = int(number)
+    return SiteContents(
+        stations=int(stations or 0),
+        meters=await _count_reached(session, caller, Meter, Scope.METERS_READ, site_id),
+        webhooks=await _count_reached(session, caller, Webhook, Scope.WEBHOOKS_READ, site_id),
+        local_list_entries=int(entries or 0),
+        upstream_links_up=links[True],
+        upstream_links_down=links[False],
+    )
+
+
+async def _count_reached(
+    session: AsyncSession, caller: Caller, model: type[Meter] | type[Webhook], scope: Scope, site_id: str
+) -> int:
+    """How many of the site's meters or webhooks the caller's `scope` reaches."""
+    found = await session.scalar(
+        select(func.count())
+        .select_from(model)
+        .join(Site, Site.id == model.site_id)
+        .where(model.site_id == site_id, site_filter(caller.reach(scope)))
+    )
+    return int(found or 0)
 
 
 async def site_company(session: AsyncSession, site_id: str) -> str:

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import is_storable
 from chargenet.errors import Conflict, InvalidInput, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
@@ -572,3 +573,17 @@ async def site_choices(session: AsyncSession, caller: Caller) -> list[tuple[str,
         .limit(MAX_SITE_CHOICES)
     )
     return [(site_id, name) for site_id, name in rows]
+
+
+async def site_choice(session: AsyncSession, caller: Caller, site_id: str) -> tuple[str, str] | None:
+    """(id, name) of the site if the caller reaches it with `webhooks:read`; None for any other id (unknown, of
+    another company, or text no site id could be), so that a form pre-filled from an address is simply not
+    pre-filled rather than an error that tells one company about another's sites."""
+    if not site_id or len(site_id) > 255 or not is_storable(site_id):
+        return None
+    row = (
+        await session.execute(
+            select(Site.id, Site.name).where(Site.id == site_id, site_filter(caller.reach(Scope.WEBHOOKS_READ)))
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])
