@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from chargenet.services import localauth, sites, webhooks
+from chargenet.services.callers import OPERATOR
+from chargenet.webhooks.outbound_auth import NoAuth
 from tests.browser.console import ServedConsole, assert_accessible, csp_complaints, follow, sign_in
+from tests.factories import add_station
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -27,7 +31,7 @@ async def test_an_admin_creates_a_site_and_a_station_sees_its_key_once_and_lists
         await page.get_by_label("Upstream password (optional)").fill("upstream-secret")
         await page.get_by_role("button", name="Create site").click()
         await expect(page.get_by_role("heading", name="Site Harbour <depot>")).to_be_visible()
-        await expect(page.locator("dl.facts")).to_contain_text("Upstream passwordset")
+        await expect(page.locator("#upstream + dl.facts")).to_contain_text("Upstream passwordset")
 
         await page.get_by_label("Station ID").fill("CS-HARBOUR")
         await page.get_by_label("Connectors per charge point (optional)").fill("2")
@@ -75,6 +79,59 @@ async def test_an_admin_creates_a_site_and_a_station_sees_its_key_once_and_lists
         assert not complaints
     finally:
         await context.close()
+
+
+async def test_the_site_page_shows_what_the_site_holds_and_new_webhook_there_chooses_the_site(
+    browser: Browser, console: ServedConsole
+) -> None:
+    context = console.context
+    now = context.clock.now()
+    async with context.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            context.keys.credential_cipher(),
+            company_id=console.company_id,
+            name="Harbour",
+            now=now,
+            upstream_url="wss://cpo.example/ocpp",
+        )
+        await add_station(session, context.keys, site.id, "CS-HARBOUR", now, connectors=2)
+        await localauth.add_entry(session, OPERATOR, site_id=site.id, id_tag="04A1B2C3", now=now)
+    await webhooks.create_webhook(
+        context.store.transaction,
+        OPERATOR,
+        context.keys.credential_cipher(),
+        site_id=site.id,
+        url="http://127.0.0.1:9/hook",
+        event_types=["Authorize"],
+        auth=NoAuth(),
+        now=now,
+        allow_private=True,
+    )
+    browsing = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await browsing.new_page()
+    origin = console.url.removesuffix("/console")
+    elsewhere: list[str] = []
+    page.on("request", lambda request: None if request.url.startswith(origin) else elsewhere.append(request.url))
+    complaints = csp_complaints(page)
+    try:
+        await sign_in(page, console)
+        await page.goto(f"{console.url}/sites/{site.id}")
+        for heading in ("Stations (1)", "Meters (0)", "Webhooks (1)", "Local authorization list (1)", "Upstream"):
+            await expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+        hook = page.get_by_role("row").filter(has_text="http://127.0.0.1:9/hook")
+        await expect(hook).to_contain_text("ok")
+        await expect(page.locator("#upstream + dl.facts")).to_contain_text("0 up, 0 down")
+        await assert_accessible(page, "site, every section filled")
+        await follow(page, page.get_by_role("link", name="New webhook for this site"))
+        form = page.get_by_role("form", name="New webhook")
+        await expect(form.get_by_label("Site", exact=True)).to_have_value(site.id)
+        await assert_accessible(page, "new webhook, site chosen")
+        assert not elsewhere, elsewhere
+        assert not complaints
+    finally:
+        await browsing.close()
 
 
 async def test_sites_and_meters_pages_pass_axe_in_their_empty_filled_and_error_states(

@@ -33,10 +33,21 @@ from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.ids import new_authorization_key
 from chargenet.keys import CredentialCipher, SecretHasher
-from chargenet.services import charge_points, companies, localauth, sites, stations
+from chargenet.services import (
+    charge_points,
+    companies,
+    localauth,
+    meters,
+    sites,
+    stations,
+    webhook_lanes,
+    webhooks,
+)
+from chargenet.services.pages import PageRequest
 
 SITES_PER_PAGE = 50
 STATIONS_PER_PAGE = 20
+SECTION_ROWS = 10  # the first meters and webhooks a site's page shows; the rest are a link away
 TAGS_PER_PAGE = 50
 MAX_CHARGE_POINTS = 64
 UPSTREAM = (("", "With or without"), ("with", "With an upstream"), ("without", "Without an upstream"))
@@ -164,6 +175,10 @@ async def _site_page(
         points = await charge_points.charge_points_of_stations(
             session, signed.caller, console.stations, [station.id for station in listed.items]
         )
+        contents = await sites.site_contents(session, signed.caller, site_id)
+        site_meters = await meters.list_meters(session, signed.caller, PageRequest(SECTION_ROWS), site_id=site_id)
+        site_webhooks = await webhooks.list_webhooks(session, signed.caller, PageRequest(SECTION_ROWS), site_id=site_id)
+        levels = await webhook_lanes.health_levels(session, [webhook.id for webhook in site_webhooks.items])
     tree: dict[str, list[charge_points.ChargePointView]] = {station.id: [] for station in listed.items}
     for point in points:
         tree.setdefault(point.station_id, []).append(point)
@@ -173,6 +188,10 @@ async def _site_page(
         "site": site,
         "stations": listed.items,
         "tree": tree,
+        "contents": contents,
+        "meters": site_meters.items,
+        "webhooks": site_webhooks.items,
+        "levels": levels,
         "after": after,
         "first_url": path,
         "next_url": address(path, after=listed.next) if listed.next else None,

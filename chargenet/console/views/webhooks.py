@@ -133,6 +133,11 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
     wanted, after = page_of(request, PAGE_SIZE)
     async with console_of(request).reading() as session:
         sites = await webhooks.site_choices(session, signed.caller)
+        # A site named in the address (the site page's "New webhook") pre-fills the form if the operator reaches
+        # it, even past the choices' limit; any other id is not pre-filled, and says nothing about it.
+        chosen = await webhooks.site_choice(session, signed.caller, params["site"])
+        if chosen is not None and chosen not in sites:
+            sites = [*sites, chosen]
         listed = await webhooks.list_webhooks(
             session,
             signed.caller,
@@ -152,7 +157,7 @@ async def _listing(request: Request, signed: Signed, *, status: int = 200, **con
         "query": [(key, value) for key, value in params.items() if value],
         "sites": sites,
         "site_names": dict(sites),
-        "form": _empty_form(params["site"]),
+        "form": _empty_form(chosen[0] if chosen is not None else ""),
         "errors": {},
         **_choices(),
         **context,

@@ -173,7 +173,7 @@ async def test_an_admin_creates_a_site_and_the_upstream_password_is_only_ever_se
     [changed] = await records(harness, action="site.update")
     assert changed.detail["changed"] == "upstream URL, upstream password removed"
     removed = await post(admin, site_path, {"name": "North", "upstream_url": "", "version": str(int(version) + 1)})
-    assert removed.status_code == 303 and "<dt>Upstream</dt><dd>none</dd>" in (await admin.get(site_path)).text
+    assert removed.status_code == 303 and "<dt>Upstream URL</dt><dd>none: the edge" in (await admin.get(site_path)).text
 
 
 async def test_a_bad_site_form_is_422_naming_the_field_and_keeping_what_was_typed(harness: ConsoleHarness) -> None:
