@@ -5,6 +5,7 @@ site's `version`; a change made from an older version (`expected_version`) is re
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -270,6 +271,18 @@ async def _count_reached(
         .where(model.site_id == site_id, site_filter(caller.reach(scope)))
     )
     return int(found or 0)
+
+
+async def site_names(session: AsyncSession, caller: Caller, site_ids: Collection[str]) -> dict[str, str]:
+    """The names of those of these sites the caller reaches with `sites:read`, by id (an id it does not reach is
+    left out), for a table that shows a site's name where a person reads it."""
+    wanted = sorted({site_id for site_id in site_ids if site_id})
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        select(Site.id, Site.name).where(Site.id.in_(wanted), site_filter(caller.reach(Scope.SITES_READ)))
+    )
+    return {site_id: name for site_id, name in rows}
 
 
 async def site_company(session: AsyncSession, site_id: str) -> str:

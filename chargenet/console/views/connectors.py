@@ -25,7 +25,7 @@ from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console, Signed, console_of, page, render
 from chargenet.domain.live import ENDED, RESYNC, LiveRow, Mark
 from chargenet.errors import InvalidInput, NotFound
-from chargenet.services import companies, connector_status, console_sessions
+from chargenet.services import companies, connector_status, console_sessions, sites
 
 PER_PAGE = 50  # as every other list of the console
 HEARTBEAT = 15.0  # seconds between comments on a quiet stream (proxies close idle connections)
@@ -77,12 +77,16 @@ async def _list(request: Request, signed: Signed) -> Response:
             if filters is not None
             else None
         )
+        site_names = await sites.site_names(
+            session, signed.caller, [row.connector.site_id for row in listed.items] if listed else []
+        )
     path = console.url("/connectors")
     rows = listed.items if listed else []
     values = {
         "company": company,
         "rows": rows,
         "row_id": row_id,
+        "site_names": site_names,
         "filters": typed,
         "filtered": any(typed.values()),
         "errors": errors,
@@ -105,18 +109,19 @@ class RenderedRows:
 
     def __init__(self, size: int = 8192) -> None:
         self._size = size
-        self._rendered: OrderedDict[tuple[int, str], tuple[LiveRow, str]] = OrderedDict()
+        self._rendered: OrderedDict[tuple[int, str, str | None], tuple[LiveRow, str]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._rendered)
 
-    def event(self, row: LiveRow, base: str, render: Callable[[LiveRow], str]) -> str:
-        """The `row` event of `row` as the console at `base` renders it."""
-        found = self._rendered.get((id(row), base))
+    def event(self, row: LiveRow, base: str, render: Callable[[LiveRow], str], site_name: str | None = None) -> str:
+        """The `row` event of `row` as the console at `base` renders it, naming its site `site_name`."""
+        key = (id(row), base, site_name)
+        found = self._rendered.get(key)
         if found is not None and found[0] is row:
             return found[1]
         text = _event("row", render(row))
-        self._rendered[(id(row), base)] = (row, text)
+        self._rendered[key] = (row, text)
         if len(self._rendered) > self._size:
             self._rendered.popitem(last=False)
         return text
@@ -143,10 +148,21 @@ async def _stream(request: Request, signed: Signed) -> Response:
     token = request.cookies.get(protection.COOKIE_NAME, "")
     template = console.templates.get_template("_live_row.html")
 
+    # The names of the sites this stream has shown rows of: read once for each site it meets (a site created
+    # later, by one small read when its first row comes), not for each row; a rename shows on the next page read.
+    site_names: dict[str, str] = {}
+
     def render(row: LiveRow) -> str:
         # One line: an event's data is sent a line at a time, and HTML needs none of the template's layout.
-        text = template.render(row=row, row_id=row_id, base=console.base)
+        text = template.render(row=row, row_id=row_id, base=console.base, site_names=site_names)
         return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+    async def name_sites(rows: list[LiveRow]) -> None:
+        missing = {row.connector.site_id for row in rows} - site_names.keys()
+        if missing:
+            async with console.reading() as session:
+                found = await sites.site_names(session, signed.caller, missing)
+            site_names.update({site_id: found.get(site_id, "") for site_id in missing})
 
     subscription = feed.subscribe(signed.caller.company_id, session_hash=signed.session_hash, since=since)
     if since is None:
@@ -186,7 +202,10 @@ async def _stream(request: Request, signed: Signed) -> Response:
                         return
                     yield ": still here\n\n"
                     continue
-                yield "".join(rendered_rows.event(row, console.base, render) for row in got)
+                await name_sites(got)
+                yield "".join(
+                    rendered_rows.event(row, console.base, render, site_names[row.connector.site_id]) for row in got
+                )
         finally:
             feed.unsubscribe(subscription)
 

@@ -230,6 +230,16 @@ async def test_a_row_sent_to_several_streams_is_rendered_once(served: Served) ->
         assert len(connectors.rendered_rows) == before + first.stream.rows
 
 
+async def test_a_streamed_row_names_its_site_like_the_page_does(served: Served) -> None:
+    acme = await served.signed_in("owner@acme.test")
+    await served.presence("ST-A", connected=True)
+    async with live_page(acme) as opened:
+        await served.status("ST-A", 1, "Charging")
+        row = await opened.stream.row('id="live-ST-A-1"', "status-charging")
+        assert f'<a href="/console/sites/{served.site_a}">Harbour</a>' in row
+        assert f'<code class="hint" title="Site ID">{served.site_a}</code>' in row
+
+
 async def test_a_disconnected_station_turns_offline_in_the_stream_with_its_last_status(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A", connected=True)
@@ -380,6 +390,15 @@ async def test_the_table_lists_the_connectors_of_the_operators_company_only(serv
     page = await acme.get("/console/connectors")
     assert shown_rows(page.text) == ["ST-A-1", "ST-A-2", "ST-A2-1", "ST-A2-2"]
     assert "ST-B" not in page.text
+
+
+async def test_the_table_shows_the_sites_name_with_its_id_below_to_copy(served: Served) -> None:
+    acme = await served.signed_in("owner@acme.test")
+    page = await acme.get("/console/connectors")
+    row = page.text.split('<tr id="live-ST-A-1">')[1].split("</tr>")[0]
+    site_cell = row.split("</td>")[0]
+    assert f'<a href="/console/sites/{served.site_a}">Harbour</a>' in site_cell
+    assert f'<code class="hint" title="Site ID">{served.site_a}</code>' in site_cell
 
 
 async def test_a_station_not_connected_is_shown_offline_whatever_it_last_reported(served: Served) -> None:

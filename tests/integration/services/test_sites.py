@@ -92,6 +92,17 @@ async def test_site_contents_of_another_companys_site_is_not_found(
             await sites.site_contents(session, stranger, tenant.site_id)
 
 
+async def test_site_names_names_the_sites_the_caller_reaches_and_leaves_out_the_others(
+    store: Store, clock: ManualClock, tenant: Tenant
+) -> None:
+    stranger = await stranger_of(store, clock)
+    owner = OperatorCaller("op-1", tenant.company_id, "owner@acme.test", Role.OWNER)
+    async with store.read() as session:
+        assert await sites.site_names(session, owner, [tenant.site_id, "site_unknown"]) == {tenant.site_id: "Depot"}
+        assert await sites.site_names(session, stranger, [tenant.site_id]) == {}
+        assert await sites.site_names(session, owner, []) == {}
+
+
 async def test_a_webhook_form_is_pre_filled_only_with_a_site_the_caller_reaches(
     store: Store, clock: ManualClock, tenant: Tenant
 ) -> None:
