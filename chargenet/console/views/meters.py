@@ -30,7 +30,7 @@ from chargenet.console.views.sessions import kwh
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.meters.spec import ThresholdSettings
-from chargenet.services import meters
+from chargenet.services import meters, sites
 from chargenet.services import sessions as session_service
 
 METERS_PER_PAGE = 50
@@ -113,10 +113,12 @@ async def _list(request: Request, signed: Signed) -> Response:
             enabled={"enabled": True, "disabled": False}.get(filters["state"]),
         )
         health = await meters.poll_health(session, [meter.id for meter in listed.items])
+        site_names = await sites.site_names(session, signed.caller, [meter.site_id for meter in listed.items])
     path = console.url("/meters")
     values = {
         "items": listed.items,
         "health": health,
+        "site_names": site_names,
         "filters": filters,
         "states": STATES,
         "after": after,
@@ -252,7 +254,9 @@ async def _meter_page(
         meter = await meters.get_meter(session, signed.caller, meter_id)
         health = (await meters.poll_health(session, [meter.id])).get(meter.id)
         recent = await session_service.sessions_of_meter(session, signed.caller, meter.id, limit=METER_SESSIONS)
+        site_names = await sites.site_names(session, signed.caller, [meter.site_id])
     values = {
+        "site_name": site_names.get(meter.site_id, meter.site_id),
         "meter": meter,
         "health": health,
         "sessions": recent,

@@ -81,6 +81,20 @@ async def test_the_list_shows_state_and_last_reading_and_pages_and_filters(harne
     assert detail.status_code == 200 and "1234.567 kWh" in detail.text and "Save meter" not in detail.text
 
 
+async def test_the_list_and_a_meters_page_name_its_site_with_its_id_beside_to_copy(harness: ConsoleHarness) -> None:
+    site_id = await site_with_station(harness, harness.team.company_id, "CS-M")
+    await make_meter(harness, site_id, "CS-M", 1)
+    viewer = await harness.signed_in("viewer@acme.test")
+    listing = (await viewer.get("/console/meters")).text
+    assert (
+        f'site <a href="/console/sites/{site_id}">Depot</a> <code class="hint" title="Site ID">{site_id}</code>'
+        in listing
+    )
+    meter_id = re.findall(r'href="/console/meters/(meter_[^"]+)"', listing)[0]
+    detail = (await viewer.get(f"/console/meters/{meter_id}")).text
+    assert f'>Meters of site Depot</a> <code class="hint" title="Site ID">{site_id}</code>' in detail
+
+
 async def test_a_long_list_is_paged_by_keyset(harness: ConsoleHarness) -> None:
     site_id = await site_with_station(harness, harness.team.company_id, "CS-M", connectors=16)
     for n in range(2, 7):
