@@ -22,7 +22,7 @@ from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.console.views.message_log import ARROWS
 from chargenet.domain.energy import wh_to_kwh
 from chargenet.errors import InvalidInput, NotFound
-from chargenet.services import companies
+from chargenet.services import companies, sites
 from chargenet.services import sessions as session_service
 from chargenet.services.sessions import EnergySample, SessionFilter, SessionSamples, SessionView, State
 from chargenet.services.transactions import Source
@@ -210,6 +210,7 @@ async def _show(request: Request, signed: Signed) -> Response:
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         timeline = await session_service.session_timeline(session, signed.caller, view, now)
         samples = await session_service.session_samples(session, view)
+        site_names = await sites.site_names(session, signed.caller, [view.site_id])
     log_url = address(
         console.url(f"/stations/{view.station_id}/messages"),
         since=timeline.since.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -218,6 +219,7 @@ async def _show(request: Request, signed: Signed) -> Response:
     values: dict[str, Any] = {
         "company": company,
         "session": view,
+        "site_name": site_names.get(view.site_id, view.site_id),
         "timeline": timeline,
         "samples": samples,
         "chart": _chart(view, samples),

@@ -247,6 +247,16 @@ async def test_a_meter_session_has_no_ocpp_timeline_and_another_companys_is_not_
     assert HOSTILE_TAG not in (await viewer.get("/console/sessions/2")).text
 
 
+async def test_a_session_names_its_site_with_its_id_beside_to_copy(harness: ConsoleHarness) -> None:
+    ours, _ = await _sessions(harness)
+    viewer = await harness.signed_in("viewer@acme.test")
+    shown = (await viewer.get("/console/sessions/1")).text
+    site = (
+        f'<dt>Site</dt><dd><a href="/console/sites/{ours}">Harbour</a> <code class="hint" title="Site ID">{ours}</code>'
+    )
+    assert site in shown
+
+
 async def test_the_csv_export_holds_every_filtered_session_with_formulas_defused(harness: ConsoleHarness) -> None:
     await _sessions(harness)
     viewer = await harness.signed_in("viewer@acme.test")
