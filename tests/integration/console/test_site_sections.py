@@ -12,7 +12,7 @@ from sqlalchemy import insert, update
 from chargenet.console.views import sites as site_views
 from chargenet.services import localauth, webhooks
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import StationPresence, WebhookLane
+from chargenet.store.models import Station, StationPresence, WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.integration.console.conftest import ConsoleHarness, make_meter, make_site, make_station
 
@@ -58,6 +58,22 @@ async def test_the_site_page_counts_its_stations_and_links_to_their_live_status(
     assert "Stations (2)" in shown
     assert 'href="/console/stations/CS-1"' in shown and 'href="/console/stations/CS-2"' in shown
     assert f'href="/console/connectors?site={site.id}"' in shown
+
+
+async def test_a_site_with_ten_thousand_stations_shows_their_count_and_one_page_of_them(
+    harness: ConsoleHarness,
+) -> None:
+    site = await make_site(harness, harness.team.company_id)
+    now = harness.clock.now()
+    async with harness.store.transaction() as session:
+        await session.execute(
+            insert(Station), [{"id": f"CS-{n:05d}", "site_id": site.id, "created_at": now} for n in range(10_000)]
+        )
+    viewer = await harness.signed_in("viewer@acme.test")
+    shown = section((await viewer.get(f"/console/sites/{site.id}")).text, "stations")
+    assert "Stations (10000)" in shown
+    assert shown.count('href="/console/stations/CS-') == site_views.STATIONS_PER_PAGE
+    assert "Live status of the connectors of all 10000 stations" in shown
 
 
 async def test_the_site_page_lists_its_first_meters_and_links_to_all_of_them(
