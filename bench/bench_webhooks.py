@@ -28,12 +28,11 @@ from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
 from chargenet.edge.committer import GroupCommitter
 from chargenet.services import companies, sites
-from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.install import install as install_webhooks
-from chargenet.webhooks.outbound_auth import NoAuth
 from chargenet.webhooks.transport import GuardedTransport
+from tests.factories import add_webhook
 
 SINGLE_LANE_EVENTS = 900
 MANY_LANES = 100
@@ -106,16 +105,8 @@ async def _context(scratch: Path, database_url: str | None) -> tuple[AppContext,
 
 async def _webhooks(context: AppContext, site_id: str, url: str, count: int) -> None:
     for _ in range(count):
-        await webhook_service.create_webhook(
-            context.store.transaction,
-            OPERATOR,
-            context.keys.credential_cipher(),
-            site_id=site_id,
-            url=url,
-            event_types=["Authorize"],
-            auth=NoAuth(),
-            now=context.clock.now(),
-            allow_private=True,
+        await add_webhook(
+            context.store.transaction, context.keys.credential_cipher(), site_id, context.clock.now(), url=url
         )
 
 

@@ -11,9 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.app import AppContext
 from chargenet.keys import KeyStore
-from chargenet.services import companies, sites, stations
+from chargenet.services import companies, sites, stations, webhooks
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
+from chargenet.webhooks.outbound_auth import NoAuth
 
 
 @dataclass(frozen=True)
@@ -137,3 +138,26 @@ async def partner_token(
         ClientCredentials(credentials.client_id, credentials.client_secret, AuthMethod.BASIC), None
     )
     return issued.access_token
+
+
+async def add_webhook(
+    transactions: Any,
+    cipher: Any,
+    site_id: str,
+    now: datetime,
+    *,
+    url: str = "http://127.0.0.1:9/hook",
+    event_types: Iterable[str] = ("Authorize",),
+) -> webhooks.WebhookView:
+    """A webhook of the site as the operator creates it, without authentication, to a loopback URL (allowed here)."""
+    return await webhooks.create_webhook(
+        transactions,
+        OPERATOR,
+        cipher,
+        site_id=site_id,
+        url=url,
+        event_types=list(event_types),
+        auth=NoAuth(),
+        now=now,
+        allow_private=True,
+    )

@@ -10,26 +10,18 @@ import pytest
 from sqlalchemy import insert, update
 
 from chargenet.console.views import sites as site_views
-from chargenet.services import localauth, webhooks
+from chargenet.services import localauth
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import Station, StationPresence, WebhookLane
-from chargenet.webhooks.outbound_auth import NoAuth
+from tests.factories import add_webhook
 from tests.integration.console.conftest import ConsoleHarness, make_meter, make_site, make_station
 
 HOSTILE_URL = "http://127.0.0.1:9/<script>"
 
 
 async def make_webhook(harness: ConsoleHarness, site_id: str, url: str = "http://127.0.0.1:9/hook") -> str:
-    created = await webhooks.create_webhook(
-        harness.store.transaction,
-        OPERATOR,
-        harness.console.credential_cipher,  # type: ignore[arg-type]
-        site_id=site_id,
-        url=url,
-        event_types=["Authorize"],
-        auth=NoAuth(),
-        now=harness.clock.now(),
-        allow_private=True,
+    created = await add_webhook(
+        harness.store.transaction, harness.console.credential_cipher, site_id, harness.clock.now(), url=url
     )
     return created.id
 

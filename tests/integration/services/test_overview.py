@@ -28,8 +28,7 @@ from chargenet.store.models import (
     StationPresence,
     WebhookLane,
 )
-from chargenet.webhooks.outbound_auth import NoAuth
-from tests.factories import Tenant, make_tenant
+from tests.factories import Tenant, add_webhook, make_tenant
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
@@ -104,17 +103,7 @@ async def test_each_count_covers_the_companys_own_objects(store: Store, clock: M
     ours, theirs = await _tenants(store, keys)
     for tenant in (ours, theirs):
         for enabled in (True, False):
-            view = await webhooks.create_webhook(
-                store.transaction,
-                OPERATOR,
-                keys.credential_cipher(),
-                site_id=tenant.site_id,
-                url="http://127.0.0.1:9/hook",
-                event_types=["Authorize"],
-                auth=NoAuth(),
-                now=clock.now(),
-                allow_private=True,
-            )
+            view = await add_webhook(store.transaction, keys.credential_cipher(), tenant.site_id, clock.now())
             if not enabled:
                 async with store.transaction() as session:
                     await webhooks.set_enabled(session, OPERATOR, view.id, False, now=clock.now())
@@ -333,16 +322,12 @@ async def test_lanes_in_alert_or_critical_are_counted_by_their_worst_level(
 ) -> None:
     ours, theirs = await _tenants(store, keys)
     for tenant in (ours, theirs):
-        await webhooks.create_webhook(
+        await add_webhook(
             store.transaction,
-            OPERATOR,
             keys.credential_cipher(),
-            site_id=tenant.site_id,
-            url="http://127.0.0.1:9/hook",
+            tenant.site_id,
+            clock.now(),
             event_types=["Authorize", "ChargePointStatus", "StartTransaction", "StopTransaction"],
-            auth=NoAuth(),
-            now=clock.now(),
-            allow_private=True,
         )
     async with store.transaction() as session:
         lanes = list(await session.scalars(select(WebhookLane.id).order_by(WebhookLane.id)))

@@ -17,8 +17,7 @@ from chargenet.services import companies, localauth, meters, sites, webhooks
 from chargenet.services.callers import OPERATOR, OperatorCaller
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence
-from chargenet.webhooks.outbound_auth import NoAuth
-from tests.factories import Tenant, add_station, make_tenant
+from tests.factories import Tenant, add_station, add_webhook, make_tenant
 
 
 @pytest.fixture
@@ -64,17 +63,7 @@ async def test_site_contents_counts_the_stations_meters_webhooks_tags_and_upstre
                 {"station_id": "ST-3", "connected": False, "upstream_connected": False},  # offline: not counted
             ],
         )
-    await webhooks.create_webhook(
-        store.transaction,
-        OPERATOR,
-        keys.credential_cipher(),
-        site_id=tenant.site_id,
-        url="http://127.0.0.1:9/hook",
-        event_types=["Authorize"],
-        auth=NoAuth(),
-        now=now,
-        allow_private=True,
-    )
+    await add_webhook(store.transaction, keys.credential_cipher(), tenant.site_id, now)
     viewer = OperatorCaller("op-1", tenant.company_id, "viewer@acme.test", Role.VIEWER)
     async with store.read() as session:
         contents = await sites.site_contents(session, viewer, tenant.site_id)

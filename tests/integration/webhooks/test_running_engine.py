@@ -26,8 +26,7 @@ from chargenet.webhooks import queue
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.filler import FillReport
 from chargenet.webhooks.install import install as install_webhooks
-from chargenet.webhooks.outbound_auth import NoAuth
-from tests.factories import make_tenant
+from tests.factories import add_webhook, make_tenant
 from tests.integration.webhooks.harness import authorize, tags
 from tests.support.keys import public_keys, signing_keys
 from tests.support.processes import results_of
@@ -57,16 +56,8 @@ async def _setup(context: AppContext, url: str) -> tuple[str, str]:
 
 
 async def _webhook(context: AppContext, site_id: str, url: str) -> str:
-    view = await webhook_service.create_webhook(
-        context.store.transaction,
-        OPERATOR,
-        context.keys.credential_cipher(),
-        site_id=site_id,
-        url=url,
-        event_types=["Authorize"],
-        auth=NoAuth(),
-        now=context.clock.now(),
-        allow_private=True,
+    view = await add_webhook(
+        context.store.transaction, context.keys.credential_cipher(), site_id, context.clock.now(), url=url
     )
     return view.id
 
