@@ -8,7 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from chargenet.collector import GC_THRESHOLDS, freeze_at_exit, freeze_startup_heap, tune_for_command, tune_for_serving
+from chargenet.collector import (
+    COMMAND_GC_THRESHOLDS,
+    GC_THRESHOLDS,
+    freeze_at_exit,
+    freeze_startup_heap,
+    tune_for_command,
+    tune_for_serving,
+)
 
 
 class _Held:
@@ -59,9 +66,11 @@ def test_garbage_cycles_left_by_setting_up_are_collected_not_frozen() -> None:
 
 
 @pytest.mark.usefixtures("collector")
-def test_a_command_takes_the_serving_thresholds() -> None:
+def test_a_command_imports_its_modules_without_a_young_collection_yet_still_collects() -> None:
     tune_for_command()
-    assert gc.get_threshold() == GC_THRESHOLDS
+    assert gc.get_threshold() == COMMAND_GC_THRESHOLDS
+    assert COMMAND_GC_THRESHOLDS[0] >= 250_000  # a command's imports leave about 200,000 objects, all of them alive
+    assert gc.isenabled()
 
 
 @pytest.mark.usefixtures("collector")

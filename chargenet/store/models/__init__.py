@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chargenet.store.models.applications import Application, Group, GroupMember
+    from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
     from chargenet.store.models.edge import (
         AuthCacheEntry,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
     from chargenet.store.models.meta import DirectoryVersion, StoreSetting
     from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
-    from chargenet.store.models.operators import AuditRecord, Operator, OperatorSession
+    from chargenet.store.models.operators import Operator, OperatorSession
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
@@ -43,7 +44,7 @@ else:
     # name -> the module of this package that defines it (tests/unit/store/test_models.py holds it to __all__)
     _MODULES = {
         "Application": "applications",
-        "AuditRecord": "operators",
+        "AuditRecord": "audit",
         "AuthCacheEntry": "edge",
         "Base": "base",
         "ChargePoint": "tenants",

@@ -25,6 +25,7 @@ NOT_NEEDED = (
     "chargenet.store.models.webhooks",
     "chargenet.store.models.meters",
     "chargenet.store.models.events",
+    "chargenet.store.models.operators",
 )
 
 
