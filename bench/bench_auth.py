@@ -11,6 +11,8 @@ keep-alive HTTP/1.1 client on asyncio streams, fast enough that the server, not 
    HEARTBEAT_PERIOD seconds (10,000 stations: about 170 a second; `bench._heartbeat_fleet`, a process of its
    own). Targets: the protected rate at least 0.85 of the unprotected one; at least 1,500 requests/s on SQLite
    and 1,000 on PostgreSQL, with a p99 under 100 ms. A heartbeat left unanswered fails the benchmark.
+3. `GET /api/v1/charge-points/{id}`, each client asking for its own charge point, against the list's page of fifty
+   in the same run, the fleet still connected. Targets: at least the list's request rate, p99 under 50 ms.
 
 Both on SQLite, then on a fresh database of the PostgreSQL server `make bench` starts.
 """
@@ -203,20 +205,28 @@ class Rate:
     p99_ms: float
 
 
-async def _rate(port: int, request: bytes, connections: int) -> Rate:
+async def _rate(port: int, request: bytes | list[bytes], connections: int) -> Rate:
+    """Requests per second from `connections` keep-alive clients; with a list of requests, client k sends the k-th
+    (modulo its length)."""
+    requests = request if isinstance(request, list) else [request]
     counts = [0]
     latencies: list[float] = []
     start = time.perf_counter()
     warm_until, deadline = start + WARMUP, start + WARMUP + DURATION
     await asyncio.gather(
-        *(_connection(port, request, deadline, warm_until, counts, latencies) for _ in range(connections))
+        *(
+            _connection(port, requests[k % len(requests)], deadline, warm_until, counts, latencies)
+            for k in range(connections)
+        )
     )
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000 if latencies else float("inf")
     return Rate(counts[0] / DURATION, p99)
 
 
-async def _paired(port: int, ours: bytes, baseline: bytes, connections: int = CONNECTIONS) -> tuple[Rate, Rate]:
+async def _paired(
+    port: int, ours: bytes | list[bytes], baseline: bytes, connections: int = CONNECTIONS
+) -> tuple[Rate, Rate]:
     """Ours and the baseline alternate over ROUNDS; the mean rate and the worst round's p99 of each."""
     ours_rates, baseline_rates = [], []
     for _ in range(ROUNDS):
@@ -279,6 +289,15 @@ async def _measure(database_url: str | None) -> list[Result]:
                     _request("GET", "/api/v1/bench/charge-points?limit=100", {}),
                     CLIENTS,
                 )
+                # One charge point by id (each client its own, spread over the fleet) against the list's page of
+                # fifty, both with the bearer check.
+                spread = station_ids[:: max(1, len(station_ids) // CLIENTS)][:CLIENTS]
+                ours_one, page_of_fifty = await _paired(
+                    port,
+                    [_request("GET", f"/api/v1/charge-points/{station_id}", bearer) for station_id in spread],
+                    _request("GET", "/api/v1/charge-points?limit=50", bearer),
+                    CLIENTS,
+                )
             except BaseException:
                 await _end(fleet)  # the list's error is the one to see, not a missing report of the fleet's
                 raise
@@ -301,6 +320,12 @@ async def _measure(database_url: str | None) -> list[Result]:
         f"under 100 ms); without the bearer check {base_list.per_second:,.0f} req/s, p99 {base_list.p99_ms:.0f} ms; "
         f"meanwhile {len(station_ids):,} stations connected, {heartbeats.per_second:,.0f} heartbeats/s answered "
         f"({heartbeats.answered:,} of {heartbeats.sent:,}, p99 {heartbeats.p99_ms:.0f} ms)",
+        flush=True,
+    )
+    print(
+        f"GET /charge-points/{{id}} ({store}), {CLIENTS} clients: {ours_one.per_second:,.0f} req/s, p99 "
+        f"{ours_one.p99_ms:.0f} ms (target: at least the list's rate, p99 under 50 ms); GET /charge-points?limit=50 "
+        f"{page_of_fifty.per_second:,.0f} req/s, p99 {page_of_fifty.p99_ms:.0f} ms",
         flush=True,
     )
     misses = []
@@ -329,6 +354,15 @@ async def _measure(database_url: str | None) -> list[Result]:
             "req/s",
             target=0.85,
             failure="; ".join(misses),
+        ),
+        Result(
+            f"GET /charge-points/{{id}} vs GET /charge-points?limit=50 ({STATIONS:,} stations, {CLIENTS} clients, "
+            f"{store})",
+            ours_one.per_second,
+            page_of_fifty.per_second,
+            "req/s",
+            target=1.0,
+            failure=f"p99 {ours_one.p99_ms:.0f} ms >= 50 ms" if ours_one.p99_ms >= 50 else "",
         ),
     ]
 

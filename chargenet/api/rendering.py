@@ -1,4 +1,4 @@
-"""A page's JSON from each item's JSON, each rendered once.
+"""A page's JSON from each item's JSON, each rendered once (and one item's, asked by id).
 
 The charge point list reuses the same view object for a charge point while its rows are unchanged
 (`services.charge_points`), so its JSON is rendered once per change rather than once per request: rendering a page
@@ -29,17 +29,22 @@ class RenderedPages(Generic[V]):
         self._rendered: dict[int, tuple[V, bytes]] = {}
 
     def body(self, page: Page[V]) -> bytes:
-        parts = []
-        for view in page.items:
-            known = self._rendered.get(id(view))
-            if known is None or known[0] is not view:
-                if len(self._rendered) >= self.kept:
-                    self._rendered.clear()
-                known = (view, view.__pydantic_serializer__.to_json(view, by_alias=True))
-                self._rendered[id(view)] = known
-            parts.append(known[1])
+        parts = [self._json(view) for view in page.items]
         following = json.dumps(page.next).encode()
         return b'{"items":[' + b",".join(parts) + b'],"next":' + following + b"}"
 
     def response(self, page: Page[V]) -> Response:
         return Response(self.body(page), media_type="application/json")
+
+    def item_response(self, view: V) -> Response:
+        """One view, as the page holding it renders it (a charge point asked by id)."""
+        return Response(self._json(view), media_type="application/json")
+
+    def _json(self, view: V) -> bytes:
+        known = self._rendered.get(id(view))
+        if known is None or known[0] is not view:
+            if len(self._rendered) >= self.kept:
+                self._rendered.clear()
+            known = (view, view.__pydantic_serializer__.to_json(view, by_alias=True))
+            self._rendered[id(view)] = known
+        return known[1]

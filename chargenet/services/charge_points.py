@@ -87,6 +87,14 @@ class ChargePointView(View):
     meters: list[ChargePointMeterView]
 
 
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What a copy in memory holds of one charge point: its rows, or None for one the caller may not see or that
+    does not exist (one answer for both, so that another company's ids are not revealed)."""
+
+    point: ChargePointRows | None
+
+
 class ChargePointsInMemory(Protocol):
     """A copy of the store's charge points held in memory (`services.directory.ChargePointDirectory`)."""
 
@@ -95,6 +103,11 @@ class ChargePointsInMemory(Protocol):
     ) -> list[ChargePointRows] | None:
         """Up to `fetch` charge points, as `list_charge_points` would read them from the store; None when the copy
         cannot answer for the store (the page is then read from it)."""
+        ...
+
+    async def one(self, reach: Reach, charge_point_id: str) -> Kept | None:
+        """The charge point as `get_charge_point` would read it from the store; None when the copy cannot answer
+        for the store."""
         ...
 
 
@@ -135,17 +148,31 @@ async def list_charge_points(
 
 
 async def get_charge_point(
-    read_statement: ReadStatement, caller: Caller, stations: StationCommands | None, charge_point_id: str
+    read_statement: ReadStatement,
+    caller: Caller,
+    stations: StationCommands | None,
+    charge_point_id: str,
+    *,
+    directory: ChargePointsInMemory | None = None,
 ) -> ChargePointView:
+    """One charge point the caller's groups reach: from `directory` while its structure is the store's, else from the
+    store. `NotFound` for one of another company too: its existence is not revealed."""
+    reach = caller.reach(Scope.CHARGE_POINTS_READ)
+    if directory is not None and not reach.empty:
+        kept = await directory.one(reach, charge_point_id)
+        if kept is not None:
+            if kept.point is None:
+                raise NotFound("charge point", charge_point_id)
+            [view] = _views(stations, [kept.point])
+            return view
     query = _POINTS.join(Site, Site.id == ChargePoint.site_id).where(
-        ChargePoint.id == charge_point_id, site_filter(caller.reach(Scope.CHARGE_POINTS_READ))
+        ChargePoint.id == charge_point_id, site_filter(reach)
     )
 
     points = await read_statement(
         lambda connection: _read(connection, _joined(query, connection.dialect.name, by_station=False))
     )
     if not points:
-        # Also for a charge point of another company: its existence is not revealed.
         raise NotFound("charge point", charge_point_id)
     [view] = _views(stations, points)
     return view

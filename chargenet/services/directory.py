@@ -49,6 +49,7 @@ from chargenet.services import connector_status
 from chargenet.services.charge_points import (
     ChargePointRows,
     ConnectorRow,
+    Kept,
     MeterRow,
     meter_row,
     meters_with_state,
@@ -169,6 +170,14 @@ class DirectoryIndex:
         merged: Iterator[str] = tails[0] if len(tails) == 1 else heapq.merge(*tails, key=rank)
         return [self.points[charge_point_id] for charge_point_id in islice(merged, fetch)]
 
+    def one(self, reach: Reach, charge_point_id: str) -> ChargePointRows | None:
+        """The charge point `charge_point_id` when `reach` covers its site; None when it does not, or when this
+        version holds no such charge point (the copy's structure is the store's, so it does not exist)."""
+        point = self.points.get(charge_point_id)
+        if point is None or not reach.covers_site(self._site_company[point.site_id], point.site_id):
+            return None
+        return point
+
 
 def _connector_row(connector: ConnectorState) -> ConnectorRow:
     return (connector.connector_id, connector.status, connector.error_code, connector.info, connector.status_at)
@@ -272,6 +281,27 @@ class ChargePointDirectory:
         self, reach: Reach, site_id: str | None, after: str | None, fetch: int
     ) -> list[ChargePointRows] | None:
         """The page from memory, or None when the store's structure is newer than the copy (read the store)."""
+        index = await self._current()
+        if index is None:
+            return None
+        found = index.page(reach, site_id, after, fetch)
+        if found is None:
+            self._missed(behind=False)
+            return None
+        self._served()
+        return found
+
+    async def one(self, reach: Reach, charge_point_id: str) -> Kept | None:
+        """The charge point from memory (`Kept.point` None when `reach` does not cover it or it does not exist), or
+        None when the store's structure is newer than the copy (read the store)."""
+        index = await self._current()
+        if index is None:
+            return None
+        self._served()
+        return Kept(index.one(reach, charge_point_id))
+
+    async def _current(self) -> DirectoryIndex | None:
+        """The copy, when its structure is the store's as of now; else None, counted as a miss."""
         self._asked_at = self.clock.now()
         if self.index is None or self._asked_at - self._read_at > self.stale_after:
             # Not read yet (or let go while nobody asked), or not for too long (the store has been away): the store
@@ -289,14 +319,12 @@ class ChargePointDirectory:
         if index is None or version != index.version:
             self._missed()
             return None
-        found = index.page(reach, site_id, after, fetch)
-        if found is None:
-            self._missed(behind=False)
-            return None
+        return index
+
+    def _served(self) -> None:
         self.served += 1
         if self._counted is not None:
             self._counted("memory")
-        return found
 
     def _missed(self, *, behind: bool = True) -> None:
         self.missed += 1

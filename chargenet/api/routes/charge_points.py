@@ -39,5 +39,11 @@ async def list_charge_points(
 
 
 @router.get("/charge-points/{charge_point_id}", response_model=ChargePointView)
-async def get_charge_point(charge_point_id: str, context: Context, caller: ChargePointReader) -> ChargePointView:
-    return await charge_points.get_charge_point(context.store.read_statement, caller, context.edge, charge_point_id)
+async def get_charge_point(
+    charge_point_id: str, context: Context, caller: ChargePointReader, directory: Directory
+) -> Response:
+    """One charge point the caller's groups reach, with its connectors' last known status."""
+    found = await charge_points.get_charge_point(
+        context.store.read_statement, caller, context.edge, charge_point_id, directory=directory
+    )
+    return RENDERED.item_response(found)

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, insert, select, text, update
 
+from chargenet.auth.permissions import Grant, Permissions
 from chargenet.clock import ManualClock
+from chargenet.domain.scopes import Scope
 from chargenet.edge.records import presence_upsert
+from chargenet.errors import NotFound
 from chargenet.outbox import Outbox
 from chargenet.services import charge_points, companies, meters, sites, station_import, stations
 from chargenet.services import directory as directory_module
-from chargenet.services.callers import OPERATOR
+from chargenet.services.callers import OPERATOR, ApiApplication
 from chargenet.services.charge_points import ChargePointView
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.pages import PageRequest
@@ -88,6 +91,40 @@ async def test_each_page_is_counted_by_where_it_was_read(fleet: Fleet) -> None:
     await fleet.directory.refresh()
     await fleet.page()
     assert sources == ["store", "memory"]
+
+
+async def test_one_charge_point_is_served_from_memory_as_the_store_reads_it(fleet: Fleet) -> None:
+    await fleet.status("Charging")
+    await fleet.directory.refresh()
+    [listed] = await fleet.page()
+    kept = await charge_points.get_charge_point(
+        fleet.store.read_statement, OPERATOR, None, listed.id, directory=fleet.directory
+    )
+    read = await charge_points.get_charge_point(fleet.store.read_statement, OPERATOR, None, listed.id)
+    assert kept == read and [c.status for c in kept.connectors] == ["Charging", None]
+    assert (fleet.directory.served, fleet.directory.missed) == (2, 0)
+
+
+async def test_one_charge_point_of_another_company_is_not_found_in_memory_either(fleet: Fleet) -> None:
+    [listed] = await fleet.page()
+    stranger = ApiApplication(
+        "app_stranger", Permissions.of("co_other", [Grant("co_other", None, frozenset({Scope.CHARGE_POINTS_READ}))])
+    )
+    for unknown in (listed.id, "CP-NEVER"):
+        with pytest.raises(NotFound):
+            await charge_points.get_charge_point(
+                fleet.store.read_statement, stranger, None, unknown, directory=fleet.directory
+            )
+    assert (fleet.directory.served, fleet.directory.missed) == (3, 0)
+
+
+async def test_one_charge_point_created_after_the_copy_was_read_is_found_at_once(fleet: Fleet) -> None:
+    await fleet.station("ST-2")
+    found = await charge_points.get_charge_point(
+        fleet.store.read_statement, OPERATOR, None, "ST-2", directory=fleet.directory
+    )
+    assert found.station_id == "ST-2"
+    assert fleet.directory.missed == 1  # read from the store: the copy's structure was behind
 
 
 async def test_once_read_again_the_new_structure_is_served_from_memory(fleet: Fleet) -> None:

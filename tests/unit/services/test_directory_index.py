@@ -102,3 +102,14 @@ def test_meters_read_again_replace_those_known_and_a_meter_gone_leaves() -> None
     assert kept.points["CP-1"].meters == [meter]
     kept.take_meters([])
     assert kept.points["CP-1"].meters == []
+
+
+def test_one_charge_point_is_found_where_its_company_or_site_is_reached() -> None:
+    found = index().one(Reach(frozenset(), frozenset({"s3"})), "CP-4")
+    assert found is not None and found.id == "CP-4"
+    assert index().one(Reach(frozenset(), frozenset(), everything=True), "CP-3") is not None
+
+
+def test_one_charge_point_outside_the_reach_is_not_found_like_one_that_does_not_exist() -> None:
+    assert index().one(Reach(frozenset({"co_a"}), frozenset()), "CP-2") is None
+    assert index().one(Reach(frozenset({"co_a"}), frozenset()), "CP-404") is None
