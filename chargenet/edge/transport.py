@@ -9,13 +9,17 @@ peer sends. Under another ASGI server the extension is absent and only messages 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
+from websockets.frames import CloseCode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
+
+log = logging.getLogger(__name__)
 
 ACTIVITY_EXTENSION = "chargenet.activity"
 
@@ -61,6 +65,16 @@ def station_deflate() -> ServerPerMessageDeflateFactory:
     )
 
 
+def _utf8(parts: list[bytes]) -> bool:
+    """Whether a message's fragments are UTF-8 together (a character may be split between two fragments)."""
+    message = parts[0] if len(parts) == 1 else b"".join(parts)
+    try:
+        message.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class StationWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's `websockets-sansio` protocol, reporting every chunk received to the connection's `Activity`, with
     a smaller compressor (`station_deflate`) and reading paused only past `UNREAD_LIMIT` waiting messages."""
@@ -90,6 +104,17 @@ class StationWebSocketProtocol(WebSocketsSansIOProtocol):
         self.conn.parser = None  # type: ignore[assignment]
 
     def send_receive_event_to_app(self) -> None:
+        if self.curr_msg_data_type == "text" and not self.close_sent and not _utf8(self.frames):
+            # RFC 6455 §8.1: close with 1007. uvicorn does the same but logs a traceback for it, one per hostile
+            # frame; a station's bad frame is worth one line, not an error of ours.
+            self.frames = []
+            log.warning(
+                "closing a connection: a text frame that is not UTF-8 (1007)",
+                extra={"fields": {"path": (getattr(self, "scope", None) or {}).get("path")}},
+            )
+            self.conn.send_close(CloseCode.INVALID_DATA, "text frame not UTF-8")
+            self.handle_parser_exception()
+            return
         paused = self.read_paused
         self.read_paused = True  # so the call below does not stop reading after this one message
         super().send_receive_event_to_app()
