@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypeAlias, assert_never
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -106,6 +106,9 @@ class AuditEntry(View):
     object_type: str
     object_id: str
     detail: dict[str, str] = {}
+    # What a person calls the object now (a site's name, an operator's e-mail address); None for objects named by
+    # their id (stations, meters, local list entries) and for one deleted since.
+    object_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +209,40 @@ async def list_records(
         query = query.where(AuditRecord.at >= where.since)
     if where.until is not None:
         query = query.where(AuditRecord.at < where.until)
-    rows = await session.scalars(query.order_by(AuditRecord.id.desc()).limit(page.fetch))
-    return page.page([_entry(row) for row in rows], lambda entry: str(entry.id))
+    rows = list(await session.scalars(query.order_by(AuditRecord.id.desc()).limit(page.fetch)))
+    names = await _names(session, company_id, rows[: page.limit])
+    return page.page(
+        [_entry(row, names.get((row.object_type, row.object_id))) for row in rows], lambda entry: str(entry.id)
+    )
+
+
+async def _names(session: AsyncSession, company_id: str, rows: list[AuditRecord]) -> dict[tuple[str, str], str]:
+    """The current names of the named objects `rows` are about, one read per kind; only the company's own objects,
+    so a record can never show another company's name."""
+    from chargenet.store import models  # here, not with the module: a command listing companies needs none
+
+    wanted: dict[str, set[str]] = {}
+    for row in rows:
+        wanted.setdefault(row.object_type, set()).add(row.object_id)
+    # kind -> (its id in the log, what a person calls it, its company)
+    kinds: dict[str, tuple[Any, Any, Any]] = {
+        "company": (models.Company.id, models.Company.name, models.Company.id),
+        "site": (models.Site.id, models.Site.name, models.Site.company_id),
+        "application": (models.Application.client_id, models.Application.name, models.Application.company_id),
+        "group": (models.Group.id, models.Group.name, models.Group.company_id),
+        "operator": (models.Operator.id, models.Operator.email, models.Operator.company_id),
+        "webhook": (models.Webhook.id, models.Webhook.url, models.Site.company_id),
+    }
+    names: dict[tuple[str, str], str] = {}
+    for kind, (key, name, company) in kinds.items():
+        if kind not in wanted:
+            continue
+        statement = select(key, name).where(company == company_id, key.in_(sorted(wanted[kind])))
+        if kind == "webhook":
+            statement = statement.join_from(models.Webhook, models.Site, models.Site.id == models.Webhook.site_id)
+        for object_id, shown in await session.execute(statement):
+            names[(kind, object_id)] = shown
+    return names
 
 
 async def purge(session: AsyncSession, *, now: datetime) -> int:
@@ -234,7 +269,7 @@ class AuditRetention(LoopWorker):
             log.info("purged old audit records", extra={"fields": {"count": purged}})
 
 
-def _entry(row: AuditRecord) -> AuditEntry:
+def _entry(row: AuditRecord, name: str | None = None) -> AuditEntry:
     return AuditEntry(
         id=row.id,
         company_id=row.company_id,
@@ -246,4 +281,5 @@ def _entry(row: AuditRecord) -> AuditEntry:
         object_type=row.object_type,
         object_id=row.object_id,
         detail=json.loads(row.detail),
+        object_name=name,
     )

@@ -285,6 +285,22 @@ async def site_names(session: AsyncSession, caller: Caller, site_ids: Collection
     return {site_id: name for site_id, name in rows}
 
 
+# The sites a form offers as choices, by name: past this many a form still works, with the first ones.
+MAX_SITE_CHOICES = 500
+
+
+async def site_choices(session: AsyncSession, caller: Caller, scope: Scope) -> list[tuple[str, str]]:
+    """(id, name) of the sites where `scope` holds for the caller, by name (at most MAX_SITE_CHOICES), for a form
+    or a filter that names a site."""
+    rows = await session.execute(
+        select(Site.id, Site.name)
+        .where(site_filter(caller.reach(scope)))
+        .order_by(Site.name, Site.id)
+        .limit(MAX_SITE_CHOICES)
+    )
+    return [(site_id, name) for site_id, name in rows]
+
+
 async def site_company(session: AsyncSession, site_id: str) -> str:
     site = await session.get(Site, site_id)
     if site is None:

@@ -34,7 +34,7 @@ from chargenet.domain.text import is_storable
 from chargenet.errors import Conflict, InvalidInput, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.services import audit
+from chargenet.services import audit, sites
 from chargenet.services.callers import Caller, refuse_viewer
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, reachable_webhook, site_filter
@@ -69,7 +69,6 @@ from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, chec
 from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
 
 MAX_PAGE = 500
-MAX_SITE_CHOICES = 500
 
 
 class WebhookView(View):
@@ -565,14 +564,8 @@ async def list_webhooks(
 
 
 async def site_choices(session: AsyncSession, caller: Caller) -> list[tuple[str, str]]:
-    """(id, name) of the sites the caller reaches with `webhooks:read`, by name (at most MAX_SITE_CHOICES)."""
-    rows = await session.execute(
-        select(Site.id, Site.name)
-        .where(site_filter(caller.reach(Scope.WEBHOOKS_READ)))
-        .order_by(Site.name, Site.id)
-        .limit(MAX_SITE_CHOICES)
-    )
-    return [(site_id, name) for site_id, name in rows]
+    """(id, name) of the sites the caller reaches with `webhooks:read`, by name (`sites.site_choices`)."""
+    return await sites.site_choices(session, caller, Scope.WEBHOOKS_READ)
 
 
 async def site_choice(session: AsyncSession, caller: Caller, site_id: str) -> tuple[str, str] | None:

@@ -24,6 +24,7 @@ from chargenet.console.forms import address, page_of
 from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console, Signed, console_of, page, render
 from chargenet.domain.live import ENDED, RESYNC, LiveRow, Mark
+from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies, connector_status, console_sessions, sites
 
@@ -80,6 +81,9 @@ async def _list(request: Request, signed: Signed) -> Response:
         site_names = await sites.site_names(
             session, signed.caller, [row.connector.site_id for row in listed.items] if listed else []
         )
+        choices = await sites.site_choices(session, signed.caller, Scope.CHARGE_POINTS_READ)
+    if typed["site"] and typed["site"] not in dict(choices):
+        choices.append((typed["site"], typed["site"]))  # an address naming a site not offered still shows its filter
     path = console.url("/connectors")
     rows = listed.items if listed else []
     values = {
@@ -87,6 +91,7 @@ async def _list(request: Request, signed: Signed) -> Response:
         "rows": rows,
         "row_id": row_id,
         "site_names": site_names,
+        "site_choices": [("", "Any site"), *choices],
         "filters": typed,
         "filtered": any(typed.values()),
         "errors": errors,

@@ -448,6 +448,13 @@ async def test_the_station_search_matches_part_of_a_station_id_in_any_case(serve
     assert shown_rows(page.text) == ["ST-A2-1", "ST-A2-2"]
 
 
+async def test_the_site_filter_offers_the_companys_sites_by_name_and_no_other_companys(served: Served) -> None:
+    acme = await served.signed_in("owner@acme.test")
+    page = (await acme.get(f"/console/connectors?site={served.site_a}")).text
+    assert f'<option value="{served.site_a}" selected>Harbour</option>' in page
+    assert served.site_b not in page and "Depot" not in page
+
+
 async def test_the_site_filter_of_another_companys_site_shows_nothing(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     ours = await acme.get(f"/console/connectors?site={served.site_a}")

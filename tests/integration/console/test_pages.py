@@ -117,6 +117,25 @@ async def test_another_companys_audit_records_are_never_shown(harness: ConsoleHa
     assert "their-site</td>" not in page.text and "Nothing recorded" in page.text
 
 
+async def test_the_audit_log_names_each_object_and_links_to_its_page_with_its_id_beside(
+    harness: ConsoleHarness, tmp_path: Path
+) -> None:
+    store_keys = KeyStore(tmp_path / "keys")
+    store_keys.ensure()
+    async with harness.store.transaction() as session:
+        site = await sites.create_site(
+            session,
+            OPERATOR,
+            store_keys.credential_cipher(),
+            company_id=harness.team.company_id,
+            name="Harbour <North>",
+            now=harness.clock.now(),
+        )
+    page = await (await harness.signed_in("viewer@acme.test")).get("/console/audit", params={"object_type": "site"})
+    assert f'<a href="/console/sites/{site.id}">Harbour &lt;North&gt;</a>' in page.text
+    assert f'<code class="hint" title="Site ID">{site.id}</code>' in page.text
+
+
 async def test_an_operator_changes_their_own_password_and_the_other_sessions_end(harness: ConsoleHarness) -> None:
     here = await harness.signed_in("viewer@acme.test")
     elsewhere = await harness.signed_in("viewer@acme.test")

@@ -15,7 +15,7 @@ from chargenet.domain.operators import Role
 from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.keys import KeyStore
-from chargenet.services import audit
+from chargenet.services import audit, sites
 from chargenet.services.callers import OPERATOR, ApiApplication, OperatorCaller
 from chargenet.services.pages import PageRequest, UnknownCursor, encode_cursor
 from chargenet.store.db import Store
@@ -122,3 +122,30 @@ async def test_the_log_pages_newest_first_by_an_opaque_cursor(store: Store, cloc
             await audit.list_records(session, OPERATOR, PageRequest.of(3, encode_cursor("x")), company_id=company_id)
     assert [e.object_id for e in first.items + rest.items] == [f"site_{n}" for n in range(4, -1, -1)]
     assert rest.next is None
+
+
+async def test_each_record_names_its_object_as_a_person_calls_it_now(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    keys = KeyStore(tmp_path)
+    tenant = await make_tenant(store, keys, clock.now())
+    async with store.transaction() as session:
+        await sites.update_site(
+            session, OPERATOR, keys.credential_cipher(), tenant.site_id, name="Harbour", now=clock.now()
+        )
+        entries = (await audit.list_records(session, OPERATOR, PageRequest(), company_id=tenant.company_id)).items
+    named = {(e.object_type, e.object_id): e.object_name for e in entries}
+    assert named[("site", tenant.site_id)] == "Harbour"  # the name it has now, in every record of it
+    assert named[("company", tenant.company_id)] == "Acme Charging"
+    assert named[("station", tenant.station_id)] is None  # a station is named by its id
+
+
+async def test_a_record_never_shows_the_name_of_another_companys_object(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    ours = await make_tenant(store, KeyStore(tmp_path), clock.now())
+    theirs = await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="ST-2")
+    await note(store, ours.company_id, clock, theirs.site_id)  # a record naming another company's site by its id
+    async with store.transaction() as session:
+        page = await audit.list_records(session, OPERATOR, PageRequest(), company_id=ours.company_id, where=NOTED)
+    assert [(e.object_id, e.object_name) for e in page.items] == [(theirs.site_id, None)]
