@@ -60,12 +60,13 @@ async def test_reservations_the_local_list_and_a_data_transfer_are_sent_from_the
 
         send_list = page.get_by_role("form", name="Send the site's list")
         await send_list.get_by_label("Version for the station to record").fill("4")
-        page.once("dialog", lambda dialog: dialog.accept())  # replacing the station's list is confirmed first
+        await send_list.get_by_label("Differential", exact=False).check()
+        page.once("dialog", lambda dialog: dialog.accept())  # sending it is confirmed first
         await send_list.get_by_role("button", name="Send local list").click()
         await expect(send_list.get_by_role("status")).to_contain_text("the station answered Accepted")
         assert station.received_calls[-1] == (
             "SendLocalList",
-            {"listVersion": 4, "updateType": "Full", "localAuthorizationList": []},
+            {"listVersion": 4, "updateType": "Differential", "localAuthorizationList": []},
         )
 
         transfer = page.get_by_role("form", name="Vendor-specific message (DataTransfer)")

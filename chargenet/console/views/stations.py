@@ -66,6 +66,10 @@ from chargenet.services.pages import PageRequest
 from chargenet.store.db import Transactions
 
 RESET_TYPES = (("Soft", "Soft: restart the software, ending sessions cleanly"), ("Hard", "Hard: reboot"))
+LIST_UPDATES = (
+    ("Full", "Full: the site's list replaces the station's"),
+    ("Differential", "Differential: the site's tags are added or changed, the station's others kept"),
+)
 AVAILABILITY = (("Inoperative", "Inoperative"), ("Operative", "Operative"))
 TRIGGERS = (
     "StatusNotification",
@@ -90,6 +94,7 @@ COMMAND_FIELDS = {
     "expiryDate": "expires",
     "reservationId": "reservation_id",
     "listVersion": "list_version",
+    "updateType": "update_type",
     "vendorId": "vendor_id",
     "messageId": "message_id",
     "data": "data",
@@ -195,6 +200,7 @@ async def _station_page(
         "in_progress": in_progress,
         "disabled": _disabled_reasons(state, signed.caller),
         "reset_types": RESET_TYPES,
+        "list_updates": LIST_UPDATES,
         "availability": AVAILABILITY,
         "triggers": [(message, message) for message in TRIGGERS],
         "connector_triggers": [(message, message) for message in CONNECTOR_TRIGGERS],
@@ -527,8 +533,15 @@ async def _send_local_list(
     version = whole_number(form, "list_version", low=1, high=INT32_MAX)
     if version is None:
         raise InvalidInput("type the version the station is to record for the list", field="list_version")
+    update = _choice(form, "update_type", station_commands.LOCAL_LIST_UPDATES)
     answer = await station_commands.send_local_list(
-        reading, edge, caller, station_id=station_id, list_version=version, limits=frames.DEFAULT_LIMITS
+        reading,
+        edge,
+        caller,
+        station_id=station_id,
+        list_version=version,
+        limits=frames.DEFAULT_LIMITS,
+        update_type="Full" if update == "Full" else "Differential",
     )
     return _status_of(answer)
 

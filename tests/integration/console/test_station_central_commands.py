@@ -112,7 +112,7 @@ async def test_cancelling_a_reservation_shows_the_stations_refusal_as_its_answer
     assert station.received_calls == [("CancelReservation", {"reservationId": 7})]
 
 
-async def test_the_sites_local_list_is_sent_whole_with_the_version_typed(
+async def test_the_sites_local_list_is_sent_in_full_or_as_a_difference_with_the_version_typed(
     served: Served,  # noqa: F811
     admin: httpx.AsyncClient,
     station: SimulatedStation,  # noqa: F811
@@ -127,20 +127,17 @@ async def test_the_sites_local_list_is_sent_whole_with_the_version_typed(
                 status=status,
                 now=served.context.clock.now(),
             )
-    response = await send(admin, {"command": "send-local-list", "region": "answer-local-list", "list_version": "4"})
-    assert response.status_code == 200 and "the station answered Accepted" in text_of(response.text)
+    for version, update in (("4", "Full"), ("5", "Differential")):
+        data = {"command": "send-local-list", "region": "answer-local-list", "list_version": version}
+        response = await send(admin, {**data, "update_type": update})
+        assert response.status_code == 200 and "the station answered Accepted" in text_of(response.text)
+    entries = [
+        {"idTag": "TAG-A", "idTagInfo": {"status": "Accepted"}},
+        {"idTag": "TAG-B", "idTagInfo": {"status": "Blocked"}},
+    ]
     assert station.received_calls == [
-        (
-            "SendLocalList",
-            {
-                "listVersion": 4,
-                "updateType": "Full",
-                "localAuthorizationList": [
-                    {"idTag": "TAG-A", "idTagInfo": {"status": "Accepted"}},
-                    {"idTag": "TAG-B", "idTagInfo": {"status": "Blocked"}},
-                ],
-            },
-        )
+        ("SendLocalList", {"listVersion": 4, "updateType": "Full", "localAuthorizationList": entries}),
+        ("SendLocalList", {"listVersion": 5, "updateType": "Differential", "localAuthorizationList": entries}),
     ]
 
 
@@ -200,8 +197,12 @@ async def test_a_callerror_to_a_data_transfer_is_shown_with_its_code(
         (reservation(reservation_id="seven"), "is not a whole number"),
         (reservation(reservation_id=""), "type the reservation"),
         ({"command": "cancel-reservation", "reservation_id": "-1"}, "must be 0 to 2147483647"),
-        ({"command": "send-local-list", "list_version": "0"}, "must be 1 to 2147483647"),
-        ({"command": "send-local-list", "list_version": ""}, "type the version"),
+        ({"command": "send-local-list", "list_version": "0", "update_type": "Full"}, "must be 1 to 2147483647"),
+        ({"command": "send-local-list", "list_version": "", "update_type": "Full"}, "type the version"),
+        (
+            {"command": "send-local-list", "list_version": "1", "update_type": "Some"},
+            "choose one of Full, Differential",
+        ),
         ({"command": "data-transfer", "vendor_id": ""}, "type the vendor"),
         ({"command": "data-transfer", "vendor_id": "v" * 256}, "must be at most 255 characters"),
         ({"command": "data-transfer", "vendor_id": "v", "message_id": "m" * 51}, "must be at most 50 characters"),
@@ -238,7 +239,7 @@ async def test_behind_an_upstream_the_forms_are_off_and_a_post_is_refused_as_the
     for data in (
         reservation(),
         {"command": "cancel-reservation", "reservation_id": "7"},
-        {"command": "send-local-list", "list_version": "1"},
+        {"command": "send-local-list", "list_version": "1", "update_type": "Differential"},
         {"command": "local-list-version"},
         {"command": "data-transfer", "vendor_id": "com.example"},
     ):
