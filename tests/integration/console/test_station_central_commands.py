@@ -275,3 +275,18 @@ async def test_a_viewer_gets_no_forms_and_a_post_is_403(
     finally:
         await viewer.aclose()
     assert station.received_calls == []
+
+
+async def test_a_plain_form_post_shows_the_page_with_the_answer_beside_its_form(
+    admin: httpx.AsyncClient,
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    page = (await admin.get("/console/stations/CS-1")).text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token
+    data = {"command": "local-list-version", "region": "answer-list-version", "csrf_token": token.group(1)}
+    response = await admin.post("/console/stations/CS-1/commands", data=data)
+    assert response.status_code == 200 and "<h1>Station CS-1</h1>" in response.text
+    before, region = response.text.split('id="answer-list-version"', 1)
+    assert "the station answered 0: its local list is empty" in text_of(region.split("</form>", 1)[0])
+    assert "local list is empty" not in before
