@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from chargenet.domain.scopes import Scope
 from chargenet.edge.protocol import frames
@@ -32,6 +33,9 @@ from chargenet.services.charge_point_commands import AvailabilityAnswer, Command
 from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
+
+LocalListUpdate = Literal["Full", "Differential"]
+LOCAL_LIST_UPDATES: tuple[LocalListUpdate, ...] = ("Full", "Differential")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +204,12 @@ async def send_local_list(
     station_id: str,
     list_version: int,
     limits: FrameLimits,
+    update_type: LocalListUpdate = "Full",
 ) -> Payload:
-    """SendLocalList: the site's whole local authorization list (updateType Full), for the station to decide
-    those tags itself while it cannot reach the edge. `charge-points:write` on the station is what it takes."""
+    """SendLocalList: the site's whole local authorization list, for the station to decide those tags itself while
+    it cannot reach the edge. `Full` replaces the list the station has; `Differential` adds or changes each of the
+    site's tags there and leaves the station's others as they are. `charge-points:write` on the station is what it
+    takes."""
     target = await _station(reading, caller, station_id, central_only=True)
     async with reading() as session:
         entries = await entries_of_site(session, target.site_id)
@@ -214,7 +221,11 @@ async def send_local_list(
         if entry.parent_id_tag is not None:
             info["parentIdTag"] = entry.parent_id_tag
         authorization.append({"idTag": entry.id_tag, "idTagInfo": info})
-    payload: Payload = {"listVersion": list_version, "updateType": "Full", "localAuthorizationList": authorization}
+    payload: Payload = {
+        "listVersion": list_version,
+        "updateType": update_type,
+        "localAuthorizationList": authorization,
+    }
     try:
         frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), limits)
     except LocalProtocolError:

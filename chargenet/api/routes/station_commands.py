@@ -27,6 +27,7 @@ from chargenet.edge.protocol.frames import FrameLimits, Payload
 from chargenet.services import station_commands
 from chargenet.services.callers import ApiApplication
 from chargenet.services.charge_point_commands import CommandAnswer
+from chargenet.services.station_commands import LocalListUpdate
 
 router = APIRouter(tags=["station commands"])
 
@@ -115,6 +116,11 @@ class SendLocalListBody(_Body):
 
     listVersion: Annotated[int, Bounds(ge=1), Integral] = Field(
         description="The version the station records for the site's whole list"
+    )
+    updateType: LocalListUpdate = Field(
+        default="Full",
+        description="Full: the site's list replaces the station's; Differential: the site's tags are added or "
+        "changed there, the station's others kept",
     )
 
 
@@ -237,7 +243,8 @@ async def clear_cache(station_id: str, context: Context, caller: Commander) -> S
 async def send_local_list(
     station_id: str, body: SendLocalListBody, context: Context, caller: Commander
 ) -> StatusAnswer:
-    """The site's whole local authorization list (updateType Full)."""
+    """The site's whole local authorization list, replacing the station's (updateType Full) or added to it
+    (Differential)."""
     answer = await station_commands.send_local_list(
         context.store.read,
         context.stations,
@@ -245,6 +252,7 @@ async def send_local_list(
         station_id=station_id,
         list_version=body.listVersion,
         limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
+        update_type=body.updateType,
     )
     return _as(StatusAnswer, answer)
 

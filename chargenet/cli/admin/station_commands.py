@@ -89,6 +89,13 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     send_list = verb("send-local-list", "send the site's local authorization list to a station", _send_local_list)
     send_list.add_argument("--list-version", dest="list_version", required=True, type=_number(1), metavar="N")
+    send_list.add_argument(
+        "--update-type",
+        dest="update_type",
+        choices=["Full", "Differential"],
+        default="Full",
+        help="Full (the default) replaces the station's list; Differential adds or changes the site's tags there",
+    )
 
     verb("local-list-version", "ask a station which local list version it has", _local_list_version)
 
@@ -215,7 +222,14 @@ def _send_local_list(args: argparse.Namespace) -> None:
     from chargenet.edge.protocol.frames import FrameLimits
 
     limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
-    _run(args, "SendLocalList", "send_local_list", list_version=args.list_version, limits=limits)
+    _run(
+        args,
+        "SendLocalList",
+        "send_local_list",
+        list_version=args.list_version,
+        limits=limits,
+        update_type=args.update_type,
+    )
 
 
 def _reserve(args: argparse.Namespace) -> None:

@@ -2,19 +2,20 @@
 configuration, and its keys.
 
 A station that is not connected is shown offline whatever its connectors last reported, and its commands are
-disabled with the reason; so are the central-system commands (configuration, cache) on a site with an upstream,
-which owns them (`station_commands` refuses them there as a conflict). Every command goes through the same use
-cases as the API (`services.charge_point_commands`, `services.station_commands`), and its outcome is shown as it
-came: the station's answer, its CALLERROR, its silence, or why it was not sent. An htmx request gets only the
-outcome, in the region beside the form that sent it; a plain form post gets the whole page with the outcome in
-that region.
+disabled with the reason; so are the central-system commands (configuration, cache, local list, reservations,
+data transfer) on a site with an upstream, which owns them (`station_commands` refuses them there as a conflict).
+Every command goes through the same use cases as the API (`services.charge_point_commands`,
+`services.station_commands`), and its outcome is shown as it came: the station's answer, its CALLERROR, its
+silence, or why it was not sent. An htmx request gets only the outcome, in the region beside the form that sent
+it; a plain form post gets the whole page with the outcome in that region.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -22,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import field_errors, version_of, whole_number
+from chargenet.console.forms import field_errors, optional_text, text, utc_instant, version_of, whole_number
 from chargenet.console.pages import Console, Signed, console_of, go_to, is_htmx, page, redirect, render, submitted
 from chargenet.console.views.sites import (
     KEY_CHOICES_EDIT,
@@ -35,6 +36,8 @@ from chargenet.console.views.sites import (
 )
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
+from chargenet.domain.text import INT32_MAX
+from chargenet.edge.protocol import frames
 from chargenet.edge.protocol.frames import Payload
 from chargenet.errors import (
     Conflict,
@@ -52,15 +55,21 @@ from chargenet.services import (
     charge_point_commands,
     charge_points,
     companies,
+    localauth,
     sites,
     station_commands,
     stations,
     transactions,
 )
 from chargenet.services.callers import OperatorCaller
+from chargenet.services.pages import PageRequest
 from chargenet.store.db import Transactions
 
 RESET_TYPES = (("Soft", "Soft: restart the software, ending sessions cleanly"), ("Hard", "Hard: reboot"))
+LIST_UPDATES = (
+    ("Full", "Full: the site's list replaces the station's"),
+    ("Differential", "Differential: the site's tags are added or changed, the station's others kept"),
+)
 AVAILABILITY = (("Inoperative", "Inoperative"), ("Operative", "Operative"))
 TRIGGERS = (
     "StatusNotification",
@@ -80,7 +89,21 @@ COMMAND_FIELDS = {
     "requestedMessage": "message",
     "key": "key",
     "value": "value",
+    "parent-id-tag": "parent_id_tag",
+    "parentIdTag": "parent_id_tag",
+    "expiryDate": "expires",
+    "reservationId": "reservation_id",
+    "listVersion": "list_version",
+    "updateType": "update_type",
+    "vendorId": "vendor_id",
+    "messageId": "message_id",
+    "data": "data",
 }
+# The bounds of the API's bodies (`api.routes.station_commands`), so that the page refuses what the API refuses.
+MAX_VENDOR_ID = 255
+MAX_MESSAGE_ID = 50
+MAX_DATA = 10_000
+RESERVATION_HOURS = 1  # the expiry a reservation form starts with, from now
 
 Kind = Literal["answered", "callerror", "silent", "offline", "refused", "invalid"]
 
@@ -100,6 +123,8 @@ class Outcome:
     errors: dict[str, str] = field(default_factory=dict)
     configuration: list[dict[str, Any]] | None = None
     unknown_keys: list[str] | None = None
+    list_version: int | None = None  # GetLocalListVersion's answer
+    data: str | None = None  # what a DataTransfer's answer carried
     at: datetime | None = None  # when it came (or was refused)
 
     @property
@@ -145,8 +170,8 @@ def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCal
     central = offline
     if central is None and state.site_has_upstream:
         central = (
-            "Configuration and the authorization cache belong to the site's upstream central system "
-            "(the site has an upstream): send these commands from there."
+            "Configuration, the authorization cache, the local list, reservations and data transfers belong to the "
+            "site's upstream central system (the site has an upstream): send these commands from there."
         )
     return {"all": offline, "central": central}
 
@@ -158,6 +183,7 @@ async def _station_page(
     async with console.reading() as session:
         station = await stations.get_station(session, signed.caller, station_id)
         site = await sites.get_site(session, signed.caller, station.site_id)
+        local_list = await localauth.list_entries(session, signed.caller, PageRequest(1), site_id=site.id)
         company = await companies.get_company(session, signed.caller, site.company_id)
         points = await charge_points.charge_points_of_stations(session, signed.caller, console.stations, [station_id])
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
@@ -174,9 +200,12 @@ async def _station_page(
         "in_progress": in_progress,
         "disabled": _disabled_reasons(state, signed.caller),
         "reset_types": RESET_TYPES,
+        "list_updates": LIST_UPDATES,
         "availability": AVAILABILITY,
         "triggers": [(message, message) for message in TRIGGERS],
         "connector_triggers": [(message, message) for message in CONNECTOR_TRIGGERS],
+        "local_list_empty": not local_list.items,
+        "reservation_expires": f"{console.clock.now() + timedelta(hours=RESERVATION_HOURS):%Y-%m-%dT%H:%M}",
         "outcome": None,
         "form": {"key": "keep", "clear_upstream_password": False},
         "version": station.version,  # an edit refused as stale saves, the next time, over what is now shown
@@ -194,7 +223,9 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 # --- commands ---------------------------------------------------------------------------------------------------
 
-Send = Callable[[Transactions, StationCommands, OperatorCaller, str, Mapping[str, str]], Awaitable["Answered"]]
+Send = Callable[
+    [Transactions, StationCommands, OperatorCaller, str, Mapping[str, str], datetime], Awaitable["Answered"]
+]
 
 
 @dataclass(frozen=True)
@@ -203,6 +234,8 @@ class Answered:
     configuration: list[dict[str, Any]] | None = None
     unknown_keys: list[str] | None = None
     detail: str | None = None
+    list_version: int | None = None
+    data: str | None = None
 
 
 @dataclass(frozen=True)
@@ -245,7 +278,12 @@ def _choice(form: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str
 
 
 async def _remote_start(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     id_tag = form.get("id_tag", "").strip()
     if not id_tag:
@@ -257,7 +295,12 @@ async def _remote_start(
 
 
 async def _remote_stop(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     number = whole_number(form, "transaction_id", low=1, high=2**31 - 1)
     if number is None:
@@ -271,7 +314,12 @@ async def _remote_stop(
 
 
 async def _unlock(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     connector = station_commands.StationConnector(_charge_point(form), _connector(form))
     answer = await station_commands.unlock(reading, edge, caller, station_id=station_id, connector=connector)
@@ -282,7 +330,12 @@ def _availability(station_wide: bool) -> Send:
     """ChangeAvailability of the connector the form names, or of the whole station."""
 
     async def send(
-        reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+        reading: Transactions,
+        edge: StationCommands,
+        caller: OperatorCaller,
+        station_id: str,
+        form: Mapping[str, str],
+        now: datetime,
     ) -> Answered:
         answer = await station_commands.change_availability(
             reading,
@@ -302,7 +355,12 @@ def _trigger(station_wide: bool) -> Send:
     """TriggerMessage for the connector the form names (of the messages about one), or for the whole station."""
 
     async def send(
-        reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+        reading: Transactions,
+        edge: StationCommands,
+        caller: OperatorCaller,
+        station_id: str,
+        form: Mapping[str, str],
+        now: datetime,
     ) -> Answered:
         answer = await station_commands.trigger(
             reading,
@@ -319,14 +377,24 @@ def _trigger(station_wide: bool) -> Send:
 
 
 async def _reset(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     kind = _choice(form, "type", ("Soft", "Hard"))
     return _status_of(await station_commands.reset(reading, edge, caller, station_id=station_id, kind=kind))
 
 
 async def _clear_cache(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     answer = await station_commands.central_command(
         reading, edge, caller, station_id=station_id, action="ClearCache", payload={}
@@ -352,7 +420,12 @@ def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
 
 
 async def _get_configuration(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     wanted = [key.strip() for key in form.get("keys", "").split(",") if key.strip()]
     payload: Payload = {"key": wanted} if wanted else {}
@@ -368,7 +441,12 @@ async def _get_configuration(
 
 
 async def _change_configuration(
-    reading: Transactions, edge: StationCommands, caller: OperatorCaller, station_id: str, form: Mapping[str, str]
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
 ) -> Answered:
     key = form.get("key", "").strip()
     if not key:
@@ -378,6 +456,135 @@ async def _change_configuration(
         reading, edge, caller, station_id=station_id, action="ChangeConfiguration", payload=payload
     )
     return _status_of(answer)
+
+
+def _bounded_text(form: Mapping[str, str], name: str, longest: int, *, required: str | None = None) -> str | None:
+    """Field `name` as typed (None when blank), at most `longest` characters; blank is refused with `required`."""
+    value = form.get(name, "")
+    if not value.strip():
+        if required is not None:
+            raise InvalidInput(required, field=name)
+        return None
+    if len(value) > longest:
+        raise InvalidInput(f"must be at most {longest} characters, got {len(value)}", field=name)
+    return value
+
+
+def _reservation_id(form: Mapping[str, str]) -> int:
+    number = whole_number(form, "reservation_id", low=0, high=INT32_MAX)
+    if number is None:
+        raise InvalidInput("type the reservation's number", field="reservation_id")
+    return number
+
+
+async def _reserve(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
+) -> Answered:
+    id_tag = text(form, "id_tag")
+    if not id_tag:
+        raise InvalidInput("type the idTag the connector is reserved for", field="id_tag")
+    expires = utc_instant(form, "expires")
+    if expires is None:
+        raise InvalidInput("say when the reservation expires", field="expires")
+    if expires <= now:
+        raise InvalidInput(f"must be in the future (it is {now:%Y-%m-%d %H:%M} UTC now)", field="expires")
+    answer = await station_commands.reserve_now(
+        reading,
+        edge,
+        caller,
+        station_id=station_id,
+        connector=station_commands.StationConnector(_charge_point(form), _connector(form)),
+        id_tag=id_tag,
+        expires_at=expires,
+        reservation_id=_reservation_id(form),
+        parent_id_tag=optional_text(form, "parent_id_tag"),
+    )
+    return _status_of(answer)
+
+
+async def _cancel_reservation(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
+) -> Answered:
+    payload: Payload = {"reservationId": _reservation_id(form)}
+    answer = await station_commands.central_command(
+        reading, edge, caller, station_id=station_id, action="CancelReservation", payload=payload
+    )
+    return _status_of(answer)
+
+
+async def _send_local_list(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
+) -> Answered:
+    version = whole_number(form, "list_version", low=1, high=INT32_MAX)
+    if version is None:
+        raise InvalidInput("type the version the station is to record for the list", field="list_version")
+    update = _choice(form, "update_type", station_commands.LOCAL_LIST_UPDATES)
+    answer = await station_commands.send_local_list(
+        reading,
+        edge,
+        caller,
+        station_id=station_id,
+        list_version=version,
+        limits=frames.DEFAULT_LIMITS,
+        update_type="Full" if update == "Full" else "Differential",
+    )
+    return _status_of(answer)
+
+
+async def _local_list_version(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
+) -> Answered:
+    answer = await station_commands.central_command(
+        reading, edge, caller, station_id=station_id, action="GetLocalListVersion", payload={}
+    )
+    version = answer.get("listVersion")
+    return Answered(None, list_version=version if isinstance(version, int) else None)
+
+
+async def _data_transfer(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    now: datetime,
+) -> Answered:
+    vendor = _bounded_text(form, "vendor_id", MAX_VENDOR_ID, required="type the vendor's id")
+    payload: Payload = {"vendorId": vendor}
+    message = _bounded_text(form, "message_id", MAX_MESSAGE_ID)
+    if message is not None:
+        payload["messageId"] = message
+    data = _bounded_text(form, "data", MAX_DATA)
+    if data is not None:
+        payload["data"] = data
+    answer = await station_commands.central_command(
+        reading, edge, caller, station_id=station_id, action="DataTransfer", payload=payload
+    )
+    carried = answer.get("data")
+    return Answered(
+        str(answer.get("status", "")) or None,
+        data=None if carried is None else carried if isinstance(carried, str) else json.dumps(carried),
+    )
 
 
 COMMANDS: dict[str, Command] = {
@@ -392,6 +599,11 @@ COMMANDS: dict[str, Command] = {
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
+    "reserve": Command("Reserve", "ReserveNow", _reserve, False),
+    "cancel-reservation": Command("Cancel reservation", "CancelReservation", _cancel_reservation, True),
+    "send-local-list": Command("Send local list", "SendLocalList", _send_local_list, True),
+    "local-list-version": Command("Read local list version", "GetLocalListVersion", _local_list_version, True),
+    "data-transfer": Command("Data transfer", "DataTransfer", _data_transfer, True),
 }
 
 
@@ -426,13 +638,15 @@ async def _send(request: Request, signed: Signed) -> Response:
     )
     try:
         reading, edge = _runtime(console, station_id)
-        answered = await command.send(reading, edge, caller, station_id, form)
+        answered = await command.send(reading, edge, caller, station_id, form, console.clock.now())
         outcome = replace(
             outcome,
             status=answered.status,
             detail=answered.detail,
             configuration=answered.configuration,
             unknown_keys=answered.unknown_keys,
+            list_version=answered.list_version,
+            data=answered.data,
         )
     except StationRejected as error:
         if error.status == "AlreadyStopped":  # our refusal, before anything was sent

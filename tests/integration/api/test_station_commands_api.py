@@ -71,6 +71,17 @@ async def test_send_local_list_sends_the_sites_whole_list(
     assert (action, payload["listVersion"], payload["updateType"]) == ("SendLocalList", 3, "Full")
 
 
+async def test_send_local_list_as_a_difference_adds_the_sites_tags_to_the_stations(
+    api: httpx.AsyncClient,  # noqa: F811
+    station: SimulatedStation,  # noqa: F811
+) -> None:
+    response = await api.post("/stations/CS-1/send-local-list", json={"listVersion": 4, "updateType": "Differential"})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    assert station.received_calls == [
+        ("SendLocalList", {"listVersion": 4, "updateType": "Differential", "localAuthorizationList": []})
+    ]
+
+
 async def test_reserve_and_cancel_a_reservation(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
     reserve = await api.post(
         "/stations/CS-1/reserve",
@@ -151,6 +162,7 @@ async def test_another_companys_station_is_404_and_reaches_nothing(
         ("reserve", {"connectorId": 1, "idTag": "T", "expiryDate": "2027-01-01T18:00:00", "reservationId": 1}),
         ("cancel-reservation", {"reservationId": 2**40}),
         ("send-local-list", {"listVersion": "3"}),
+        ("send-local-list", {"listVersion": 3, "updateType": "Partial"}),
     ],
 )
 async def test_a_bad_body_is_422_and_reaches_no_station(

@@ -165,6 +165,16 @@ async def test_send_local_list_sends_the_sites_whole_list(cli, served, station) 
     ]
 
 
+async def test_send_local_list_as_a_difference_says_so_to_the_station(cli, station) -> None:  # type: ignore[no-untyped-def]
+    result = await cli(
+        "admin", "station", "send-local-list", "CS-1", "--list-version", "4", "--update-type", "Differential", "--json"
+    )  # fmt: skip
+    assert result.json() == {"status": "Accepted"}
+    assert station.received_calls == [
+        ("SendLocalList", {"listVersion": 4, "updateType": "Differential", "localAuthorizationList": []})
+    ]
+
+
 async def test_reservation_of_connector_zero_is_bad_input_exit_2(cli, station) -> None:  # type: ignore[no-untyped-def]
     result = await cli(
         "admin", "station", "reserve", "CS-1", "--connector", "0", "--id-tag", "TAG1",
