@@ -8,6 +8,8 @@ from datetime import timedelta
 
 from chargenet.alerts.mailer import NO_SERVER
 from chargenet.domain.alerts import CLEAR_HOLD, MAIL_RETRY_DELAY
+from chargenet.services import alert_rules
+from chargenet.services.callers import OPERATOR
 from chargenet.store.models import MailSettings
 from tests.integration.alerts.conftest import Alerting, alert_list, set_presence, set_server
 from tests.support.ports import free_port
@@ -119,3 +121,15 @@ async def test_without_a_mail_server_the_alert_is_raised_and_its_mail_waits_sayi
     await alerting.round()
     (alert,) = await alert_list(alerting.store, alerting.tenant.company_id)
     assert alert.is_open and alert.mails[0].last_error == NO_SERVER
+
+
+async def test_disabling_a_rule_ends_its_open_alert_without_a_mail(alerting: Alerting, smtp: SmtpServer) -> None:
+    await set_presence(alerting.store, alerting.tenant.station_id, connected=False, at=alerting.clock.now())
+    alerting.clock.advance(10 * 60)
+    await alerting.round()
+    async with alerting.store.transaction() as session:
+        await alert_rules.set_enabled(session, OPERATOR, alerting.rule_id, enabled=False, now=alerting.clock.now())
+    alerting.clock.advance(CLEAR_HOLD.total_seconds())
+    await alerting.round()
+    (ended,) = await alert_list(alerting.store, alerting.tenant.company_id)
+    assert not ended.is_open and len(smtp.inbox.received) == 1
