@@ -1,5 +1,6 @@
-"""Two processes sharing one PostgreSQL store, each with its own evaluator and mailer over its own connections:
-an alert is raised once and mailed once, whichever process sees the condition first."""
+"""Two processes sharing one PostgreSQL store (two `Store`s, each with its own engine and pool, as
+tests/support/processes.py has them), each with its own evaluator and mailer running at once: an alert is raised
+once and mailed once, whichever process sees the condition first."""
 
 from __future__ import annotations
 
@@ -11,20 +12,17 @@ from chargenet.alerts.evaluator import AlertEvaluator
 from chargenet.alerts.mailer import AlertMailer
 from chargenet.clock import ManualClock
 from chargenet.keys import KeyStore
-from chargenet.store import schema
-from chargenet.store.db import Store
 from chargenet.store.models import Alert, AlertMail
 from tests.factories import make_tenant
 from tests.integration.alerts.conftest import add_rule, set_presence, set_server
+from tests.support.processes import two_stores
 from tests.support.smtp import SmtpServer
 
 
 async def test_two_processes_raise_one_alert_and_send_one_mail(
-    pg_url: str, keys: KeyStore, clock: ManualClock, smtp: SmtpServer
+    keys: KeyStore, clock: ManualClock, smtp: SmtpServer
 ) -> None:
-    first, second = Store(pg_url, clock=clock), Store(pg_url, clock=clock)
-    try:
-        await schema.prepare_schema(first)
+    async with two_stores(clock) as (first, second):
         tenant = await make_tenant(first, keys, clock.now())
         await set_presence(first, tenant.station_id, connected=True, at=clock.now())
         await add_rule(first, tenant.company_id, clock.now())
@@ -45,6 +43,3 @@ async def test_two_processes_raise_one_alert_and_send_one_mail(
         assert alerts == 1
         assert [attempts for attempts, _ in mails] == [1] and mails[0][1] is not None
         assert smtp.inbox.subjects == ["[chargenet] Station offline: station ST-1 at Depot"]
-    finally:
-        await first.dispose()
-        await second.dispose()
