@@ -1,4 +1,5 @@
-"""The worker that raises and clears alerts: each round, every enabled rule in a transaction of its own.
+"""The worker that raises and clears alerts: each round, every enabled rule, judged in a read and, where that finds
+something to change, again in a transaction of its own.
 
 In that transaction it locks the rule's row (on PostgreSQL `FOR UPDATE SKIP LOCKED`: a rule another process is
 evaluating is skipped this round), reads the conditions of the rule's kind and the rule's alerts not yet cleared,
@@ -15,7 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.alerts.conditions import READERS
+from chargenet.alerts.conditions import READERS, Observed
 from chargenet.clock import Clock
 from chargenet.domain import alerts as rules
 from chargenet.domain.alerts import MailKind, Step, Tracked
@@ -49,23 +50,30 @@ class AlertEvaluator(LoopWorker):
                 await session.scalars(select(AlertRule.id).where(AlertRule.enabled.is_(True)).order_by(AlertRule.id))
             )
         for rule_id in rule_ids:
+            now = self.clock.now()
+            # Judged in a read first: most rounds change nothing, and on SQLite a transaction for nothing would take
+            # the writer's lock the stations' messages wait for.
+            async with self.store.read() as session:
+                rule = await session.get(AlertRule, rule_id)
+                if rule is None or not rule.enabled:
+                    continue
+                steps = [decision.step for _, _, _, decision in await self.decisions(session, rule, now)]
+            if all(step is Step.NOTHING for step in steps):
+                continue
             async with self.store.transaction() as session:
-                await self.evaluate(session, rule_id, self.clock.now())
+                await self.evaluate(session, rule_id, now)
 
-    async def evaluate(self, session: AsyncSession, rule_id: str, now: datetime) -> None:
-        """One rule, in the caller's transaction."""
-        rule = (
-            await session.execute(select(AlertRule).where(AlertRule.id == rule_id).with_for_update(skip_locked=True))
-        ).scalar_one_or_none()
-        if rule is None or not rule.enabled:
-            return  # another process holds it this round, or it was disabled or deleted meanwhile
-        kind = rules.RuleKind(rule.kind)
-        observed = await READERS[kind](session, rule.company_id, now)
+    async def decisions(
+        self, session: AsyncSession, rule: AlertRule, now: datetime
+    ) -> list[tuple[str, Observed | None, Alert | None, rules.Decision]]:
+        """What to do about each subject of `rule`: those whose condition holds and those it has an alert about."""
+        observed = await READERS[rules.RuleKind(rule.kind)](session, rule.company_id, now)
         tracked = {
             row.subject_id: row
             for row in await session.scalars(select(Alert).where(Alert.rule_id == rule.id, Alert.cleared_at.is_(None)))
         }
         threshold = timedelta(minutes=rule.threshold_minutes)
+        found = []
         for subject_id in sorted(observed.keys() | tracked.keys()):
             seen = observed.get(subject_id)
             row = tracked.get(subject_id)
@@ -76,6 +84,17 @@ class AlertEvaluator(LoopWorker):
                 now=now,
                 clear_hold=self.clear_hold,
             )
+            found.append((subject_id, seen, row, decision))
+        return found
+
+    async def evaluate(self, session: AsyncSession, rule_id: str, now: datetime) -> None:
+        """One rule, in the caller's transaction."""
+        rule = (
+            await session.execute(select(AlertRule).where(AlertRule.id == rule_id).with_for_update(skip_locked=True))
+        ).scalar_one_or_none()
+        if rule is None or not rule.enabled:
+            return  # another process holds it this round, or it was disabled or deleted meanwhile
+        for subject_id, seen, row, decision in await self.decisions(session, rule, now):
             match decision.step:
                 case Step.NOTHING:
                     pass

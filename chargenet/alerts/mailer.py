@@ -71,17 +71,19 @@ class AlertMailer(LoopWorker):
             await self.record(leased.mail_id, error, self.clock.now())
 
     async def lease(self, now: datetime) -> list[Leased]:
+        due = (
+            AlertMail.next_attempt_at <= now,
+            or_(AlertMail.lease_owner.is_(None), AlertMail.lease_expires_at <= now),
+        )
+        # Looked for in a read first: on SQLite a transaction every few seconds for nothing would take the writer's
+        # lock the stations' messages wait for.
+        async with self.store.read() as session:
+            if await session.scalar(select(AlertMail.id).where(*due).limit(1)) is None:
+                return []
         async with self.store.transaction() as session:
             mails = list(
                 await session.scalars(
-                    select(AlertMail)
-                    .where(
-                        AlertMail.next_attempt_at <= now,
-                        or_(AlertMail.lease_owner.is_(None), AlertMail.lease_expires_at <= now),
-                    )
-                    .order_by(AlertMail.id)
-                    .limit(BATCH)
-                    .with_for_update(skip_locked=True)
+                    select(AlertMail).where(*due).order_by(AlertMail.id).limit(BATCH).with_for_update(skip_locked=True)
                 )
             )
             if not mails:

@@ -170,6 +170,10 @@ def decide(
         if observed is None:
             return Decision(Step.FORGET if tracked is not None else Step.NOTHING)
         since = observed.since or (tracked.since if tracked is not None else now)
+        if tracked is not None:
+            # Held since the last round: a later start is a repeated report (a connector saying Faulted again), or
+            # an end and a new start between two rounds that nobody saw; the first start seen counts.
+            since = min(since, tracked.since)
         if now - since >= threshold:
             return Decision(Step.RAISE, since)
         if tracked is None or tracked.since != since:

@@ -56,9 +56,17 @@ def test_a_pending_alert_whose_condition_ended_before_the_threshold_is_forgotten
     assert decide(None, pending, threshold=TEN_MINUTES, now=T0) == Decision(Step.FORGET)
 
 
-def test_a_condition_that_began_again_moves_its_pending_alert_to_the_new_start() -> None:
+def test_a_pending_alert_keeps_the_first_start_seen_while_its_condition_held() -> None:
     pending = Tracked(minutes(-5), None, None)
-    assert decide(Holding(minutes(-1)), pending, threshold=TEN_MINUTES, now=T0) == Decision(Step.WATCH, minutes(-1))
+    assert decide(Holding(minutes(-1)), pending, threshold=TEN_MINUTES, now=T0) == Decision(Step.NOTHING)
+    assert decide(Holding(minutes(-1)), pending, threshold=TEN_MINUTES, now=minutes(5)) == Decision(
+        Step.RAISE, minutes(-5)
+    )
+
+
+def test_a_pending_alert_moves_to_an_earlier_start_the_store_knows() -> None:
+    pending = Tracked(T0, None, None)
+    assert decide(Holding(minutes(-3)), pending, threshold=TEN_MINUTES, now=T0) == Decision(Step.WATCH, minutes(-3))
 
 
 def test_a_raised_alert_whose_condition_still_holds_stays_as_it_is() -> None:
