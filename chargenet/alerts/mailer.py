@@ -9,6 +9,7 @@ where the console shows it, and the mail is tried again `retry_delay` later, for
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ NO_SERVER = "no SMTP server is set for this company (Alerts, Mail server)"
 @dataclass(frozen=True, slots=True)
 class Leased:
     mail_id: int
+    company_id: str
     mail: Outgoing
     server: SmtpServer | None
 
@@ -59,7 +61,16 @@ class AlertMailer(LoopWorker):
         self.timeout = timeout
 
     async def run_once(self) -> None:
+        by_company: dict[str, list[Leased]] = {}
         for leased in await self.lease(self.clock.now()):
+            by_company.setdefault(leased.company_id, []).append(leased)
+        # Each company's server on its own: one that is slow holds up no other company's mails.
+        await asyncio.gather(*(self.send_all(mails) for mails in by_company.values()))
+
+    async def send_all(self, mails: list[Leased]) -> None:
+        """One company's mails, in order, through its server. Once the server fails, the rest wait for the next
+        attempt with the same error instead of each waiting out the same failure now."""
+        for index, leased in enumerate(mails):
             error: str | None = None
             if leased.server is None:
                 error = NO_SERVER
@@ -69,6 +80,9 @@ class AlertMailer(LoopWorker):
                 except MailFailed as exc:
                     error = exc.reason
             await self.record(leased.mail_id, error, self.clock.now())
+            if error is not None:
+                await self.defer([rest.mail_id for rest in mails[index + 1 :]], error, self.clock.now())
+                return
 
     async def lease(self, now: datetime) -> list[Leased]:
         due = (
@@ -101,18 +115,32 @@ class AlertMailer(LoopWorker):
             taken = [
                 (
                     mail.id,
+                    mail.company_id,
                     Outgoing(tuple(mail.recipients.split(",")), mail.subject, mail.body),
                     settings.get(mail.company_id),
                 )
                 for mail in mails
             ]
-        return [Leased(mail_id, outgoing, self._server(row)) for mail_id, outgoing, row in taken]
+        return [Leased(mail_id, company, outgoing, self._server(row)) for mail_id, company, outgoing, row in taken]
 
     def _server(self, row: MailSettings | None) -> SmtpServer | None:
         if row is None:
             return None
         password = self.cipher.decrypt(row.password) if row.password is not None else None
         return SmtpServer(row.host, row.port, TlsMode(row.tls), row.sender, row.username, password)
+
+    async def defer(self, mail_ids: list[int], error: str, now: datetime) -> None:
+        """Mails not tried because their server just failed: due again with the failed one, no attempt counted."""
+        if not mail_ids:
+            return
+        async with self.store.transaction() as session:
+            await session.execute(
+                update(AlertMail)
+                .where(AlertMail.id.in_(mail_ids), AlertMail.lease_owner == self.owner)
+                .values(
+                    lease_owner=None, lease_expires_at=None, next_attempt_at=now + self.retry_delay, last_error=error
+                )
+            )
 
     async def record(self, mail_id: int, error: str | None, now: datetime) -> None:
         """The attempt's outcome, if the lease is still ours (else whoever took it over records theirs)."""

@@ -11,7 +11,8 @@ from chargenet.domain.alerts import CLEAR_HOLD, MAIL_RETRY_DELAY
 from chargenet.services import alert_rules
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import MailSettings
-from tests.integration.alerts.conftest import Alerting, alert_list, set_presence, set_server
+from tests.factories import add_station, make_tenant
+from tests.integration.alerts.conftest import Alerting, add_rule, alert_list, set_presence, set_server
 from tests.support.ports import free_port
 from tests.support.smtp import SmtpServer
 
@@ -133,3 +134,26 @@ async def test_disabling_a_rule_ends_its_open_alert_without_a_mail(alerting: Ale
     await alerting.round()
     (ended,) = await alert_list(alerting.store, alerting.tenant.company_id)
     assert not ended.is_open and len(smtp.inbox.received) == 1
+
+
+async def test_a_company_whose_server_is_down_holds_up_no_other_company_and_tries_it_once_a_round(
+    alerting: Alerting, smtp: SmtpServer
+) -> None:
+    clock, store = alerting.clock, alerting.store
+    down = alerting.tenant
+    async with store.transaction() as session:
+        await add_station(session, alerting.keys, down.site_id, "ST-2", clock.now())
+    await set_server(store, alerting.keys, down.company_id, clock.now(), host="127.0.0.1", port=free_port())
+    other = await make_tenant(store, alerting.keys, clock.now(), station_id="ST-3")
+    await add_rule(store, other.company_id, clock.now())
+    await set_server(store, alerting.keys, other.company_id, clock.now(), host=smtp.host, port=smtp.port)
+    for station in ("ST-1", "ST-2", "ST-3"):
+        await set_presence(store, station, connected=True, at=clock.now())
+        await set_presence(store, station, connected=False, at=clock.now())
+    clock.advance(10 * 60)
+    await alerting.round()
+    assert smtp.inbox.subjects == ["[chargenet] Station offline: station ST-3 at Depot"]
+    mails = [alert.mails[0] for alert in await alert_list(store, down.company_id)]
+    assert sorted(mail.attempts for mail in mails) == [0, 1]
+    assert all(mail.last_error and mail.last_error.startswith("could not reach") for mail in mails)
+    assert all(mail.next_attempt_at == clock.now() + MAIL_RETRY_DELAY for mail in mails)
