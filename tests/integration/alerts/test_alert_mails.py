@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import func, select
+
 from chargenet.alerts.mailer import NO_SERVER
+from chargenet.alerts.retention import AlertRetention
 from chargenet.domain.alerts import CLEAR_HOLD, MAIL_RETRY_DELAY
 from chargenet.services import alert_rules
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import MailSettings
+from chargenet.store.models import AlertMail, MailSettings
 from tests.factories import add_station, make_tenant
 from tests.integration.alerts.conftest import Alerting, add_rule, alert_list, set_presence, set_server
 from tests.support.ports import free_port
@@ -157,3 +160,25 @@ async def test_a_company_whose_server_is_down_holds_up_no_other_company_and_trie
     assert sorted(mail.attempts for mail in mails) == [0, 1]
     assert all(mail.last_error and mail.last_error.startswith("could not reach") for mail in mails)
     assert all(mail.next_attempt_at == clock.now() + MAIL_RETRY_DELAY for mail in mails)
+
+
+async def test_alerts_cleared_more_than_a_year_ago_are_purged_with_their_mails(
+    alerting: Alerting, smtp: SmtpServer
+) -> None:
+    clock, station = alerting.clock, alerting.tenant.station_id
+    await set_presence(alerting.store, station, connected=False, at=clock.now())
+    clock.advance(10 * 60)
+    await alerting.round()
+    await set_presence(alerting.store, station, connected=True, at=clock.now())
+    await alerting.round()
+    clock.advance(CLEAR_HOLD.total_seconds())
+    await alerting.round()
+    retention = AlertRetention(alerting.store, clock)
+    clock.advance(timedelta(days=364).total_seconds())
+    await retention.run_once()
+    assert len(await alert_list(alerting.store, alerting.tenant.company_id)) == 1
+    clock.advance(timedelta(days=1, seconds=1).total_seconds())
+    await retention.run_once()
+    assert await alert_list(alerting.store, alerting.tenant.company_id) == []
+    async with alerting.store.read() as session:
+        assert await session.scalar(select(func.count()).select_from(AlertMail)) == 0
