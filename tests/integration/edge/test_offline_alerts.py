@@ -1,7 +1,8 @@
 """The whole of it, on both stores: a real station connects to chargenet over OCPP and goes away; the company's
 operator gets one mail from a real SMTP server (aiosmtpd on loopback) once the station has been offline past the
 rule's threshold, and one when it is back. The app's clock is a ManualClock the test moves; waits are on
-conditions."""
+conditions. The test drives an evaluator and a mailer of its own, as a second process would, beside the app's own
+ones: the store's row locks and leases are what keep the mails to one each way."""
 
 from __future__ import annotations
 
