@@ -8,9 +8,11 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from chargenet.alerts.health import health_check
 from chargenet.alerts.mailer import NO_SERVER
 from chargenet.alerts.retention import AlertRetention
 from chargenet.domain.alerts import CLEAR_HOLD, MAIL_RETRY_DELAY
+from chargenet.observability.health import Level
 from chargenet.services import alert_rules
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import AlertMail, MailSettings
@@ -82,6 +84,9 @@ async def test_a_mail_the_server_refuses_is_retried_and_its_failure_is_shown_mea
     assert mail.last_error == "the server answered 451 4.3.0 mailbox busy, try again later"
     assert mail.next_attempt_at == alerting.clock.now() + MAIL_RETRY_DELAY
 
+    (shown,) = await health_check(alerting.store)()
+    assert (shown.level, shown.details) == (Level.DEGRADED, {"waiting": 1, "failing": 1})
+
     smtp.inbox.refuse_with = None
     await alerting.mailer.run_once()  # not due yet
     assert smtp.inbox.received == []
@@ -89,6 +94,8 @@ async def test_a_mail_the_server_refuses_is_retried_and_its_failure_is_shown_mea
     await alerting.mailer.run_once()
     (alert,) = await alert_list(alerting.store, alerting.tenant.company_id)
     assert len(smtp.inbox.received) == 1 and not alert.mail_failing and alert.mails[0].attempts == 2
+    (shown,) = await health_check(alerting.store)()
+    assert (shown.level, shown.details) == (Level.OK, {"waiting": 0, "failing": 0})
 
 
 async def test_a_server_that_is_down_or_slow_fails_the_attempt_which_is_retried(
