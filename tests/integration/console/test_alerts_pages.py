@@ -11,7 +11,7 @@ from chargenet.alerts.mailer import AlertMailer
 from chargenet.services import alert_rules
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import AlertRule, MailSettings, StationPresence
-from tests.integration.console.conftest import ConsoleHarness, post, records, site_with_station
+from tests.integration.console.conftest import ORIGIN, ConsoleHarness, post, records, site_with_station
 from tests.support.ports import free_port
 
 
@@ -184,3 +184,12 @@ async def test_a_raised_alert_is_listed_with_its_mail_failure_counted_in_the_bad
     stranger = await harness.signed_in("owner@other.test")
     assert (await post(stranger, f"/console/alerts/{alert_id.group(1)}/acknowledge")).status_code == 404
     assert "ST-7" not in (await stranger.get("/console/alerts")).text
+
+
+async def test_an_alert_change_without_the_csrf_token_is_refused(harness: ConsoleHarness) -> None:
+    client = await harness.signed_in("owner@acme.test")
+    data = {"kind": "station_offline", "threshold": "10", "recipients": "ops@acme.test"}
+    for path in ("/console/alerts/rules", "/console/alerts/mail-server", "/console/alerts/1/acknowledge"):
+        refused = await client.post(path, data=data, headers=ORIGIN)
+        assert refused.status_code == 403, path
+    assert await records(harness, action="alert_rule.create") == []
