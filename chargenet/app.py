@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from chargenet.alerts import install as alerts_install
 from chargenet.api.app import create_api
 from chargenet.api.problems import http_problem, problem
 from chargenet.auth import install as auth_install
@@ -76,6 +77,7 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     auth_install.install(context)
     edge_install.install(context)
     meters_install.install(context)
+    alerts_install.install(context)
     return context
 
 

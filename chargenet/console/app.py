@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from chargenet.console import protection
 from chargenet.console.pages import EXCEPTION_HANDLERS, STATIC, Console
 from chargenet.console.views import (
+    alerts,
     applications,
     audit,
     auth,
@@ -67,6 +68,7 @@ def create_console(console: Console) -> Starlette:
         *applications.routes(),
         *groups.routes(),
         *webhooks.routes(),
+        *alerts.routes(),
         *audit.routes(),
         *sites.routes(),
         *stations.routes(),

@@ -56,6 +56,7 @@ NAVIGATION = (
     ("webhooks", "Webhooks", "/webhooks"),
     ("meters", "Meters", "/meters"),
     ("operators", "Operators", "/operators"),
+    ("alerts", "Alerts", "/alerts"),
     ("audit", "Audit log", "/audit"),
 )
 

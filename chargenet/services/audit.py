@@ -34,10 +34,13 @@ from chargenet.workers import LoopWorker
 
 if TYPE_CHECKING:
     from chargenet.store.models import (
+        Alert,
+        AlertRule,
         Application,
         Company,
         Group,
         LocalAuthEntry,
+        MailSettings,
         Meter,
         Operator,
         Site,
@@ -56,7 +59,10 @@ _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
 # What the audit log records changes to; `target` names each as the log shows it.
 # A string, so that importing this module builds none of their mapped classes: a command that lists companies
 # imports the audit log's use cases, not every area's tables.
-Audited: TypeAlias = "Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook"
+Audited: TypeAlias = (
+    "Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook"
+    " | AlertRule | Alert | MailSettings"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,12 @@ def target(row: Audited) -> Target:
             return Target("operator", row.id, row.company_id)
         case models.Webhook():
             return Target("webhook", row.id, site_id=row.site_id)
+        case models.AlertRule():
+            return Target("alert rule", row.id, row.company_id)
+        case models.Alert():
+            return Target("alert", str(row.id), row.company_id)
+        case models.MailSettings():
+            return Target("mail settings", row.company_id, row.company_id)
     assert_never(row)
 
 

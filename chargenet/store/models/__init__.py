@@ -12,6 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from chargenet.store.models.alerts import Alert, AlertMail, AlertRule, MailSettings
     from chargenet.store.models.applications import Application, Group, GroupMember
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
 else:
     # name -> the module of this package that defines it (tests/unit/store/test_models.py holds it to __all__)
     _MODULES = {
+        "Alert": "alerts",
+        "AlertMail": "alerts",
+        "AlertRule": "alerts",
         "Application": "applications",
         "AuditRecord": "audit",
         "AuthCacheEntry": "edge",
@@ -58,6 +62,7 @@ else:
         "GroupMember": "applications",
         "IdSequence": "sequences",
         "LocalAuthEntry": "edge",
+        "MailSettings": "alerts",
         "Meter": "meters",
         "MeterBusLease": "meters",
         "MeterPollHealth": "meters",
@@ -96,6 +101,9 @@ else:
 
 
 __all__ = [
+    "Alert",
+    "AlertMail",
+    "AlertRule",
     "Application",
     "AuditRecord",
     "AuthCacheEntry",
@@ -111,6 +119,7 @@ __all__ = [
     "GroupMember",
     "IdSequence",
     "LocalAuthEntry",
+    "MailSettings",
     "Meter",
     "MeterBusLease",
     "MeterPollHealth",

@@ -23,6 +23,9 @@ from chargenet.store import models
         (models.Group(id="grp_1", company_id="co_1"), Target("group", "grp_1", "co_1")),
         (models.Operator(id="op_1", company_id="co_1"), Target("operator", "op_1", "co_1")),
         (models.Webhook(id="wh_1", site_id="site_1"), Target("webhook", "wh_1", site_id="site_1")),
+        (models.AlertRule(id="arule_1", company_id="co_1"), Target("alert rule", "arule_1", "co_1")),
+        (models.Alert(id=7, company_id="co_1"), Target("alert", "7", "co_1")),
+        (models.MailSettings(company_id="co_1"), Target("mail settings", "co_1", "co_1")),
     ],
 )
 def test_each_audited_object_is_named_once(row: Audited, named: Target) -> None:
