@@ -27,6 +27,7 @@ from chargenet.console.views import (
     sessions,
     sites,
     stations,
+    time_zones,
     webhooks,
 )
 
@@ -63,6 +64,7 @@ def create_console(console: Console) -> Starlette:
     routes = [
         *overview.routes(),
         *auth.routes(),
+        *time_zones.routes(),
         *operators.routes(),
         *applications.routes(),
         *groups.routes(),
