@@ -33,6 +33,7 @@ from chargenet.console.views.sites import (
     key_choice,
     key_page,
 )
+from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.edge.protocol.frames import Payload
@@ -125,7 +126,9 @@ def _connector_ids(station: stations.StationView, point: charge_points.ChargePoi
     return sorted(known) or [1]
 
 
-def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCaller) -> dict[str, str | None]:
+def _disabled_reasons(
+    state: charge_points.StationStateView, caller: OperatorCaller, reads_in: LocalTime
+) -> dict[str, str | None]:
     """Why each kind of command cannot be sent now (None: it can)."""
     if not caller.may_change:
         role = f"Your role ({caller.role.value}) sees this station but does not send it commands."
@@ -137,7 +140,7 @@ def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCal
             "through its meters."
         )
     elif not state.reachable:
-        seen = f" (last heard of {state.last_seen:%Y-%m-%d %H:%M:%S} UTC)" if state.last_seen else ""
+        seen = f" (last heard of {reads_in.text(state.last_seen)})" if state.last_seen else ""
         offline = (
             f"Commands are off: station {state.station_id} is not connected to chargenet{seen}. "
             "They come back when it connects."
@@ -172,7 +175,7 @@ async def _station_page(
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,
-        "disabled": _disabled_reasons(state, signed.caller),
+        "disabled": _disabled_reasons(state, signed.caller, signed.reads_in),
         "reset_types": RESET_TYPES,
         "availability": AVAILABILITY,
         "triggers": [(message, message) for message in TRIGGERS],
