@@ -133,7 +133,8 @@ def time_filters(typed: Mapping[str, str], names: Sequence[str], reads_in: Local
             )
         except NonexistentLocalTime as gap:
             found.instants[name] = None
-            found.errors[name] = gap.detail
+            # The field says it short; the note below the form names the gap and links the times either side.
+            found.errors[name] = f"{gap.detail.split(' does not exist', 1)[0]} does not exist that day; choose below"
             choices = tuple(
                 (f"Use {wall.text(seconds=bool(wall.local.second))}", _with(path, typed, name, wall, keep=False))
                 for wall in (gap.before, gap.after)

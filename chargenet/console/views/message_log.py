@@ -67,6 +67,7 @@ async def _show(request: Request, signed: Signed) -> Response:
     except InvalidInput as error:
         errors = {error.field or "action": error.detail}
         where = None
+    errors.update(times.errors)  # a time filter's own words for its field
     async with console.reading() as session:
         station = await stations.get_station(session, signed.caller, station_id)
         site = await sites.get_site(session, signed.caller, station.site_id)

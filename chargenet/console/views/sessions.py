@@ -109,6 +109,7 @@ async def _list(request: Request, signed: Signed) -> Response:
     except InvalidInput as error:
         errors = {FIELD_NAMES.get(error.field or "", error.field or "state"): error.detail}
         where = None
+    errors.update(times.errors)  # a time filter's own words for its field
     async with console.reading() as session:
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         if where is not None:
