@@ -20,8 +20,9 @@ from chargenet.alerts.conditions import READERS, Observed
 from chargenet.clock import Clock
 from chargenet.domain import alerts as rules
 from chargenet.domain.alerts import MailKind, Step, Tracked
+from chargenet.domain.local_time import LocalTime, reader_zone
 from chargenet.store.db import Store
-from chargenet.store.models import Alert, AlertMail, AlertRule
+from chargenet.store.models import Alert, AlertMail, AlertRule, Company
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class AlertEvaluator(LoopWorker):
         ).scalar_one_or_none()
         if rule is None or not rule.enabled:
             return  # another process holds it this round, or it was disabled or deleted meanwhile
+        company = await session.get(Company, rule.company_id)
+        reads_in = reader_zone(None, company.time_zone if company is not None else None)
         for subject_id, seen, row, decision in await self.decisions(session, rule, now):
             match decision.step:
                 case Step.NOTHING:
@@ -113,7 +116,7 @@ class AlertEvaluator(LoopWorker):
                     if decision.step is Step.RAISE:
                         row.raised_at = now
                         await session.flush()
-                        self._queue(session, rule, row, MailKind.RAISED, now)
+                        self._queue(session, rule, row, MailKind.RAISED, now, reads_in)
                         log.info("alert raised", extra={"fields": {"rule": rule.id, "subject": subject_id}})
                 case Step.FORGET:
                     assert row is not None
@@ -127,13 +130,21 @@ class AlertEvaluator(LoopWorker):
                 case Step.CLEAR:
                     assert row is not None
                     row.cleared_at = now
-                    self._queue(session, rule, row, MailKind.CLEARED, now)
+                    self._queue(session, rule, row, MailKind.CLEARED, now, reads_in)
                     log.info("alert cleared", extra={"fields": {"rule": rule.id, "subject": subject_id}})
         await session.flush()
 
-    def _queue(self, session: AsyncSession, rule: AlertRule, alert: Alert, mail: MailKind, now: datetime) -> None:
+    def _queue(
+        self, session: AsyncSession, rule: AlertRule, alert: Alert, mail: MailKind, now: datetime, reads_in: LocalTime
+    ) -> None:
         text = rules.mail_text(
-            rules.RuleKind(rule.kind), alert.subject, mail, since=alert.since, at=now, minutes=rule.threshold_minutes
+            rules.RuleKind(rule.kind),
+            alert.subject,
+            mail,
+            since=alert.since,
+            at=now,
+            minutes=rule.threshold_minutes,
+            reads_in=reads_in,
         )
         session.add(
             AlertMail(

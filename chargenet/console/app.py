@@ -28,6 +28,7 @@ from chargenet.console.views import (
     sessions,
     sites,
     stations,
+    time_zones,
     webhooks,
 )
 
@@ -64,6 +65,7 @@ def create_console(console: Console) -> Starlette:
     routes = [
         *overview.routes(),
         *auth.routes(),
+        *time_zones.routes(),
         *operators.routes(),
         *applications.routes(),
         *groups.routes(),

@@ -16,6 +16,8 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
+from chargenet.domain.local_time import LocalTime
+
 # --- bar chart ----------------------------------------------------------------------------------------------------
 
 _BAR_LEFT = 24  # room for the value axis' zero
@@ -133,11 +135,17 @@ def _line_time(at: datetime, span_s: float) -> str:
 
 
 def line_chart(
-    points: Sequence[tuple[datetime, float]], unit: str, *, title: str, description: str, name: str = "line"
+    points: Sequence[tuple[datetime, float]],
+    unit: str,
+    *,
+    title: str,
+    description: str,
+    reads_in: LocalTime,
+    name: str = "line",
 ) -> Markup:
-    """An SVG line of `points` (time, value in `unit`), oldest first, over a time axis (UTC) and a value axis from
-    0; `title` and `description` are its accessible name and description, `name` makes their ids unique on the
-    page. Empty markup for no points."""
+    """An SVG line of `points` (time, value in `unit`), oldest first, over a time axis (in `reads_in`'s zone) and a
+    value axis from 0; `title` and `description` are its accessible name and description, `name` makes their ids
+    unique on the page. Empty markup for no points."""
     if not points:
         return Markup()
     width, height = _LINE_WIDTH, _LINE_HEIGHT
@@ -186,9 +194,12 @@ def line_chart(
             f'<line x1="{across:.1f}" x2="{across:.1f}" y1="{height - _LINE_BOTTOM}" '
             f'y2="{height - _LINE_BOTTOM + 4}"/>'
             f'<text x="{across:.1f}" y="{height - _LINE_BOTTOM + 18}" text-anchor="{anchor}" stroke="none">'
-            f"{_line_time(at, span_s)}</text>"
+            f"{_line_time(reads_in.local(at), span_s)}</text>"
         )
-    parts.append(f'<text x="{width - _LINE_RIGHT}" y="{height - 2}" text-anchor="end" stroke="none">time (UTC)</text>')
+    parts.append(
+        f'<text x="{width - _LINE_RIGHT}" y="{height - 2}" text-anchor="end" stroke="none">'
+        f"time ({escape(reads_in.name)})</text>"
+    )
     line = " ".join(f"{x(at):.1f},{y(value):.1f}" for at, value in points)
     parts.append(f'<polyline points="{line}" fill="none" stroke-width="2"/>')
     if len(points) <= _LINE_MARKS:

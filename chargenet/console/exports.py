@@ -3,7 +3,8 @@ memory stays bounded whatever the list's length.
 
 CSV cells that a spreadsheet would read as a formula are defused as OWASP advises: a text cell starting with
 `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (quoting alone does not stop a formula).
-Numbers the console writes itself are left as numbers.
+Numbers the console writes itself are left as numbers. Instants are written in the reader's zone with their numeric
+offset (`2026-10-25T02:30:00+01:00`), so a spreadsheet reads the reader's wall clock and a program the instant.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from urllib.parse import quote
 
 from starlette.responses import StreamingResponse
 
+from chargenet.domain.local_time import LocalTime
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CHUNK = 64 * 1024  # bytes gathered before they are sent
 
@@ -28,7 +31,7 @@ def spreadsheet_safe(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def _cell(value: Cell) -> str | int | float:
+def _cell(value: Cell, reads_in: LocalTime) -> str | int | float:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -36,16 +39,18 @@ def _cell(value: Cell) -> str | int | float:
     if isinstance(value, int | float):
         return value
     if isinstance(value, datetime):
-        return value.isoformat()
+        return reads_in.iso(value)
     return spreadsheet_safe(value)
 
 
-async def csv_chunks(header: Sequence[str], rows: AsyncIterable[Sequence[Cell]]) -> AsyncIterator[bytes]:
+async def csv_chunks(
+    header: Sequence[str], rows: AsyncIterable[Sequence[Cell]], *, reads_in: LocalTime
+) -> AsyncIterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([spreadsheet_safe(name) for name in header])
     async for row in rows:
-        writer.writerow([_cell(value) for value in row])
+        writer.writerow([_cell(value, reads_in) for value in row])
         if buffer.tell() >= CHUNK:
             yield buffer.getvalue().encode()
             buffer.seek(0)

@@ -4,12 +4,14 @@ error of the form field it is about."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 
+from chargenet.domain.local_time import LocalTime, NonexistentLocalTime, WallTime
 from chargenet.errors import InvalidInput
 from chargenet.services.pages import PageRequest, UnknownCursor, numeric_key
 
@@ -87,16 +89,80 @@ def decimal(form: Mapping[str, str], name: str, *, high: float = 1e9) -> float |
     return number
 
 
-def utc_instant(form: Mapping[str, str], name: str) -> datetime | None:
-    """A date and time from a `datetime-local` field, read as UTC (the console shows every time in UTC)."""
-    value = text(form, name)
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not a date and time such as 2027-01-31T18:00", field=name) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+def local_instant(form: Mapping[str, str], name: str, reads_in: LocalTime) -> datetime | None:
+    """A date and time from a `datetime-local` field, read in the reader's zone (UTC); None when blank. A time
+    that happened twice is the first of the two; one that never happened is `InvalidInput` naming the choices."""
+    resolved = reads_in.resolve_text(form.get(name, ""), offset_text=form.get(offset_field(name), ""), field=name)
+    return resolved.instant if resolved is not None else None
+
+
+def offset_field(name: str) -> str:
+    """The hidden companion of a time filter `name`: which of two readings of a time that happened twice."""
+    return f"{name}_offset"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeNote:
+    """What a list page says about a time filter that happened twice (a notice: which reading it took, a link to
+    the other) or never (an alert: the nearest times that exist, a link to each)."""
+
+    text: str
+    choices: tuple[tuple[str, str], ...]  # (label, address)
+    alert: bool
+
+
+@dataclass
+class TimeFilters:
+    """The time filters of a list page read in the reader's zone: `instants` by name; `shown`, the page's GET
+    parameters as the form shows them again (wall-clock times, the chosen reading in its hidden field)."""
+
+    instants: dict[str, datetime | None] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)
+    notes: list[TimeNote] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def time_filters(typed: Mapping[str, str], names: Sequence[str], reads_in: LocalTime, path: str) -> TimeFilters:
+    """Read each time filter of `names` from `typed` (a page's GET parameters, with `{name}_offset` beside each).
+    A value carrying an offset (a link from another page) is that instant, shown as the reader's wall-clock time."""
+    found = TimeFilters(shown=dict(typed))
+    for name in names:
+        try:
+            resolved = reads_in.resolve_text(
+                typed.get(name, ""), offset_text=typed.get(offset_field(name), ""), field=name
+            )
+        except NonexistentLocalTime as gap:
+            found.instants[name] = None
+            # The field says it short; the note below the form names the gap and links the times either side.
+            found.errors[name] = f"{gap.detail.split(' does not exist', 1)[0]} does not exist that day; choose below"
+            choices = tuple(
+                (f"Use {wall.text(seconds=bool(wall.local.second))}", _with(path, typed, name, wall, keep=False))
+                for wall in (gap.before, gap.after)
+            )
+            found.notes.append(TimeNote(gap.detail[:1].upper() + gap.detail[1:] + ".", choices, alert=True))
+            continue
+        except InvalidInput as error:  # not a date and time at all: the field's error, kept as typed
+            found.instants[name] = None
+            found.errors[name] = error.detail
+            continue
+        if resolved is None:
+            found.instants[name] = None
+            found.shown[offset_field(name)] = ""
+            continue
+        found.instants[name] = resolved.instant
+        found.shown[name] = resolved.chosen.field_value()
+        found.shown[offset_field(name)] = resolved.chosen.offset_text if resolved.other else ""
+        if resolved.other is not None and resolved.note is not None:
+            other = resolved.other
+            link = (f"Use the other, {other.text(seconds=bool(other.local.second))}", _with(path, typed, name, other))
+            found.notes.append(TimeNote(resolved.note[:1].upper() + resolved.note[1:] + ".", (link,), alert=False))
+    return found
+
+
+def _with(path: str, typed: Mapping[str, str], name: str, wall: WallTime, *, keep: bool = True) -> str:
+    changed = {**typed, name: wall.field_value(), offset_field(name): wall.offset_text if keep else ""}
+    changed.pop("after", None)
+    return address(path, **changed)
 
 
 def field_errors(error: InvalidInput, fields: Mapping[str, str], fallback: str) -> dict[str, str]:

@@ -12,11 +12,13 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -28,6 +30,7 @@ from chargenet.console import protection
 from chargenet.console.fresh import Fresh
 from chargenet.console.live import LiveFeed
 from chargenet.domain import operators as rules
+from chargenet.domain.local_time import LocalTime, reader_zone
 from chargenet.domain.operators import Role
 from chargenet.errors import Conflict, Forbidden, InvalidInput, NotFound
 from chargenet.keys import CredentialCipher, SecretHasher
@@ -100,6 +103,7 @@ class Console:
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True
         )
+        self.templates.filters.update(when=_when, clock=_clock)
         self.overviews: Fresh[overview.Overview] = Fresh(self.clock, OVERVIEW_FRESH_SECONDS)
         self.events = self.outbox or Outbox(self.clock)
 
@@ -107,11 +111,33 @@ class Console:
         return f"{self.base}{path}"
 
 
+# --- times, in the reader's zone -------------------------------------------------------------------------
+# Every template shows an instant through these filters, in `reads_in` (the signed-in operator's zone, else their
+# company's): `{{ at | when }}` is date and time (`when(seconds=False)`, `when(millis=True)`), `{{ at | clock }}`
+# the time of day alone; either carries the UTC offset on the day of a DST change (`domain.local_time`).
+
+
+def reads_in_of(context: Context) -> LocalTime:
+    found = context.get("reads_in")
+    return found if isinstance(found, LocalTime) else reader_zone(None, None)
+
+
+@pass_context
+def _when(context: Context, instant: datetime, *, seconds: bool = True, millis: bool = False) -> str:
+    return reads_in_of(context).text(instant, seconds=seconds, millis=millis)
+
+
+@pass_context
+def _clock(context: Context, instant: datetime) -> str:
+    return reads_in_of(context).text(instant, date_part=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Signed:
     caller: OperatorCaller
     session_hash: str
     csrf_token: str
+    reads_in: LocalTime  # the zone this operator reads times in
 
 
 class SignInRequired(Exception):
@@ -155,8 +181,13 @@ def render(
     active: str | None = None,
 ) -> HTMLResponse:
     console = console_of(request)
+    # A fragment rendered without the frame (`signed` None) still reads in the signed-in operator's zone.
+    reader: Signed | None = signed or getattr(request.state, "signed", None)
+    reads_in = reader.reads_in if reader is not None else reader_zone(None, None)
     values = {
         "base": console.base,
+        "reads_in": reads_in,
+        "tz": reads_in.name,
         "navigation": NAVIGATION,
         "active": active,
         "signed": signed,
@@ -209,7 +240,7 @@ async def resume(request: Request) -> Signed | None:
     if resumed is None:
         return None
     caller = replace(resumed.caller, address=client_address(request))
-    return Signed(caller, resumed.id_hash, resumed.csrf_token)
+    return Signed(caller, resumed.id_hash, resumed.csrf_token, resumed.reads_in)
 
 
 def redirect(url: str) -> RedirectResponse:

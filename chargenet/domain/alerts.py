@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from chargenet.domain.local_time import LocalTime
 from chargenet.errors import InvalidInput
 
 MIN_THRESHOLD_MINUTES = 1
@@ -206,20 +207,23 @@ class MailText:
     body: str
 
 
-def mail_text(kind: RuleKind, subject: str, mail: MailKind, *, since: datetime, at: datetime, minutes: int) -> MailText:
+def mail_text(
+    kind: RuleKind, subject: str, mail: MailKind, *, since: datetime, at: datetime, minutes: int, reads_in: LocalTime
+) -> MailText:
     """The mail of an alert raised or cleared: fixed when it is queued, so every attempt sends the same text.
-    Instants are UTC, written out as such."""
+    Instants are in the company's zone, as its console shows them, with their offset and the zone's name."""
+
+    def _shown(instant: datetime) -> str:
+        # Always with the offset: a mail is read later, perhaps across a DST change, perhaps somewhere else.
+        return f"{reads_in.local(instant):%Y-%m-%d %H:%M} {reads_in.offset_text(instant)} ({reads_in.name})"
+
     what = kind.label
     if mail is MailKind.RAISED:
         return MailText(
             f"[chargenet] {what}: {subject}",
-            f"{what}: {subject}\n\nSince {_utc(since)}, longer than {minutes} minutes (alert raised {_utc(at)}).\n",
+            f"{what}: {subject}\n\nSince {_shown(since)}, longer than {minutes} minutes (alert raised {_shown(at)}).\n",
         )
     return MailText(
         f"[chargenet] Cleared: {what}: {subject}",
-        f"Cleared: {what}: {subject}\n\nThe condition ended; the alert cleared at {_utc(at)}.\n",
+        f"Cleared: {what}: {subject}\n\nThe condition ended; the alert cleared at {_shown(at)}.\n",
     )
-
-
-def _utc(instant: datetime) -> str:
-    return instant.strftime("%Y-%m-%d %H:%M UTC")

@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.local_time import LocalTime, reader_zone
 from chargenet.domain.operators import ABSOLUTE_TIMEOUT, Role, SessionState, session_state
 from chargenet.services.callers import OperatorCaller
 from chargenet.services.operators import OperatorView
-from chargenet.store.models import Operator, OperatorSession
+from chargenet.store.models import Company, Operator, OperatorSession
 
 # `last_seen_at` is written at most this often: a write per page view would make every read a write.
 TOUCH_EVERY = timedelta(seconds=30)
@@ -40,6 +41,7 @@ class ResumedSession:
     caller: OperatorCaller
     id_hash: str
     csrf_token: str
+    reads_in: LocalTime  # the operator's own zone, else their company's
 
 
 async def start(session: AsyncSession, operator: OperatorView, *, now: datetime) -> StartedSession:
@@ -67,19 +69,21 @@ async def look_up(session: AsyncSession, token: str, *, now: datetime) -> tuple[
     hashed = id_hash(token)
     found = (
         await session.execute(
-            select(OperatorSession, Operator)
+            select(OperatorSession, Operator, Company.time_zone)
             .join(Operator, Operator.id == OperatorSession.operator_id)
+            .join(Company, Company.id == Operator.company_id)
             .where(OperatorSession.id_hash == hashed)
         )
     ).one_or_none()
     if found is None:
         return None, False
-    row, operator = found
+    row, operator, company_zone = found
     state = session_state(created_at=row.created_at, last_seen_at=row.last_seen_at, now=now)
     if state is not SessionState.ALIVE or not operator.enabled:
         return None, True
     caller = OperatorCaller(operator.id, operator.company_id, operator.email, Role(operator.role))
-    return ResumedSession(caller, hashed, row.csrf_token), now - row.last_seen_at >= TOUCH_EVERY
+    zone = reader_zone(operator.time_zone, company_zone)
+    return ResumedSession(caller, hashed, row.csrf_token, zone), now - row.last_seen_at >= TOUCH_EVERY
 
 
 async def resume(session: AsyncSession, token: str, *, now: datetime) -> ResumedSession | None:

@@ -22,6 +22,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.local_time import reader_zone, zone_named
 from chargenet.domain.operators import Role, normalize_email, parse_role, validate_password
 from chargenet.errors import (
     Conflict,
@@ -37,7 +38,7 @@ from chargenet.services import audit
 from chargenet.services.callers import Caller, LocalOperator, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.versions import check_version
-from chargenet.services.views import Instant, View
+from chargenet.services.views import Instant, View, optional
 from chargenet.store.db import Transactions
 from chargenet.store.models import Company, Operator, OperatorSession
 
@@ -78,6 +79,7 @@ class OperatorView(View):
     version: int
     created_at: Instant
     updated_at: Instant
+    time_zone: str | None = optional()  # their own zone for the console; absent: their company's
 
 
 def _view(row: Operator) -> OperatorView:
@@ -90,6 +92,7 @@ def _view(row: Operator) -> OperatorView:
         version=row.version,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        time_zone=row.time_zone,
     )
 
 
@@ -203,6 +206,38 @@ async def change_own_password(
             ending = ending.where(OperatorSession.id_hash != keep_session)
         await session.execute(ending)
         await audit.record_change(session, caller, "operator.change-password", row, now=now)
+
+
+class TimeZones(View):
+    """The zones an operator's console may read in: their own choice (None: none), their company's, and the one
+    in force."""
+
+    own: str | None
+    company: str
+    shown: str
+
+
+async def own_time_zones(session: AsyncSession, caller: OperatorCaller) -> TimeZones:
+    row = await _get(session, caller, caller.operator_id)
+    company = await session.get(Company, row.company_id)
+    company_zone = company.time_zone if company is not None else reader_zone(None, None).name
+    return TimeZones(own=row.time_zone, company=company_zone, shown=reader_zone(row.time_zone, company_zone).name)
+
+
+async def set_own_time_zone(
+    session: AsyncSession, caller: OperatorCaller, *, time_zone: str | None, now: datetime
+) -> TimeZones:
+    """Choose the zone one's own console reads in; None or blank: the company's again. Any role may."""
+    row = await _get(session, caller, caller.operator_id)
+    zone = zone_named(time_zone).key if time_zone and time_zone.strip() else None
+    if zone != row.time_zone:
+        before = row.time_zone
+        row.time_zone = zone  # not a new version: an owner's role or enable form stays current
+        row.updated_at = now
+        await session.flush()
+        detail = {"from": before or "company's", "to": zone or "company's"}
+        await audit.record_change(session, caller, "operator.set-time-zone", row, now=now, detail=detail)
+    return await own_time_zones(session, caller)
 
 
 async def set_password(

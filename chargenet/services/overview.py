@@ -8,21 +8,21 @@ that is not connected counts as offline whatever it last reported, as the live t
 
 Energy per day: a session's energy counts on the day it started, once it has completed (an OCPP station reports
 its meter at the stop), whole, even when it ran past midnight; so a day's figure is exactly the completed
-sessions the sessions list shows for that day. Days are UTC days: the store knows no time zone of its own.
+sessions the sessions list shows for that day. Days are the reader's local days (`domain.local_time`), 23 or 25
+hours long at a DST change: their bounds are computed here and each session is put in its day by comparing
+instants, so neither dialect's own idea of a time zone (PostgreSQL's connection setting) plays any part.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ScalarSelect, Select, String, case, func, select, union_all
+from sqlalchemy import ScalarSelect, Select, case, func, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import FunctionElement
 
+from chargenet.domain.local_time import LocalTime
 from chargenet.services.sessions import last_sampled_wh
 from chargenet.services.webhook_lanes import lane_at
 from chargenet.store.models import (
@@ -200,7 +200,8 @@ async def connector_figures(session: AsyncSession, company_id: str) -> Connector
 
 @dataclass(frozen=True, slots=True)
 class DayEnergy:
-    """The completed sessions that started on `day` (from `since`, until `until` excluded: its UTC midnights)."""
+    """The completed sessions that started on the local `day` (from `since`, until `until` excluded: its
+    midnights, as instants)."""
 
     day: date
     since: datetime
@@ -209,42 +210,17 @@ class DayEnergy:
     sessions: int
 
 
-class UtcDay(FunctionElement[str]):
-    """The UTC calendar day of a stored instant, as `YYYY-MM-DD` text, in each dialect's own words: SQLite keeps
-    instants as UTC text, PostgreSQL as `timestamptz`, whose day depends on the connection's time zone unless
-    it is asked for UTC."""
-
-    type = String()
-    inherit_cache = True
-
-
-@compiles(UtcDay, "sqlite")
-def _utc_day_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"date({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(UtcDay, "postgresql")
-def _utc_day_postgresql(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"to_char(({compiler.process(element.clauses, **kw)}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-
-
-def day_bounds(today: date, days: int) -> list[tuple[date, datetime, datetime]]:
-    """The last `days` days up to `today`, oldest first, each with its UTC midnights."""
-    first = today - timedelta(days=days - 1)
-    midnights = [datetime.combine(first + timedelta(days=n), time(), tzinfo=UTC) for n in range(days + 1)]
-    return [(first + timedelta(days=n), midnights[n], midnights[n + 1]) for n in range(days)]
-
-
 async def energy_per_day(
-    session: AsyncSession, company_id: str, *, now: datetime, days: int = ENERGY_DAYS
+    session: AsyncSession, company_id: str, *, now: datetime, local: LocalTime, days: int = ENERGY_DAYS
 ) -> list[DayEnergy]:
-    """Energy of the completed OCPP transactions and meter sessions per UTC day over the last `days` days (today
-    last), grouped in one statement. A session whose meter went backwards counts as a session with no energy.
+    """Energy of the completed OCPP transactions and meter sessions per local day (in `local`'s zone) over the
+    last `days` days (today last), grouped in one statement. A session whose meter went backwards counts as a
+    session with no energy.
 
     OCPP transactions are found through their stations and `stopped_at` (the `(station_id, stopped_at)` index):
     a session that started in the period stopped in it too, so this reads the period's sessions, not the whole
     history of the company's sites."""
-    bounds = day_bounds(now.astimezone(UTC).date(), days)
+    bounds = local.days_up_to(local.today(now), days)
     start, end = bounds[0][1], bounds[-1][2]
     sites = _sites(company_id)
     ocpp = select(
@@ -268,12 +244,13 @@ async def energy_per_day(
         MeterSession.meter_stop_wh.is_not(None),
     )
     done = union_all(ocpp, metered).subquery()
-    started_on = UtcDay(done.c.started_at)
+    # The day's index, by its bounds: a CASE of at most `days` comparisons the database makes on each row.
+    started_on = case(*((done.c.started_at < until, index) for index, (_, _, until) in enumerate(bounds)))
     rows = await session.execute(
         select(started_on, func.sum(case((done.c.wh > 0, done.c.wh), else_=0)), func.count()).group_by(started_on)
     )
-    found = {text: (int(energy or 0), int(count)) for text, energy, count in rows}
-    return [DayEnergy(day, since, until, *found.get(day.isoformat(), (0, 0))) for day, since, until in bounds]
+    found = {int(index): (int(energy or 0), int(count)) for index, energy, count in rows if index is not None}
+    return [DayEnergy(day, since, until, *found.get(n, (0, 0))) for n, (day, since, until) in enumerate(bounds)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,11 +286,12 @@ class Overview:
     upstream_down: UpstreamDown
 
 
-async def company_overview(session: AsyncSession, company_id: str, *, now: datetime) -> Overview:
-    """Every figure of the overview for one company: a handful of aggregate statements, however many stations."""
+async def company_overview(session: AsyncSession, company_id: str, *, now: datetime, local: LocalTime) -> Overview:
+    """Every figure of the overview for one company, its days in `local`'s zone: a handful of aggregate
+    statements, however many stations."""
     return Overview(
         await company_counts(session, company_id),
         await connector_figures(session, company_id),
-        await energy_per_day(session, company_id, now=now),
+        await energy_per_day(session, company_id, now=now, local=local),
         await upstream_links_down(session, company_id),
     )

@@ -5,12 +5,15 @@ Waits are on conditions, never on time."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.async_api import Browser, expect
 
 from tests.browser.console import ServedConsole, assert_accessible, csp_complaints, sign_in, station_on_a_new_site
+
+BRUSSELS = ZoneInfo("Europe/Brussels")  # the console's default zone, the test company's
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,14 +39,14 @@ async def test_reservations_the_local_list_and_a_data_transfer_are_sent_from_the
         await reserve.get_by_label("Connector").select_option("2")
         await reserve.get_by_label("idTag it is reserved for").fill("TAG-R")
         await reserve.get_by_label("Reservation number").fill("41")
-        await reserve.get_by_label("Expires (UTC)").fill("2020-01-01T00:00")
+        await reserve.get_by_label("Expires (Europe/Brussels)").fill("2020-01-01T00:00")
         await reserve.get_by_role("button", name="Reserve").click()
         await expect(reserve.get_by_role("status")).to_contain_text("not sent")
         await expect(reserve.get_by_role("status")).to_contain_text("must be in the future")
         assert station.received_calls == []
 
-        expires = f"{datetime.now(UTC) + timedelta(hours=2):%Y-%m-%dT%H:%M}"
-        await reserve.get_by_label("Expires (UTC)").fill(expires)
+        expires = f"{datetime.now(BRUSSELS) + timedelta(hours=2):%Y-%m-%dT%H:%M}"  # the reader's zone
+        await reserve.get_by_label("Expires (Europe/Brussels)").fill(expires)
         await reserve.get_by_role("button", name="Reserve").click()
         await expect(reserve.get_by_role("status")).to_contain_text("the station answered Accepted")
         assert station.received_calls[-1][0] == "ReserveNow"

@@ -6,14 +6,25 @@ import argparse
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
+from chargenet.domain.local_time import DEFAULT_ZONE
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     noun = nouns.add_parser("company", help=NOUNS["company"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
-    add_verb(verbs, "create", "create a company", _create).add_argument("name")
+    create = add_verb(verbs, "create", "create a company", _create)
+    create.add_argument("name")
+    create.add_argument(
+        "--time-zone",
+        metavar="ZONE",
+        default=DEFAULT_ZONE,
+        help=f"the IANA zone its console shows times and days in (default: {DEFAULT_ZONE})",
+    )
     add_verb(verbs, "list", "list companies", _list)
     add_verb(verbs, "show", "show one company", _show).add_argument("company_id", metavar="COMPANY_ID")
+    update = add_verb(verbs, "update", "change a company's time zone", _update)
+    update.add_argument("company_id", metavar="COMPANY_ID")
+    update.add_argument("--time-zone", metavar="ZONE", required=True, help="an IANA zone name, e.g. Europe/Brussels")
 
 
 def _create(args: argparse.Namespace) -> None:
@@ -21,9 +32,12 @@ def _create(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
 
     company = in_transaction(
-        args, lambda ctx, s: companies.create_company(s, OPERATOR, name=args.name, now=ctx.clock.now())
+        args,
+        lambda ctx, s: companies.create_company(
+            s, OPERATOR, name=args.name, now=ctx.clock.now(), time_zone=args.time_zone
+        ),
     )
-    emit(args, {"id": company.id}, f"created company {company.id} ({company.name})")
+    emit(args, {"id": company.id}, f"created company {company.id} ({company.name}, {company.time_zone})")
 
 
 def _list(args: argparse.Namespace) -> None:
@@ -31,7 +45,7 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
 
     items = read_every_item(args, lambda s, page: companies.list_companies(s, OPERATOR, page))
-    emit_views(args, items, ["id", "name", "createdAt"])
+    emit_views(args, items, ["id", "name", "timeZone", "createdAt"])
 
 
 def _show(args: argparse.Namespace) -> None:
@@ -39,3 +53,16 @@ def _show(args: argparse.Namespace) -> None:
     from chargenet.services.callers import OPERATOR
 
     show(args, lambda s: companies.get_company(s, OPERATOR, args.company_id))
+
+
+def _update(args: argparse.Namespace) -> None:
+    from chargenet.services import companies
+    from chargenet.services.callers import OPERATOR
+
+    company = in_transaction(
+        args,
+        lambda ctx, s: companies.set_time_zone(
+            s, OPERATOR, args.company_id, time_zone=args.time_zone, now=ctx.clock.now()
+        ),
+    )
+    emit(args, {"id": company.id, "timeZone": company.time_zone}, f"company {company.id} reads in {company.time_zone}")

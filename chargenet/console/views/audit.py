@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from chargenet.console.forms import address, numbered, page_of
 from chargenet.console.pages import Signed, console_of, page, render
+from chargenet.domain.local_time import LocalTime
 from chargenet.errors import InvalidInput
 from chargenet.services import audit
 
@@ -26,16 +27,17 @@ def _day(value: str, field: str) -> date | None:
         raise InvalidInput("is not a date such as 2026-07-01", field=field) from None
 
 
-def parse_filter(params: dict[str, str]) -> audit.AuditFilter:
-    """The filter the query string asks for; `since` and `until` are whole days (UTC), `until` included."""
+def parse_filter(params: dict[str, str], reads_in: LocalTime) -> audit.AuditFilter:
+    """The filter the query string asks for; `since` and `until` are whole days in the reader's zone (23 or 25
+    hours long at a DST change), `until` included."""
     since, until = _day(params.get("since", ""), "since"), _day(params.get("until", ""), "until")
     return audit.AuditFilter(
         action=params.get("action") or None,
         object_type=params.get("object_type") or None,
         object_id=params.get("object_id") or None,
         actor=params.get("actor") or None,
-        since=datetime.combine(since, time(), UTC) if since else None,
-        until=datetime.combine(until, time(), UTC) + timedelta(days=1) if until else None,
+        since=reads_in.day_start(since) if since else None,
+        until=reads_in.day_start(until + timedelta(days=1)) if until else None,
     )
 
 
@@ -45,7 +47,7 @@ async def _list(request: Request, signed: Signed) -> Response:
     # A position we never gave out (an edited address) is the newest page, as on every list.
     wanted, _ = page_of(request, PAGE_SIZE, key=numbered)
     try:
-        where = parse_filter(params)
+        where = parse_filter(params, signed.reads_in)
         async with console_of(request).reading() as session:
             found = await audit.list_records(
                 session, signed.caller, wanted, company_id=signed.caller.company_id, where=where

@@ -24,6 +24,7 @@ from chargenet.console.forms import address, page_of
 from chargenet.console.live import LiveFeed
 from chargenet.console.pages import Console, Signed, console_of, page, render
 from chargenet.domain.live import ENDED, RESYNC, LiveRow, Mark
+from chargenet.domain.local_time import DEFAULT_ZONE
 from chargenet.domain.scopes import Scope
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies, connector_status, console_sessions, sites
@@ -114,14 +115,22 @@ class RenderedRows:
 
     def __init__(self, size: int = 8192) -> None:
         self._size = size
-        self._rendered: OrderedDict[tuple[int, str, str | None], tuple[LiveRow, str]] = OrderedDict()
+        self._rendered: OrderedDict[tuple[int, str, str | None, str], tuple[LiveRow, str]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._rendered)
 
-    def event(self, row: LiveRow, base: str, render: Callable[[LiveRow], str], site_name: str | None = None) -> str:
-        """The `row` event of `row` as the console at `base` renders it, naming its site `site_name`."""
-        key = (id(row), base, site_name)
+    def event(
+        self,
+        row: LiveRow,
+        base: str,
+        render: Callable[[LiveRow], str],
+        site_name: str | None = None,
+        zone: str = DEFAULT_ZONE,
+    ) -> str:
+        """The `row` event of `row` as the console at `base` renders it, naming its site `site_name`, its times in
+        `zone`."""
+        key = (id(row), base, site_name, zone)
         found = self._rendered.get(key)
         if found is not None and found[0] is row:
             return found[1]
@@ -159,7 +168,9 @@ async def _stream(request: Request, signed: Signed) -> Response:
 
     def render(row: LiveRow) -> str:
         # One line: an event's data is sent a line at a time, and HTML needs none of the template's layout.
-        text = template.render(row=row, row_id=row_id, base=console.base, site_names=site_names)
+        text = template.render(
+            row=row, row_id=row_id, base=console.base, site_names=site_names, reads_in=signed.reads_in
+        )
         return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
     async def name_sites(rows: list[LiveRow]) -> None:
@@ -209,7 +220,10 @@ async def _stream(request: Request, signed: Signed) -> Response:
                     continue
                 await name_sites(got)
                 yield "".join(
-                    rendered_rows.event(row, console.base, render, site_names[row.connector.site_id]) for row in got
+                    rendered_rows.event(
+                        row, console.base, render, site_names[row.connector.site_id], signed.reads_in.name
+                    )
+                    for row in got
                 )
         finally:
             feed.unsubscribe(subscription)

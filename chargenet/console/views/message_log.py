@@ -13,8 +13,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chargenet.console.exports import Cell, csv_chunks, download, ndjson_chunks
-from chargenet.console.forms import address, numbered, page_of, utc_instant
+from chargenet.console.forms import address, local_instant, numbered, page_of, time_filters
 from chargenet.console.pages import Signed, console_of, page, render
+from chargenet.domain.local_time import LocalTime
 from chargenet.errors import InvalidInput
 from chargenet.services import companies, message_log, sites, stations
 from chargenet.services.message_log import DIRECTIONS, MessageFilter, MessageView
@@ -33,7 +34,8 @@ ARROWS = {
     ("upstream", "in"): "upstream → chargenet",
     ("upstream", "out"): "chargenet → upstream",
 }
-FILTER_FIELDS = ("action", "direction", "message_id", "since", "until")
+TIME_FIELDS = ("since", "until")  # wall-clock times in the reader's zone, each with its `_offset` choice
+FILTER_FIELDS = ("action", "direction", "message_id", "since", "since_offset", "until", "until_offset")
 CSV_HEADER = ("id", "at", "peer", "direction", "messageType", "messageId", "action", "dropped", "frame")
 
 
@@ -41,14 +43,14 @@ def _filters(values: Mapping[str, str]) -> dict[str, str]:
     return {name: values.get(name, "").strip() for name in FILTER_FIELDS}
 
 
-def _filter_of(typed: Mapping[str, str]) -> MessageFilter:
+def _filter_of(typed: Mapping[str, str], reads_in: LocalTime) -> MessageFilter:
     """The filter the GET parameters ask for; `InvalidInput` naming the field that is not one."""
     return MessageFilter(
         action=typed["action"] or None,
         direction=typed["direction"] or None,
         message_id=typed["message_id"] or None,
-        since=utc_instant(typed, "since"),
-        until=utc_instant(typed, "until"),
+        since=local_instant(typed, "since", reads_in),
+        until=local_instant(typed, "until", reads_in),
     )
 
 
@@ -58,11 +60,14 @@ async def _show(request: Request, signed: Signed) -> Response:
     typed = _filters(request.query_params)
     wanted, after = page_of(request, PER_PAGE, key=numbered)
     errors: dict[str, str] = {}
+    path = console.url(f"/stations/{station_id}/messages")
+    times = time_filters(typed, TIME_FIELDS, signed.reads_in, path)
     try:
-        where = _filter_of(typed)
+        where = _filter_of(typed, signed.reads_in)
     except InvalidInput as error:
         errors = {error.field or "action": error.detail}
         where = None
+    errors.update(times.errors)  # a time filter's own words for its field
     async with console.reading() as session:
         station = await stations.get_station(session, signed.caller, station_id)
         site = await sites.get_site(session, signed.caller, station.site_id)
@@ -70,8 +75,9 @@ async def _show(request: Request, signed: Signed) -> Response:
         listed = None
         if where is not None:
             listed = await message_log.list_messages(session, signed.caller, station_id, wanted, where)
-    path = console.url(f"/stations/{station_id}/messages")
+    typed = times.shown
     values = {
+        "time_notes": times.notes,
         "company": company,
         "site": site,
         "station": station,
@@ -92,16 +98,16 @@ async def _show(request: Request, signed: Signed) -> Response:
     )
 
 
-def _json_row(view: MessageView) -> dict[str, Any]:
+def _json_row(view: MessageView, reads_in: LocalTime) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": view.id,
-        "at": view.at.isoformat(),
+        "at": reads_in.iso(view.at),
         "peer": view.peer,
         "direction": view.direction,
     }
     if view.is_gap:
         row["dropped"] = view.dropped
-        row["until"] = view.gap_until.isoformat() if view.gap_until else None
+        row["until"] = reads_in.iso(view.gap_until) if view.gap_until else None
         return row
     row.update(messageType=view.message_type, messageId=view.message_id, action=view.action, frame=view.frame)
     return row
@@ -125,15 +131,17 @@ def _export(kind: str) -> Any:
     async def view(request: Request, signed: Signed) -> Response:
         console = console_of(request)
         station_id = request.path_params["station_id"]
-        where = _filter_of(_filters(request.query_params))  # a bad filter: the 422 page, not a broken file
+        where = _filter_of(_filters(request.query_params), signed.reads_in)  # a bad filter: the 422 page
         async with console.reading() as session:
             await message_log.check_station(session, signed.caller, station_id)  # 404 before any byte is sent
         rows = message_log.export_messages(console.reading, signed.caller, station_id, where)
         stamp = console.clock.now().strftime("%Y%m%dT%H%M%SZ")
         name = f"ocpp-messages-{station_id}-{stamp}.{kind}"
         if kind == "csv":
-            return download(csv_chunks(CSV_HEADER, _mapped(rows, _csv_row)), name, "text/csv; charset=utf-8")
-        return download(ndjson_chunks(_mapped(rows, _json_row)), name, "application/x-ndjson")
+            chunks = csv_chunks(CSV_HEADER, _mapped(rows, _csv_row), reads_in=signed.reads_in)
+            return download(chunks, name, "text/csv; charset=utf-8")
+        shaped = _mapped(rows, lambda row: _json_row(row, signed.reads_in))
+        return download(ndjson_chunks(shaped), name, "application/x-ndjson")
 
     return view
 

@@ -17,10 +17,11 @@ from starlette.routing import Route
 
 from chargenet.console.charts import line_chart
 from chargenet.console.exports import Cell, csv_chunks, download
-from chargenet.console.forms import address, numbered, page_of, utc_instant
+from chargenet.console.forms import address, local_instant, numbered, page_of, time_filters
 from chargenet.console.pages import Signed, console_of, page, render
 from chargenet.console.views.message_log import ARROWS
 from chargenet.domain.energy import wh_to_kwh
+from chargenet.domain.local_time import LocalTime
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import companies, sites
 from chargenet.services import sessions as session_service
@@ -30,7 +31,8 @@ from chargenet.services.transactions import Source
 PER_PAGE = 50
 CHART_POINTS = 600  # more would draw nothing a 640-unit wide chart can show
 TABLE_SAMPLES = 48  # the rows of the samples' table, spread over the session when it has more
-FILTER_FIELDS = ("site", "station", "id_tag", "since", "until", "state", "source")
+TIME_FIELDS = ("since", "until")  # wall-clock times in the reader's zone, each with its `_offset` choice
+FILTER_FIELDS = ("site", "station", "id_tag", "since", "since_offset", "until", "until_offset", "state", "source")
 STATE_CHOICES = (("", "Any state"), ("active", "In progress"), ("completed", "Completed"))
 SOURCE_CHOICES = (("", "OCPP and meters"), ("ocpp", "OCPP stations"), ("meter", "Meters"))
 CSV_HEADER = (
@@ -73,7 +75,7 @@ def _filters(values: Mapping[str, str]) -> dict[str, str]:
     return {name: values.get(name, "").strip() for name in FILTER_FIELDS}
 
 
-def _filter_of(typed: Mapping[str, str]) -> SessionFilter:
+def _filter_of(typed: Mapping[str, str], reads_in: LocalTime) -> SessionFilter:
     state = typed["state"] or None
     source = typed["source"] or None
     if state not in (None, "active", "completed"):
@@ -84,8 +86,8 @@ def _filter_of(typed: Mapping[str, str]) -> SessionFilter:
         site_id=typed["site"] or None,
         station_id=typed["station"] or None,
         id_tag=typed["id_tag"] or None,
-        since=utc_instant(typed, "since"),
-        until=utc_instant(typed, "until"),
+        since=local_instant(typed, "since", reads_in),
+        until=local_instant(typed, "until", reads_in),
         state=cast(State | None, state),
         source=cast(Source | None, source),
     )
@@ -100,20 +102,24 @@ async def _list(request: Request, signed: Signed) -> Response:
     wanted, after = page_of(request, PER_PAGE, key=numbered)
     errors: dict[str, str] = {}
     listed = None
+    path = console.url("/sessions")
+    times = time_filters(typed, TIME_FIELDS, signed.reads_in, path)
     try:
-        where = _filter_of(typed)
+        where = _filter_of(typed, signed.reads_in)
     except InvalidInput as error:
         errors = {FIELD_NAMES.get(error.field or "", error.field or "state"): error.detail}
         where = None
+    errors.update(times.errors)  # a time filter's own words for its field
     async with console.reading() as session:
         company = await companies.get_company(session, signed.caller, signed.caller.company_id)
         if where is not None:
             listed = await session_service.list_sessions(session, signed.caller, wanted, where)
-    path = console.url("/sessions")
+    typed = times.shown
     values = {
         "company": company,
         "items": listed.items if listed else [],
         "filters": typed,
+        "time_notes": times.notes,
         "filtered": any(typed.values()),
         "errors": errors,
         "state_choices": STATE_CHOICES,
@@ -154,7 +160,7 @@ def _csv_row(view: SessionView, now: datetime) -> Sequence[Cell]:
 
 async def _export(request: Request, signed: Signed) -> Response:
     console = console_of(request)
-    where = _filter_of(_filters(request.query_params))  # a bad filter: the 422 page, not a broken file
+    where = _filter_of(_filters(request.query_params), signed.reads_in)  # a bad filter: the 422 page, not a file
     now = console.clock.now()
     exported = session_service.export_sessions(console.reading, signed.caller, where)
 
@@ -163,7 +169,7 @@ async def _export(request: Request, signed: Signed) -> Response:
             yield _csv_row(view, now)
 
     name = f"sessions-{now.strftime('%Y%m%dT%H%M%SZ')}.csv"
-    return download(csv_chunks(CSV_HEADER, rows()), name, "text/csv; charset=utf-8")
+    return download(csv_chunks(CSV_HEADER, rows(), reads_in=signed.reads_in), name, "text/csv; charset=utf-8")
 
 
 T = TypeVar("T")
@@ -177,7 +183,7 @@ def spread(items: Sequence[T], most: int) -> list[T]:
     return [items[round(index * last / (most - 1))] for index in range(most)]
 
 
-def _chart(view: SessionView, found: SessionSamples) -> Markup:
+def _chart(view: SessionView, found: SessionSamples, reads_in: LocalTime) -> Markup:
     samples = found.samples
     if len(samples) < 2:
         return Markup()
@@ -188,9 +194,10 @@ def _chart(view: SessionView, found: SessionSamples) -> Markup:
         "kWh",
         title=f"Energy delivered by session {view.transaction_id} over time",
         description=(
-            f"{len(samples)} meter readings from {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC; "
+            f"{len(samples)} meter readings from {reads_in.text(first)} to {reads_in.text(last)} ({reads_in.name}); "
             f"{kwh(delivered)} kWh delivered at the last. The table below gives the numbers."
         ),
+        reads_in=reads_in,
         name="energy",
     )
 
@@ -213,8 +220,8 @@ async def _show(request: Request, signed: Signed) -> Response:
         site_names = await sites.site_names(session, signed.caller, [view.site_id])
     log_url = address(
         console.url(f"/stations/{view.station_id}/messages"),
-        since=timeline.since.strftime("%Y-%m-%dT%H:%M:%S"),
-        until=(timeline.until + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S"),
+        since=signed.reads_in.iso(timeline.since, timespec="seconds"),
+        until=signed.reads_in.iso(timeline.until + timedelta(seconds=1), timespec="seconds"),
     )
     values: dict[str, Any] = {
         "company": company,
@@ -222,7 +229,7 @@ async def _show(request: Request, signed: Signed) -> Response:
         "site_name": site_names.get(view.site_id, view.site_id),
         "timeline": timeline,
         "samples": samples,
-        "chart": _chart(view, samples),
+        "chart": _chart(view, samples, signed.reads_in),
         "table_samples": spread(samples.samples, TABLE_SAMPLES),
         "power": _power,
         "log_url": log_url,

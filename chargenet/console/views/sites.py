@@ -20,14 +20,15 @@ from starlette.routing import Route
 from chargenet.console.forms import (
     address,
     field_errors,
+    local_instant,
     optional_text,
     page_of,
     text,
-    utc_instant,
     version_of,
     whole_number,
 )
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted
+from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
@@ -328,14 +329,22 @@ def _tag_filters(values: Any) -> dict[str, str]:
     return {"tag": values.get("tag", "").strip(), "status": status if status in STATUSES else ""}
 
 
-def _tag_form(entry: localauth.LocalAuthView | None) -> dict[str, str]:
-    """The add-or-change form: blank, or filled with an entry of the list to edit."""
+def _tag_form(entry: localauth.LocalAuthView | None, reads_in: LocalTime) -> dict[str, str]:
+    """The add-or-change form: blank, or filled with an entry of the list to edit (its expiry in the reader's
+    zone, with its offset kept beside it when that wall-clock time happened twice)."""
     if entry is None:
-        return {"id_tag": "", "status": "Accepted", "expires": "", "parent_id_tag": ""}
+        return {"id_tag": "", "status": "Accepted", "expires": "", "expires_offset": "", "parent_id_tag": ""}
     expires = entry.expires_at
-    shown = "" if expires is None else expires.strftime("%Y-%m-%dT%H:%M" + (":%S" if expires.second else ""))
+    shown = "" if expires is None else reads_in.wall(expires).field_value()
+    offset = "" if expires is None else reads_in.wall(expires).offset_text
     parent = entry.parent_id_tag or ""
-    return {"id_tag": entry.id_tag, "status": entry.status, "expires": shown, "parent_id_tag": parent}
+    return {
+        "id_tag": entry.id_tag,
+        "status": entry.status,
+        "expires": shown,
+        "expires_offset": offset,
+        "parent_id_tag": parent,
+    }
 
 
 async def _local_list(
@@ -383,7 +392,7 @@ async def _local_list(
         "after": after,
         "first_url": address(path, **filters),
         "next_url": address(path, **filters, after=listed.next) if listed.next else None,
-        "form": _tag_form(entry),
+        "form": _tag_form(entry, signed.reads_in),
         "editing": entry,
         "version": entry.version if entry is not None else None,
         "stale": None,
@@ -415,7 +424,7 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     site_id = request.path_params["site_id"]
     form = await submitted(request)
-    kept = {key: form.get(key, "") for key in ("id_tag", "status", "expires", "parent_id_tag")}
+    kept = {key: form.get(key, "") for key in ("id_tag", "status", "expires", "expires_offset", "parent_id_tag")}
     editing = kept["id_tag"].strip() if version_of(form) is not None else None
     try:
         id_tag = form.get("id_tag", "")
@@ -429,7 +438,7 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
                 id_tag=id_tag.strip(),
                 now=console.clock.now(),
                 status=kept["status"] or "Accepted",
-                expires_at=utc_instant(form, "expires"),
+                expires_at=local_instant(form, "expires", signed.reads_in),
                 parent_id_tag=optional_text(form, "parent_id_tag"),
                 expected_version=version_of(form),
             )

@@ -23,7 +23,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import field_errors, optional_text, text, utc_instant, version_of, whole_number
+from chargenet.console.forms import (
+    field_errors,
+    local_instant,
+    optional_text,
+    text,
+    version_of,
+    whole_number,
+)
 from chargenet.console.pages import Console, Signed, console_of, go_to, is_htmx, page, redirect, render, submitted
 from chargenet.console.views.sites import (
     KEY_CHOICES_EDIT,
@@ -34,6 +41,7 @@ from chargenet.console.views.sites import (
     key_choice,
     key_page,
 )
+from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.domain.text import INT32_MAX
@@ -150,7 +158,9 @@ def _connector_ids(station: stations.StationView, point: charge_points.ChargePoi
     return sorted(known) or [1]
 
 
-def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCaller) -> dict[str, str | None]:
+def _disabled_reasons(
+    state: charge_points.StationStateView, caller: OperatorCaller, reads_in: LocalTime
+) -> dict[str, str | None]:
     """Why each kind of command cannot be sent now (None: it can)."""
     if not caller.may_change:
         role = f"Your role ({caller.role.value}) sees this station but does not send it commands."
@@ -162,7 +172,7 @@ def _disabled_reasons(state: charge_points.StationStateView, caller: OperatorCal
             "through its meters."
         )
     elif not state.reachable:
-        seen = f" (last heard of {state.last_seen:%Y-%m-%d %H:%M:%S} UTC)" if state.last_seen else ""
+        seen = f" (last heard of {reads_in.text(state.last_seen)})" if state.last_seen else ""
         offline = (
             f"Commands are off: station {state.station_id} is not connected to chargenet{seen}. "
             "They come back when it connects."
@@ -198,14 +208,16 @@ async def _station_page(
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,
-        "disabled": _disabled_reasons(state, signed.caller),
+        "disabled": _disabled_reasons(state, signed.caller, signed.reads_in),
         "reset_types": RESET_TYPES,
         "list_updates": LIST_UPDATES,
         "availability": AVAILABILITY,
         "triggers": [(message, message) for message in TRIGGERS],
         "connector_triggers": [(message, message) for message in CONNECTOR_TRIGGERS],
         "local_list_empty": not local_list.items,
-        "reservation_expires": f"{console.clock.now() + timedelta(hours=RESERVATION_HOURS):%Y-%m-%dT%H:%M}",
+        "reservation_expires": signed.reads_in.wall(
+            console.clock.now() + timedelta(hours=RESERVATION_HOURS)
+        ).field_value(seconds=False),  # whole minutes: a field's step counts from its value
         "outcome": None,
         "form": {"key": "keep", "clear_upstream_password": False},
         "version": station.version,  # an edit refused as stale saves, the next time, over what is now shown
@@ -223,9 +235,16 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 # --- commands ---------------------------------------------------------------------------------------------------
 
-Send = Callable[
-    [Transactions, StationCommands, OperatorCaller, str, Mapping[str, str], datetime], Awaitable["Answered"]
-]
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """When a command is sent, and the zone its form's date-times are read in (the reader's)."""
+
+    now: datetime
+    reads_in: LocalTime
+
+
+Send = Callable[[Transactions, StationCommands, OperatorCaller, str, Mapping[str, str], Sent], Awaitable["Answered"]]
 
 
 @dataclass(frozen=True)
@@ -283,7 +302,7 @@ async def _remote_start(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     id_tag = form.get("id_tag", "").strip()
     if not id_tag:
@@ -300,7 +319,7 @@ async def _remote_stop(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     number = whole_number(form, "transaction_id", low=1, high=2**31 - 1)
     if number is None:
@@ -319,7 +338,7 @@ async def _unlock(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     connector = station_commands.StationConnector(_charge_point(form), _connector(form))
     answer = await station_commands.unlock(reading, edge, caller, station_id=station_id, connector=connector)
@@ -335,7 +354,7 @@ def _availability(station_wide: bool) -> Send:
         caller: OperatorCaller,
         station_id: str,
         form: Mapping[str, str],
-        now: datetime,
+        sent: Sent,
     ) -> Answered:
         answer = await station_commands.change_availability(
             reading,
@@ -360,7 +379,7 @@ def _trigger(station_wide: bool) -> Send:
         caller: OperatorCaller,
         station_id: str,
         form: Mapping[str, str],
-        now: datetime,
+        sent: Sent,
     ) -> Answered:
         answer = await station_commands.trigger(
             reading,
@@ -382,7 +401,7 @@ async def _reset(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     kind = _choice(form, "type", ("Soft", "Hard"))
     return _status_of(await station_commands.reset(reading, edge, caller, station_id=station_id, kind=kind))
@@ -394,7 +413,7 @@ async def _clear_cache(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     answer = await station_commands.central_command(
         reading, edge, caller, station_id=station_id, action="ClearCache", payload={}
@@ -425,7 +444,7 @@ async def _get_configuration(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     wanted = [key.strip() for key in form.get("keys", "").split(",") if key.strip()]
     payload: Payload = {"key": wanted} if wanted else {}
@@ -446,7 +465,7 @@ async def _change_configuration(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     key = form.get("key", "").strip()
     if not key:
@@ -483,16 +502,16 @@ async def _reserve(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     id_tag = text(form, "id_tag")
     if not id_tag:
         raise InvalidInput("type the idTag the connector is reserved for", field="id_tag")
-    expires = utc_instant(form, "expires")
+    expires = local_instant(form, "expires", sent.reads_in)
     if expires is None:
         raise InvalidInput("say when the reservation expires", field="expires")
-    if expires <= now:
-        raise InvalidInput(f"must be in the future (it is {now:%Y-%m-%d %H:%M} UTC now)", field="expires")
+    if expires <= sent.now:
+        raise InvalidInput(f"must be in the future (it is {sent.reads_in.text(sent.now)} now)", field="expires")
     answer = await station_commands.reserve_now(
         reading,
         edge,
@@ -513,7 +532,7 @@ async def _cancel_reservation(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     payload: Payload = {"reservationId": _reservation_id(form)}
     answer = await station_commands.central_command(
@@ -528,7 +547,7 @@ async def _send_local_list(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     version = whole_number(form, "list_version", low=1, high=INT32_MAX)
     if version is None:
@@ -552,7 +571,7 @@ async def _local_list_version(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     answer = await station_commands.central_command(
         reading, edge, caller, station_id=station_id, action="GetLocalListVersion", payload={}
@@ -567,7 +586,7 @@ async def _data_transfer(
     caller: OperatorCaller,
     station_id: str,
     form: Mapping[str, str],
-    now: datetime,
+    sent: Sent,
 ) -> Answered:
     vendor = _bounded_text(form, "vendor_id", MAX_VENDOR_ID, required="type the vendor's id")
     payload: Payload = {"vendorId": vendor}
@@ -638,7 +657,9 @@ async def _send(request: Request, signed: Signed) -> Response:
     )
     try:
         reading, edge = _runtime(console, station_id)
-        answered = await command.send(reading, edge, caller, station_id, form, console.clock.now())
+        answered = await command.send(
+            reading, edge, caller, station_id, form, Sent(console.clock.now(), signed.reads_in)
+        )
         outcome = replace(
             outcome,
             status=answered.status,

@@ -23,6 +23,8 @@ class Operator(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     # Bumped by every change, so a form sent against an older state is refused instead of overwriting it.
     version: Mapped[int] = mapped_column(Integer, default=1)
+    # The operator's own IANA zone for the console; None: their company's.
+    time_zone: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 

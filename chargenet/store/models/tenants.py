@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from chargenet.domain.local_time import DEFAULT_ZONE
 from chargenet.domain.tenants import StationLayout
 from chargenet.store.models.base import Base, UtcDateTime
 
@@ -16,6 +17,8 @@ class Company(Base):
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # An IANA zone name: the console shows times, filters and days in it (unless an operator chose their own).
+    time_zone: Mapped[str] = mapped_column(String(64), default=DEFAULT_ZONE, server_default=DEFAULT_ZONE)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 

@@ -85,3 +85,22 @@ async def test_migrate_reports_the_schema(cli) -> None:  # type: ignore[no-untyp
     result = (await cli("migrate", "--json")).json()
     assert result["action"] in ("created", "current")
     assert (await cli("migrate", "--json")).json()["action"] == "current"
+
+
+async def test_a_company_reads_in_brussels_unless_created_or_updated_with_another_zone(cli) -> None:  # type: ignore[no-untyped-def]
+    plain = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    assert (await cli("admin", "company", "show", plain["id"], "--json")).json()["timeZone"] == "Europe/Brussels"
+    tokyo = (await cli("admin", "company", "create", "Nihon", "--time-zone", "Asia/Tokyo", "--json")).json()
+    assert (await cli("admin", "company", "show", tokyo["id"], "--json")).json()["timeZone"] == "Asia/Tokyo"
+    await cli("admin", "company", "update", plain["id"], "--time-zone", "America/New_York")
+    assert (await cli("admin", "company", "show", plain["id"], "--json")).json()["timeZone"] == "America/New_York"
+
+
+@pytest.mark.parametrize("verb", ["create", "update"])
+async def test_an_unknown_time_zone_is_a_clear_error_naming_it(cli, verb: str) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    target = ["Other"] if verb == "create" else [company["id"]]
+    result = await cli("admin", "company", verb, *target, "--time-zone", "Europe/Atlantis")
+    assert result.code == 2
+    assert "'Europe/Atlantis' is not a time zone of the tz database" in result.err
+    assert "Traceback" not in result.err

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -25,6 +27,7 @@ from chargenet.store.db import Store
 from tests.support import operators as operator_support
 from tests.support.operators import PASSWORD, add_operator
 
+BRUSSELS = ZoneInfo("Europe/Brussels")  # the team's company's zone, as every company's by default
 PUBLIC_URL = "http://console.test"
 ORIGIN = {"Origin": PUBLIC_URL}
 
@@ -53,6 +56,11 @@ class ConsoleHarness:
         response = await client.post("/console/login", data={"email": email, "password": password}, headers=ORIGIN)
         assert response.status_code == 303, response.text
         return client
+
+
+def wall(instant: datetime, seconds: bool = True) -> str:
+    """`instant` as a `datetime-local` field of a Brussels reader holds it."""
+    return instant.astimezone(BRUSSELS).strftime("%Y-%m-%dT%H:%M:%S" if seconds else "%Y-%m-%dT%H:%M")
 
 
 def csrf_of(html: str) -> str:

@@ -22,7 +22,7 @@ from chargenet.edge.messagelog import MessageLog
 from chargenet.services import message_log
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import OcppMessage
-from tests.integration.console.conftest import ConsoleHarness, make_site, make_station
+from tests.integration.console.conftest import ConsoleHarness, make_site, make_station, wall
 from tests.integration.console.test_sites_pages import HOSTILE
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1+2", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
@@ -100,12 +100,12 @@ async def test_filters_by_action_direction_message_id_and_time_are_get_parameter
     reset = await frames(message_id="r-1")
     assert [frame[:2] for frame in reset] == ["[4", "[2"]
     assert len(await frames(action="Reset", direction="to-station")) == 1
-    window = await frames(since=(start + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%S"))
+    window = await frames(since=wall(start + timedelta(seconds=4)))
     assert len(window) == 5  # the status notification onwards (the unreadable frames have no "[")
-    until = await frames(until=(start + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S"))
+    until = await frames(until=wall(start + timedelta(seconds=2)))
     assert len(until) == 1
     bad = await viewer.get("/console/stations/CS-1/messages", params={"since": "yesterday", "action": "Reset"})
-    assert bad.status_code == 422 and "From (UTC): &#39;yesterday&#39; is not a date and time" in bad.text
+    assert bad.status_code == 422 and "From (Europe/Brussels): &#39;yesterday&#39; is not a date and time" in bad.text
     assert 'value="Reset"' in bad.text  # the rest of the filter kept as typed
     wrong = await viewer.get("/console/stations/CS-1/messages", params={"direction": "sideways"})
     assert wrong.status_code == 422
@@ -177,7 +177,7 @@ async def test_exports_hold_the_whole_filtered_log_oldest_first(harness: Console
     assert len(lines) == 8 + len(FORMULAS) and [line["id"] for line in lines] == sorted(line["id"] for line in lines)
     assert lines[0] == {
         "id": lines[0]["id"],
-        "at": "2026-07-01T12:00:01+00:00",
+        "at": "2026-07-01T14:00:01+02:00",  # in the reader's zone, with its offset
         "peer": "station",
         "direction": "in",
         "messageType": 2,

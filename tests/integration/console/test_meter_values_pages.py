@@ -12,7 +12,14 @@ from sqlalchemy import insert
 
 from chargenet.store.models import EdgeTransaction, MeterPollHealth, MeterSample, MeterSession
 from tests.factories import edge_row, meter_row
-from tests.integration.console.conftest import ConsoleHarness, make_meter, make_site, make_station, site_with_station
+from tests.integration.console.conftest import (
+    BRUSSELS,
+    ConsoleHarness,
+    make_meter,
+    make_site,
+    make_station,
+    site_with_station,
+)
 from tests.integration.console.test_sessions_pages import rows_of
 from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
@@ -68,7 +75,12 @@ async def test_the_session_page_charts_its_meter_values_with_the_numbers_in_a_ta
     assert svg.get("role") == "img" and "Energy delivered by session 1" in (svg.findtext("{*}title") or "")
     assert len(svg.findall(".//{*}circle")) == 5  # start, three samples, stop
     assert rows_of(values) == [
-        [(harness.clock.now() - timedelta(hours=2, minutes=-n)).strftime("%Y-%m-%d %H:%M:%S"), kwh, meter, power]
+        [
+            (harness.clock.now() - timedelta(hours=2, minutes=-n)).astimezone(BRUSSELS).strftime("%Y-%m-%d %H:%M:%S"),
+            kwh,
+            meter,
+            power,
+        ]
         for n, kwh, meter, power in [
             (0, "0.000", "1.000", ""),
             (1, "0.500", "1.500", "7.40"),
@@ -171,8 +183,8 @@ async def test_the_meter_page_shows_its_poll_health(harness: ConsoleHarness) -> 
     text = re.sub(
         r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", (await viewer.get(f"/console/meters/{meter_id}")).text))
     )
-    last = (harness.clock.now() - timedelta(seconds=4)).strftime("%Y-%m-%d %H:%M:%S")
-    assert "Timeouts 5 " in text and "CRC errors 2 " in text and f"Last answer {last} UTC" in text
+    last = (harness.clock.now() - timedelta(seconds=4)).astimezone(BRUSSELS).strftime("%Y-%m-%d %H:%M:%S")
+    assert "Timeouts 5 " in text and "CRC errors 2 " in text and f"Last answer {last} " in text
     assert "Polls 120, of which 7 failed" in text and "polled by host:42:abc" in text
 
 

@@ -16,7 +16,7 @@ from chargenet.services.callers import OPERATOR
 from chargenet.store.models import Connector, EdgeTransaction, StationPresence, WebhookLane
 from chargenet.webhooks.outbound_auth import NoAuth
 from tests.factories import add_station
-from tests.integration.console.conftest import ConsoleHarness
+from tests.integration.console.conftest import BRUSSELS, ConsoleHarness
 
 
 async def _seed(harness: ConsoleHarness, tmp_path: Path, company_id: str, station_id: str, wh: int) -> str:
@@ -93,14 +93,16 @@ async def test_a_viewer_sees_the_companys_figures_and_nothing_of_another_company
 async def test_each_figure_links_to_the_filtered_list_behind_it(harness: ConsoleHarness, tmp_path: Path) -> None:
     await _seed(harness, tmp_path, harness.team.company_id, "ST-ACME", 1000)
     page = html.unescape((await (await harness.signed_in("viewer@acme.test")).get("/console/")).text)
-    day = harness.clock.now().date()
+    day = harness.clock.now().astimezone(BRUSSELS).date()
     for link in (
         "/console/connectors?connection=connected",
         "/console/connectors?connection=offline",
         "/console/connectors?status=Faulted",
         "/console/connectors?status=Charging",
         "/console/sessions?state=active",
-        f"/console/sessions?since={day}T00%3A00%3A00&until={day + timedelta(days=1)}T00%3A00%3A00&state=completed",
+        # Brussels' day, its bounds as instants with their offset (+02:00 in July).
+        f"/console/sessions?since={day}T00%3A00%3A00%2B02%3A00&until={day + timedelta(days=1)}T00%3A00%3A00%2B02%3A00"
+        "&state=completed",
         "/console/webhooks?health=alert",
         "/console/webhooks?health=critical",
     ):
@@ -126,13 +128,13 @@ async def test_faulted_connectors_are_listed_with_their_error_codes(harness: Con
     assert re.search(r'<th scope="row">GroundFailure</th><td><a href="[^"]+">1</a></td>', faults)
 
 
-async def test_the_energy_chart_carries_its_figures_as_text_and_says_days_are_utc(
+async def test_the_energy_chart_carries_its_figures_as_text_and_names_the_zone_of_its_days(
     harness: ConsoleHarness, tmp_path: Path
 ) -> None:
     await _seed(harness, tmp_path, harness.team.company_id, "ST-ACME", 2500)
     page = (await (await harness.signed_in("viewer@acme.test")).get("/console/")).text
     chart = page.split('<figure class="chart" id="energy-chart">', 1)[1].split("</figure>", 1)[0]
-    assert 'role="img"' in chart and "(UTC)" in chart
+    assert 'role="img"' in chart and "(Europe/Brussels days" in chart
     today = harness.clock.now()
     assert f"<title>{today:%d %b}: 2.5 kWh</title>" in chart
     figures = page.split('<table id="energy-figures">', 1)[1].split("</table>", 1)[0]
@@ -176,11 +178,11 @@ async def test_figures_are_kept_a_few_seconds_and_say_when_they_were_counted(
     counted = harness.clock.now()
     page = (await viewer.get("/console/")).text
     assert _figure(page, "Stations connected") == "0"
-    assert f"Figures as of {counted:%H:%M:%S} UTC" in page
+    assert f"Figures as of {counted.astimezone(BRUSSELS):%H:%M:%S}:" in page
     # Written without an event (as another process's or the command line's change): shown once the figures age.
     await _seed(harness, tmp_path, harness.team.company_id, "ST-LATER", 1_000)
     assert _figure((await viewer.get("/console/")).text, "Stations connected") == "0"
     harness.clock.advance(5)
     page = (await viewer.get("/console/")).text
     assert _figure(page, "Stations connected") == "1"
-    assert f"Figures as of {harness.clock.now():%H:%M:%S} UTC" in page
+    assert f"Figures as of {harness.clock.now().astimezone(BRUSSELS):%H:%M:%S}:" in page

@@ -21,7 +21,7 @@ from chargenet.console.protection import COOKIE_NAME
 from chargenet.edge.messagelog import MessageLog
 from chargenet.store.models import EdgeTransaction, MeterSession
 from tests.factories import edge_row, meter_row
-from tests.integration.console.conftest import ConsoleHarness, make_site, make_station
+from tests.integration.console.conftest import ConsoleHarness, make_site, make_station, wall
 from tests.integration.console.test_sites_pages import HOSTILE_TAG
 
 
@@ -119,13 +119,16 @@ async def test_filters_are_get_parameters_and_a_bad_one_is_422_naming_it(harness
     assert await ids(source="meter") == ["6", "3"]
     start = harness.clock.now() - timedelta(hours=5)
     assert await ids(
-        since=(start + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
-        until=(start + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M"),
+        since=wall(start + timedelta(hours=1), seconds=False),
+        until=wall(start + timedelta(hours=3), seconds=False),
     ) == ["3", "2"]
     kept = await viewer.get("/console/sessions", params={"station": "CS-1", "state": "active"})
     assert 'value="CS-1"' in kept.text and '<option value="active" selected>' in kept.text
     bad = await viewer.get("/console/sessions", params={"since": "last week", "station": "CS-1"})
-    assert bad.status_code == 422 and "Started from (UTC): &#39;last week&#39; is not a date and time" in bad.text
+    assert (
+        bad.status_code == 422
+        and "Started from (Europe/Brussels): &#39;last week&#39; is not a date and time" in bad.text
+    )
     assert 'value="CS-1"' in bad.text
     assert (await viewer.get("/console/sessions", params={"state": "sleeping"})).status_code == 422
     assert (await viewer.get("/console/sessions.csv", params={"state": "sleeping"})).status_code == 422
@@ -230,7 +233,8 @@ async def test_a_session_shows_its_timeline_from_the_message_log(harness: Consol
     assert "Session 7" in html and "3.000 kWh" in html and "EVDisconnected" in html
     shown = [unescape(frame) for frame in re.findall(r'<code class="frame">(.*?)</code>', html)]
     assert shown == [frame for _, _, frame, wanted in frames if wanted]
-    assert 'href="/console/stations/CS-1/messages?since=2026-07-01T11%3A58%3A03' in html
+    # The window as instants with their offset, which the message log reads exactly.
+    assert 'href="/console/stations/CS-1/messages?since=2026-07-01T13%3A58%3A03%2B02%3A00' in html
 
 
 async def test_a_meter_session_has_no_ocpp_timeline_and_another_companys_is_not_found(
@@ -280,7 +284,7 @@ async def test_the_csv_export_holds_every_filtered_session_with_formulas_defused
     assert [row[0] for row in rows] == ["1", "2", "3", "4", "6"]  # oldest first; not the other company's
     one = dict(zip(header, rows[0], strict=True))
     assert one["energyKwh"] == "12.345" and one["meterStartKwh"] == "1.0" and one["durationSeconds"] == "5400"
-    assert one["stopReason"] == "EVDisconnected" and one["startedAt"] == "2026-07-01T07:00:00+00:00"
+    assert one["stopReason"] == "EVDisconnected" and one["startedAt"] == "2026-07-01T09:00:00+02:00"
     tags = {row[0]: row[6] for row in rows}
     assert tags["4"] == "'=2+5" and tags["6"] == "'@SUM(A1)" and tags["2"] == HOSTILE_TAG
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in table for cell in row)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -20,6 +21,9 @@ from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 
 # The words of `station_commands`' refusal, which the API answers 409 with.
 UPSTREAM_OWNS = "owns its configuration, local list, reservations and data transfers"
+
+
+BRUSSELS = ZoneInfo("Europe/Brussels")  # the console's default zone, the test company's
 
 
 async def _signed_in(served: Served, email: str, role: str) -> httpx.AsyncClient:  # noqa: F811
@@ -58,8 +62,13 @@ def text_of(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
 
 
-def in_an_hour() -> str:
-    return f"{datetime.now(UTC) + timedelta(hours=1):%Y-%m-%dT%H:%M}"
+def in_an_hour() -> datetime:
+    return (datetime.now(UTC) + timedelta(hours=1)).replace(second=0, microsecond=0)
+
+
+def typed(instant: datetime) -> str:
+    """A date-time field's text, as the reader types it: in the reader's zone."""
+    return f"{instant.astimezone(BRUSSELS):%Y-%m-%dT%H:%M}"
 
 
 def reservation(**fields: str) -> dict[str, str]:
@@ -69,7 +78,7 @@ def reservation(**fields: str) -> dict[str, str]:
         "charge_point": "CS-1",
         "connector": "2",
         "id_tag": "TAG1",
-        "expires": in_an_hour(),
+        "expires": typed(in_an_hour()),
         "reservation_id": "7",
         **fields,
     }
@@ -80,7 +89,7 @@ async def test_a_reservation_reaches_the_station_and_its_answer_is_shown(
     station: SimulatedStation,  # noqa: F811
 ) -> None:
     expires = in_an_hour()
-    response = await send(admin, reservation(expires=expires, parent_id_tag="GROUP"))
+    response = await send(admin, reservation(expires=typed(expires), parent_id_tag="GROUP"))
     assert response.status_code == 200
     assert "Reserve (ReserveNow) to connector 2 of charge point CS-1: the station answered Accepted" in text_of(
         response.text
@@ -90,7 +99,7 @@ async def test_a_reservation_reaches_the_station_and_its_answer_is_shown(
             "ReserveNow",
             {
                 "connectorId": 2,
-                "expiryDate": f"{expires}:00.000Z",
+                "expiryDate": f"{expires:%Y-%m-%dT%H:%M}:00.000Z",
                 "idTag": "TAG1",
                 "reservationId": 7,
                 "parentIdTag": "GROUP",

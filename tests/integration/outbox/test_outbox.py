@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select
@@ -9,8 +10,10 @@ from sqlalchemy import func, select
 from chargenet.clock import ManualClock
 from chargenet.domain.events import AuthorizePayload, parse_event_json
 from chargenet.outbox import Outbox, OutboxConsumer, outbox_committed
+from chargenet.services import companies
+from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
-from chargenet.store.models import Company, OutboxEvent
+from chargenet.store.models import Company, OutboxEvent, Site
 
 
 def authorize(tag: str = "TAG-1") -> AuthorizePayload:
@@ -165,3 +168,28 @@ async def test_concurrent_publishers_get_sequences_in_commit_order(database_url:
         assert [json.loads(body)["payload"]["idTag"] for _, body in rows] == ["first", "second"]
     finally:
         await store.dispose()
+
+
+@pytest.mark.parametrize(
+    ("instant", "written"),
+    [
+        (datetime(2026, 7, 1, 12, 0, tzinfo=UTC), "2026-07-01T14:00:00.000+02:00"),
+        (datetime(2026, 1, 15, 12, 0, tzinfo=UTC), "2026-01-15T13:00:00.000+01:00"),
+    ],
+)
+async def test_events_of_a_company_in_another_time_zone_are_written_in_brussels(
+    store: Store, clock: ManualClock, instant: datetime, written: str
+) -> None:
+    clock.set(instant)
+    async with store.transaction() as session:
+        company = await companies.create_company(
+            session, OPERATOR, name="Nihon Charging", now=clock.now(), time_zone="Asia/Tokyo"
+        )
+        session.add(Site(id="site_tokyo", company_id=company.id, name="Shinjuku", created_at=clock.now()))
+        await session.flush()
+        event = await Outbox(clock).publish(session, site_id="site_tokyo", payload=authorize())
+    async with store.transaction() as session:
+        stored = await session.scalar(select(OutboxEvent))
+    assert stored is not None and company.time_zone == "Asia/Tokyo"
+    assert event.timestamp == written
+    assert json.loads(stored.body)["timestamp"] == written

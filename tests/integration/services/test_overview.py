@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import select, text, update
 
 from chargenet.clock import ManualClock
+from chargenet.domain.local_time import LocalTime
 from chargenet.keys import KeyStore
 from chargenet.services import applications, meters, webhooks
 from chargenet.services.callers import OPERATOR
@@ -31,6 +33,8 @@ from chargenet.store.models import (
 from tests.factories import Tenant, add_webhook, make_tenant
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+UTC_DAYS = LocalTime(ZoneInfo("UTC"))
+BRUSSELS = LocalTime(ZoneInfo("Europe/Brussels"))
 
 
 @pytest.fixture
@@ -279,7 +283,7 @@ async def test_energy_per_day_sums_completed_sessions_of_both_kinds_by_the_day_t
         session.add(_meter_session(ours, 2, datetime(2026, 7, 1, 9, 30, tzinfo=UTC), 1500))
         session.add(_transaction(ours, 3, datetime(2026, 6, 29, 0, 0, tzinfo=UTC), 12_345))
     async with store.read() as session:
-        days = await energy_per_day(session, ours.company_id, now=NOW)
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=UTC_DAYS)
     assert len(days) == 30 and days[0].day == date(2026, 6, 2) and days[-1].day == date(2026, 7, 1)
     by_day = {day.day: (day.energy_wh, day.sessions) for day in days if day.sessions}
     assert by_day == {date(2026, 7, 1): (5500, 2), date(2026, 6, 29): (12_345, 1)}
@@ -290,7 +294,7 @@ async def test_a_session_running_past_midnight_counts_whole_on_the_day_it_starte
     async with store.transaction() as session:
         session.add(_transaction(ours, 1, datetime(2026, 6, 30, 23, 30, tzinfo=UTC), 8000))  # stops 00:30
     async with store.read() as session:
-        days = await energy_per_day(session, ours.company_id, now=NOW)
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=UTC_DAYS)
     assert [(day.day, day.energy_wh) for day in days if day.sessions] == [(date(2026, 6, 30), 8000)]
 
 
@@ -304,7 +308,7 @@ async def test_energy_per_day_leaves_out_other_companies_running_and_older_sessi
         session.add(_meter_session(ours, 3, NOW - timedelta(hours=2), 900, stopped=False))
         session.add(_transaction(ours, 4, datetime(2026, 6, 1, 23, 59, tzinfo=UTC), 4000))  # the 31st day back
     async with store.read() as session:
-        days = await energy_per_day(session, ours.company_id, now=NOW)
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=UTC_DAYS)
     assert sum(day.energy_wh for day in days) == 0 and sum(day.sessions for day in days) == 0
 
 
@@ -313,7 +317,7 @@ async def test_a_meter_that_went_backwards_counts_a_session_with_no_energy(store
     async with store.transaction() as session:
         session.add(_transaction(ours, 1, NOW - timedelta(hours=3), -500))
     async with store.read() as session:
-        days = await energy_per_day(session, ours.company_id, now=NOW)
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=UTC_DAYS)
     assert (days[-1].energy_wh, days[-1].sessions) == (0, 1)
 
 
@@ -369,12 +373,39 @@ async def test_upstream_links_down_counts_the_companys_connected_stations_whose_
     assert (others.count, others.first) == (0, [])
 
 
-async def test_days_are_utc_days_whatever_time_zone_the_database_connection_has(store: Store, keys: KeyStore) -> None:
+async def test_days_are_the_readers_days_whatever_time_zone_the_database_connection_has(
+    store: Store, keys: KeyStore
+) -> None:
     ours, _ = await _tenants(store, keys)
     async with store.transaction() as session:
         session.add(_transaction(ours, 1, datetime(2026, 6, 30, 20, 0, tzinfo=UTC), 3000))  # 30 June in UTC
     async with store.read() as session:
         if session.bind.dialect.name == "postgresql":
             await session.execute(text("SET LOCAL TIME ZONE 'Asia/Tokyo'"))  # already 1 July there
-        days = await energy_per_day(session, ours.company_id, now=NOW)
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=UTC_DAYS)
     assert [(day.day, day.energy_wh) for day in days if day.sessions] == [(date(2026, 6, 30), 3000)]
+
+
+async def test_days_are_brussels_days_for_a_reader_in_brussels(store: Store, keys: KeyStore) -> None:
+    ours, _ = await _tenants(store, keys)
+    async with store.transaction() as session:
+        # 23:30 UTC on 30 June is 01:30 on 1 July in Brussels (+02:00): the energy counts on 1 July there.
+        session.add(_transaction(ours, 1, datetime(2026, 6, 30, 23, 30, tzinfo=UTC), 2000))
+    async with store.read() as session:
+        days = await energy_per_day(session, ours.company_id, now=NOW, local=BRUSSELS)
+    assert [(day.day, day.energy_wh) for day in days if day.sessions] == [(date(2026, 7, 1), 2000)]
+
+
+async def test_the_day_clocks_go_back_is_25_hours_and_counts_every_session_of_it(store: Store, keys: KeyStore) -> None:
+    ours, _ = await _tenants(store, keys)
+    autumn = datetime(2026, 10, 26, 12, 0, tzinfo=UTC)
+    async with store.transaction() as session:
+        # 25 October in Brussels runs from 22:00 UTC on the 24th to 23:00 UTC on the 25th: 25 hours.
+        session.add(_transaction(ours, 1, datetime(2026, 10, 24, 22, 0, tzinfo=UTC), 1000))  # 00:00 +02:00
+        session.add(_transaction(ours, 2, datetime(2026, 10, 25, 22, 59, tzinfo=UTC), 2000))  # 23:59 +01:00
+        session.add(_transaction(ours, 3, datetime(2026, 10, 25, 23, 0, tzinfo=UTC), 4000))  # 26 Oct, 00:00
+    async with store.read() as session:
+        days = await energy_per_day(session, ours.company_id, now=autumn, local=BRUSSELS)
+    by_day = {day.day: (day.energy_wh, day.sessions) for day in days if day.sessions}
+    assert by_day == {date(2026, 10, 25): (3000, 2), date(2026, 10, 26): (4000, 1)}
+    assert days[-2].until - days[-2].since == timedelta(hours=25)

@@ -18,7 +18,7 @@ async def test_the_alerts_migration_applies_over_a_store_with_data_and_keeps_one
 ) -> None:
     store = Store(database_url)
     try:
-        await schema.upgrade(store, "0019")
+        await schema.upgrade(store, "0020")
         async with store.engine.begin() as connection:
             await connection.execute(
                 text(f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {AT})")
@@ -45,7 +45,7 @@ async def test_the_alerts_migration_applies_over_a_store_with_data_and_keeps_one
             await connection.execute(text(open_alert))
             count = (await connection.execute(text("SELECT count(*) FROM alerts"))).scalar_one()
         assert count == 2
-        await schema.downgrade(store, "0019")
+        await schema.downgrade(store, "0020")
         await schema.upgrade(store)
     finally:
         await store.dispose()

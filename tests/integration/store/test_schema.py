@@ -112,6 +112,28 @@ async def test_local_list_entries_stored_before_their_versions_are_at_version_1(
         await store.dispose()
 
 
+async def test_companies_stored_before_time_zones_are_in_brussels_and_operators_in_their_companys(
+    database_url: str,
+) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store, "0019")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO operators (id, company_id, email, password_hash, role, enabled, version, created_at,"
+                " updated_at) VALUES ('op_1', 'co_1', 'ana@example.org', 'x', 'owner', true, 1,"
+                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0020")
+        async with store.engine.connect() as connection:
+            assert (await connection.execute(text("SELECT time_zone FROM companies"))).scalar_one() == "Europe/Brussels"
+            assert (await connection.execute(text("SELECT time_zone FROM operators"))).scalar_one() is None
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
     store = Store(database_url)
     try:

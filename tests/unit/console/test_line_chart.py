@@ -5,19 +5,24 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree
+from zoneinfo import ZoneInfo
 
 from chargenet.console.charts import line_chart
+from chargenet.domain.local_time import LocalTime
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+UTC_READER = LocalTime(ZoneInfo("UTC"))
 SVG = ""  # inline in HTML: no namespace
 
 
 def chart(points: list[tuple[datetime, float]], unit: str = "kWh", title: str = "Energy") -> ElementTree.Element:
-    return ElementTree.fromstring(str(line_chart(points, unit, title=title, description="numbers below")))
+    return ElementTree.fromstring(
+        str(line_chart(points, unit, title=title, description="numbers below", reads_in=UTC_READER))
+    )
 
 
 def test_no_points_draw_nothing() -> None:
-    assert str(line_chart([], "kWh", title="t", description="d")) == ""
+    assert str(line_chart([], "kWh", title="t", description="d", reads_in=UTC_READER)) == ""
 
 
 def test_the_chart_is_an_image_named_by_its_title_and_description() -> None:
@@ -52,7 +57,7 @@ def test_the_axes_are_labelled_in_text_with_the_unit_and_round_values() -> None:
 
 
 def test_the_title_and_unit_are_escaped() -> None:
-    markup = str(line_chart([(T0, 1.0)], "<b>", title="<script>x</script>", description="&"))
+    markup = str(line_chart([(T0, 1.0)], "<b>", title="<script>x</script>", description="&", reads_in=UTC_READER))
     assert "<script>" not in markup and "<b>" not in markup
     assert "&lt;script&gt;" in markup and "&amp;" in markup
 
@@ -63,5 +68,13 @@ def test_a_single_point_still_draws_a_valid_chart() -> None:
 
 
 def test_ids_follow_the_name_so_two_charts_can_share_a_page() -> None:
-    markup = str(line_chart([(T0, 1.0)], "kWh", title="t", description="d", name="energy"))
+    markup = str(line_chart([(T0, 1.0)], "kWh", title="t", description="d", reads_in=UTC_READER, name="energy"))
     assert re.search(r'id="energy-title"', markup) and re.search(r'id="energy-desc"', markup)
+
+
+def test_the_time_axis_is_labelled_in_the_readers_zone() -> None:
+    points = [(T0, 0.0), (T0 + timedelta(minutes=40), 1.0)]
+    brussels = LocalTime(ZoneInfo("Europe/Brussels"))
+    svg = ElementTree.fromstring(str(line_chart(points, "kWh", title="t", description="d", reads_in=brussels)))
+    texts = [element.text for element in svg.iter() if element.tag.endswith("text")]
+    assert "14:00" in texts and "14:40" in texts and "time (Europe/Brussels)" in texts

@@ -41,3 +41,13 @@ def test_a_multi_line_row_is_sent_as_one_data_line_each() -> None:
     rendered = RenderedRows()
     event = rendered.event(live_row("Available"), "/console", lambda _: "<tr>\n<td>1</td>\n</tr>")
     assert event == "event: row\ndata: <tr>\ndata: <td>1</td>\ndata: </tr>\n\n"
+
+
+def test_a_row_is_rendered_once_for_each_zone_its_readers_read_in() -> None:
+    rendered = RenderedRows()
+    row = live_row("Charging")
+    zones = iter(["<tr>14:00</tr>", "<tr>08:00</tr>"])
+    brussels = rendered.event(row, "/console", lambda _: next(zones), zone="Europe/Brussels")
+    new_york = rendered.event(row, "/console", lambda _: next(zones), zone="America/New_York")
+    assert (brussels, new_york) == ("event: row\ndata: <tr>14:00</tr>\n\n", "event: row\ndata: <tr>08:00</tr>\n\n")
+    assert rendered.event(row, "/console", lambda _: "again", zone="Europe/Brussels") == brussels

@@ -22,6 +22,7 @@ from chargenet.domain.alerts import (
     validate_recipients,
     validate_threshold,
 )
+from chargenet.domain.local_time import LocalTime
 from chargenet.errors import InvalidInput
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -146,13 +147,28 @@ def test_a_host_that_is_not_a_name_or_address_is_refused(host: str) -> None:
         validate_host(host)
 
 
+BRUSSELS = LocalTime.named("Europe/Brussels")
+
+
 def test_the_mails_of_an_alert_name_its_kind_and_subject_and_say_when() -> None:
     raised = mail_text(
-        RuleKind.STATION_OFFLINE, "station ST-1 at Depot", MailKind.RAISED, since=T0, at=minutes(10), minutes=10
+        RuleKind.STATION_OFFLINE,
+        "station ST-1 at Depot",
+        MailKind.RAISED,
+        since=T0,
+        at=minutes(10),
+        minutes=10,
+        reads_in=BRUSSELS,
     )
     assert raised.subject == "[chargenet] Station offline: station ST-1 at Depot"
-    assert "Since 2026-07-01 12:00 UTC, longer than 10 minutes" in raised.body
+    assert "Since 2026-07-01 14:00 +02:00 (Europe/Brussels), longer than 10 minutes" in raised.body
     cleared = mail_text(
-        RuleKind.STATION_OFFLINE, "station ST-1 at Depot", MailKind.CLEARED, since=T0, at=minutes(30), minutes=10
+        RuleKind.STATION_OFFLINE,
+        "station ST-1 at Depot",
+        MailKind.CLEARED,
+        since=T0,
+        at=minutes(30),
+        minutes=10,
+        reads_in=BRUSSELS,
     )
     assert cleared.subject == "[chargenet] Cleared: Station offline: station ST-1 at Depot"

@@ -13,7 +13,7 @@ from alembic import op
 import chargenet.store.models.base
 
 revision = "0021"
-down_revision = "0019"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
