@@ -92,12 +92,12 @@ async def test_the_list_shows_ocpp_and_meter_sessions_newest_first_with_energy_a
     rows = rows_of(response.text)
     assert [row[0].split()[0] for row in rows] == ["6", "4", "3", "2", "1"]  # not the other company's 5
     six, four, three, two, one = rows
-    assert one[6] == "12.345" and one[5] == "1 h 30 min" and one[8] == "EVDisconnected"
-    assert one[7] == "StartTransaction from the station; idTag Accepted" and one[0] == "1 OCPP"
-    assert two[8] == "Local"  # a station that gives no reason stopped locally (decisions.md)
-    assert four[4] == "in progress" and four[6] == "at the stop" and four[5] == "2 h 00 min"
-    assert three[6] == "2.000 so far" and three[0] == "3 meter" and "charging detected" in three[7]
-    assert six[6] == "2.500" and six[8] == "Other" and six[5] == "30 min 00 s"
+    assert one[5] == "12.345" and one[4] == "1 h 30 min"
+    assert one[6] == "StartTransaction from the station; idTag Accepted stopped: EVDisconnected" and one[0] == "1 OCPP"
+    assert two[6].endswith("stopped: Local")  # a station that gives no reason stopped locally (decisions.md)
+    assert four[3].endswith("in progress") and four[5] == "at the stop" and four[4] == "2 h 00 min"
+    assert three[5] == "2.000 so far" and three[0] == "3 meter" and "charging detected" in three[6]
+    assert six[5] == "2.500" and six[6].endswith("stopped: Other") and six[4] == "30 min 00 s"
     assert 'href="/console/sessions/2"' in response.text and 'href="/console/stations/CS-M"' in response.text
 
 
