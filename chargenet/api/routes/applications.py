@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import Name
@@ -26,6 +26,21 @@ class NewApplication(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Roaming hub"}]})
 
     name: Name
+
+
+class PublicKeys(BaseModel):
+    """The public keys of private_key_jwt (RFC 7523): a JWKS document or the URL of one; neither removes them."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={"examples": [{"jwksUrl": "https://partner.example/.well-known/jwks.json"}]},
+    )
+
+    jwks: dict[str, Any] | None = Field(default=None, description="A JWKS document of public keys (RFC 7517)")
+    jwks_url: str | None = Field(
+        default=None, alias="jwksUrl", max_length=2000, description="An http(s) URL serving the JWKS document"
+    )
 
 
 @router.get("/applications", response_model=Page[ApplicationView])
@@ -75,3 +90,18 @@ async def delete_application(client_id: str, context: Context, caller: Admin) ->
     async with context.store.transaction() as session:
         await applications.delete_application(session, caller, client_id, now=context.clock.now())
     return Response(status_code=204)
+
+
+@router.put("/applications/{client_id}/keys", response_model=ApplicationView)
+async def set_public_keys(client_id: str, body: PublicKeys, context: Context, caller: Admin) -> ApplicationView:
+    """Register the application's public keys, for client authentication by `private_key_jwt` at the token,
+    introspection and revocation endpoints. A key set URL resolving to a private address is refused (422)."""
+    return await applications.set_public_keys(
+        context.store.transaction,
+        caller,
+        client_id,
+        jwks=body.jwks,
+        jwks_url=body.jwks_url,
+        now=context.clock.now(),
+        allow_private=context.settings.webhook_allow_private,
+    )

@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chargenet.store.models.applications import Application, Group, GroupMember
+    from chargenet.store.models.applications import Application, Group, GroupMember, RevokedToken, UsedAssertion
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
     from chargenet.store.models.edge import (
@@ -69,6 +69,7 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "RevokedToken": "applications",
         "Site": "tenants",
         "Station": "tenants",
         "StationCommand": "edge",
@@ -76,6 +77,7 @@ else:
         "StoreSetting": "meta",
         "UnknownStop": "edge",
         "UpstreamMessage": "edge",
+        "UsedAssertion": "applications",
         "UtcDateTime": "base",
         "Webhook": "webhooks",
         "WebhookDeadLetter": "webhooks",
@@ -122,6 +124,7 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "RevokedToken",
     "Site",
     "Station",
     "StationCommand",
@@ -129,6 +132,7 @@ __all__ = [
     "StoreSetting",
     "UnknownStop",
     "UpstreamMessage",
+    "UsedAssertion",
     "UtcDateTime",
     "Webhook",
     "WebhookDeadLetter",
