@@ -26,6 +26,8 @@ from chargenet.auth.token_request import (
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 MAX_BODY = 4096
+# Introspection and revocation carry a token, and perhaps a client assertion, each of up to 8 KiB.
+MAX_OPERATION_BODY = 20_480
 METADATA_MAX_AGE = 3600
 
 
@@ -33,17 +35,17 @@ def _error(error: TokenError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status, headers={**NO_STORE, **error.headers()})
 
 
-async def _read_body(request: Request) -> bytes | None:
+async def _read_body(request: Request, limit: int) -> bytes | None:
     body = b""
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_BODY:
+        if len(body) > limit:
             return None
     return body
 
 
-async def _raw(request: Request) -> RawTokenRequest | TokenError:
-    body = await _read_body(request) if request.method == "POST" else b""
+async def _raw(request: Request, limit: int = MAX_BODY) -> RawTokenRequest | TokenError:
+    body = await _read_body(request, limit) if request.method == "POST" else b""
     if body is None:
         return TokenError(ErrorCode.INVALID_REQUEST, "the request body is too large", 413)
     return RawTokenRequest(
@@ -56,7 +58,7 @@ async def _raw(request: Request) -> RawTokenRequest | TokenError:
 
 
 async def _operation(request: Request, endpoint: str) -> TokenOperation | TokenError:
-    raw = await _raw(request)
+    raw = await _raw(request, MAX_OPERATION_BODY)
     return raw if isinstance(raw, TokenError) else parse_token_operation(raw, endpoint)
 
 
