@@ -25,6 +25,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
@@ -139,6 +141,25 @@ def _candidates(key_set: KeySet, header: dict[str, Any], alg: str) -> list[Any]:
     return [key for key in key_set.keys if isinstance(key, family)]
 
 
+def _verified_payload(assertion: str, segments: list[str], key: Any, alg: str) -> bytes | None:
+    if alg in ("EdDSA", "Ed25519"):
+        # Checked here: joserfc warns on the name EdDSA (RFC 9864 deprecates it), which clients still send.
+        public = key.raw_value
+        if not isinstance(public, Ed25519PublicKey | Ed25519PrivateKey):
+            return None
+        verifier = public if isinstance(public, Ed25519PublicKey) else public.public_key()
+        try:
+            signature = base64.urlsafe_b64decode(segments[2] + "=" * (-len(segments[2]) % 4))
+            verifier.verify(signature, f"{segments[0]}.{segments[1]}".encode("ascii"))
+            return base64.urlsafe_b64decode(segments[1] + "=" * (-len(segments[1]) % 4))
+        except (InvalidSignature, binascii.Error, ValueError):
+            return None
+    try:
+        return jws.deserialize_compact(assertion, key, algorithms=[alg]).payload
+    except (JoseError, ValueError):
+        return None
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -158,11 +179,9 @@ def verify_assertion(
             raise InvalidClientAssertion(f"header {name!r} refused")
     payload: bytes | None = None
     for key in _candidates(key_set, header, alg):
-        try:
-            payload = jws.deserialize_compact(assertion, key, algorithms=[alg]).payload
+        payload = _verified_payload(assertion, segments, key, alg)
+        if payload is not None:
             break
-        except (JoseError, ValueError):
-            continue
     if payload is None:
         raise InvalidClientAssertion("no registered key verifies the signature")
     try:

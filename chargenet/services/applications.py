@@ -233,8 +233,9 @@ async def set_public_keys(
         app = await _get(session, caller, client_id, expected_version=expected_version)
         if (app.jwks, app.jwks_url) != (stored, jwks_url):
             app.jwks, app.jwks_url = stored, jwks_url
+            # Public keys are no secret, but the record names only where they come from.
             source = "jwks" if stored is not None else "jwksUrl" if jwks_url is not None else "none"
-            detail = {"keys": source} if jwks_url is None else {"keys": source, "jwksUrl": jwks_url}
+            detail = {"source": source} if jwks_url is None else {"source": source, "url": jwks_url}
             await _changed(session, caller, app, "set-keys", now, detail)
         await session.flush()
         return await _view(session, app)
