@@ -121,14 +121,23 @@ def public_key_set(document: str | dict[str, Any]) -> KeySet:
             raise InvalidClientAssertion("the key set holds a private key: register only the public keys")
         if "kid" in key and not isinstance(key["kid"], str):
             raise InvalidClientAssertion("a kid must be a string")
+        if key["kty"] == "RSA" and _bits(key.get("n")) < MIN_RSA_BITS:
+            raise InvalidClientAssertion(f"RSA keys must have at least {MIN_RSA_BITS} bits")
     try:
         key_set = KeySet.import_key_set(document)  # type: ignore[arg-type]
     except (JoseError, ValueError, TypeError) as exc:
         raise InvalidClientAssertion(f"the key set cannot be read ({exc})") from None
-    for imported in key_set.keys:
-        if isinstance(imported, RSAKey) and imported.raw_value.key_size < MIN_RSA_BITS:
-            raise InvalidClientAssertion(f"RSA keys must have at least {MIN_RSA_BITS} bits")
     return key_set
+
+
+def _bits(modulus: object) -> int:
+    if not isinstance(modulus, str) or "=" in modulus:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(modulus + "=" * (-len(modulus) % 4))
+    except (binascii.Error, ValueError):
+        return 0
+    return int.from_bytes(raw, "big").bit_length()
 
 
 def _candidates(key_set: KeySet, header: dict[str, Any], alg: str) -> list[Any]:
