@@ -57,6 +57,9 @@ MAX_KEY_SET_SIZE = 65_536
 MIN_RSA_BITS = 2048
 PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 _KEY_TYPES = {"RSA": RSAKey, "EC": ECKey, "OKP": OKPKey}
+# The members each key type needs, and the curves allowed (signatures only: no X25519).
+_MEMBERS = {"RSA": ("n", "e"), "EC": ("crv", "x", "y"), "OKP": ("crv", "x")}
+_CURVES = {"EC": ("P-256", "P-384", "P-521"), "OKP": ("Ed25519",)}
 _FAMILY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 
 
@@ -121,11 +124,17 @@ def public_key_set(document: str | dict[str, Any]) -> KeySet:
             raise InvalidClientAssertion("the key set holds a private key: register only the public keys")
         if "kid" in key and not isinstance(key["kid"], str):
             raise InvalidClientAssertion("a kid must be a string")
+        kty = key["kty"]
+        if not all(isinstance(key.get(member), str) for member in _MEMBERS[kty]):
+            raise InvalidClientAssertion(f"an {kty} key needs {', '.join(_MEMBERS[kty])} as strings")
+        if kty in _CURVES and key["crv"] not in _CURVES[kty]:
+            raise InvalidClientAssertion(f"the curve of an {kty} key must be one of {', '.join(_CURVES[kty])}")
         if key["kty"] == "RSA" and _bits(key.get("n")) < MIN_RSA_BITS:
             raise InvalidClientAssertion(f"RSA keys must have at least {MIN_RSA_BITS} bits")
     try:
         key_set = KeySet.import_key_set(document)  # type: ignore[arg-type]
-    except (JoseError, ValueError, TypeError) as exc:
+    except (JoseError, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        # The members were checked above; what is left is joserfc's own reading of their values.
         raise InvalidClientAssertion(f"the key set cannot be read ({exc})") from None
     return key_set
 

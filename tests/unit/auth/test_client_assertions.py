@@ -156,3 +156,21 @@ def test_a_short_rsa_key_is_refused() -> None:
 def test_a_document_that_is_not_a_key_set_is_refused(document: str) -> None:
     with pytest.raises(InvalidClientAssertion):
         public_key_set(document)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        {"kty": "EC"},
+        {"kty": "EC", "crv": "P-999", "x": "AA", "y": "AA"},
+        {"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"},
+        {"kty": "OKP", "crv": "X25519", "x": "AA"},
+        {"kty": "OKP", "crv": "Ed25519", "x": "@@@"},
+        {"kty": "RSA", "n": 7, "e": "AQAB"},
+        {"kty": "RSA", "n": "_" * 400, "e": "AQAB", "use": 5},
+    ],
+    ids=["no-members", "unknown-curve", "point-off-curve", "x25519", "bad-base64", "n-not-a-string", "bad-use"],
+)
+def test_a_malformed_key_is_refused_with_a_reason(key: dict[str, Any]) -> None:
+    with pytest.raises(InvalidClientAssertion):
+        public_key_set({"keys": [key]})
