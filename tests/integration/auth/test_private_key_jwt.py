@@ -259,7 +259,7 @@ async def test_a_jwks_url_at_a_private_address_is_refused_and_nothing_stored(ser
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id, "applications:write")
     token = await served.token(app)
-    for url in ("http://127.0.0.1:9/jwks.json", "http://10.0.0.1/jwks.json", "http://[::1]/jwks.json"):
+    for url in ("http://127.0.0.1:9/jwks.json", "http://10.0.0.1/jwks.json", "http://localhost/jwks.json"):
         response = await served.http.put(
             f"{served.url}/api/v1/applications/{app.client_id}/keys",
             json={"jwksUrl": url},
@@ -346,3 +346,14 @@ async def test_a_jwks_url_is_checked_again_at_every_fetch(served: Served) -> Non
     assert_invalid_client(
         await assertion_grant(served, app.client_id, signer.assertion(app.client_id, served.token_url))
     )
+
+
+async def test_a_key_set_and_a_url_together_are_refused(served: Served) -> None:
+    tenant = await served.tenant("ST-1")
+    app = await served.app(tenant.company_id, "applications:write")
+    response = await served.http.put(
+        f"{served.url}/api/v1/applications/{app.client_id}/keys",
+        json={"jwks": rsa_signer(served).jwks(), "jwksUrl": "https://partner.example/jwks.json"},
+        headers={"Authorization": f"Bearer {await served.token(app)}"},
+    )
+    assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
