@@ -30,10 +30,11 @@ MAX_CACHED = 1000
 class ClientKeys:
     def __init__(self, *, clock: Clock, allow_private: bool, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._clock = clock
-        self._transport = transport or GuardedTransport(allow_private=allow_private, max_connections=4)
-        self._http = httpx.AsyncClient(
-            transport=self._transport, timeout=FETCH_TIMEOUT, follow_redirects=False, trust_env=False
-        )
+        self._allow_private = allow_private
+        self._transport = transport
+        # Made on the first fetch: loading the CA bundle costs tens of milliseconds, which a process whose
+        # clients register no URL never needs to spend.
+        self._http: httpx.AsyncClient | None = None
         self._documents: dict[str, KeySet] = {}
         self._fetched: dict[str, tuple[datetime, KeySet]] = {}
 
@@ -63,6 +64,11 @@ class ClientKeys:
         return key_set
 
     async def _fetch(self, url: str) -> KeySet:
+        if self._http is None:
+            transport = self._transport or GuardedTransport(allow_private=self._allow_private, max_connections=4)
+            self._http = httpx.AsyncClient(
+                transport=transport, timeout=FETCH_TIMEOUT, follow_redirects=False, trust_env=False
+            )
         try:
             async with self._http.stream("GET", url, headers={"Accept": "application/json"}) as response:
                 if response.status_code != 200:
@@ -82,4 +88,5 @@ class ClientKeys:
             raise InvalidClientAssertion("the key set URL answered text that is not UTF-8") from None
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
