@@ -31,7 +31,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
 
-from chargenet.auth.errors import InvalidClientAssertion
+from chargenet.auth.errors import InvalidClientAssertion, UnknownSigningKey
 
 JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ALLOWED_ALGORITHMS = (
@@ -201,7 +201,7 @@ def verify_assertion(
         if payload is not None:
             break
     if payload is None:
-        raise InvalidClientAssertion("no registered key verifies the signature")
+        raise UnknownSigningKey()
     try:
         claims = json.loads(payload)
     except (UnicodeDecodeError, ValueError):

@@ -57,6 +57,14 @@ class InvalidClientAssertion(ChargenetError):
         self.reason = reason
 
 
+class UnknownSigningKey(InvalidClientAssertion):
+    """No registered key verifies the assertion: the client signed with another key, or rotated to a key its
+    published key set has that the server has not read yet."""
+
+    def __init__(self) -> None:
+        super().__init__("no registered key verifies the signature")
+
+
 class TokenOfAnotherClient(ChargenetError):
     """A client asked to revoke a token issued to another client (decisions.md §5: refused, nothing revoked)."""
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chargenet.auth.client_assertions import ALLOWED_ALGORITHMS as ASSERTION_ALGORITHMS
-from chargenet.auth.client_assertions import verify_assertion
+from chargenet.auth.client_assertions import VerifiedAssertion, verify_assertion
 from chargenet.auth.client_keys import ClientKeys
 from chargenet.auth.errors import (
     ClientAuthenticationFailed,
@@ -23,6 +23,7 @@ from chargenet.auth.errors import (
     InvalidToken,
     TokenOfAnotherClient,
     TooManyFailedAttempts,
+    UnknownSigningKey,
 )
 from chargenet.auth.keys import SigningKeys
 from chargenet.auth.limiter import FailureLimiter
@@ -111,7 +112,8 @@ class AuthServer:
         self.check_limits(credentials.client_id, address)
         principal = await self._reader.read(credentials.client_id)
         if isinstance(credentials, ClientAssertion):
-            good = principal is not None and await self._assertion_holds(credentials, principal)
+            # A disabled application's assertion is not even checked, so its `jti` is not stored.
+            good = principal is not None and principal.enabled and await self._assertion_holds(credentials, principal)
         else:
             stored = principal.secret_hash if principal is not None else self._decoy
             good = self._hasher.verify(credentials.client_secret, stored)
@@ -122,28 +124,25 @@ class AuthServer:
 
     async def _assertion_holds(self, credentials: ClientAssertion, principal: Principal) -> bool:
         now = int(self._clock.now().timestamp())
+
+        async def verified_with(*, again: bool) -> VerifiedAssertion:
+            keys = await self.client_keys.key_set(principal, again=again)
+            return verify_assertion(
+                credentials.assertion,
+                client_id=principal.client_id,
+                key_set=keys,
+                audiences=self.assertion_audiences,
+                now=now,
+            )
+
         try:
             try:
-                keys = await self.client_keys.key_set(principal)
-                verified = verify_assertion(
-                    credentials.assertion,
-                    client_id=principal.client_id,
-                    key_set=keys,
-                    audiences=self.assertion_audiences,
-                    now=now,
-                )
-            except InvalidClientAssertion as first:
-                if principal.jwks_url is None or "no registered key" not in first.reason:
+                verified = await verified_with(again=False)
+            except UnknownSigningKey:
+                if principal.jwks_url is None:
                     raise
                 # The client may have rotated its keys since its key set was read.
-                keys = await self.client_keys.key_set(principal, again=True)
-                verified = verify_assertion(
-                    credentials.assertion,
-                    client_id=principal.client_id,
-                    key_set=keys,
-                    audiences=self.assertion_audiences,
-                    now=now,
-                )
+                verified = await verified_with(again=True)
         except InvalidClientAssertion as exc:
             log.info("client assertion of %s refused: %s", principal.client_id, exc.reason)
             return False

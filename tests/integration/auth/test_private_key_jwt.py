@@ -357,3 +357,16 @@ async def test_a_key_set_and_a_url_together_are_refused(served: Served) -> None:
         headers={"Authorization": f"Bearer {await served.token(app)}"},
     )
     assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_disabled_applications_assertion_is_refused_and_its_jti_not_stored(served: Served) -> None:
+    tenant = await served.tenant("ST-1")
+    app = await served.app(tenant.company_id)
+    signer = rsa_signer(served)
+    await register(served, app.client_id, jwks=signer.jwks())
+    async with served.context.store.transaction() as session:
+        await applications.set_enabled(session, OPERATOR, app.client_id, enabled=False, now=served.clock.now())
+    assert_invalid_client(
+        await assertion_grant(served, app.client_id, signer.assertion(app.client_id, served.token_url))
+    )
+    assert await used_assertions(served) == 0
