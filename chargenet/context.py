@@ -97,7 +97,7 @@ class AppContext:
 
     async def close(self) -> None:
         if self.auth is not None:
-            self.auth.close()
+            await self.auth.close()
         await self.store.dispose()
 
 

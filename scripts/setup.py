@@ -6,11 +6,11 @@ Run by the Makefile with the system's Python before anything else: `python3 scri
   command, python3-venv where Debian's Python lacks ensurepip.
   Installed with apt-get when run as root; otherwise it stops at once and prints the one command to run.
 - The virtual environment `.venv` with the package, its dev tools and the partner SDK, pinned by constraints.txt.
-  Node.js comes from a wheel into it (the RFC 9421 interop test runs an npm verifier), so it is the same Node
-  on every machine.
-- The tests' npm packages, in every folder of NPM_FOLDERS, each pinned by its package-lock.json: the RFC 9421
-  interop test's verifier, and the console's front-end packages (htmx, vendored into the package; axe-core,
-  injected by the browser tests).
+  Node.js comes from a wheel into it (the interop tests run an npm RFC 9421 verifier and an npm OAuth client), so
+  it is the same Node on every machine.
+- The tests' npm packages, in every folder of NPM_FOLDERS, each pinned by its package-lock.json: the interop
+  tests' RFC 9421 verifier and OAuth client (oauth4webapi), and the console's front-end packages (htmx, vendored
+  into the package; axe-core, injected by the browser tests).
 Each step is skipped when a stamp says its inputs have not changed. The time taken is printed.
 """
 

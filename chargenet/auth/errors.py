@@ -46,3 +46,28 @@ class MissingToken(ChargenetError):
 
     def __init__(self) -> None:
         super().__init__("an access token is required")
+
+
+class InvalidClientAssertion(ChargenetError):
+    """A private_key_jwt assertion or key set that cannot be accepted; `reason` says why (logs and the operator
+    registering keys; a client authenticating is told only that authentication failed)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"invalid client assertion: {reason}")
+        self.reason = reason
+
+
+class UnknownSigningKey(InvalidClientAssertion):
+    """No registered key verifies the assertion: the client signed with another key, or rotated to a key its
+    published key set has that the server has not read yet."""
+
+    def __init__(self) -> None:
+        super().__init__("no registered key verifies the signature")
+
+
+class TokenOfAnotherClient(ChargenetError):
+    """A client asked to revoke a token issued to another client (decisions.md §5: refused, nothing revoked)."""
+
+    def __init__(self, client_id: str) -> None:
+        super().__init__(f"the token was not issued to {client_id!r}")
+        self.client_id = client_id

@@ -41,13 +41,15 @@ class Principal:
     secret_generation: int
     secret_hash: str
     permissions: Permissions
+    jwks: str | None = None  # the public keys of private_key_jwt, as registered
+    jwks_url: str | None = None
 
 
 def _principal(client_id: str, rows: Iterable[Sequence[Any]]) -> Principal | None:
     rows = list(rows)
     if not rows:
         return None
-    company_id, enabled, generation, secret_hash = rows[0][:4]
+    company_id, enabled, generation, secret_hash, jwks, jwks_url = rows[0][:6]
     grants = [
         Grant(group_company, site_id, frozenset(Scope(s) for s in scopes.split() if s in _KNOWN_SCOPES))
         for *_, group_company, site_id, scopes in rows
@@ -60,6 +62,8 @@ def _principal(client_id: str, rows: Iterable[Sequence[Any]]) -> Principal | Non
         secret_generation=int(generation),
         secret_hash=secret_hash,
         permissions=Permissions.of(company_id, grants),
+        jwks=jwks,
+        jwks_url=jwks_url,
     )
 
 
@@ -74,6 +78,8 @@ class PrincipalReader:
                 Application.enabled,
                 Application.secret_generation,
                 Application.secret_hash,
+                Application.jwks,
+                Application.jwks_url,
                 Group.company_id,
                 Group.site_id,
                 Group.scopes,

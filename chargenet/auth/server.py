@@ -1,30 +1,46 @@
-"""The authorization server's shell: the token grant, the bearer check, and the documents it publishes.
+"""The authorization server's shell: client authentication, the token grant, introspection and revocation, the
+bearer check, and the documents it publishes.
 
-It glues the sans-IO cores (token request parsing, limiter, tokens, permissions) to the store, the keys
-folder and the clock. HTTP lives in `chargenet.auth.routes`; the API's use of the bearer check lives in
+It glues the sans-IO cores (token request parsing, client assertions, limiter, tokens, permissions) to the store,
+the keys folder and the clock. HTTP lives in `chargenet.auth.routes`; the API's use of the bearer check lives in
 `chargenet.api.security`.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from chargenet.auth.errors import ClientAuthenticationFailed, InvalidToken, TooManyFailedAttempts
+from chargenet.auth.client_assertions import ALLOWED_ALGORITHMS as ASSERTION_ALGORITHMS
+from chargenet.auth.client_assertions import VerifiedAssertion, verify_assertion
+from chargenet.auth.client_keys import ClientKeys
+from chargenet.auth.errors import (
+    ClientAuthenticationFailed,
+    InvalidClientAssertion,
+    InvalidToken,
+    TokenOfAnotherClient,
+    TooManyFailedAttempts,
+    UnknownSigningKey,
+)
 from chargenet.auth.keys import SigningKeys
 from chargenet.auth.limiter import FailureLimiter
 from chargenet.auth.permissions import Permissions
 from chargenet.auth.principals import Principal, PrincipalCache, PrincipalReader
-from chargenet.auth.token_request import AuthMethod, ClientCredentials
+from chargenet.auth.revocations import RevokedTokens, UsedAssertions
+from chargenet.auth.token_request import AuthMethod, ClientAssertion, ClientAuthentication
 from chargenet.auth.tokens import AccessTokenClaims, IssuedToken, TokenIssuer, TokenValidator
 from chargenet.clock import Clock
 from chargenet.config import Settings
 from chargenet.keys import KeyStore, SecretHasher
 from chargenet.store.db import Store
 
+log = logging.getLogger(__name__)
+
 KEY_REFRESH = timedelta(seconds=2)
+AUTH_METHODS = [AuthMethod.BASIC.value, AuthMethod.POST.value, AuthMethod.PRIVATE_KEY_JWT.value]
 VALIDATED_CACHE = 10_000
 
 
@@ -55,6 +71,11 @@ class AuthServer:
         self.limiter = FailureLimiter()
         self._reader = PrincipalReader(store)
         self.principals = PrincipalCache(self._reader, clock)
+        self.revoked = RevokedTokens(store, clock)
+        self._used_assertions = UsedAssertions(store, clock)
+        self.client_keys = ClientKeys(clock=clock, allow_private=settings.webhook_allow_private)
+        # RFC 7523 §3 and decisions.md §5: an assertion may name the issuer or the token endpoint.
+        self.assertion_audiences = frozenset({self.issuer, f"{self.issuer}/oauth2/token"})
         self._refreshed_at: datetime | None = None
         self._issuer: TokenIssuer | None = None
         self._validator: TokenValidator | None = None
@@ -83,18 +104,58 @@ class AuthServer:
         if wait is not None:
             raise TooManyFailedAttempts(wait)
 
-    async def grant(self, credentials: ClientCredentials, address: str | None) -> IssuedToken:
-        """Authenticate the client and issue a token, or raise `ClientAuthenticationFailed`/`TooManyFailedAttempts`.
+    async def authenticate_client(self, credentials: ClientAuthentication, address: str | None) -> Principal:
+        """The application that authenticated, or `ClientAuthenticationFailed`/`TooManyFailedAttempts`.
 
         The application is read from the database, not the cache: a rotated secret stops working at once.
         """
         self.check_limits(credentials.client_id, address)
         principal = await self._reader.read(credentials.client_id)
-        stored = principal.secret_hash if principal is not None else self._decoy
-        good = self._hasher.verify(credentials.client_secret, stored)
+        if isinstance(credentials, ClientAssertion):
+            # A disabled application's assertion is not even checked, so its `jti` is not stored.
+            good = principal is not None and principal.enabled and await self._assertion_holds(credentials, principal)
+        else:
+            stored = principal.secret_hash if principal is not None else self._decoy
+            good = self._hasher.verify(credentials.client_secret, stored)
         if principal is None or not good or not principal.enabled:
             self.limiter.record_failure(client_id=credentials.client_id, address=address, now=self._clock.now())
             raise ClientAuthenticationFailed(credentials.client_id)
+        return principal
+
+    async def _assertion_holds(self, credentials: ClientAssertion, principal: Principal) -> bool:
+        now = int(self._clock.now().timestamp())
+
+        async def verified_with(*, again: bool) -> VerifiedAssertion:
+            keys = await self.client_keys.key_set(principal, again=again)
+            return verify_assertion(
+                credentials.assertion,
+                client_id=principal.client_id,
+                key_set=keys,
+                audiences=self.assertion_audiences,
+                now=now,
+            )
+
+        try:
+            try:
+                verified = await verified_with(again=False)
+            except UnknownSigningKey:
+                if principal.jwks_url is None:
+                    raise
+                # The client may have rotated its keys since its key set was read.
+                verified = await verified_with(again=True)
+        except InvalidClientAssertion as exc:
+            log.info("client assertion of %s refused: %s", principal.client_id, exc.reason)
+            return False
+        if not await self._used_assertions.first_use(
+            client_id=principal.client_id, jti=verified.jti, expires_at=verified.expires_at
+        ):
+            log.info("client assertion of %s refused: its jti was used before", principal.client_id)
+            return False
+        return True
+
+    async def grant(self, credentials: ClientAuthentication, address: str | None) -> IssuedToken:
+        """Authenticate the client and issue a token, or raise `ClientAuthenticationFailed`/`TooManyFailedAttempts`."""
+        principal = await self.authenticate_client(credentials, address)
         now = self._clock.now()
         self._refresh(now)
         assert self._issuer is not None
@@ -106,8 +167,52 @@ class AuthServer:
             secret_generation=principal.secret_generation,
         )
 
-    def close(self) -> None:
+    # -- introspection (RFC 7662) and revocation (RFC 7009) --
+
+    async def introspect(self, credentials: ClientAuthentication, token: str, address: str | None) -> dict[str, Any]:
+        """What the authenticated client may learn of `token`: its claims when it is the client's own and still
+        accepted by the API, else only `{"active": false}` (another client's token included: nothing leaks)."""
+        principal = await self.authenticate_client(credentials, address)
+        try:
+            caller = await self.authenticate(token)
+        except InvalidToken:
+            return {"active": False}
+        if caller.claims.client_id != principal.client_id:
+            return {"active": False}
+        claims = caller.claims
+        answer: dict[str, Any] = {
+            "active": True,
+            "client_id": claims.client_id,
+            "sub": claims.client_id,
+            "token_type": "Bearer",
+            "iss": claims.issuer,
+            "aud": claims.audience,
+            "iat": claims.issued_at,
+            "exp": claims.expires_at,
+            "jti": claims.jti,
+        }
+        if claims.scopes:
+            answer["scope"] = " ".join(claims.scopes)
+        return answer
+
+    async def revoke(self, credentials: ClientAuthentication, token: str, address: str | None) -> None:
+        """Revoke the authenticated client's `token`. A token that is not ours, malformed or expired needs no
+        revoking (RFC 7009 §2.2: answered as done); another client's token raises `TokenOfAnotherClient`."""
+        principal = await self.authenticate_client(credentials, address)
+        now = self._clock.now()
+        self._refresh(now)
+        assert self._validator is not None
+        try:
+            claims = self._validator.validate(token, now=now)
+        except InvalidToken:
+            return
+        if claims.client_id != principal.client_id:
+            raise TokenOfAnotherClient(principal.client_id)
+        await self.revoked.revoke(jti=claims.jti, client_id=claims.client_id, expires_at=claims.expires_at)
+
+    async def close(self) -> None:
         self._reader.close()
+        await self.client_keys.aclose()
 
     # -- the bearer check --
 
@@ -129,6 +234,8 @@ class AuthServer:
             raise InvalidToken("the application is disabled")
         if principal.secret_generation != claims.secret_generation:
             raise InvalidToken("the application's secret was rotated")
+        if await self.revoked.is_revoked(claims.jti):
+            raise InvalidToken("the token was revoked")
         return Caller(claims, principal)
 
     # -- published documents --
@@ -145,7 +252,14 @@ class AuthServer:
             "token_endpoint": f"{self.issuer}/oauth2/token",
             "jwks_uri": f"{self.issuer}/.well-known/jwks.json",
             "grant_types_supported": ["client_credentials"],
-            "token_endpoint_auth_methods_supported": [AuthMethod.BASIC.value, AuthMethod.POST.value],
+            "token_endpoint_auth_methods_supported": AUTH_METHODS,
+            "token_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
+            "introspection_endpoint": f"{self.issuer}/oauth2/introspect",
+            "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
+            "introspection_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
+            "revocation_endpoint": f"{self.issuer}/oauth2/revoke",
+            "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
+            "revocation_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
             "response_types_supported": [],
             "service_documentation": f"{self.settings.public_url}/api/v1/docs",
         }

@@ -1,4 +1,5 @@
-"""Client applications: create under a company, disable, enable, delete, rotate the secret.
+"""Client applications: create under a company, disable, enable, delete, rotate the secret, register the public
+keys of private_key_jwt (RFC 7523).
 
 The secret is returned once, by `create_application` and `rotate_secret`, and only its keyed hash is
 stored. Every change here reaches tokens already issued through the bearer check, which reloads an
@@ -7,18 +8,27 @@ application's state at least every PRINCIPAL_TTL seconds (chargenet.auth.princip
 Applications belong to a company, so only a company-level `applications:write` grant manages them (403
 otherwise); an application of another company is reported as not found, exactly like one that does not exist.
 The local operator names the company it creates in, and reaches every application.
+
+Public keys are a JWKS document (public keys only) or the URL of one. A URL is checked like a webhook's target
+(decisions.md §4): one that resolves now to a private address is refused unless private targets are allowed, and
+the authorization server checks the address again at every fetch. Registering keys therefore takes the store's
+`transaction` factory: the name is resolved outside any unit of work, and the change is written in a short one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.auth.errors import InsufficientScope
+from chargenet.auth.client_assertions import public_key_set
+from chargenet.auth.errors import InsufficientScope, InvalidClientAssertion
 from chargenet.auth.secrets import new_client_id, new_client_secret
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
@@ -29,7 +39,10 @@ from chargenet.services.callers import Caller, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
+from chargenet.store.db import Transactions
 from chargenet.store.models import Application, Company, GroupMember
+from chargenet.webhooks.outbound_auth import check_url
+from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
 
 
 class ApplicationView(View):
@@ -40,6 +53,9 @@ class ApplicationView(View):
     group_ids: list[str]
     created_at: Instant
     version: int
+    # The public keys of private_key_jwt: the registered JWKS document, or the URL it is read from.
+    jwks: dict[str, Any] | None = None
+    jwks_url: str | None = None
 
 
 class Credentials(View):
@@ -167,6 +183,64 @@ async def rotate_secret(
     return Credentials(client_id=client_id, client_secret=secret)
 
 
+async def _check_jwks_url(url: str, *, allow_private: bool, resolver: Resolver) -> None:
+    """Refuse a key set URL that is not http(s), or whose host resolves now to an address that is not allowed
+    (an unresolvable name passes: the authorization server checks again at every fetch)."""
+    check_url(url, field="jwksUrl")
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        await checked_addresses(parts.hostname or "", port, allow_private=allow_private, resolver=resolver)
+    except OutboundAddressRefused as exc:
+        raise InvalidInput(f"key set URL refused: {exc.reason}", field="jwksUrl") from None
+    except HostUnresolvable:
+        return
+
+
+def _checked_jwks(jwks: dict[str, Any] | str) -> str:
+    """The document as stored: only public keys, compact JSON; InvalidInput saying what is wrong otherwise."""
+    try:
+        public_key_set(jwks)
+    except InvalidClientAssertion as exc:
+        raise InvalidInput(exc.reason, field="jwks") from None
+    document = json.loads(jwks) if isinstance(jwks, str) else jwks
+    return json.dumps(document, separators=(",", ":"), sort_keys=True)
+
+
+async def set_public_keys(
+    transaction: Transactions,
+    caller: Caller,
+    client_id: str,
+    *,
+    jwks: dict[str, Any] | str | None = None,
+    jwks_url: str | None = None,
+    now: datetime,
+    allow_private: bool,
+    resolver: Resolver = resolve,
+    expected_version: int | None = None,
+) -> ApplicationView:
+    """Register the application's public keys for private_key_jwt: a JWKS document or the URL of one (neither:
+    remove them, and with them private_key_jwt). Raises InvalidInput for both at once, a key set holding a private
+    or symmetric key, or a URL that is not allowed; nothing is stored then."""
+    if jwks is not None and jwks_url is not None:
+        raise InvalidInput("give a key set or the URL of one, not both", field="jwks")
+    if caller.company_id is not None:
+        _company(caller)  # the caller's grant, before anything is resolved
+    stored = _checked_jwks(jwks) if jwks is not None else None
+    if jwks_url is not None:
+        await _check_jwks_url(jwks_url, allow_private=allow_private, resolver=resolver)
+    async with transaction() as session:
+        app = await _get(session, caller, client_id, expected_version=expected_version)
+        if (app.jwks, app.jwks_url) != (stored, jwks_url):
+            app.jwks, app.jwks_url = stored, jwks_url
+            # Public keys are no secret, but the record names only where they come from.
+            source = "jwks" if stored is not None else "jwksUrl" if jwks_url is not None else "none"
+            detail = {"source": source} if jwks_url is None else {"source": source, "url": jwks_url}
+            await _changed(session, caller, app, "set-keys", now, detail)
+        await session.flush()
+        return await _view(session, app)
+
+
 async def _view(session: AsyncSession, app: Application) -> ApplicationView:
     groups = await session.scalars(
         select(GroupMember.group_id).where(GroupMember.client_id == app.client_id).order_by(GroupMember.group_id)
@@ -183,6 +257,8 @@ def _make_view(app: Application, group_ids: Iterable[str]) -> ApplicationView:
         group_ids=list(group_ids),
         created_at=app.created_at,
         version=app.version,
+        jwks=json.loads(app.jwks) if app.jwks is not None else None,
+        jwks_url=app.jwks_url,
     )
 
 

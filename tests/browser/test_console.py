@@ -209,6 +209,10 @@ async def _scan_every_page(page: Page, console: ServedConsole, width: str) -> No
     await assert_accessible(page, f"{width} application created, secret shown")
     await follow(page, page.get_by_role("link", name="I have stored it"))
     await assert_accessible(page, f"{width} application detail")
+    await page.get_by_label("JWKS document", exact=True).fill("not a key set")
+    await page.get_by_role("button", name="Save public keys").click()
+    await expect(page.get_by_role("alert")).to_be_visible()
+    await assert_accessible(page, f"{width} application detail, keys refused")
     await page.goto(f"{url}/applications")
     await assert_accessible(page, f"{width} applications, filled")
 

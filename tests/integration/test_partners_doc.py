@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -196,6 +197,10 @@ def test_the_page_has_no_block_these_tests_do_not_run() -> None:
         ("5", "json"),
         ("5", "python"),
         ("6", "python"),
+        ("7", "sh"),
+        ("8", "python"),
+        ("8", "sh"),
+        ("8", "python"),
     ]
 
 
@@ -378,3 +383,25 @@ async def test_verify_without_the_sdk_refuses_another_path(service: Service) -> 
     jwks = httpx.get(f"{service.url}/auth/.well-known/jwks.json").json()
     with pytest.raises(ValueError, match="does not verify"):
         _no_sdk_verify()("POST", "/other", request.headers, request.body, jwks)
+
+
+def test_a_token_is_introspected_revoked_and_then_refused_by_the_api(service: Service) -> None:
+    output = _bash(block("1.", "sh") + "\n" + block("7.", "sh"), service.env).splitlines()
+    introspected = json.loads(output[0])
+    assert introspected["active"] is True and introspected["client_id"] == service.env["CLIENT_ID"]
+    assert introspected["scope"] == SCOPES
+    assert output[1:] == ["200", "401"]
+
+
+def test_a_key_made_registered_and_used_authenticates_without_the_secret(service: Service, tmp_path: Path) -> None:
+    make_key, use_key = blocks("8.", "python")
+    subprocess.run([sys.executable, "-c", make_key], env=service.env, cwd=tmp_path, check=True)
+    assert "d" not in json.loads((tmp_path / "jwks.json").read_text())["keys"][0]
+    # The operator runs the command where the partner's jwks.json was saved.
+    shown = json.loads(_bash(f"cd {shlex.quote(str(tmp_path))}\n" + block("8.", "sh"), service.env))
+    assert shown["jwks"] == json.loads((tmp_path / "jwks.json").read_text())
+    without_secret = {k: v for k, v in service.env.items() if k != "CLIENT_SECRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", use_key], env=without_secret, cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "True\nFalse\n"

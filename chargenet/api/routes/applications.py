@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import Name
+from chargenet.api.fields import HttpUrl, Name
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -26,6 +26,79 @@ class NewApplication(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Roaming hub"}]})
 
     name: Name
+
+
+# The public keys a client registers for private_key_jwt, one shape per key type with the members it needs and
+# none that carries a private part (`auth.client_assertions.public_key_set` checks the rest: an RSA modulus of
+# 2048 bits or more, an EC point on its curve).
+Base64Url = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]+$", max_length=1400)]
+AssertionAlgorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"
+]
+
+
+class _PublicJwk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kid: StrictStr | None = Field(default=None, min_length=1, max_length=200)
+    use: Literal["sig"] | None = None
+    alg: AssertionAlgorithm | None = None
+
+
+class RsaPublicJwk(_PublicJwk):
+    kty: Literal["RSA"]
+    n: Base64Url = Field(min_length=342, description="the modulus: 2048 bits or more")
+    e: Base64Url = Field(max_length=8)
+
+
+class EcPublicJwk(_PublicJwk):
+    kty: Literal["EC"]
+    crv: Literal["P-256", "P-384", "P-521"]
+    x: Base64Url = Field(max_length=88)
+    y: Base64Url = Field(max_length=88)
+
+
+class OkpPublicJwk(_PublicJwk):
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: Base64Url = Field(min_length=43, max_length=43)
+
+
+PublicJwk = Annotated[RsaPublicJwk | EcPublicJwk | OkpPublicJwk, Field(discriminator="kty")]
+
+
+class PublicKeySet(BaseModel):
+    """A JSON Web Key Set (RFC 7517 §5) of public signing keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keys: list[PublicJwk] = Field(min_length=1, max_length=10)
+
+
+class PublicKeys(BaseModel):
+    """The public keys of private_key_jwt (RFC 7523): a JWKS document or the URL of one, not both; neither (an
+    empty object, or a null) removes them."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        json_schema_extra={
+            "maxProperties": 1,
+            "examples": [{"jwksUrl": "https://partner.example/.well-known/jwks.json"}],
+        },
+    )
+
+    jwks: PublicKeySet | None = Field(
+        default=None,
+        description="The public keys; a key that is not a valid one of its type (a point off its curve) is 422",
+    )
+    jwks_url: HttpUrl | None = Field(default=None, alias="jwksUrl")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PublicKeys:
+        if len(self.model_fields_set) > 1:
+            raise ValueError("give jwks or jwksUrl, not both")
+        return self
 
 
 @router.get("/applications", response_model=Page[ApplicationView])
@@ -75,3 +148,18 @@ async def delete_application(client_id: str, context: Context, caller: Admin) ->
     async with context.store.transaction() as session:
         await applications.delete_application(session, caller, client_id, now=context.clock.now())
     return Response(status_code=204)
+
+
+@router.put("/applications/{client_id}/keys", response_model=ApplicationView)
+async def set_public_keys(client_id: str, body: PublicKeys, context: Context, caller: Admin) -> ApplicationView:
+    """Register the application's public keys, for client authentication by `private_key_jwt` at the token,
+    introspection and revocation endpoints. A key set URL resolving to a private address is refused (422)."""
+    return await applications.set_public_keys(
+        context.store.transaction,
+        caller,
+        client_id,
+        jwks=body.jwks.model_dump(exclude_none=True) if body.jwks is not None else None,
+        jwks_url=body.jwks_url,
+        now=context.clock.now(),
+        allow_private=context.settings.webhook_allow_private,
+    )

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chargenet.cli.admin import NOUNS
-from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
+from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, run_with_context, show
+
+if TYPE_CHECKING:
+    from chargenet.context import AppContext
+    from chargenet.services.applications import ApplicationView
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,6 +28,12 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ("show", "show one application", _show),
     ):
         add_verb(verbs, name, text, run).add_argument("client_id", metavar="CLIENT_ID")
+    keys = add_verb(verbs, "set-keys", "register the public keys of private_key_jwt (RFC 7523)", _set_keys)
+    keys.add_argument("client_id", metavar="CLIENT_ID")
+    source = keys.add_mutually_exclusive_group(required=True)
+    source.add_argument("--jwks-file", type=Path, metavar="FILE", help="a JWKS document of public keys")
+    source.add_argument("--jwks-url", metavar="URL", help="an http(s) URL serving the JWKS document")
+    source.add_argument("--none", action="store_true", help="remove the keys, and with them private_key_jwt")
     listing = add_verb(verbs, "list", "list applications", _list)
     listing.add_argument("--company", dest="company_id", metavar="ID")
 
@@ -86,6 +98,35 @@ def _rotate(args: argparse.Namespace) -> None:
         ),
     )
     emit(args, rendered(rotated), f"new client_secret for {rotated.client_id}: {rotated.client_secret}")
+
+
+def _set_keys(args: argparse.Namespace) -> None:
+    from chargenet.errors import InvalidInput
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
+    jwks: str | None = None
+    if args.jwks_file is not None:
+        try:
+            jwks = args.jwks_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read {args.jwks_file}: {exc}", field="jwks-file") from None
+
+    async def action(ctx: AppContext) -> ApplicationView:
+        return await applications.set_public_keys(
+            ctx.store.transaction,
+            OPERATOR,
+            args.client_id,
+            jwks=jwks,
+            jwks_url=args.jwks_url,
+            now=ctx.clock.now(),
+            allow_private=ctx.settings.webhook_allow_private,
+        )
+
+    view = run_with_context(args, action)
+    source = "a key set" if view.jwks else f"the key set at {view.jwks_url}" if view.jwks_url else "no keys"
+    emit(args, rendered(view), f"application {view.client_id} authenticates with {source}")
 
 
 def _show(args: argparse.Namespace) -> None:

@@ -1,4 +1,5 @@
-"""Applications (Configuration > Applications): list, create, enable and disable, rotate the secret, delete.
+"""Applications (Configuration > Applications): list, create, enable and disable, rotate the secret, register the
+public keys of private_key_jwt, delete.
 
 A client secret appears in exactly one answer, the one to the POST that made it (creation or rotation), which
 is not a redirect target and is `no-store`: reloading, going back or opening the application again never shows
@@ -67,10 +68,49 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 
 async def _show(request: Request, signed: Signed) -> Response:
+    return await _application_page(request, signed)
+
+
+async def _application_page(
+    request: Request, signed: Signed, *, keys_form: dict[str, str] | None = None, errors: dict[str, str] | None = None
+) -> Response:
     async with console_of(request).reading() as session:
         shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
-    context = {"app": shown, **await groups.application_groups(request, signed, shown.client_id)}
-    return render(request, "application.html", context, signed=signed, active="applications")
+    context = {
+        "app": shown,
+        "keys_form": keys_form or {"jwks": "", "jwks_url": ""},
+        "errors": errors or {},
+        **await groups.application_groups(request, signed, shown.client_id),
+    }
+    status = 422 if errors else 200
+    return render(request, "application.html", context, status_code=status, signed=signed, active="applications")
+
+
+# The use case names its fields as the API does; the form's are snake_case.
+_KEY_FIELDS = {"jwks": "jwks", "jwksUrl": "jwks_url"}
+
+
+async def _set_keys(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    client_id = request.path_params["client_id"]
+    fields = await submitted(request)
+    version = await version_of(request)
+    form = {"jwks": fields.get("jwks", "").strip(), "jwks_url": fields.get("jwks_url", "").strip()}
+    try:
+        await applications.set_public_keys(
+            console.transaction,
+            signed.caller,
+            client_id,
+            jwks=form["jwks"] or None,
+            jwks_url=form["jwks_url"] or None,
+            now=console.clock.now(),
+            allow_private=console.webhook_allow_private,
+            expected_version=version,
+        )
+    except InvalidInput as error:
+        field = _KEY_FIELDS.get(error.field or "", "jwks")
+        return await _application_page(request, signed, keys_form=form, errors={field: error.detail})
+    return redirect(console.url(f"/applications/{client_id}#keys"))
 
 
 def _set_enabled(enabled: bool) -> Any:
@@ -126,5 +166,6 @@ def routes() -> list[Route]:
         Route("/applications/{client_id}/disable", page(_set_enabled(False), role=admin), methods=["POST"]),
         Route("/applications/{client_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),
         Route("/applications/{client_id}/rotate-secret", page(_rotate, role=admin), methods=["POST"]),
+        Route("/applications/{client_id}/keys", page(_set_keys, role=admin), methods=["POST"]),
         Route("/applications/{client_id}/delete", page(_delete, role=admin), methods=["POST"]),
     ]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chargenet.store.models.alerts import Alert, AlertMail, AlertRule, MailSettings
-    from chargenet.store.models.applications import Application, Group, GroupMember
+    from chargenet.store.models.applications import Application, Group, GroupMember, RevokedToken, UsedAssertion
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
     from chargenet.store.models.edge import (
@@ -74,6 +74,7 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "RevokedToken": "applications",
         "Site": "tenants",
         "Station": "tenants",
         "StationCommand": "edge",
@@ -81,6 +82,7 @@ else:
         "StoreSetting": "meta",
         "UnknownStop": "edge",
         "UpstreamMessage": "edge",
+        "UsedAssertion": "applications",
         "UtcDateTime": "base",
         "Webhook": "webhooks",
         "WebhookDeadLetter": "webhooks",
@@ -131,6 +133,7 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "RevokedToken",
     "Site",
     "Station",
     "StationCommand",
@@ -138,6 +141,7 @@ __all__ = [
     "StoreSetting",
     "UnknownStop",
     "UpstreamMessage",
+    "UsedAssertion",
     "UtcDateTime",
     "Webhook",
     "WebhookDeadLetter",

@@ -23,6 +23,9 @@ class Application(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The public keys of private_key_jwt (RFC 7523): a JWKS document, or the URL of one; at most one is set.
+    jwks: Mapped[str | None] = mapped_column(Text, default=None)
+    jwks_url: Mapped[str | None] = mapped_column(String(2000), default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
@@ -48,3 +51,23 @@ class GroupMember(Base):
     client_id: Mapped[str] = mapped_column(
         ForeignKey("applications.client_id", ondelete="CASCADE"), primary_key=True, index=True
     )
+
+
+class RevokedToken(Base):
+    """An access token revoked before its end (RFC 7009), kept until it would have expired anyway."""
+
+    __tablename__ = "revoked_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class UsedAssertion(Base):
+    """A client assertion's `jti` (RFC 7523 §3), kept until the assertion expires so that it is used once."""
+
+    __tablename__ = "used_assertions"
+
+    client_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    jti: Mapped[str] = mapped_column(String(200), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)

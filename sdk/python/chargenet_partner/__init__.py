@@ -1,7 +1,9 @@
-"""chargenet partner SDK: get API tokens and verify the webhooks chargenet sends."""
+"""chargenet partner SDK: get, introspect and revoke API tokens (with a secret or a private key), and verify the
+webhooks chargenet sends."""
 
 from __future__ import annotations
 
+from chargenet_partner.assertions import PrivateKeyJwt
 from chargenet_partner.tokens import AsyncTokenClient, Token, TokenClient, TokenRequestError, TokenResponseError
 from chargenet_partner.webhooks import (
     AsyncWebhookVerifier,
@@ -15,6 +17,7 @@ from chargenet_partner.webhooks import (
 __all__ = [
     "AsyncTokenClient",
     "AsyncWebhookVerifier",
+    "PrivateKeyJwt",
     "Reason",
     "Token",
     "TokenClient",

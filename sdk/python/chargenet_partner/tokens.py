@@ -3,6 +3,10 @@
 A client keeps the last token and hands it out until shortly before it expires; then the next caller
 renews it. However many callers ask at once, at most one token request is in flight: the others wait for
 it and share its result. Time is read from a monotonic clock that tests may replace.
+
+A client authenticates with its secret (`basic` or `post`) or, without any shared secret, with a signed
+assertion (`private_key_jwt`, RFC 7523: pass a `PrivateKeyJwt`). The same authentication serves `introspect`
+(RFC 7662) and `revoke` (RFC 7009), for the client's own tokens.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from urllib.parse import quote_plus
 
 import httpx
 
-AuthMethod = Literal["basic", "post"]
+from chargenet_partner.assertions import PrivateKeyJwt
+
+AuthMethod = Literal["basic", "post", "private_key_jwt"]
 RENEW_BEFORE = 60.0
 DEFAULT_EXPIRES_IN = 300  # used when a server omits expires_in (RFC 6749 §5.1 only recommends it)
 
@@ -55,23 +61,46 @@ def _basic_header(client_id: str, client_secret: str) -> str:
     return "Basic " + base64.b64encode(raw).decode("ascii")
 
 
+def _beside(token_url: str, name: str) -> str:
+    """chargenet's introspection and revocation endpoints sit beside its token endpoint."""
+    base, slash, last = token_url.rpartition("/")
+    if not slash or last != "token":
+        raise ValueError(f"give the {name} URL: it cannot be derived from {token_url!r}")
+    return f"{base}/{name}"
+
+
 class _Base:
     def __init__(
         self,
         token_url: str,
         client_id: str,
-        client_secret: str,
+        client_secret: str | None = None,
         *,
-        auth_method: AuthMethod = "basic",
+        auth_method: AuthMethod | None = None,
+        private_key_jwt: PrivateKeyJwt | None = None,
+        audience: str | None = None,
+        introspection_url: str | None = None,
+        revocation_url: str | None = None,
         scope: str | None = None,
         renew_before: float = RENEW_BEFORE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if auth_method not in ("basic", "post"):
-            raise ValueError("auth_method must be 'basic' or 'post'")
+        if auth_method is None:
+            auth_method = "private_key_jwt" if private_key_jwt is not None else "basic"
+        if auth_method not in ("basic", "post", "private_key_jwt"):
+            raise ValueError("auth_method must be 'basic', 'post' or 'private_key_jwt'")
+        if auth_method == "private_key_jwt" and private_key_jwt is None:
+            raise ValueError("private_key_jwt needs a PrivateKeyJwt")
+        if auth_method != "private_key_jwt" and not client_secret:
+            raise ValueError(f"{auth_method} needs a client_secret")
         self.token_url = token_url
+        self.introspection_url = introspection_url
+        self.revocation_url = revocation_url
         self._client_id = client_id
-        self._client_secret = client_secret
+        self._client_secret = client_secret or ""
+        self._private_key_jwt = private_key_jwt
+        # RFC 7523 §3: the token endpoint's URL identifies the server; chargenet takes it at every endpoint.
+        self._audience = audience or token_url
         self._auth_method = auth_method
         self._scope = scope
         self._renew_before = renew_before
@@ -90,24 +119,51 @@ class _Base:
 
     def _request_parts(self) -> tuple[dict[str, str], dict[str, str]]:
         form = {"grant_type": "client_credentials"}
-        headers = {"Accept": "application/json"}
         if self._scope:
             form["scope"] = self._scope
+        return self._authenticated(form)
+
+    def _authenticated(self, form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+        headers = {"Accept": "application/json"}
         if self._auth_method == "basic":
             headers["Authorization"] = _basic_header(self._client_id, self._client_secret)
+        elif self._auth_method == "post":
+            form = {**form, "client_id": self._client_id, "client_secret": self._client_secret}
         else:
-            form["client_id"] = self._client_id
-            form["client_secret"] = self._client_secret
+            assert self._private_key_jwt is not None
+            form = {**form, "client_id": self._client_id, **self._private_key_jwt.form(self._client_id, self._audience)}
         return form, headers
+
+    def _operation(self, name: str, token: str) -> tuple[str, dict[str, str], dict[str, str]]:
+        url = self.introspection_url if name == "introspect" else self.revocation_url
+        form, headers = self._authenticated({"token": token})
+        return url or _beside(self.token_url, name), form, headers
+
+    @staticmethod
+    def _refused(response: httpx.Response) -> Exception:
+        body = _json(response)
+        error = body.get("error") if isinstance(body, dict) else None
+        description = body.get("error_description") if isinstance(body, dict) else None
+        if not isinstance(error, str):
+            return TokenResponseError(f"the server answered {response.status_code} without an OAuth error")
+        return TokenRequestError(response.status_code, error, description if isinstance(description, str) else None)
+
+    def _introspection(self, response: httpx.Response) -> dict[str, Any]:
+        if response.status_code != 200:
+            raise self._refused(response)
+        body = _json(response)
+        if not isinstance(body, dict) or not isinstance(body.get("active"), bool):
+            raise TokenResponseError("the introspection response has no boolean active member")
+        return body
+
+    def _revocation(self, response: httpx.Response) -> None:
+        if response.status_code != 200:
+            raise self._refused(response)
 
     def _accept(self, response: httpx.Response, started: float) -> Token:
         body = _json(response)
         if response.status_code != 200:
-            error = body.get("error") if isinstance(body, dict) else None
-            description = body.get("error_description") if isinstance(body, dict) else None
-            if not isinstance(error, str):
-                raise TokenResponseError(f"token endpoint answered {response.status_code} without an OAuth error")
-            raise TokenRequestError(response.status_code, error, description if isinstance(description, str) else None)
+            raise self._refused(response)
         if not isinstance(body, dict):
             raise TokenResponseError("token response is not a JSON object")
         access_token, token_type = body.get("access_token"), body.get("token_type")
@@ -139,9 +195,13 @@ class TokenClient(_Base):
         self,
         token_url: str,
         client_id: str,
-        client_secret: str,
+        client_secret: str | None = None,
         *,
-        auth_method: AuthMethod = "basic",
+        auth_method: AuthMethod | None = None,
+        private_key_jwt: PrivateKeyJwt | None = None,
+        audience: str | None = None,
+        introspection_url: str | None = None,
+        revocation_url: str | None = None,
         scope: str | None = None,
         renew_before: float = RENEW_BEFORE,
         clock: Callable[[], float] = time.monotonic,
@@ -153,6 +213,10 @@ class TokenClient(_Base):
             client_id,
             client_secret,
             auth_method=auth_method,
+            private_key_jwt=private_key_jwt,
+            audience=audience,
+            introspection_url=introspection_url,
+            revocation_url=revocation_url,
             scope=scope,
             renew_before=renew_before,
             clock=clock,
@@ -178,6 +242,20 @@ class TokenClient(_Base):
             response = self._http.post(self.token_url, data=form, headers=headers)
             return self._accept(response, started)
 
+    def introspect(self, token: str) -> dict[str, Any]:
+        """RFC 7662: `{"active": true, ...claims}` for one of this client's tokens still accepted, else
+        `{"active": false}` (also for another client's token)."""
+        url, form, headers = self._operation("introspect", token)
+        return self._introspection(self._http.post(url, data=form, headers=headers))
+
+    def revoke(self, token: str) -> None:
+        """RFC 7009: revoke one of this client's tokens; the API refuses it within seconds. A token that is not
+        valid needs no revoking and succeeds too; another client's token raises TokenRequestError."""
+        url, form, headers = self._operation("revoke", token)
+        self._revocation(self._http.post(url, data=form, headers=headers))
+        if self._token is not None and self._token.access_token == token:
+            self._token = None
+
     def close(self) -> None:
         if self._own_http:
             self._http.close()
@@ -196,9 +274,13 @@ class AsyncTokenClient(_Base):
         self,
         token_url: str,
         client_id: str,
-        client_secret: str,
+        client_secret: str | None = None,
         *,
-        auth_method: AuthMethod = "basic",
+        auth_method: AuthMethod | None = None,
+        private_key_jwt: PrivateKeyJwt | None = None,
+        audience: str | None = None,
+        introspection_url: str | None = None,
+        revocation_url: str | None = None,
         scope: str | None = None,
         renew_before: float = RENEW_BEFORE,
         clock: Callable[[], float] = time.monotonic,
@@ -210,6 +292,10 @@ class AsyncTokenClient(_Base):
             client_id,
             client_secret,
             auth_method=auth_method,
+            private_key_jwt=private_key_jwt,
+            audience=audience,
+            introspection_url=introspection_url,
+            revocation_url=revocation_url,
             scope=scope,
             renew_before=renew_before,
             clock=clock,
@@ -233,6 +319,18 @@ class AsyncTokenClient(_Base):
             started = self._clock()
             response = await self._http.post(self.token_url, data=form, headers=headers)
             return self._accept(response, started)
+
+    async def introspect(self, token: str) -> dict[str, Any]:
+        """As `TokenClient.introspect`."""
+        url, form, headers = self._operation("introspect", token)
+        return self._introspection(await self._http.post(url, data=form, headers=headers))
+
+    async def revoke(self, token: str) -> None:
+        """As `TokenClient.revoke`."""
+        url, form, headers = self._operation("revoke", token)
+        self._revocation(await self._http.post(url, data=form, headers=headers))
+        if self._token is not None and self._token.access_token == token:
+            self._token = None
 
     async def aclose(self) -> None:
         if self._own_http:

@@ -7,6 +7,7 @@ are driven by the test instead of by sleeping.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,9 +81,16 @@ class Served:
 
 @pytest.fixture
 async def served(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[Served]:
+    async with serving(database_url, tmp_path, clock) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving(database_url: str, tmp_path: Path, clock: ManualClock, **options: object) -> AsyncIterator[Served]:
+    """The app served with `options` added to its settings."""
     port = free_port()
     settings = load_settings(
-        {"data_dir": str(tmp_path / "data"), "database_url": database_url, "port": port}, environ={}
+        {"data_dir": str(tmp_path / "data"), "database_url": database_url, "port": port, **options}, environ={}
     )
     context = await open_context(settings, clock=clock)
     server = uvicorn.Server(

@@ -191,7 +191,16 @@ async def test_metadata_is_served_at_the_three_places(served: Served) -> None:
     assert documents[0]["issuer"] == f"{served.url}/auth"
     assert documents[0]["token_endpoint"] == served.token_url
     assert documents[0]["grant_types_supported"] == ["client_credentials"]
-    assert documents[0]["token_endpoint_auth_methods_supported"] == ["client_secret_basic", "client_secret_post"]
+    methods = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
+    assert documents[0]["token_endpoint_auth_methods_supported"] == methods
+    assert documents[0]["introspection_endpoint"] == f"{served.url}/auth/oauth2/introspect"
+    assert documents[0]["revocation_endpoint"] == f"{served.url}/auth/oauth2/revoke"
+    assert documents[0]["introspection_endpoint_auth_methods_supported"] == methods
+    assert documents[0]["revocation_endpoint_auth_methods_supported"] == methods
+    for endpoint in ("token", "introspection", "revocation"):
+        algorithms = documents[0][f"{endpoint}_endpoint_auth_signing_alg_values_supported"]
+        assert "RS256" in algorithms and "ES256" in algorithms
+        assert not {"none", "HS256"} & set(algorithms)
 
 
 async def test_jwks_publishes_public_halves_with_webhook_keys_under_sign(served: Served) -> None:

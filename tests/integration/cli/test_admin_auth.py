@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+
+from chargenet_partner import PrivateKeyJwt
+from cryptography.hazmat.primitives.asymmetric import ec
+from joserfc.jwk import ECKey
 
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
@@ -106,3 +111,35 @@ async def test_webhook_key_rotation_waits_24_hours_before_promoting(cli) -> None
     assert {"sign", "sign-next"} <= kids
     too_early = await cli("admin", "keys", "rotate-webhook-key", "--json")
     assert too_early.code == 5 and "24 hours" in too_early.err
+
+
+async def test_app_set_keys_registers_a_key_set_or_its_url_and_removes_them(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    company, _ = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    document = PrivateKeyJwt(ec.generate_private_key(ec.SECP256R1())).jwks()
+    (tmp_path / "jwks.json").write_text(json.dumps(document))
+    shown = (
+        await cli("admin", "app", "set-keys", client_id, "--jwks-file", str(tmp_path / "jwks.json"), "--json")
+    ).json()
+    assert shown["jwks"] == document and shown["jwksUrl"] is None
+    url = "https://93.184.215.14/jwks.json"
+    shown = (await cli("admin", "app", "set-keys", client_id, "--jwks-url", url, "--json")).json()
+    assert shown["jwks"] is None and shown["jwksUrl"] == url
+    shown = (await cli("admin", "app", "set-keys", client_id, "--none", "--json")).json()
+    assert shown["jwks"] is None and shown["jwksUrl"] is None
+
+
+async def test_app_set_keys_refuses_a_private_key_and_a_private_address(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    company, _ = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    document = {"keys": [ECKey.generate_key("P-256", private=True).as_dict(private=True)]}
+    (tmp_path / "jwks.json").write_text(json.dumps(document))
+    refused = await cli("admin", "app", "set-keys", client_id, "--jwks-file", str(tmp_path / "jwks.json"))
+    assert refused.code != 0 and "private key" in refused.err
+    refused = await cli("admin", "app", "set-keys", client_id, "--jwks-url", "http://127.0.0.1:8080/jwks.json")
+    assert refused.code != 0 and "private" in refused.err
+    assert (await cli("admin", "app", "show", client_id, "--json")).json()["jwks"] is None

@@ -3,6 +3,7 @@ viewers read; another company's application is not found."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -13,6 +14,18 @@ from chargenet.services import applications, audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, token_of
+
+JWKS = {
+    "keys": [
+        {
+            "kty": "EC",
+            "crv": "P-256",
+            "kid": "partner-2026",
+            "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+            "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+        }
+    ]
+}
 
 
 def secret_in(html: str) -> tuple[str, str]:
@@ -93,6 +106,7 @@ async def test_a_viewer_reads_applications_but_changes_none(harness: ConsoleHarn
         f"/console/applications/{client_id}/disable",
         f"/console/applications/{client_id}/enable",
         f"/console/applications/{client_id}/rotate-secret",
+        f"/console/applications/{client_id}/keys",
         f"/console/applications/{client_id}/delete",
     ):
         response = await viewer.post(path, data={"csrf_token": token, "name": "x"}, headers=ORIGIN)
@@ -176,3 +190,41 @@ async def test_the_list_finds_applications_by_part_of_their_name_or_client_id(ha
     assert billing in by_id and roaming not in by_id
     none = (await admin.get("/console/applications", params={"find": "100%_"})).text
     assert "No application matches." in none and billing not in none
+
+
+async def test_an_admin_registers_public_keys_as_a_document_and_removes_them(harness: ConsoleHarness) -> None:
+    admin = await harness.signed_in("admin@acme.test")
+    client_id, _, _ = await create(admin, "Fleet partner")
+    base = f"/console/applications/{client_id}"
+    assert "none: the application authenticates with its secret only" in (await admin.get(base)).text
+    saved = await admin.post(
+        f"{base}/keys", data={"csrf_token": await token_of(admin), "jwks": json.dumps(JWKS)}, headers=ORIGIN
+    )
+    assert saved.status_code == 303
+    shown = (await admin.get(base)).text
+    assert "1 registered" in shown and "<code>partner-2026</code> (EC)" in shown
+    assert "application.set-keys" in (await admin.get("/console/audit")).text
+    removed = await admin.post(f"{base}/keys", data={"csrf_token": await token_of(admin)}, headers=ORIGIN)
+    assert removed.status_code == 303
+    assert "none: the application authenticates with its secret only" in (await admin.get(base)).text
+
+
+async def test_a_private_key_or_a_private_url_is_422_naming_the_field_and_nothing_is_stored(
+    harness: ConsoleHarness,
+) -> None:
+    admin = await harness.signed_in("admin@acme.test")
+    client_id, _, _ = await create(admin, "Fleet partner")
+    base = f"/console/applications/{client_id}"
+    private = {"keys": [{**JWKS["keys"][0], "d": "jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}]}
+    for fields, field, words in (
+        ({"jwks": json.dumps(private)}, "jwks", "private key"),
+        ({"jwks": "not json"}, "jwks", "not JSON"),
+        ({"jwks_url": "http://10.1.2.3/jwks.json"}, "jwks_url", "private"),
+    ):
+        refused = await admin.post(f"{base}/keys", data={"csrf_token": await token_of(admin), **fields}, headers=ORIGIN)
+        assert refused.status_code == 422
+        assert f'id="{field}" ' in refused.text and f'aria-describedby="{field}-error"' in refused.text
+        assert words in refused.text
+    async with harness.store.transaction() as session:
+        shown = await applications.get_application(session, OPERATOR, client_id)
+    assert (shown.jwks, shown.jwks_url) == (None, None)

@@ -134,6 +134,31 @@ async def test_companies_stored_before_time_zones_are_in_brussels_and_operators_
         await store.dispose()
 
 
+async def test_applications_stored_before_client_keys_have_none_and_revocations_start_empty(database_url: str) -> None:
+    store = Store(database_url)
+    try:
+        await schema.upgrade(store, "0021")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
+                " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
+                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0022")
+        async with store.engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT client_id, jwks, jwks_url FROM applications"))).all()
+            revoked = (await connection.execute(text("SELECT count(*) FROM revoked_tokens"))).scalar_one()
+            used = (await connection.execute(text("SELECT count(*) FROM used_assertions"))).scalar_one()
+        assert [tuple(row) for row in rows] == [("app_1", None, None)]
+        assert (revoked, used) == (0, 0)
+        await schema.downgrade(store, "0021")
+        assert not {"revoked_tokens", "used_assertions"} & await table_names(store)
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
     store = Store(database_url)
     try:

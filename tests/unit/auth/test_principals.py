@@ -3,7 +3,7 @@ from __future__ import annotations
 from chargenet.auth.principals import _principal
 from chargenet.domain.scopes import Scope
 
-APP = ("co_a", True, 3, "hs256$x")
+APP = ("co_a", True, 3, "hs256$x", None, None)
 
 
 def test_no_rows_is_no_principal() -> None:

@@ -1,17 +1,23 @@
 from __future__ import annotations
 
 import base64
+import json
 from urllib.parse import quote_plus
 
 import pytest
 
-from chargenet.auth.errors import ClientAuthenticationFailed, TooManyFailedAttempts
+from chargenet.auth.client_assertions import JWT_BEARER
+from chargenet.auth.errors import ClientAuthenticationFailed, TokenOfAnotherClient, TooManyFailedAttempts
 from chargenet.auth.token_request import (
     AuthMethod,
+    ClientAssertion,
+    ClientAuthentication,
     ClientCredentials,
     ErrorCode,
     RawTokenRequest,
     TokenError,
+    TokenOperation,
+    parse_token_operation,
     parse_token_request,
     token_error_for,
 )
@@ -33,11 +39,11 @@ def request(
     content_type: str | None = FORM,
     query: str = "",
     method: str = "POST",
-) -> ClientCredentials | TokenError:
+) -> ClientAuthentication | TokenError:
     return parse_token_request(RawTokenRequest(method, query, content_type, auth, body))
 
 
-def error(result: ClientCredentials | TokenError) -> tuple[ErrorCode, int]:
+def error(result: ClientAuthentication | TokenOperation | TokenError) -> tuple[ErrorCode, int]:
     assert isinstance(result, TokenError), result
     return result.error, result.status
 
@@ -239,3 +245,73 @@ def test_parameter_holding_nul_is_invalid_request(body: bytes) -> None:
 
 def test_basic_credentials_holding_nul_are_invalid_request() -> None:
     assert error(request(auth=(basic("app_\x00", "s"),))) == (ErrorCode.INVALID_REQUEST, 400)
+
+
+def _jwt(claims: dict[str, object]) -> str:
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'RS256'})}.{part(claims)}.c2ln"
+
+
+ASSERTION = _jwt({"iss": "app_1", "sub": "app_1"})
+ASSERTED = f"grant_type=client_credentials&client_assertion_type={quote_plus(JWT_BEARER)}&client_assertion={ASSERTION}"
+
+
+def test_a_client_assertion_names_its_client_by_sub() -> None:
+    assert request(ASSERTED.encode()) == ClientAssertion("app_1", ASSERTION)
+    assert request(f"{ASSERTED}&client_id=app_1".encode()) == ClientAssertion("app_1", ASSERTION)
+
+
+def test_a_client_id_other_than_the_assertions_sub_is_invalid_client() -> None:
+    assert error(request(f"{ASSERTED}&client_id=app_2".encode())) == (ErrorCode.INVALID_CLIENT, 401)
+
+
+def test_an_assertion_with_a_secret_is_two_methods() -> None:
+    assert error(request(f"{ASSERTED}&client_secret=s".encode())) == (ErrorCode.INVALID_REQUEST, 400)
+    assert error(request(ASSERTED.encode(), auth=(basic("app_1", "s"),))) == (ErrorCode.INVALID_REQUEST, 400)
+
+
+def test_an_assertion_of_another_type_is_invalid_client() -> None:
+    body = f"grant_type=client_credentials&client_assertion_type=urn%3Aother&client_assertion={ASSERTION}"
+    assert error(request(body.encode())) == (ErrorCode.INVALID_CLIENT, 401)
+
+
+def test_an_assertion_that_is_not_a_jwt_is_invalid_client() -> None:
+    body = ASSERTED.replace(ASSERTION, "not-a-jwt")
+    assert error(request(body.encode())) == (ErrorCode.INVALID_CLIENT, 401)
+
+
+def test_an_assertion_without_its_type_is_invalid_request() -> None:
+    body = f"grant_type=client_credentials&client_assertion={ASSERTION}"
+    assert error(request(body.encode())) == (ErrorCode.INVALID_REQUEST, 400)
+
+
+def operation(body: bytes, *, auth: tuple[str, ...] = ()) -> TokenOperation | TokenError:
+    return parse_token_operation(RawTokenRequest("POST", "", FORM, auth, body), "revocation")
+
+
+def test_an_operation_carries_its_token_and_credentials() -> None:
+    parsed = operation(b"token=abc&token_type_hint=access_token", auth=(basic("app_1", "s"),))
+    assert parsed == TokenOperation(ClientCredentials("app_1", "s", AuthMethod.BASIC), "abc")
+
+
+def test_an_operation_without_a_token_is_invalid_request() -> None:
+    assert error(operation(b"token_type_hint=access_token", auth=(basic("app_1", "s"),))) == (
+        ErrorCode.INVALID_REQUEST,
+        400,
+    )
+
+
+def test_an_operation_without_client_authentication_is_invalid_client() -> None:
+    assert error(operation(b"token=abc")) == (ErrorCode.INVALID_CLIENT, 401)
+
+
+def test_an_operation_token_in_the_query_is_refused() -> None:
+    parsed = parse_token_operation(RawTokenRequest("POST", "token=abc", FORM, (basic("a", "s"),), b""), "revocation")
+    assert error(parsed) == (ErrorCode.INVALID_REQUEST, 400)
+
+
+def test_another_clients_token_is_unauthorized_client() -> None:
+    result = token_error_for(TokenOfAnotherClient("app_1"))
+    assert (result.error, result.status) == (ErrorCode.UNAUTHORIZED_CLIENT, 400)

@@ -1,0 +1,80 @@
+"""What the authorization server remembers in the store beyond applications: revoked tokens and used assertions.
+
+A revoked token (RFC 7009) is refused by the bearer check the way a disabled application is: each process keeps
+the set of revoked `jti`s and reads it again from the store at most every PRINCIPAL_TTL seconds, so a token
+revoked in any process is refused by every process within that time, well inside the 5 seconds decisions.md §3
+allows for a group change; the process that revoked it refuses it at once. A row is kept until the token would
+have expired anyway (900 s), then purged by the next revocation.
+
+A client assertion's `jti` is recorded once it has authenticated a client, until the assertion expires; a second
+use of it is refused (RFC 7523 §3, item 7). The primary key makes that hold across processes sharing a database.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+
+from chargenet.auth.principals import PRINCIPAL_TTL
+from chargenet.clock import Clock
+from chargenet.store.db import Store
+from chargenet.store.models import RevokedToken, UsedAssertion
+
+
+def _instant(epoch: int) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+class RevokedTokens:
+    def __init__(self, store: Store, clock: Clock, ttl: float = PRINCIPAL_TTL) -> None:
+        self._store = store
+        self._clock = clock
+        self._ttl = timedelta(seconds=ttl)
+        self._read_at: datetime | None = None
+        self._revoked: frozenset[str] = frozenset()
+        self._here: set[str] = set()  # revoked by this process since the last read
+
+    async def is_revoked(self, jti: str) -> bool:
+        now = self._clock.now()
+        if self._read_at is None or now - self._read_at >= self._ttl:
+            async with self._store.read() as session:
+                rows = await session.scalars(select(RevokedToken.jti).where(RevokedToken.expires_at > now))
+                self._revoked = frozenset(rows)
+            self._here.clear()
+            self._read_at = now
+        return jti in self._revoked or jti in self._here
+
+    async def revoke(self, *, jti: str, client_id: str, expires_at: int) -> None:
+        """Record the token as revoked (again is harmless) and purge rows whose tokens have expired."""
+        now = self._clock.now()
+        try:
+            async with self._store.transaction() as session:
+                await session.execute(delete(RevokedToken).where(RevokedToken.expires_at <= now))
+                if await session.get(RevokedToken, jti) is None:
+                    session.add(RevokedToken(jti=jti, client_id=client_id, expires_at=_instant(expires_at)))
+        except IntegrityError:
+            pass  # another process revoked it at the same moment
+        self._here.add(jti)
+
+
+class UsedAssertions:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def first_use(self, *, client_id: str, jti: str, expires_at: int) -> bool:
+        """Record the assertion's `jti`; False when it was used before (a replay)."""
+        now = self._clock.now()
+        try:
+            async with self._store.transaction() as session:
+                await session.execute(delete(UsedAssertion).where(UsedAssertion.expires_at <= now))
+                if await session.get(UsedAssertion, (client_id, jti)) is not None:
+                    return False
+                # Kept a little past `exp`, since the check of `exp` allows for clock skew.
+                kept_until = max(_instant(expires_at), now) + timedelta(seconds=60)
+                session.add(UsedAssertion(client_id=client_id, jti=jti, expires_at=kept_until))
+        except IntegrityError:
+            return False
+        return True
