@@ -24,15 +24,15 @@ from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core import transactions as tx
+from chargenet.edge.core.status import TransitionCounts
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol import frames, meter_values, proxy
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
-from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
-from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
-from chargenet.edge.protocol.session import SessionLimits
-from chargenet.edge.protocol.status import TransitionCounts
+from chargenet.edge.ocpp16 import frames, meter_values, proxy
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
+from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
+from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
+from chargenet.edge.ocpp16.session import SessionLimits
 from chargenet.edge.upstream import UpstreamLink, UpstreamLinks, UpstreamSettings, UpstreamUnavailable
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.keys import KeyStore

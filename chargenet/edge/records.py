@@ -22,9 +22,9 @@ from chargenet.domain.events import (
     StopTransactionPayload,
 )
 from chargenet.domain.tenants import StationLayout, locate_connector
-from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core import transactions as tx
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
     AuthCacheEntry,

@@ -22,7 +22,7 @@ from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus, Event
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT, ConnectorAddress, locate_connector
 from chargenet.edge.committer import BulkHandler
-from chargenet.edge.protocol.status import StatusAssessment, assess
+from chargenet.edge.core.status import StatusAssessment, assess
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
 from chargenet.store.models import Connector, ConnectorStatusHistory, Station

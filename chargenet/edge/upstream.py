@@ -21,12 +21,12 @@ from websockets.asyncio.client import ClientConnection, connect
 from chargenet.clock import Clock
 from chargenet.edge import records
 from chargenet.edge.connection import AnswerLate, CallHandler, CallTimer, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.core import transactions as tx
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.protocol import proxy
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
-from chargenet.edge.protocol.frames import FrameLimits, Payload
-from chargenet.edge.protocol.session import SessionLimits
+from chargenet.edge.ocpp16 import proxy
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.ocpp16.frames import FrameLimits, Payload
+from chargenet.edge.ocpp16.session import SessionLimits
 from chargenet.errors import ChargenetError
 from chargenet.store.db import Store
 

@@ -35,7 +35,7 @@ from chargenet.console.views.sites import (
 )
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import (
     Conflict,
     InvalidInput,

@@ -47,8 +47,8 @@ from enum import StrEnum
 from typing import Any
 
 from chargenet.domain.events import StopReason
-from chargenet.edge.protocol.errors import LocalProtocolError
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.errors import LocalProtocolError
+from chargenet.edge.ocpp16.frames import Payload
 
 MAX_TRANSACTION_ID = 2**31 - 1
 

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from chargenet.domain.events import StopReason
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.errors import LocalProtocolError
+from chargenet.edge.core import transactions as tx
+from chargenet.edge.ocpp16.errors import LocalProtocolError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 KEY = tx.StartKey("CS-1", 1, "TAG1", T0, 1000)

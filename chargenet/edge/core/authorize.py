@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from chargenet.domain.events import AuthorizationStatus
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 
 CACHE_LIFETIME = timedelta(days=1)  # an upstream answer without an expiryDate is trusted offline this long
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from chargenet.edge.protocol.authorize import UpstreamState
-from chargenet.edge.protocol.errors import UnsupportedAction
-from chargenet.edge.protocol.frames import CENTRAL_ACTIONS, STATION_ACTIONS, Payload
-from chargenet.edge.protocol.transactions import is_queued
+from chargenet.edge.core.authorize import UpstreamState
+from chargenet.edge.core.transactions import is_queued
+from chargenet.edge.ocpp16.errors import UnsupportedAction
+from chargenet.edge.ocpp16.frames import CENTRAL_ACTIONS, STATION_ACTIONS, Payload
 
 
 class Handling(StrEnum):

@@ -4,8 +4,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from chargenet.domain.events import AuthorizationStatus
-from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol.authorize import AuthDecision, AuthSource, NextSource, UpstreamState
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core.authorize import AuthDecision, AuthSource, NextSource, UpstreamState
 
 A = AuthorizationStatus
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
