@@ -1,4 +1,4 @@
-"""The I/O shell around `protocol.session.RpcSession`: one OCPP-J connection, whoever is at the other end.
+"""The I/O shell around `ocpp16.session.RpcSession`: one OCPP-J connection, whoever is at the other end.
 
 Both the station side and the upstream side use it. Text comes in through `feed`, goes out through the
 `send` callable the transport gives; the peer's CALLs are handled one at a time, in order, by a worker task,

@@ -1,8 +1,9 @@
 """The edge at run time: connected stations, their upstream links, and what each station CALL does.
 
 `Edge` is the registry (a second connection of a station replaces the first) and the entry point for commands
-(API, CLI). `StationLink` answers one station's CALLs: it records what happened and publishes events through the
-outbox in the same transaction, then answers per the relay rules of `protocol.proxy`.
+(API, CLI). `StationLink` answers one station's CALLs: the 1.6 face reads each into a core record
+(`ocpp16.parse`), the core plans it (`core`), one unit of work writes what happened with its events through the
+outbox, and the answer goes back in 1.6 words (`ocpp16.render`) per the relay rules of `ocpp16.proxy`.
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
-from chargenet.domain.connectors import KnownStatus
-from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
-from chargenet.domain.tenants import locate_connector
+from chargenet.domain.events import AuthorizationStatus
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.core import authorize as auth
+from chargenet.edge.core import starts
 from chargenet.edge.core import transactions as tx
+from chargenet.edge.core.messages import TransactionStarted
 from chargenet.edge.core.status import TransitionCounts
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.ocpp16 import frames, meter_values, proxy
+from chargenet.edge.ocpp16 import frames, meter_values, parse, proxy, relaying, render
 from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
@@ -38,7 +39,6 @@ from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNo
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.models import EdgeTransaction
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -275,9 +275,9 @@ class StationLink:
             if upstream_id is not None:
                 ids = await records.id_map_for(session, self.station.station_id, upstream_id=upstream_id)
         try:
-            payload = tx.rewrite_for_station(call.action, call.payload, ids)
+            payload = relaying.rewrite_for_station(call.action, call.payload, ids)
         except tx.UnknownUpstreamId:
-            return dict(tx.REJECTED_BY_EDGE)
+            return dict(relaying.REJECTED_BY_EDGE)
         try:
             return await self.call_station(call.action, payload)
         except (CallTimedOut, ConnectionLost):
@@ -333,21 +333,17 @@ class StationLink:
         return await self._forward_or_local(call, route)
 
     async def _status(self, call: Call, route: Handling) -> Payload:
-        p = call.payload
         now = self.edge.clock.now()
-        address = locate_connector(self.station.layout, p["connectorId"])  # InvalidInput: bad connector id
+        report = parse.status_report(self.station.layout, call.payload, now)  # InvalidInput: bad connector id
+        address = report.connector.address
         key = (address.charge_point_id, address.connector_id)
         loaded = self._connectors.get(key)
         if loaded is None:
+            number = report.connector.station_number
             loaded = await self.edge.store.read_statement(
-                lambda connection: statuses.load_connector(connection, address, p["connectorId"])
+                lambda connection: statuses.load_connector(connection, address, number)
             )
-        reported = KnownStatus(
-            ConnectorStatus(p["status"]),
-            ChargePointErrorCode(p["errorCode"]),
-            p.get("info"),
-            datetime.fromisoformat(p["timestamp"]) if "timestamp" in p else now,
-        )
+        reported = report.status
         write, assessment = statuses.decide(
             self.station.station_id, self.station.site_id, address, loaded, reported, now
         )
@@ -368,130 +364,152 @@ class StationLink:
         return await self._forward_or_local(call, route)
 
     async def _authorize(self, call: Call, route: Handling) -> Payload:
-        id_tag = call.payload["idTag"]
-        decision, upstream_answer = await self._decide(id_tag, None, ask_upstream=True)
+        """One unit when the local list decides (or nobody: no plugins, no upstream connected); otherwise a unit
+        that reads, the plugins and the upstream asked outside any unit, and a unit that writes."""
+        id_tag = parse.token_presented(call.payload).token.value
         async with self.edge.unit() as session:
-            await records.publish_authorize(session, self.edge.outbox, self.station, id_tag, decision)
-        if upstream_answer is not None:
-            return upstream_answer
-        return {"idTagInfo": decision.id_tag_info()}
-
-    async def _decide(
-        self, id_tag: str, connector_id: int | None, *, ask_upstream: bool
-    ) -> tuple[auth.AuthDecision, Payload | None]:
-        """Walk the authorization chain. Returns the decision, and the upstream's Authorize answer when it
-        decided (relayed to the station as it came)."""
-        site_id = self.station.site_id
-        upstream = (
-            self.upstream_state
-            if ask_upstream
-            else (auth.UpstreamState.AWAY if self.upstream is not None else auth.UpstreamState.NONE)
-        )
-        async with self.edge.unit() as session:
-            ctx = auth.AuthorizeContext(
-                id_tag=id_tag,
-                now=self.edge.clock.now(),
-                local_entry=await records.local_entry(session, site_id, id_tag),
-                plugin_count=len(self.edge.authorizers),
-                upstream=upstream,
-                cached=await records.cached_authorization(session, site_id, id_tag),
-                has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
-            )
-        step = auth.begin(ctx)
-        if step is auth.NextSource.PLUGINS:
-            request = AuthorizeRequest(site_id, self.station.station_id, id_tag, connector_id)
-            step = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
+            ctx = await self._authorize_context(session, id_tag)
+            step = auth.begin(ctx)
+            if isinstance(step, auth.AuthDecision):
+                await records.publish_authorize(session, self.edge.outbox, self.station, id_tag, step)
         if isinstance(step, auth.AuthDecision):
-            return step, None
-        try:
-            answer = await self._upstream_call("Authorize", {"idTag": id_tag})
-        except _UpstreamFailed:
-            return auth.after_upstream(ctx, None), None
-        decision = auth.after_upstream(ctx, answer["idTagInfo"])
-        cached = auth.cache_entry(id_tag, answer["idTagInfo"], ctx.now)
-        if cached is not None:
-            async with self.edge.unit() as session:
-                await records.cache_authorization(session, site_id, cached)
-        relayed = (
-            answer if decision.status.value == answer["idTagInfo"]["status"] else {"idTagInfo": decision.id_tag_info()}
-        )
-        return decision, relayed
+            return {"idTagInfo": render.id_tag_info(step)}
+        if step is auth.NextSource.PLUGINS:
+            request = AuthorizeRequest(self.station.site_id, self.station.station_id, id_tag, None)
+            step = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
+        relayed: Payload | None = None
+        cached = None
+        if isinstance(step, auth.AuthDecision):
+            decision = step
+        else:
+            try:
+                answer = await self._upstream_call("Authorize", {"idTag": id_tag})
+            except _UpstreamFailed:
+                decision = auth.after_upstream(ctx, None)
+            else:
+                verdict = parse.upstream_verdict(answer["idTagInfo"])
+                decision = auth.after_upstream(ctx, verdict)
+                cached = auth.cache_entry(id_tag, verdict, ctx.now)
+                # Relayed as it came, unless the edge's own ConcurrentTx changed it.
+                relayed = answer if decision.status is verdict.status else None
+        async with self.edge.unit() as session:
+            if cached is not None:
+                await records.cache_authorization(session, self.station.site_id, cached)
+            await records.publish_authorize(session, self.edge.outbox, self.station, id_tag, decision)
+        return relayed if relayed is not None else {"idTagInfo": render.id_tag_info(decision)}
 
-    def _check_connector(self, connector_id: int) -> None:
-        locate_connector(self.station.layout, connector_id)  # InvalidInput -> PropertyConstraintViolation
+    async def _authorize_context(self, session: AsyncSession, id_tag: str) -> auth.AuthorizeContext:
+        site_id = self.station.site_id
+        return auth.AuthorizeContext(
+            id_tag=id_tag,
+            now=self.edge.clock.now(),
+            local_entry=await records.local_entry(session, site_id, id_tag),
+            plugin_count=len(self.edge.authorizers),
+            upstream=self.upstream_state,
+            cached=await records.cached_authorization(session, site_id, id_tag),
+            has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
+        )
 
     async def _start(self, call: Call, route: Handling) -> Payload:
-        p = call.payload
-        self._check_connector(p["connectorId"])
-        id_tag = p["idTag"]
-        now = self.edge.clock.now()
-        async with self.edge.unit() as session:
-            existing = await records.find_start(session, records.start_key(self.station, p))
-        if existing is not None:
-            return _repeat_answer(existing)
-        async with self.edge.unit() as session:
-            closed = await records.close_superseded(session, self.edge.outbox, self.station, p)
-        if closed:
+        """One unit that reads, plans (`core.starts`) and writes; with plugins to ask, a unit that reads before
+        them. A forwarded start adds one unit for the upstream's answer."""
+        started = parse.transaction_started(self.station.layout, call.payload)  # InvalidInput: bad connector id
+        key = started.key(self.station.station_id)
+        planned = await self._write_start(call, route, started, key, None)
+        if isinstance(planned, starts.AskPlugins):
+            request = AuthorizeRequest(
+                self.station.site_id, self.station.station_id, key.id_tag, started.connector.station_number
+            )
+            opinions = await ask_plugins(self.edge.authorizers, request, self.edge.clock)
+            planned = await self._write_start(call, route, started, key, opinions)
+        if isinstance(planned, starts.RepeatedStart):
+            return render.repeated_start_answer(planned)
+        assert not isinstance(planned, starts.AskPlugins)  # the plugins have spoken
+        decision, written = planned
+        if written.closed:
             log.warning(
                 "open transactions closed by a new start on their connector",
-                extra={"fields": {"station": self.station.station_id, "connector": p["connectorId"], "ids": closed}},
+                extra={
+                    "fields": {
+                        "station": self.station.station_id,
+                        "connector": started.connector.station_number,
+                        "ids": written.closed,
+                    }
+                },
             )
-        # StartTransaction re-evaluates the tag without asking the upstream: the forwarded start itself is the
-        # upstream's question, and its answer carries the upstream's idTagInfo.
-        decision, _ = await self._decide(id_tag, p["connectorId"], ask_upstream=False)
-        started = await self._store_start(p, decision, now)
-        if not started.is_new:
+        transaction_id = written.transaction_id
+        if route is not Handling.FORWARD:
+            if written.sequence is not None:
+                self._queued(written.sequence)
+            return render.start_answer(transaction_id, decision)
+        now = self.edge.clock.now()
+        address = started.connector.address
+        try:
+            upstream_answer = await self._upstream_call(call.action, call.payload, listen_late=True)
+        except _UpstreamFailed as failed:
+            queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
+            sequence = None
             async with self.edge.unit() as session:
-                existing = await records.find_start(session, records.start_key(self.station, p))
-            assert existing is not None
-            return _repeat_answer(existing)
-        transaction_id = started.transaction_id
-        if route is Handling.FORWARD:
-            try:
-                upstream_answer = await self._upstream_call("StartTransaction", p, listen_late=True)
-            except _UpstreamFailed as failed:
-                queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
-                sequence = None
-                async with self.edge.unit() as session:
-                    if queue:
-                        sequence = await records.enqueue(
-                            session, self.station.station_id, call.action, p, transaction_id, now
-                        )
-                    else:
-                        await records.refuse_upstream(session, transaction_id)
-                    await records.publish_authorize(
-                        session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+                if queue:
+                    sequence = await records.enqueue(
+                        session, self.station.station_id, call.action, call.payload, transaction_id, now
                     )
-                if sequence is not None:
-                    # Queued so that nothing overtakes it; sent again only if the late answer cannot come.
-                    self._queued(sequence, failed.late_answer)
-                return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
-            if decision.source is not auth.AuthSource.LOCAL_LIST:
-                decision = auth.after_upstream(_start_context(id_tag, now), upstream_answer["idTagInfo"])
-            async with self.edge.unit() as session:
-                await records.link_upstream(session, transaction_id, upstream_answer, auth_status=decision.status.value)
+                else:
+                    await records.refuse_upstream(session, transaction_id)
                 await records.publish_authorize(
-                    session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+                    session, self.edge.outbox, self.station, key.id_tag, decision, address=address
                 )
-            return tx.for_station_start(transaction_id, {"idTagInfo": decision.id_tag_info()})
-        sequence = None
+            if sequence is not None:
+                # Queued so that nothing overtakes it; sent again only if the late answer cannot come.
+                self._queued(sequence, failed.late_answer)
+            return render.start_answer(transaction_id, decision)
+        if decision.source is not auth.AuthSource.LOCAL_LIST:
+            verdict = parse.upstream_verdict(upstream_answer["idTagInfo"])
+            decision = auth.after_upstream(_start_context(key.id_tag, now), verdict)
         async with self.edge.unit() as session:
-            if route is Handling.QUEUE:
-                sequence = await records.enqueue(session, self.station.station_id, call.action, p, transaction_id, now)
+            await records.link_upstream(session, transaction_id, upstream_answer, auth_status=decision.status.value)
             await records.publish_authorize(
-                session, self.edge.outbox, self.station, id_tag, decision, ocpp_connector_id=p["connectorId"]
+                session, self.edge.outbox, self.station, key.id_tag, decision, address=address
             )
-        if sequence is not None:
-            self._queued(sequence)
-        return {"transactionId": transaction_id, "idTagInfo": decision.id_tag_info()}
+        return relaying.for_station_start(transaction_id, {"idTagInfo": render.id_tag_info(decision)})
 
-    async def _store_start(self, payload: Payload, decision: auth.AuthDecision, now: datetime) -> records.StartOutcome:
+    async def _write_start(
+        self,
+        call: Call,
+        route: Handling,
+        started: TransactionStarted,
+        key: tx.StartKey,
+        opinions: list[AuthorizationStatus | None] | None,
+    ) -> starts.RepeatedStart | starts.AskPlugins | tuple[auth.AuthDecision, records.StartWritten]:
+        """Read what a start needs, plan it and write it, in one unit. The station's answer is the edge's own
+        unless the start is forwarded: then the Authorize event waits for the upstream's say."""
+        now = self.edge.clock.now()
+        queue = records.QueuedCall(call.action, call.payload) if route is Handling.QUEUE else None
         for _ in range(2):
             try:
                 async with self.edge.unit() as session:
-                    return await records.start_transaction(
-                        session, self.edge.outbox, self.station, payload, now, auth_status=decision.status.value
+                    facts = await records.start_facts(session, self.station, key)
+                    plan = starts.plan_start(
+                        key,
+                        facts,
+                        now=now,
+                        plugin_count=len(self.edge.authorizers),
+                        has_upstream=self.upstream is not None,
+                        opinions=opinions,
                     )
+                    if not isinstance(plan, starts.NewStart):
+                        return plan
+                    written = await records.record_start(
+                        session,
+                        self.edge.outbox,
+                        self.station,
+                        started,
+                        plan,
+                        now,
+                        publish_authorize_now=route is not Handling.FORWARD,
+                        queue=queue,
+                    )
+                return plan.decision, written
             except IntegrityError as exc:
                 # An identical start committed concurrently (a station resending on a second connection):
                 # the retry finds it and answers with its id.
@@ -500,21 +518,35 @@ class StationLink:
         raise RuntimeError("StartTransaction could not be stored")
 
     async def _stop(self, call: Call, route: Handling) -> Payload:
+        """One unit: the stop, its event, and its place in the upstream queue when it waits there. A forwarded
+        stop the upstream does not take in time adds one unit that queues it."""
         p = call.payload
+        ended = parse.transaction_ended(p)
         now = self.edge.clock.now()
+        queue = records.QueuedCall(call.action, p) if route is not Handling.LOCAL else None
         async with self.edge.unit() as session:
-            outcome = await records.stop_transaction(session, self.edge.outbox, self.station, p, now)
+            written = await records.stop_transaction(
+                session,
+                self.edge.outbox,
+                self.station,
+                ended,
+                now,
+                as_sent=p,
+                forward=route is Handling.FORWARD,
+                queue=queue,
+            )
         self.edge.message_log.samples(
-            self.station.station_id, p["transactionId"], meter_values.reported(p.get("transactionData")), last=True
+            self.station.station_id, ended.transaction_id, meter_values.reported(p.get("transactionData")), last=True
         )
-        if outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
+        if written.outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
             return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
-        return await self._transaction_message(call, route, p["transactionId"])
+        return await self._send_up(call, route, ended.transaction_id, written.ids, written.sequence)
 
     async def _meter_values(self, call: Call, route: Handling) -> Payload:
+        """At most one unit (the transaction's owner and upstream id, and the queue), as a stop."""
         p = call.payload
-        self._check_connector(p["connectorId"])
-        transaction_id = p.get("transactionId")
+        report = parse.meter_report(self.station.layout, p)  # InvalidInput: bad connector id
+        transaction_id = report.transaction_id
         if transaction_id is not None:
             # Buffered for the log's next batch: no store round trip per frame, whoever owns the transaction
             # (a session reads only its own station's samples).
@@ -523,39 +555,42 @@ class StationLink:
             )
         if route is Handling.LOCAL:
             return {}
-        if transaction_id is not None:
-            async with self.edge.unit() as session:
-                row = await session.get(EdgeTransaction, transaction_id)
-            if row is None or row.station_id != self.station.station_id:
-                return {}  # values for a transaction the station does not own stay with us (logged)
-        return await self._transaction_message(call, route, transaction_id)
+        if transaction_id is None and route is Handling.FORWARD:
+            return await self._send_up(call, route, None, tx.IdMap(), None)  # nothing to read, nothing to queue
+        async with self.edge.unit() as session:
+            written = await records.meter_readings(
+                session,
+                self.station.station_id,
+                report,
+                self.edge.clock.now(),
+                forward=route is Handling.FORWARD,
+                queue=records.QueuedCall(call.action, p),
+            )
+        if not written.owned:
+            return {}  # values for a transaction the station does not own stay with us (logged)
+        return await self._send_up(call, route, transaction_id, written.ids, written.sequence)
 
-    async def _transaction_message(self, call: Call, route: Handling, transaction_id: int | None) -> Payload:
-        now = self.edge.clock.now()
-        late_answer = None
-        if route is Handling.FORWARD:
-            async with self.edge.unit() as session:
-                ids = await records.id_map_for(session, self.station.station_id, edge_id=transaction_id)
-            try:
-                payload = tx.rewrite_for_upstream(call.action, call.payload, ids)
-            except tx.UpstreamIdRefused:
-                return {}
-            except tx.UpstreamIdPending:
-                route = Handling.QUEUE
-            else:
-                try:
-                    await self._upstream_call(call.action, payload, listen_late=True)
-                    return {}
-                except _UpstreamFailed as failed:
-                    if proxy.fallback(call.action, failed.kind) is not Fallback.ANSWER_AND_QUEUE:
-                        return {}
-                    route, late_answer = Handling.QUEUE, failed.late_answer
-        if route is Handling.QUEUE:
-            async with self.edge.unit() as session:
-                sequence = await records.enqueue(
-                    session, self.station.station_id, call.action, call.payload, transaction_id, now
-                )
-            self._queued(sequence, late_answer)
+    async def _send_up(
+        self, call: Call, route: Handling, transaction_id: int | None, ids: tx.IdMap, sequence: int | None
+    ) -> Payload:
+        """A transaction message after its unit: queued there (`sequence`), kept, or sent up now; one the upstream
+        does not answer in time is queued in a unit of its own (proxy Rule 4)."""
+        if sequence is not None:
+            self._queued(sequence)
+            return {}
+        if route is not Handling.FORWARD or tx.delivery(transaction_id, ids) is not tx.Delivery.SEND:
+            return {}
+        payload = relaying.rewrite_for_upstream(call.action, call.payload, ids)
+        try:
+            await self._upstream_call(call.action, payload, listen_late=True)
+        except _UpstreamFailed as failed:
+            if proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE:
+                now = self.edge.clock.now()
+                async with self.edge.unit() as session:
+                    sequence = await records.enqueue(
+                        session, self.station.station_id, call.action, call.payload, transaction_id, now
+                    )
+                self._queued(sequence, failed.late_answer)
         return {}
 
     def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
@@ -584,11 +619,6 @@ def _upstream_transaction_id(call: Call) -> int | None:
         value = call.payload.get("csChargingProfiles", {}).get("transactionId")
         return value if isinstance(value, int) else None
     return None
-
-
-def _repeat_answer(row: EdgeTransaction) -> Payload:
-    """A resent StartTransaction gets what the first one got (decisions.md §4), and no event."""
-    return {"transactionId": row.id, "idTagInfo": {"status": row.auth_status or "Accepted"}}
 
 
 def _start_context(id_tag: str, now: datetime) -> auth.AuthorizeContext:
