@@ -269,10 +269,10 @@ class StationLink:
 
     async def relay_to_station(self, call: Call) -> Payload | None:
         proxy.check_upstream_may_send(call.action, call.unique_id)
-        async with self.edge.unit() as session:
-            ids = tx.IdMap()
-            upstream_id = _upstream_transaction_id(call)
-            if upstream_id is not None:
+        ids = tx.IdMap()
+        upstream_id = relaying.upstream_transaction_id(call.action, call.payload)
+        if upstream_id is not None:  # only a call naming a transaction needs the store
+            async with self.edge.unit() as session:
                 ids = await records.id_map_for(session, self.station.station_id, upstream_id=upstream_id)
         try:
             payload = relaying.rewrite_for_station(call.action, call.payload, ids)
@@ -323,7 +323,8 @@ class StationLink:
             raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
     async def _boot(self, call: Call, route: Handling) -> Payload:
-        await self.edge.record_boot(records.boot_of(self.station.station_id, call.payload, self.edge.clock.now()))
+        booted = parse.station_booted(call.payload)
+        await self.edge.record_boot(records.boot_of(self.station.station_id, booted, self.edge.clock.now()))
         answer = await self._forward_or_local(call, route)
         self._answered(call.action, call.payload, answer)
         return answer
@@ -609,16 +610,6 @@ class _UpstreamFailed(Exception):
         self.kind = kind
         self.error = error
         self.late_answer = late_answer  # the call was sent and timed out; its answer is still listened for
-
-
-def _upstream_transaction_id(call: Call) -> int | None:
-    if call.action == "RemoteStopTransaction":
-        value = call.payload.get("transactionId")
-        return value if isinstance(value, int) else None
-    if call.action == "SetChargingProfile":
-        value = call.payload.get("csChargingProfiles", {}).get("transactionId")
-        return value if isinstance(value, int) else None
-    return None
 
 
 def _start_context(id_tag: str, now: datetime) -> auth.AuthorizeContext:

@@ -25,7 +25,7 @@ from chargenet.domain.tenants import ConnectorAddress, StationLayout
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts
 from chargenet.edge.core import transactions as tx
-from chargenet.edge.core.messages import MeterReport, TransactionEnded, TransactionStarted
+from chargenet.edge.core.messages import MeterReport, StationBooted, TransactionEnded, TransactionStarted
 from chargenet.edge.ocpp16 import relaying
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.outbox import Outbox
@@ -98,14 +98,8 @@ class Boot:
     at: datetime
 
 
-def boot_of(station_id: str, payload: Payload, now: datetime) -> Boot:
-    return Boot(
-        station_id,
-        payload.get("chargePointVendor"),
-        payload.get("chargePointModel"),
-        payload.get("firmwareVersion"),
-        now,
-    )
+def boot_of(station_id: str, booted: StationBooted, now: datetime) -> Boot:
+    return Boot(station_id, booted.vendor, booted.model, booted.firmware_version, now)
 
 
 _BOOT_FIELDS = ("vendor", "model", "firmware_version", "booted_at", "last_seen_at")

@@ -33,6 +33,16 @@ class ConnectorRef:
 
 
 @dataclass(frozen=True, slots=True)
+class StationBooted:
+    """What a station says of itself when it boots (1.6 BootNotification). The values are kept as the station
+    sent them: a station's vendor and model are its own business."""
+
+    vendor: object
+    model: object
+    firmware_version: object
+
+
+@dataclass(frozen=True, slots=True)
 class StatusReport:
     """A connector's status as the station reported it (1.6 StatusNotification)."""
 

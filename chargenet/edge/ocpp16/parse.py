@@ -13,6 +13,7 @@ from chargenet.edge.core.messages import (
     ConnectorRef,
     IdToken,
     MeterReport,
+    StationBooted,
     StatusReport,
     TokenPresented,
     TransactionEnded,
@@ -35,6 +36,13 @@ def upstream_verdict(id_tag_info: Payload) -> UpstreamVerdict:
 def connector(layout: StationLayout, connector_id: int) -> ConnectorRef:
     """Raises `InvalidInput` (PropertyConstraintViolation) for a connector the station cannot have."""
     return ConnectorRef(locate_connector(layout, connector_id), connector_id)
+
+
+def station_booted(payload: Payload) -> StationBooted:
+    """BootNotification."""
+    return StationBooted(
+        payload.get("chargePointVendor"), payload.get("chargePointModel"), payload.get("firmwareVersion")
+    )
 
 
 def status_report(layout: StationLayout, payload: Payload, now: datetime) -> StatusReport:

@@ -15,6 +15,17 @@ from chargenet.edge.core.transactions import IdMap, UpstreamIdRefused
 from chargenet.edge.ocpp16.frames import Payload
 
 
+def upstream_transaction_id(action: str, payload: Payload) -> int | None:
+    """The upstream transaction id a CALL from the upstream names, which the edge maps to its own (Rule 6)."""
+    if action == "RemoteStopTransaction":
+        value = payload.get("transactionId")
+        return value if isinstance(value, int) else None
+    if action == "SetChargingProfile":
+        value = payload.get("csChargingProfiles", {}).get("transactionId")
+        return value if isinstance(value, int) else None
+    return None
+
+
 def rewrite_for_upstream(action: str, payload: Payload, ids: IdMap) -> Payload:
     """The payload a station sent, with edge transaction ids replaced by the upstream's (Rule 5)."""
     if action in ("StopTransaction", "MeterValues") and "transactionId" in payload:
