@@ -11,7 +11,7 @@ Rules:
   sequence, which the shell passes in as `mint`), and fit a signed 32-bit integer because station firmware
   stores them so.
 - Rule 2: a StartTransaction is identified by (station, connector, idTag, timestamp, meterStart). A repeat of
-  a known start gets the same id and raises no event; a new one gets a fresh id and raises one.
+  a known start gets the same id and raises no event; a new one gets a fresh id and raises one (`starts`).
 - Rule 3: a StopTransaction is always acknowledged. The first stop of a transaction of this station raises
   one event; a repeat raises none; a stop for a transaction the station does not own (unknown, or another
   station's) is recorded and raises none.
@@ -72,25 +72,11 @@ class TransactionRecord:
     upstream_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StartDecision:
-    transaction_id: int | None  # the id a repeat gets again; None for a new start, whose id the store mints
-    is_new: bool  # a new transaction: store it and publish StartTransaction; a repeat does neither
-
-
 def check_transaction_id(value: int) -> int:
     """Rule 1 for an id we are about to hand out; anything else is our bug."""
     if not 1 <= value <= MAX_TRANSACTION_ID:
         raise TransactionRuleError(f"transaction id {value} is outside 1..{MAX_TRANSACTION_ID}")
     return value
-
-
-def decide_start(existing: TransactionRecord | None) -> StartDecision:
-    """Rule 2. `existing` is the transaction stored under the same `StartKey`, if any. A new start's id comes
-    from the store's sequence when its row is inserted, and goes through `check_transaction_id`."""
-    if existing is not None:
-        return StartDecision(existing.transaction_id, is_new=False)
-    return StartDecision(None, is_new=True)
 
 
 class StopOutcome(StrEnum):

@@ -15,14 +15,6 @@ def record(transaction_id: int = 7, *, station: str = "CS-1", stopped: bool = Fa
     return tx.TransactionRecord(transaction_id, tx.StartKey(station, 1, "TAG1", T0, 1000), stopped=stopped)
 
 
-def test_new_start_is_new_without_an_id_yet() -> None:
-    assert tx.decide_start(None) == tx.StartDecision(None, is_new=True)
-
-
-def test_repeated_start_gets_the_same_id_and_no_new_transaction() -> None:
-    assert tx.decide_start(record(7)) == tx.StartDecision(7, is_new=False)
-
-
 @pytest.mark.parametrize("bad", [0, -1, 2**31])
 def test_minted_id_outside_positive_int32_is_a_local_error(bad: int) -> None:
     with pytest.raises(tx.TransactionRuleError):
