@@ -468,7 +468,9 @@ class StationLink:
             verdict = parse.upstream_verdict(upstream_answer["idTagInfo"])
             decision = auth.after_upstream(_start_context(key.id_tag, now), verdict)
         async with self.edge.unit() as session:
-            await records.link_upstream(session, transaction_id, upstream_answer, auth_status=decision.status.value)
+            await records.link_upstream(
+                session, transaction_id, upstream_answer["transactionId"], auth_status=decision.status.value
+            )
             await records.publish_authorize(
                 session, self.edge.outbox, self.station, key.id_tag, decision, address=address
             )

@@ -476,12 +476,12 @@ async def id_map_for(
 
 
 async def link_upstream(
-    session: AsyncSession, edge_id: int, upstream_answer: Payload, *, auth_status: str | None = None
+    session: AsyncSession, edge_id: int, upstream_id: int, *, auth_status: str | None = None
 ) -> None:
     """Record the upstream's answer to a start: its id (whatever the idTagInfo status: transactions Rule 5)."""
     row = await session.get(EdgeTransaction, edge_id)
     if row is not None:
-        row.upstream_id = upstream_answer["transactionId"]
+        row.upstream_id = upstream_id
         if auth_status is not None:
             row.auth_status = auth_status
 

@@ -296,6 +296,6 @@ class UpstreamLink:
                 if answer is None:
                     await records.refuse_upstream(session, head.transaction_id)
                 else:
-                    await records.link_upstream(session, head.transaction_id, answer)
+                    await records.link_upstream(session, head.transaction_id, answer["transactionId"])
             await records.dequeue(session, head.sequence)
         self.queued -= 1
