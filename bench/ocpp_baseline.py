@@ -17,7 +17,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from chargenet.edge.protocol.frames import validate_payload
+from chargenet.edge.ocpp16.frames import validate_payload
 
 KEY = b"baseline-hash-key"
 

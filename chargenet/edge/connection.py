@@ -1,4 +1,4 @@
-"""The I/O shell around `protocol.session.RpcSession`: one OCPP-J connection, whoever is at the other end.
+"""The I/O shell around `ocpp16.session.RpcSession`: one OCPP-J connection, whoever is at the other end.
 
 Both the station side and the upstream side use it. Text comes in through `feed`, goes out through the
 `send` callable the transport gives; the peer's CALLs are handled one at a time, in order, by a worker task,
@@ -20,8 +20,8 @@ from datetime import timedelta
 from typing import Any
 
 from chargenet.clock import Clock
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.errors import (
+from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.errors import (
     CallErrorReceived,
     CallTimedOut,
     ErrorCode,
@@ -29,8 +29,8 @@ from chargenet.edge.protocol.errors import (
     RemoteProtocolError,
     UnreadableFrame,
 )
-from chargenet.edge.protocol.frames import Call, CallError, CallResult, FrameLimits, Payload
-from chargenet.edge.protocol.session import CallOutcome, RpcSession, SessionLimits
+from chargenet.edge.ocpp16.frames import Call, CallError, CallResult, FrameLimits, Payload
+from chargenet.edge.ocpp16.session import CallOutcome, RpcSession, SessionLimits
 from chargenet.errors import ChargenetError
 
 log = logging.getLogger(__name__)

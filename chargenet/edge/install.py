@@ -8,7 +8,7 @@ from chargenet.edge import metrics
 from chargenet.edge.authorizers import load_authorizers
 from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.protocol.frames import FrameLimits
+from chargenet.edge.ocpp16.frames import FrameLimits
 from chargenet.edge.relay import CommandRelay
 from chargenet.edge.server import ocpp_route
 

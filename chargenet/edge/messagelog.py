@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from chargenet.clock import Clock
 from chargenet.domain.samples import Sample, Thinning
-from chargenet.edge.protocol.meter_values import Reported
+from chargenet.edge.ocpp16.meter_values import Reported
 from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store

@@ -15,7 +15,7 @@ from prometheus_client.registry import Collector
 
 from chargenet.edge.connection import CallTimer
 from chargenet.edge.hub import Edge
-from chargenet.edge.protocol.frames import known_actions
+from chargenet.edge.ocpp16.frames import known_actions
 from chargenet.observability.metrics import OTHER, REQUEST_BUCKETS
 
 STATION = "station"

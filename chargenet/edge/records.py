@@ -21,10 +21,13 @@ from chargenet.domain.events import (
     StartTransactionPayload,
     StopTransactionPayload,
 )
-from chargenet.domain.tenants import StationLayout, locate_connector
-from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.frames import Payload
+from chargenet.domain.tenants import ConnectorAddress, StationLayout
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core import starts
+from chargenet.edge.core import transactions as tx
+from chargenet.edge.core.messages import MeterReport, StationBooted, TransactionEnded, TransactionStarted
+from chargenet.edge.ocpp16 import relaying
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
     AuthCacheEntry,
@@ -95,14 +98,8 @@ class Boot:
     at: datetime
 
 
-def boot_of(station_id: str, payload: Payload, now: datetime) -> Boot:
-    return Boot(
-        station_id,
-        payload.get("chargePointVendor"),
-        payload.get("chargePointModel"),
-        payload.get("firmwareVersion"),
-        now,
-    )
+def boot_of(station_id: str, booted: StationBooted, now: datetime) -> Boot:
+    return Boot(station_id, booted.vendor, booted.model, booted.firmware_version, now)
 
 
 _BOOT_FIELDS = ("vendor", "model", "firmware_version", "booted_at", "last_seen_at")
@@ -192,12 +189,11 @@ async def publish_authorize(
     id_tag: str,
     decision: auth.AuthDecision,
     *,
-    ocpp_connector_id: int | None = None,
+    address: ConnectorAddress | None = None,
 ) -> None:
     """The post-authorize hook: one Authorize event per decision (decisions.md §3)."""
     extra: dict[str, Any] = {}
-    if ocpp_connector_id is not None:
-        address = locate_connector(station.layout, ocpp_connector_id)
+    if address is not None:
         extra = {"chargePointId": address.charge_point_id, "connectorId": address.connector_id}
     payload = AuthorizePayload(stationId=station.station_id, idTag=id_tag, status=decision.status, **extra)
     await outbox.publish(session, site_id=station.site_id, payload=payload)
@@ -211,7 +207,7 @@ def _record(row: EdgeTransaction) -> tx.TransactionRecord:
     return tx.TransactionRecord(row.id, key, stopped=row.stopped_at is not None, upstream_id=row.upstream_id)
 
 
-async def find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransaction | None:
+async def _find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransaction | None:
     result: EdgeTransaction | None = await session.scalar(
         select(EdgeTransaction).where(
             EdgeTransaction.station_id == key.station_id,
@@ -224,76 +220,14 @@ async def find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransaction
     return result
 
 
-@dataclass(frozen=True, slots=True)
-class StartOutcome:
-    transaction_id: int
-    is_new: bool
-
-
-def start_key(station: StationInfo, payload: Payload) -> tx.StartKey:
-    return tx.StartKey(
-        station.station_id,
-        payload["connectorId"],
-        payload["idTag"],
-        datetime.fromisoformat(payload["timestamp"]),
-        payload["meterStart"],
-    )
-
-
-async def start_transaction(
-    session: AsyncSession,
-    outbox: Outbox,
-    station: StationInfo,
-    payload: Payload,
-    now: datetime,
-    *,
-    auth_status: str,
-) -> StartOutcome:
-    """Rule 2 of `transactions`: a repeat gets its id back and no event; a new start is stored and published.
-    `auth_status` is what the station is told about the tag, and what a resent start is told again."""
-    key = start_key(station, payload)
-    existing = await find_start(session, key)
-    decision = tx.decide_start(_record(existing) if existing else None)
-    if not decision.is_new:
-        assert decision.transaction_id is not None
-        return StartOutcome(decision.transaction_id, is_new=False)
-    address = locate_connector(station.layout, key.connector_id)
-    row = EdgeTransaction(
-        # One sequence for OCPP and meter transactions, so ids are unique across the service.
-        id=await next_transaction_id(session),
-        station_id=station.station_id,
-        site_id=station.site_id,
-        charge_point_id=address.charge_point_id,
-        connector_id=address.connector_id,
-        ocpp_connector_id=key.connector_id,
-        id_tag=key.id_tag,
-        started_at=key.timestamp,
-        meter_start=key.meter_start,
-        reservation_id=payload.get("reservationId"),
-        auth_status=auth_status,
-        created_at=now,
-    )
-    session.add(row)
-    await session.flush()
-    transaction_id = tx.check_transaction_id(row.id)
-    event = StartTransactionPayload(
-        stationId=station.station_id,
-        chargePointId=address.charge_point_id,
-        connectorId=address.connector_id,
-        idTag=key.id_tag,
-        meterStart=wh_to_kwh(key.meter_start),
-        transactionId=transaction_id,
-        **({"reservationId": row.reservation_id} if row.reservation_id is not None else {}),
-    )
-    await outbox.publish(session, site_id=station.site_id, payload=event)
-    return StartOutcome(transaction_id, is_new=True)
-
-
-async def close_superseded(session: AsyncSession, outbox: Outbox, station: StationInfo, payload: Payload) -> list[int]:
-    """Rule 4a of `transactions`: close the open transactions of the connector a new start is on, publishing
-    their StopTransaction events. Returns the ids closed."""
-    key = start_key(station, payload)
-    rows = await session.scalars(
+async def start_facts(session: AsyncSession, station: StationInfo, key: tx.StartKey) -> starts.StartFacts:
+    """What `starts.plan_start` needs. The connector's open transactions are locked: the unit that reads them
+    is the one that closes them."""
+    existing = await _find_start(session, key)
+    if existing is not None:
+        status = AuthorizationStatus(existing.auth_status or AuthorizationStatus.ACCEPTED)
+        return starts.StartFacts(starts.RepeatedStart(existing.id, status), None, None, (), ())
+    on_connector = await session.scalars(
         select(EdgeTransaction)
         .where(
             EdgeTransaction.station_id == station.station_id,
@@ -302,13 +236,59 @@ async def close_superseded(session: AsyncSession, outbox: Outbox, station: Stati
         )
         .with_for_update()
     )
+    open_on_connector = [_record(row) for row in on_connector]
+    of_token = await session.scalars(
+        select(EdgeTransaction).where(
+            EdgeTransaction.site_id == station.site_id,
+            EdgeTransaction.id_tag == key.id_tag,
+            EdgeTransaction.stopped_at.is_(None),
+        )
+    )
+    return starts.StartFacts(
+        repeat=None,
+        local_entry=await local_entry(session, station.site_id, key.id_tag),
+        cached=await cached_authorization(session, station.site_id, key.id_tag),
+        open_of_token=[_record(row) for row in of_token],
+        open_on_connector=open_on_connector,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedCall:
+    """A station message to queue for the upstream as it was sent (the queue replays it in its own words)."""
+
+    action: str
+    payload: Payload
+
+
+@dataclass(frozen=True, slots=True)
+class StartWritten:
+    transaction_id: int
+    closed: list[int]  # the transactions the start ended (Rule 4a)
+    sequence: int | None  # its place in the upstream queue, when queued
+
+
+async def record_start(
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    started: TransactionStarted,
+    plan: starts.NewStart,
+    now: datetime,
+    *,
+    publish_authorize_now: bool,
+    queue: QueuedCall | None,
+) -> StartWritten:
+    """A new start (transactions Rules 2 and 4a) in the caller's unit: the open transactions it ends are closed with
+    their StopTransaction events, the start is stored with its StartTransaction event, and, when the station's
+    answer is the edge's own, its Authorize event is published and the start queued for the upstream.
+    A concurrent identical start makes the insert fail on its unique constraint (`is_duplicate_start`)."""
     closed = []
-    for row in rows:
-        ending = tx.supersede(_record(row), key)
-        if ending is None:
-            continue
+    for ending in plan.closes:
+        row = await session.get(EdgeTransaction, ending.transaction_id)  # locked and loaded by `start_facts`
+        assert row is not None
         row.stopped_at, row.meter_stop, row.stop_reason = ending.stopped_at, ending.meter_stop, ending.reason.value
-        event = StopTransactionPayload(
+        stop = StopTransactionPayload(
             stationId=station.station_id,
             chargePointId=row.charge_point_id,
             connectorId=row.connector_id,
@@ -318,9 +298,43 @@ async def close_superseded(session: AsyncSession, outbox: Outbox, station: Stati
             transactionId=row.id,
             reason=ending.reason,
         )
-        await outbox.publish(session, site_id=station.site_id, payload=event)
+        await outbox.publish(session, site_id=station.site_id, payload=stop)
         closed.append(row.id)
-    return closed
+    address = started.connector.address
+    row = EdgeTransaction(
+        # One sequence for OCPP and meter transactions, so ids are unique across the service.
+        id=await next_transaction_id(session),
+        station_id=station.station_id,
+        site_id=station.site_id,
+        charge_point_id=address.charge_point_id,
+        connector_id=address.connector_id,
+        ocpp_connector_id=started.connector.station_number,
+        id_tag=started.token.value,
+        started_at=started.timestamp,
+        meter_start=started.meter_start_wh,
+        reservation_id=started.reservation_id,
+        auth_status=plan.decision.status.value,
+        created_at=now,
+    )
+    session.add(row)
+    await session.flush()
+    transaction_id = tx.check_transaction_id(row.id)
+    event = StartTransactionPayload(
+        stationId=station.station_id,
+        chargePointId=address.charge_point_id,
+        connectorId=address.connector_id,
+        idTag=started.token.value,
+        meterStart=wh_to_kwh(started.meter_start_wh),
+        transactionId=transaction_id,
+        **({"reservationId": started.reservation_id} if started.reservation_id is not None else {}),
+    )
+    await outbox.publish(session, site_id=station.site_id, payload=event)
+    sequence = None
+    if queue is not None:
+        sequence = await enqueue(session, station.station_id, queue.action, queue.payload, transaction_id, now)
+    if publish_authorize_now:
+        await publish_authorize(session, outbox, station, started.token.value, plan.decision, address=address)
+    return StartWritten(transaction_id, closed, sequence)
 
 
 def is_duplicate_start(exc: IntegrityError) -> bool:
@@ -328,42 +342,114 @@ def is_duplicate_start(exc: IntegrityError) -> bool:
     return "uq_edge_tx_start" in str(exc.orig) or "edge_transactions" in str(exc.orig)
 
 
+@dataclass(frozen=True, slots=True)
+class StopWritten:
+    outcome: tx.StopOutcome
+    ids: tx.IdMap  # the stopped transaction's upstream id, for a stop going up
+    sequence: int | None  # its place in the upstream queue, when queued
+
+
 async def stop_transaction(
-    session: AsyncSession, outbox: Outbox, station: StationInfo, payload: Payload, now: datetime
-) -> tx.StopOutcome:
-    """Rule 3 of `transactions`: always acknowledged; one event for the first stop of the station's own."""
-    transaction_id = payload["transactionId"]
-    row = await session.get(EdgeTransaction, transaction_id, with_for_update=True)
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    ended: TransactionEnded,
+    now: datetime,
+    *,
+    as_sent: Payload,
+    forward: bool,
+    queue: QueuedCall | None,
+) -> StopWritten:
+    """Rule 3 of `transactions`: always acknowledged; one event for the first stop of the station's own, which is
+    then queued for the upstream (`queue`: the upstream is away or older messages wait) or, when it is to be
+    `forward`ed, queued only while its start has no upstream id yet (Rule 5). `as_sent` is kept for a stop of a
+    transaction the station does not own."""
+    row = await session.get(EdgeTransaction, ended.transaction_id, with_for_update=True)
     outcome = tx.decide_stop(_record(row) if row else None, station.station_id)
+    ids = tx.IdMap()
     if outcome is tx.StopOutcome.UNKNOWN:
         session.add(
             UnknownStop(
                 station_id=station.station_id,
-                transaction_id=transaction_id,
-                payload=json.dumps(payload, default=str),
+                transaction_id=ended.transaction_id,
+                payload=json.dumps(as_sent, default=str),
                 received_at=now,
             )
         )
-        return outcome
-    if outcome is tx.StopOutcome.REPEATED:
-        return outcome
+        return StopWritten(outcome, ids, None)
     assert row is not None
-    reason = tx.stop_reason(payload.get("reason"))
-    row.stopped_at = datetime.fromisoformat(payload["timestamp"])
-    row.meter_stop = payload["meterStop"]
-    row.stop_reason = reason.value
+    ids = _ids_of(row)
+    if outcome is tx.StopOutcome.REPEATED:
+        return StopWritten(outcome, ids, None)
+    row.stopped_at = ended.timestamp
+    row.meter_stop = ended.meter_stop_wh
+    row.stop_reason = ended.reason.value
     event = StopTransactionPayload(
         stationId=station.station_id,
         chargePointId=row.charge_point_id,
         connectorId=row.connector_id,
-        idTag=payload.get("idTag") or row.id_tag,
+        idTag=ended.token.value if ended.token is not None else row.id_tag,
         meterStart=wh_to_kwh(row.meter_start),
-        meterStop=wh_to_kwh(payload["meterStop"]),
+        meterStop=wh_to_kwh(ended.meter_stop_wh),
         transactionId=row.id,
-        reason=reason,
+        reason=ended.reason,
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
-    return outcome
+    sequence = await _queue_if(session, station.station_id, queue, forward, row.id, ids, now)
+    return StopWritten(outcome, ids, sequence)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingsWritten:
+    owned: bool  # the readings' transaction is the station's own, or they belong to none
+    ids: tx.IdMap
+    sequence: int | None
+
+
+async def meter_readings(
+    session: AsyncSession,
+    station_id: str,
+    report: MeterReport,
+    now: datetime,
+    *,
+    forward: bool,
+    queue: QueuedCall | None,
+) -> ReadingsWritten:
+    """Readings going up: queued like a stop (`stop_transaction`); those of a transaction the station does not
+    own stay with the edge."""
+    ids = tx.IdMap()
+    if report.transaction_id is not None:
+        row = await session.get(EdgeTransaction, report.transaction_id)
+        if row is None or row.station_id != station_id:
+            return ReadingsWritten(False, ids, None)
+        ids = _ids_of(row)
+    sequence = await _queue_if(session, station_id, queue, forward, report.transaction_id, ids, now)
+    return ReadingsWritten(True, ids, sequence)
+
+
+def _ids_of(row: EdgeTransaction) -> tx.IdMap:
+    ids = tx.IdMap()
+    if row.upstream_id is not None:
+        ids.link(row.id, row.upstream_id)
+    if row.upstream_refused:
+        ids.refuse(row.id)
+    return ids
+
+
+async def _queue_if(
+    session: AsyncSession,
+    station_id: str,
+    queue: QueuedCall | None,
+    forward: bool,
+    transaction_id: int | None,
+    ids: tx.IdMap,
+    now: datetime,
+) -> int | None:
+    if queue is None:
+        return None
+    if forward and tx.delivery(transaction_id, ids) is not tx.Delivery.QUEUE:
+        return None
+    return await enqueue(session, station_id, queue.action, queue.payload, transaction_id, now)
 
 
 # Upstream ids and queue ---------------------------------------------------------------------------------------
@@ -390,12 +476,12 @@ async def id_map_for(
 
 
 async def link_upstream(
-    session: AsyncSession, edge_id: int, upstream_answer: Payload, *, auth_status: str | None = None
+    session: AsyncSession, edge_id: int, upstream_id: int, *, auth_status: str | None = None
 ) -> None:
     """Record the upstream's answer to a start: its id (whatever the idTagInfo status: transactions Rule 5)."""
     row = await session.get(EdgeTransaction, edge_id)
     if row is not None:
-        row.upstream_id = upstream_answer["transactionId"]
+        row.upstream_id = upstream_id
         if auth_status is not None:
             row.auth_status = auth_status
 
@@ -423,13 +509,13 @@ async def enqueue(
     return row.id
 
 
-async def queue_head(session: AsyncSession, station_id: str) -> tx.QueuedMessage | None:
+async def queue_head(session: AsyncSession, station_id: str) -> relaying.QueuedMessage | None:
     row = await session.scalar(
         select(UpstreamMessage).where(UpstreamMessage.station_id == station_id).order_by(UpstreamMessage.id).limit(1)
     )
     if row is None:
         return None
-    return tx.QueuedMessage(row.id, row.action, json.loads(row.payload), row.transaction_id)
+    return relaying.QueuedMessage(row.id, row.action, json.loads(row.payload), row.transaction_id)
 
 
 async def queue_length(session: AsyncSession, station_id: str) -> int:

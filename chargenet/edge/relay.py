@@ -31,7 +31,7 @@ from sqlalchemy import delete, select, update
 
 from chargenet.clock import Clock
 from chargenet.edge import records
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.ids import process_owner
 from chargenet.store.db import LONG, Store

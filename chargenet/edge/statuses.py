@@ -3,7 +3,7 @@
 StatusNotification is the message stations send most after Heartbeat, and each one is recorded (history), may
 move the connector's current status, and may raise an event. The station link keeps its connectors' last known
 status in memory (loaded from the store the first time a connector reports; one process owns a station's
-connection at a time), decides with `protocol.status.assess`, and hands the result to the group committer,
+connection at a time), decides with `core.status.assess`, and hands the result to the group committer,
 which writes a whole batch with multi-row statements in the same transaction as its events, and notifies
 `store.notify.CONNECTOR_STATUS` in it (once a commit, however many batches or reports it holds), which wakes the
 console's live feeds of the other processes sharing a PostgreSQL store.
@@ -22,7 +22,7 @@ from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ChargePointStatusPayload, ConnectorStatus, Event
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT, ConnectorAddress, locate_connector
 from chargenet.edge.committer import BulkHandler
-from chargenet.edge.protocol.status import StatusAssessment, assess
+from chargenet.edge.core.status import StatusAssessment, assess
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
 from chargenet.store.models import Connector, ConnectorStatusHistory, Station

@@ -22,11 +22,10 @@ from chargenet.clock import Clock
 from chargenet.edge import records
 from chargenet.edge.connection import AnswerLate, CallHandler, CallTimer, ConnectionLost, OwnFaults, RpcConnection
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.protocol import proxy
-from chargenet.edge.protocol import transactions as tx
-from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
-from chargenet.edge.protocol.frames import FrameLimits, Payload
-from chargenet.edge.protocol.session import SessionLimits
+from chargenet.edge.ocpp16 import proxy, relaying
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.ocpp16.frames import FrameLimits, Payload
+from chargenet.edge.ocpp16.session import SessionLimits
 from chargenet.errors import ChargenetError
 from chargenet.store.db import Store
 
@@ -227,7 +226,7 @@ class UpstreamLink:
     # Replay ----------------------------------------------------------------------------------------------
 
     async def _replay_loop(self, rpc: RpcConnection) -> None:
-        policy = tx.ReplayPolicy()
+        policy = relaying.ReplayPolicy()
         last_sent = None
         while True:
             await self._kick.wait()
@@ -244,12 +243,12 @@ class UpstreamLink:
                     del self._late_answers[head.sequence]
                     if await self._settle_with(head, late):
                         continue
-                step = tx.next_replay(head, ids, last_sent, self._settings.clock.now(), policy)
-                if step.step is tx.ReplayStep.WAIT_THROTTLE:
+                step = relaying.next_replay(head, ids, last_sent, self._settings.clock.now(), policy)
+                if step.step is relaying.ReplayStep.WAIT_THROTTLE:
                     assert step.not_before is not None
                     await self._settings.clock.sleep((step.not_before - self._settings.clock.now()).total_seconds())
                     continue
-                if step.step is tx.ReplayStep.DROP:
+                if step.step is relaying.ReplayStep.DROP:
                     log.warning("queued message dropped", extra={"fields": {"action": head.action, "why": step.reason}})
                     async with self._settings.store.transaction() as session:
                         await records.dequeue(session, head.sequence)
@@ -271,7 +270,7 @@ class UpstreamLink:
                     continue
                 await self._settle(head, answer)
 
-    async def _settle_with(self, head: tx.QueuedMessage, late: asyncio.Task[Payload]) -> bool:
+    async def _settle_with(self, head: relaying.QueuedMessage, late: asyncio.Task[Payload]) -> bool:
         """Settle the head with the late answer to a call that sent it. False when none came and none can come
         any more (the connection lost, or the wait over): the head is then sent again."""
         try:
@@ -284,19 +283,19 @@ class UpstreamLink:
         await self._settle(head, answer)
         return True
 
-    async def _refused(self, head: tx.QueuedMessage, exc: CallErrorReceived | PayloadViolation) -> None:
+    async def _refused(self, head: relaying.QueuedMessage, exc: CallErrorReceived | PayloadViolation) -> None:
         # Refused, or answered with something unusable: sending it again would get the same.
         log.warning(
             "upstream refused a queued message", extra={"fields": {"action": head.action, "error": exc.message}}
         )
         await self._settle(head, None)
 
-    async def _settle(self, head: tx.QueuedMessage, answer: Payload | None) -> None:
+    async def _settle(self, head: relaying.QueuedMessage, answer: Payload | None) -> None:
         async with self._settings.store.transaction() as session:
             if head.action == "StartTransaction" and head.transaction_id is not None:
                 if answer is None:
                     await records.refuse_upstream(session, head.transaction_id)
                 else:
-                    await records.link_upstream(session, head.transaction_id, answer)
+                    await records.link_upstream(session, head.transaction_id, answer["transactionId"])
             await records.dequeue(session, head.sequence)
         self.queued -= 1

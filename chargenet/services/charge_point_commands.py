@@ -23,7 +23,7 @@ from chargenet.domain.tenants import (
     charge_point_connector_ids,
     ocpp_connector_id,
 )
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
 from chargenet.ports import StationCommands
 from chargenet.services.callers import Caller

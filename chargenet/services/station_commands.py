@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Literal
 
 from chargenet.domain.scopes import Scope
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.errors import LocalProtocolError, PayloadViolation
-from chargenet.edge.protocol.frames import Call, FrameLimits, Payload
-from chargenet.edge.protocol.proxy import ocpp_time
+from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.errors import LocalProtocolError, PayloadViolation
+from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
+from chargenet.edge.ocpp16.proxy import ocpp_time
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import charge_point_commands

@@ -12,7 +12,7 @@ import pytest
 from playwright.async_api import Browser, expect
 from sqlalchemy import func, select
 
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.simulators.station import AnswerWithError
 from chargenet.store.models import OcppMessage, StationPresence
 from tests.browser.console import (

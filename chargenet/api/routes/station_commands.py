@@ -23,7 +23,7 @@ from chargenet.api.fields import DateTime, IdTag, ObjectId
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.triggers import MessageTrigger
-from chargenet.edge.protocol.frames import FrameLimits, Payload
+from chargenet.edge.ocpp16.frames import FrameLimits, Payload
 from chargenet.services import station_commands
 from chargenet.services.callers import ApiApplication
 from chargenet.services.charge_point_commands import CommandAnswer

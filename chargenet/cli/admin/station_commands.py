@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from chargenet.context import AppContext
-    from chargenet.edge.protocol.frames import Payload
+    from chargenet.edge.ocpp16.frames import Payload
     from chargenet.services.station_commands import StationConnector
 
 
@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace, action: str, use_case: str, /, **fields: Any)
     `fields`; print the answer."""
     from pydantic import BaseModel
 
-    from chargenet.edge.protocol import frames
+    from chargenet.edge.ocpp16 import frames
     from chargenet.edge.relay import RelayedCommands
     from chargenet.services import station_commands
     from chargenet.services.callers import OPERATOR
@@ -219,7 +219,7 @@ def _data_transfer(args: argparse.Namespace) -> None:
 
 def _send_local_list(args: argparse.Namespace) -> None:
     from chargenet.config import load_settings
-    from chargenet.edge.protocol.frames import FrameLimits
+    from chargenet.edge.ocpp16.frames import FrameLimits
 
     limits = FrameLimits(max_frame_bytes=load_settings(settings_flags(args)).ocpp_max_frame)
     _run(

@@ -45,8 +45,8 @@ from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.domain.text import INT32_MAX
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import (
     Conflict,
     InvalidInput,

@@ -194,7 +194,7 @@ async def test_a_command_over_the_frame_limit_is_refused_before_the_station_is_a
     served: Served,  # noqa: F811
     station: SimulatedStation,  # noqa: F811
 ) -> None:
-    from chargenet.edge.protocol.frames import FrameLimits
+    from chargenet.edge.ocpp16.frames import FrameLimits
     from chargenet.errors import InvalidInput
     from chargenet.services import station_commands
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from sqlalchemy import insert, update
 
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.store.models import Connector, EdgeTransaction, Site, StationPresence
 from tests.integration.console.conftest import (

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from chargenet.clock import ManualClock
 from chargenet.edge import records
+from chargenet.edge.ocpp16 import parse
 from chargenet.keys import KeyStore
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence
@@ -32,8 +33,12 @@ async def test_the_boots_of_a_batch_are_each_recorded_on_their_station(
         await records.record_boots(
             session,
             [
-                records.boot_of("CS-A", {"chargePointVendor": "V1", "chargePointModel": "M1"}, now),
-                records.boot_of("CS-B", {"chargePointVendor": "V2", "chargePointModel": "M2"}, now),
+                records.boot_of(
+                    "CS-A", parse.station_booted({"chargePointVendor": "V1", "chargePointModel": "M1"}), now
+                ),
+                records.boot_of(
+                    "CS-B", parse.station_booted({"chargePointVendor": "V2", "chargePointModel": "M2"}), now
+                ),
             ],
         )
     assert await presence(store) == {"CS-A": ("V1", "M1", now), "CS-B": ("V2", "M2", now)}
@@ -48,8 +53,12 @@ async def test_a_station_that_booted_twice_in_a_batch_keeps_its_last_boot(
         await records.record_boots(
             session,
             [
-                records.boot_of("CS-A", {"chargePointVendor": "V1", "chargePointModel": "M1"}, first),
-                records.boot_of("CS-A", {"chargePointVendor": "V1", "chargePointModel": "M2"}, second),
+                records.boot_of(
+                    "CS-A", parse.station_booted({"chargePointVendor": "V1", "chargePointModel": "M1"}), first
+                ),
+                records.boot_of(
+                    "CS-A", parse.station_booted({"chargePointVendor": "V1", "chargePointModel": "M2"}), second
+                ),
             ],
         )
     assert await presence(store) == {"CS-A": ("V1", "M2", second)}
@@ -62,7 +71,9 @@ async def test_a_boot_updates_the_presence_row_its_connection_wrote(
     async with store.transaction() as session:
         session.add(StationPresence(station_id="CS-A", connected=True))
     async with store.transaction() as session:
-        await records.record_boots(session, [records.boot_of("CS-A", {"chargePointModel": "M1"}, clock.now())])
+        await records.record_boots(
+            session, [records.boot_of("CS-A", parse.station_booted({"chargePointModel": "M1"}), clock.now())]
+        )
     async with store.transaction() as session:
         row = await session.get(StationPresence, "CS-A")
         assert row is not None and row.connected and row.model == "M1"

@@ -11,6 +11,7 @@ from sqlalchemy import insert, select
 from chargenet.clock import ManualClock
 from chargenet.edge import messagelog, records
 from chargenet.edge.messagelog import FrameHead, MessageLog, frame_head
+from chargenet.edge.ocpp16 import parse
 from chargenet.keys import KeyStore
 from chargenet.store.db import Store
 from chargenet.store.models import OcppMessage, StationPresence
@@ -65,7 +66,7 @@ async def test_boot_recorded_while_another_transaction_writes_the_presence_row_k
     async def boot() -> None:
         async with store.transaction() as session:
             payload = {"chargePointVendor": "chargenet", "chargePointModel": "SimStation"}
-            await records.record_boots(session, [records.boot_of("CS-1", payload, clock.now())])
+            await records.record_boots(session, [records.boot_of("CS-1", parse.station_booted(payload), clock.now())])
 
     # The message log writes the row when the station connects, from its own transaction: still uncommitted when
     # the boot writes, the boot must wait for it rather than lose a unique-key race (on SQLite the boot's

@@ -34,8 +34,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from chargenet.app import open_context
 from chargenet.config import load_settings
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.errors import ErrorCode, PayloadViolation, RemoteProtocolError, UnreadableFrame
+from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.errors import ErrorCode, PayloadViolation, RemoteProtocolError, UnreadableFrame
 from tests.factories import make_tenant
 from tests.support.ports import free_port
 

@@ -14,7 +14,7 @@ import pytest
 
 from chargenet.clock import ManualClock
 from chargenet.edge import relay
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.keys import KeyStore
 from chargenet.store.db import Store
 from chargenet.store.models import StationPresence

@@ -13,7 +13,7 @@ from chargenet.clock import ManualClock
 from chargenet.domain.samples import Sample
 from chargenet.edge import messagelog
 from chargenet.edge.messagelog import MessageLog
-from chargenet.edge.protocol.meter_values import Reported
+from chargenet.edge.ocpp16.meter_values import Reported
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store

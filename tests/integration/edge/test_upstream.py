@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 
 from chargenet.clock import ManualClock
-from chargenet.edge.protocol.authorize import UpstreamState
-from chargenet.edge.protocol.frames import Payload
+from chargenet.edge.core.authorize import UpstreamState
+from chargenet.edge.ocpp16.frames import Payload
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, StationPresence, UpstreamMessage

@@ -1,5 +1,5 @@
 """Who owns the unit of work (docs/architecture.md, "Who owns the unit of work"), checked over the source of
-`chargenet.services`:
+`chargenet.services`, and for the last rule over the edge's runtime (`chargenet/edge/*.py`) too:
 
 - every use case takes its unit of work first: the caller's `session`, or a factory of units it opens itself
   (`transaction`, `reading`, `read_statement`); none takes the `Store`;
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SERVICES = Path(__file__).resolve().parents[3] / "chargenet" / "services"
+EDGE = Path(__file__).resolve().parents[3] / "chargenet" / "edge"
 
 # The first parameter of a use case, and its type, by who owns the unit of work.
 UNITS = {
@@ -30,7 +31,7 @@ UNITS = {
 HELPERS = {"pages.every_page": "gathers the pages of a use case it is given"}
 # How a function names the factories of units of work it is given, and how the store's own are called.
 FACTORY_TYPES = {"Transactions"}
-FACTORY_METHODS = {"transaction", "read"}
+FACTORY_METHODS = {"transaction", "read", "unit"}  # `unit`: the edge's units in a group commit
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,11 @@ def functions(source: str, module: str) -> Iterator[Function]:
 def service_functions() -> Iterator[Function]:
     for path in sorted(SERVICES.glob("*.py")):
         yield from functions(path.read_text(), path.stem)
+
+
+def edge_functions() -> Iterator[Function]:
+    for path in sorted(EDGE.glob("*.py")):
+        yield from functions(path.read_text(), f"edge.{path.stem}")
 
 
 def use_cases() -> Iterator[Function]:
@@ -170,6 +176,13 @@ def test_no_service_function_takes_the_store() -> None:
 
 def test_nothing_but_the_store_is_awaited_inside_a_unit_of_work() -> None:
     waits = {function.name: found for function in service_functions() if (found := waits_inside_units(function))}
+    assert waits == {}
+
+
+def test_nothing_but_the_store_is_awaited_inside_a_unit_of_the_edge() -> None:
+    """A station message plans in pure code between reads and writes; the plugins and the upstream are asked
+    between its units, never inside one."""
+    waits = {function.name: found for function in edge_functions() if (found := waits_inside_units(function))}
     assert waits == {}
 
 

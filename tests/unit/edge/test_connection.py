@@ -13,8 +13,8 @@ import pytest
 
 from chargenet.clock import ManualClock
 from chargenet.edge.connection import AnswerLate, ConnectionLost, RpcConnection
-from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, PayloadViolation
-from chargenet.edge.protocol.frames import Call, Payload
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.ocpp16.frames import Call, Payload
 from chargenet.errors import InvalidInput, StoreUnreachable
 
 HEARTBEAT_ANSWER = {"currentTime": "2026-07-01T12:00:00Z"}

@@ -9,7 +9,7 @@ Rules (decisions.md §1 "Administration", §4 "Upstream"):
 - Rule 1: `STATION_ROUTES` gives, per station action, the handling with the upstream connected, away, and
   absent. Actions a station may not send (a central system's action) are NotSupported.
 - Rule 2: Start/Stop/MeterValues queue while the upstream is away and also while older ones still wait
-  (`transactions.is_queued`), so the upstream sees them in the order the station sent them.
+  (`is_queued`), so the upstream sees them in the order the station sent them.
 - Rule 3: Authorize is decided by the authorization chain (`authorize`), which forwards only tags that are
   neither in the local list nor decided by a plugin.
 - Rule 4: when a forwarded call fails upstream, `fallback` says what the station gets instead: the station
@@ -36,10 +36,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from chargenet.edge.protocol.authorize import UpstreamState
-from chargenet.edge.protocol.errors import UnsupportedAction
-from chargenet.edge.protocol.frames import CENTRAL_ACTIONS, STATION_ACTIONS, Payload
-from chargenet.edge.protocol.transactions import is_queued
+from chargenet.edge.core.authorize import UpstreamState
+from chargenet.edge.ocpp16.errors import UnsupportedAction
+from chargenet.edge.ocpp16.frames import CENTRAL_ACTIONS, STATION_ACTIONS, Payload
+
+# Rule 5 applies to these when the upstream is away; everything else a station sends is answered by the edge.
+QUEUED_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
+
+
+def is_queued(action: str, upstream_connected: bool, queue_empty: bool) -> bool:
+    """Rule 5 and Rule 7 together: a transaction message queues while the upstream is away, and also while older
+    ones still wait, so that order holds across a reconnect."""
+    return action in QUEUED_ACTIONS and (not upstream_connected or not queue_empty)
 
 
 class Handling(StrEnum):
@@ -136,14 +144,12 @@ class Fallback(StrEnum):
     RELAY_ERROR = "relay_error"
 
 
-_TRANSACTION_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
-
 LATE_ANSWER_WAIT = timedelta(minutes=2)  # Rule 4a: how long after its timeout an answer is still taken
 
 
 def fallback(action: str, failure: UpstreamFailure) -> Fallback:
     """Rule 4."""
-    if action in _TRANSACTION_ACTIONS:
+    if action in QUEUED_ACTIONS:
         return Fallback.ANSWER_AND_QUEUE if failure is UpstreamFailure.TIMEOUT else Fallback.ANSWER_LOCALLY
     if failure is UpstreamFailure.CALL_ERROR or STATION_ROUTES[action].away is Handling.UNSUPPORTED:
         return Fallback.RELAY_ERROR

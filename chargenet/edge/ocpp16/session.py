@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from chargenet.edge.protocol.errors import CallErrorReceived, CallTimedOut, DuplicateMessageId, LocalProtocolError
-from chargenet.edge.protocol.frames import Call, CallError, CallResult, Payload
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, DuplicateMessageId, LocalProtocolError
+from chargenet.edge.ocpp16.frames import Call, CallError, CallResult, Payload
 from chargenet.errors import ChargenetError
 
 

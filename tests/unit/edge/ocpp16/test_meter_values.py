@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from chargenet.edge.protocol.meter_values import Reported, reported
+from chargenet.edge.ocpp16.meter_values import Reported, reported
 
 AT = "2026-07-01T12:00:00Z"
 WHEN = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ import pytest
 
 from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
-from chargenet.edge.protocol import status
+from chargenet.edge.core import status
 
 S = ConnectorStatus
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

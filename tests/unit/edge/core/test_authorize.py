@@ -4,8 +4,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from chargenet.domain.events import AuthorizationStatus
-from chargenet.edge.protocol import authorize as auth
-from chargenet.edge.protocol.authorize import AuthDecision, AuthSource, NextSource, UpstreamState
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core.authorize import AuthDecision, AuthSource, NextSource, UpstreamState
+from chargenet.edge.ocpp16 import parse, render
 
 A = AuthorizationStatus
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,7 +41,7 @@ def test_local_list_accepted_tag_before_its_expiry_carries_the_expiry() -> None:
     entry = auth.LocalAuthEntry("TAG1", A.ACCEPTED, expires_at=T0 + timedelta(days=1), parent_id_tag="FLEET")
     decision = auth.begin(replace(CTX, local_entry=entry))
     assert isinstance(decision, AuthDecision)
-    assert decision.id_tag_info() == {
+    assert render.id_tag_info(decision) == {
         "status": "Accepted",
         "expiryDate": "2026-01-02T00:00:00Z",
         "parentIdTag": "FLEET",
@@ -66,7 +67,9 @@ def test_without_plugins_and_upstream_the_tag_is_invalid() -> None:
 
 def test_upstream_answer_decides() -> None:
     ctx = replace(CTX, upstream=UpstreamState.CONNECTED)
-    decision = auth.after_upstream(ctx, {"status": "Accepted", "expiryDate": "2026-02-01T00:00:00+00:00"})
+    decision = auth.after_upstream(
+        ctx, parse.upstream_verdict({"status": "Accepted", "expiryDate": "2026-02-01T00:00:00+00:00"})
+    )
     assert decision == AuthDecision(A.ACCEPTED, AuthSource.UPSTREAM, datetime(2026, 2, 1, tzinfo=UTC))
 
 
@@ -102,32 +105,34 @@ def test_blocked_tag_with_an_active_transaction_stays_blocked() -> None:
 
 
 def test_upstream_answer_without_expiry_is_trusted_for_a_day_without_an_expiry() -> None:
-    entry = auth.cache_entry("TAG1", {"status": "Accepted"}, T0)
+    entry = auth.cache_entry("TAG1", parse.upstream_verdict({"status": "Accepted"}), T0)
     assert entry is not None and (entry.valid_until, entry.expires_at) == (T0 + timedelta(days=1), None)
 
 
 def test_upstream_answer_with_expiry_is_cached_until_then() -> None:
-    entry = auth.cache_entry("TAG1", {"status": "Accepted", "expiryDate": "2026-01-01T02:00:00Z"}, T0)
+    entry = auth.cache_entry(
+        "TAG1", parse.upstream_verdict({"status": "Accepted", "expiryDate": "2026-01-01T02:00:00Z"}), T0
+    )
     assert entry is not None and entry.valid_until == entry.expires_at == T0 + timedelta(hours=2)
 
 
 def test_upstream_answer_is_cached_as_it_came_with_its_parent() -> None:
-    entry = auth.cache_entry("TAG1", {"status": "Blocked", "parentIdTag": "FLEET"}, T0)
+    entry = auth.cache_entry("TAG1", parse.upstream_verdict({"status": "Blocked", "parentIdTag": "FLEET"}), T0)
     assert entry is not None and (entry.status, entry.parent_id_tag) == (A.BLOCKED, "FLEET")
 
 
 def test_upstream_concurrent_tx_is_not_cached() -> None:
-    assert auth.cache_entry("TAG1", {"status": "ConcurrentTx"}, T0) is None
+    assert auth.cache_entry("TAG1", parse.upstream_verdict({"status": "ConcurrentTx"}), T0) is None
 
 
 def test_cached_answer_without_expiry_decides_without_an_expiry_date() -> None:
     cached = auth.CachedAuthorization("TAG1", A.ACCEPTED, T0 + timedelta(days=1))
     decision = auth.begin(replace(CTX, upstream=UpstreamState.AWAY, cached=cached))
-    assert isinstance(decision, AuthDecision) and decision.id_tag_info() == {"status": "Accepted"}
+    assert isinstance(decision, AuthDecision) and render.id_tag_info(decision) == {"status": "Accepted"}
 
 
 def test_cached_answer_with_the_upstreams_expiry_passes_it_on() -> None:
     expiry = T0 + timedelta(hours=2)
     cached = auth.CachedAuthorization("TAG1", A.ACCEPTED, expiry, expires_at=expiry)
     decision = auth.begin(replace(CTX, upstream=UpstreamState.AWAY, cached=cached))
-    assert isinstance(decision, AuthDecision) and decision.id_tag_info()["expiryDate"] == "2026-01-01T02:00:00Z"
+    assert isinstance(decision, AuthDecision) and render.id_tag_info(decision)["expiryDate"] == "2026-01-01T02:00:00Z"

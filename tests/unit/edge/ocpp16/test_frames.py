@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from chargenet.edge.protocol import frames
-from chargenet.edge.protocol.errors import (
+from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.errors import (
     CallErrorReceived,
     DuplicateMessageId,
     ErrorCode,
@@ -22,7 +22,7 @@ from chargenet.edge.protocol.errors import (
     UnreadableFrame,
     UnsupportedAction,
 )
-from chargenet.edge.protocol.frames import Call, CallError, CallResult, FrameLimits
+from chargenet.edge.ocpp16.frames import Call, CallError, CallResult, FrameLimits
 from chargenet.errors import InvalidInput
 
 NOW = "2026-07-01T12:00:00Z"

@@ -11,7 +11,7 @@ Rules:
   sequence, which the shell passes in as `mint`), and fit a signed 32-bit integer because station firmware
   stores them so.
 - Rule 2: a StartTransaction is identified by (station, connector, idTag, timestamp, meterStart). A repeat of
-  a known start gets the same id and raises no event; a new one gets a fresh id and raises one.
+  a known start gets the same id and raises no event; a new one gets a fresh id and raises one (`starts`).
 - Rule 3: a StopTransaction is always acknowledged. The first stop of a transaction of this station raises
   one event; a repeat raises none; a stop for a transaction the station does not own (unknown, or another
   station's) is recorded and raises none.
@@ -39,21 +39,20 @@ Rules:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from chargenet.domain.events import StopReason
-from chargenet.edge.protocol.errors import LocalProtocolError
-from chargenet.edge.protocol.frames import Payload
+from chargenet.errors import ChargenetError
 
 MAX_TRANSACTION_ID = 2**31 - 1
 
-# Rule 5 applies to these when the upstream is away; everything else a station sends is answered by the edge.
-QUEUED_ACTIONS = frozenset({"StartTransaction", "StopTransaction", "MeterValues"})
+
+class TransactionRuleError(ChargenetError):
+    """A transaction id that breaks a rule here: one the edge was about to hand out (Rule 1, our bug), or one that
+    cannot cross between the edge and an upstream (Rules 5-6)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,25 +72,11 @@ class TransactionRecord:
     upstream_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StartDecision:
-    transaction_id: int | None  # the id a repeat gets again; None for a new start, whose id the store mints
-    is_new: bool  # a new transaction: store it and publish StartTransaction; a repeat does neither
-
-
 def check_transaction_id(value: int) -> int:
     """Rule 1 for an id we are about to hand out; anything else is our bug."""
     if not 1 <= value <= MAX_TRANSACTION_ID:
-        raise LocalProtocolError(f"transaction id {value} is outside 1..{MAX_TRANSACTION_ID}")
+        raise TransactionRuleError(f"transaction id {value} is outside 1..{MAX_TRANSACTION_ID}")
     return value
-
-
-def decide_start(existing: TransactionRecord | None) -> StartDecision:
-    """Rule 2. `existing` is the transaction stored under the same `StartKey`, if any. A new start's id comes
-    from the store's sequence when its row is inserted, and goes through `check_transaction_id`."""
-    if existing is not None:
-        return StartDecision(existing.transaction_id, is_new=False)
-    return StartDecision(None, is_new=True)
 
 
 class StopOutcome(StrEnum):
@@ -140,7 +125,7 @@ def supersede(open_record: TransactionRecord, start: StartKey) -> Superseded | N
 # Id mapping -------------------------------------------------------------------------------------------------
 
 
-class UpstreamIdPending(LocalProtocolError):
+class UpstreamIdPending(TransactionRuleError):
     """Rule 5: the transaction's start has not been answered by the upstream yet."""
 
     def __init__(self, transaction_id: int) -> None:
@@ -148,7 +133,7 @@ class UpstreamIdPending(LocalProtocolError):
         self.transaction_id = transaction_id
 
 
-class UpstreamIdRefused(LocalProtocolError):
+class UpstreamIdRefused(TransactionRuleError):
     """Rule 5: the upstream refused the transaction's start, so it has no id there."""
 
     def __init__(self, transaction_id: int) -> None:
@@ -156,7 +141,7 @@ class UpstreamIdRefused(LocalProtocolError):
         self.transaction_id = transaction_id
 
 
-class UnknownUpstreamId(LocalProtocolError):
+class UnknownUpstreamId(TransactionRuleError):
     """Rule 6: the upstream named a transaction id the edge never mapped."""
 
     def __init__(self, upstream_id: int) -> None:
@@ -202,87 +187,22 @@ class IdMap:
         return edge_id
 
 
-def rewrite_for_upstream(action: str, payload: Payload, ids: IdMap) -> Payload:
-    """The payload a station sent, with edge transaction ids replaced by the upstream's (Rule 5)."""
-    if action in ("StopTransaction", "MeterValues") and "transactionId" in payload:
-        return {**payload, "transactionId": ids.upstream_of(payload["transactionId"])}
-    return payload
+class Delivery(StrEnum):
+    """What becomes of a transaction message the relay rules send up now (Rule 5)."""
+
+    SEND = "send"  # up now, under the upstream's id
+    QUEUE = "queue"  # behind its start, which has no upstream id yet
+    KEEP = "keep"  # answered by the edge and sent nowhere: the upstream refused its start
 
 
-def rewrite_for_station(action: str, payload: Payload, ids: IdMap) -> Payload:
-    """The payload an upstream sent, with its transaction ids replaced by the edge's (Rule 6)."""
-    if action == "RemoteStopTransaction":
-        return {**payload, "transactionId": ids.edge_of(payload["transactionId"])}
-    if action == "SetChargingProfile" and "transactionId" in payload.get("csChargingProfiles", {}):
-        rewritten: dict[str, Any] = copy.deepcopy(payload)
-        profile = rewritten["csChargingProfiles"]
-        profile["transactionId"] = ids.edge_of(profile["transactionId"])
-        return rewritten
-    return payload
-
-
-# What the edge answers an upstream itself when Rule 6 keeps its call from the station; both calls that carry
-# an upstream transaction id (RemoteStopTransaction, SetChargingProfile) have this answer.
-REJECTED_BY_EDGE: Mapping[str, str] = {"status": "Rejected"}
-
-
-def for_station_start(edge_id: int, upstream_answer: Payload) -> Payload:
-    """The StartTransaction answer a station gets when the upstream answered: its idTagInfo, our id."""
-    return {**upstream_answer, "transactionId": edge_id}
-
-
-# The offline queue --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedMessage:
-    """A station message waiting for the upstream, as the station sent it (edge ids)."""
-
-    sequence: int
-    action: str
-    payload: Payload
-    transaction_id: int | None  # the edge transaction it belongs to; None for MeterValues outside one
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayPolicy:
-    rate: float = 10.0  # messages per second, per station (SAP simulator#1204: unthrottled replay is a DDoS)
-
-    @property
-    def interval(self) -> timedelta:
-        return timedelta(seconds=1 / self.rate)
-
-
-class ReplayStep(StrEnum):
-    SEND = "send"
-    WAIT_THROTTLE = "wait_throttle"
-    DROP = "drop"
-
-
-@dataclass(frozen=True, slots=True)
-class Replay:
-    step: ReplayStep
-    payload: Payload | None = None  # with upstream ids, for SEND
-    not_before: datetime | None = None  # for WAIT_THROTTLE
-    reason: str = ""  # for DROP
-
-
-def next_replay(
-    head: QueuedMessage, ids: IdMap, last_sent: datetime | None, now: datetime, policy: ReplayPolicy
-) -> Replay:
-    """What to do with the head of the queue now (Rule 7)."""
-    if last_sent is not None and now < last_sent + policy.interval:
-        return Replay(ReplayStep.WAIT_THROTTLE, not_before=last_sent + policy.interval)
+def delivery(transaction_id: int | None, ids: IdMap) -> Delivery:
+    """Rule 5 for a message of `transaction_id` (None: readings outside a transaction, which need no id)."""
+    if transaction_id is None:
+        return Delivery.SEND
     try:
-        payload = rewrite_for_upstream(head.action, head.payload, ids)
-    except UpstreamIdRefused as exc:
-        return Replay(ReplayStep.DROP, reason=exc.message)
-    # UpstreamIdPending cannot happen here: the start is earlier in the same ordered queue, and its answer
-    # (or refusal) is mapped before the head moves on. If it does, it is our bug and propagates.
-    return Replay(ReplayStep.SEND, payload=payload)
-
-
-def is_queued(action: str, upstream_connected: bool, queue_empty: bool) -> bool:
-    """Rule 5 and Rule 7 together: a transaction message queues while the upstream is away, and also while older
-    ones still wait, so that order holds across a reconnect."""
-    return action in QUEUED_ACTIONS and (not upstream_connected or not queue_empty)
+        ids.upstream_of(transaction_id)
+    except UpstreamIdRefused:
+        return Delivery.KEEP
+    except UpstreamIdPending:
+        return Delivery.QUEUE
+    return Delivery.SEND

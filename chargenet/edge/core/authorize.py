@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from chargenet.domain.events import AuthorizationStatus
-from chargenet.edge.protocol.frames import Payload
 
 CACHE_LIFETIME = timedelta(days=1)  # an upstream answer without an expiryDate is trusted offline this long
 
@@ -68,14 +67,14 @@ class AuthDecision:
     expires_at: datetime | None = None
     parent_id_tag: str | None = None
 
-    def id_tag_info(self) -> Payload:
-        """The OCPP 1.6 IdTagInfo for this decision."""
-        info: Payload = {"status": self.status.value}
-        if self.expires_at is not None:
-            info["expiryDate"] = self.expires_at.isoformat().replace("+00:00", "Z")
-        if self.parent_id_tag is not None:
-            info["parentIdTag"] = self.parent_id_tag
-        return info
+
+@dataclass(frozen=True, slots=True)
+class UpstreamVerdict:
+    """What the upstream said of a tag, read from its answer by the face of the upstream's protocol."""
+
+    status: AuthorizationStatus
+    expires_at: datetime | None = None  # the upstream's expiryDate, the only expiry a station is ever given
+    parent_id_tag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,33 +109,24 @@ def after_plugins(ctx: AuthorizeContext, opinions: list[AuthorizationStatus | No
     return _after_own_sources(ctx)
 
 
-def after_upstream(ctx: AuthorizeContext, id_tag_info: Payload | None) -> AuthDecision:
-    """`id_tag_info` is the upstream's IdTagInfo, or None when it did not answer with one (Rule 4)."""
-    if id_tag_info is None:
+def after_upstream(ctx: AuthorizeContext, verdict: UpstreamVerdict | None) -> AuthDecision:
+    """`verdict` is what the upstream said of the tag, or None when it did not answer with one (Rule 4)."""
+    if verdict is None:
         return _finish(ctx, _offline(ctx))
-    expiry = id_tag_info.get("expiryDate")
-    decision = AuthDecision(
-        AuthorizationStatus(id_tag_info["status"]),
-        AuthSource.UPSTREAM,
-        expires_at=datetime.fromisoformat(expiry) if expiry else None,
-        parent_id_tag=id_tag_info.get("parentIdTag"),
-    )
+    decision = AuthDecision(verdict.status, AuthSource.UPSTREAM, verdict.expires_at, verdict.parent_id_tag)
     # The upstream's own ConcurrentTx passes through as it said it; Rule 5 adds ours on top.
     return _finish(ctx, decision)
 
 
-def cache_entry(id_tag: str, id_tag_info: Payload, now: datetime) -> CachedAuthorization | None:
-    """What to cache from the upstream's IdTagInfo (Rule 3); None when there is nothing to cache.
+def cache_entry(id_tag: str, verdict: UpstreamVerdict, now: datetime) -> CachedAuthorization | None:
+    """What to cache from the upstream's verdict (Rule 3); None when there is nothing to cache.
 
     The upstream's ConcurrentTx is not cached: it speaks of the tag's transaction at that moment (OCPP 1.6 keeps
     it for StartTransaction), not of the tag, and offline the edge judges concurrency itself (Rule 5)."""
-    status = AuthorizationStatus(id_tag_info["status"])
-    if status is AuthorizationStatus.CONCURRENT_TX:
+    if verdict.status is AuthorizationStatus.CONCURRENT_TX:
         return None
-    expiry = id_tag_info.get("expiryDate")
-    expires_at = datetime.fromisoformat(expiry) if expiry else None
-    valid_until = expires_at if expires_at is not None else now + CACHE_LIFETIME
-    return CachedAuthorization(id_tag, status, valid_until, id_tag_info.get("parentIdTag"), expires_at)
+    valid_until = verdict.expires_at if verdict.expires_at is not None else now + CACHE_LIFETIME
+    return CachedAuthorization(id_tag, verdict.status, valid_until, verdict.parent_id_tag, verdict.expires_at)
 
 
 def _after_own_sources(ctx: AuthorizeContext) -> AuthDecision | NextSource:

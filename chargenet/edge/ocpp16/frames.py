@@ -51,7 +51,7 @@ from jsonschema import Draft4Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from chargenet.domain.text import is_storable, replace_unstorable
-from chargenet.edge.protocol.errors import (
+from chargenet.edge.ocpp16.errors import (
     CallErrorReceived,
     ErrorCode,
     FrameTooLarge,
@@ -253,7 +253,7 @@ def _path(error: ValidationError) -> str:
 # Rule 4, fast path. jsonschema walks its per-keyword machinery for every payload, which was the largest share of
 # a Heartbeat's cost at the edge (most of it checking our own answer). `fastjsonschema` compiles each schema to
 # plain Python once and gives the verdict in a microsecond or two; jsonschema is asked only about a payload it
-# refuses, to name the violation (tests/unit/edge/protocol/test_frames.py holds the two verdicts together).
+# refuses, to name the violation (tests/unit/edge/ocpp16/test_frames.py holds the two verdicts together).
 def _date_time_ok(value: object) -> bool:
     try:
         return _is_date_time(value)

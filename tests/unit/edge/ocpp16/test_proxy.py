@@ -4,10 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chargenet.edge.protocol import frames, proxy
-from chargenet.edge.protocol.authorize import UpstreamState
-from chargenet.edge.protocol.errors import UnsupportedAction
-from chargenet.edge.protocol.proxy import Fallback, Handling, UpstreamFailure
+from chargenet.edge.core.authorize import UpstreamState
+from chargenet.edge.ocpp16 import frames, proxy
+from chargenet.edge.ocpp16.errors import UnsupportedAction
+from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 123000, tzinfo=UTC)
 CONNECTED, AWAY, NONE = UpstreamState.CONNECTED, UpstreamState.AWAY, UpstreamState.NONE

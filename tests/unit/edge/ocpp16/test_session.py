@@ -5,15 +5,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chargenet.edge.protocol.errors import (
+from chargenet.edge.ocpp16.errors import (
     CallErrorReceived,
     CallTimedOut,
     DuplicateMessageId,
     ErrorCode,
     LocalProtocolError,
 )
-from chargenet.edge.protocol.frames import Call, CallError, CallResult
-from chargenet.edge.protocol.session import CallQueueFull, RpcSession, SessionLimits
+from chargenet.edge.ocpp16.frames import Call, CallError, CallResult
+from chargenet.edge.ocpp16.session import CallQueueFull, RpcSession, SessionLimits
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
