@@ -24,6 +24,7 @@ from websockets.typing import Subprotocol
 
 from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.ocpp201.transactions import IdToken
+from chargenet.simulators.scenario import run_fleet
 from tests.support.processes import eventually
 
 STATION = "CS-201"
@@ -343,3 +344,11 @@ async def test_commands_acting_on_charging_are_answered_by_what_the_station_is_d
         (1, "Unavailable"),
         (2, "Available"),
     ]
+
+
+async def test_the_scenario_drives_a_station_named_as_201_in_201_messages(csms: ServedCsms) -> None:
+    result = await run_fleet(csms.url, [STATION], PASSWORD, "TAG-201", cycles=2, pause=0, ocpp201={STATION})
+    events = csms.calls("TransactionEvent")
+    assert {e["transactionInfo"]["transactionId"] for e in events} == set(result[STATION]) and len(result[STATION]) == 2
+    assert [e["eventType"] for e in events].count("Ended") == 2
+    assert csms.actions()[:2] == ["BootNotification", "StatusNotification"]
