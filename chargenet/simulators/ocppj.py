@@ -65,7 +65,7 @@ class StationConnection:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _raw: asyncio.Queue[str | bytes] = field(default_factory=asyncio.Queue)
     _after_answer: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _last_follow_up: asyncio.Task[None] | None = None
 
     subprotocol: ClassVar[str]
     # The CALLERROR code for an action the station has no answer for, in the generation's spelling.
@@ -165,28 +165,31 @@ class StationConnection:
         follow_ups, self._after_answer = self._after_answer, []
         await self.socket.send(json.dumps([3, unique_id, result]))
         for follow_up in follow_ups:
-            self.spawn(follow_up())
+            self._follow(follow_up)
 
     def after_answer(self, follow_up: Callable[[], Awaitable[object]]) -> None:
         """From an answer handler: run `follow_up` once the answer is sent, as a station sends the StatusNotification
-        an accepted ChangeAvailability leads to only after accepting it."""
+        an accepted ChangeAvailability leads to only after accepting it. Follow-ups run one after the other, in the
+        order of the answers, as one station's would."""
         self._after_answer.append(follow_up)
 
-    def spawn(self, work: Awaitable[object]) -> None:
+    def _follow(self, follow_up: Callable[[], Awaitable[object]]) -> None:
+        previous = self._last_follow_up
+
         async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
             try:
-                await work
+                await follow_up()
             except Exception:
                 log.exception("simulated station %s: follow-up failed", self.station_id)
 
-        task = asyncio.create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._last_follow_up = asyncio.create_task(run())
 
     async def settle(self) -> None:
         """Wait until every follow-up of the answers sent so far has run."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks)
+        while self._last_follow_up is not None and not self._last_follow_up.done():
+            await asyncio.wait([self._last_follow_up])
 
     # What a generation may check (nothing, by default: the 1.6 station sends what tests tell it to) -------
 
