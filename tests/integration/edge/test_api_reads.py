@@ -11,9 +11,11 @@ import httpx
 from chargenet.services import companies
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import MeterSample
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_charging import add_tag
+from tests.integration.edge.test_sessions_api import open_meter_session
 
 READS = ["ocpp-messages:read", "audit-log:read", "transactions:read", "sessions:write"]
 
@@ -54,6 +56,21 @@ async def test_a_partner_reads_the_message_log_and_the_audit_log_of_its_own_comp
             assert (await stranger.get("/stations/CS-1/messages", params=params)).status_code == 404
         items = (await stranger.get("/audit-log")).json()["items"]
         assert {e["companyId"] for e in items} == {rival.id}
+
+
+async def test_a_meter_session_is_read_with_its_samples_as_an_ocpp_transaction_is(served: Served) -> None:
+    transaction_id = await open_meter_session(served)  # its meter read 1000 Wh at the start
+    async with served.context.store.transaction() as session:
+        at = served.context.clock.now()
+        session.add(MeterSample(transaction_id=transaction_id, station_id="CS-1", at=at, energy_wh=1800, power_w=3600))
+    async with await client(served, await partner_token(served.context, served.tenant.company_id, READS)) as api:
+        transaction = (await api.get(f"/transactions/{transaction_id}")).json()
+        samples = (await api.get(f"/transactions/{transaction_id}/samples")).json()
+    assert (transaction["source"], transaction["active"], transaction["meterStart"]) == ("meter", True, 1.0)
+    assert samples == {
+        "items": [{"at": at.isoformat(), "energy": 1.8, "delivered": 0.8, "power": 3600.0}],
+        "next": None,
+    }
 
 
 async def test_each_read_is_refused_without_its_scope_and_another_companys_transaction_is_404(
