@@ -7,7 +7,9 @@ for sessions, `charge-points:write` for the other commands), sends the command t
 port, and turns the station's answer into a result or an error: `StationNotConnected` (503),
 `StationDidNotAnswer` (504), `StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema),
 `StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see). A command's lookup
-runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked.
+runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked; a partner's session
+start (`request_session`) looks up and stores its request in one unit of `transaction` before, and the station's
+answer in another after.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ async def start_session(
     id_tag: str,
 ) -> CommandAnswer:
     """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it. The API's starts are
-    followed by a request of their own (`session_requests.request_session`)."""
+    followed by a request of their own (`request_session`)."""
     check_session_start(connector_id, id_tag)
     async with reading() as session:
         target = await session_target(session, caller, charge_point_id, connector_id)
