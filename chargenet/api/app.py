@@ -13,6 +13,7 @@ from chargenet.api.routes import (
     charge_point_commands,
     charge_points,
     groups,
+    logs,
     meters,
     sessions,
     sites,
@@ -52,6 +53,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
         station_commands.router,
         meters.router,
         webhooks.router,
+        logs.router,
     )
     for router in routers:
         api.include_router(router)

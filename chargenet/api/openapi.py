@@ -62,6 +62,10 @@ PROBLEM_SCHEMA: dict[str, Any] = {
             },
         },
         "stationErrorCode": {"type": "string", "description": "The OCPP CALLERROR code the station answered."},
+        "requestId": {
+            "type": "string",
+            "description": "The session request of POST /sessions; GET /sessions/requests/{requestId} reads it.",
+        },
         "stationErrorDescription": {
             "type": "string",
             "description": "The station's description of its error, or why its answer was refused.",
@@ -101,6 +105,8 @@ SCOPE_DESCRIPTIONS: dict[Scope, str] = {
     Scope.GROUPS_WRITE: "Manage groups and their members.",
     Scope.METERS_READ: "Read meters.",
     Scope.METERS_WRITE: "Create and change meters.",
+    Scope.OCPP_MESSAGES_READ: "Read stations' OCPP message logs (every frame, as sent and received).",
+    Scope.AUDIT_LOG_READ: "Read the company's audit log (granted over the whole company; a site grant reads none).",
 }
 
 

@@ -23,6 +23,7 @@ from chargenet.errors import (
     InvalidInput,
     NotFound,
     StationAnswerFailed,
+    StationCommandError,
     StationDidNotAnswer,
     StationNotConnected,
     UnreadableInput,
@@ -97,10 +98,14 @@ def _members(exc: ChargenetError) -> dict[str, Any]:
         return {"errors": [{"field": f.field or "", "message": f.message, "line": f.line} for f in exc.faults]}
     if isinstance(exc, InvalidInput) and exc.field:
         return {"field": exc.field}
+    members: dict[str, Any] = {}
+    if isinstance(exc, StationCommandError) and exc.request_id is not None:
+        members["requestId"] = exc.request_id
     if isinstance(exc, StationAnswerFailed):
-        members = {"stationErrorCode": exc.code} if exc.code is not None else {}
-        return {**members, "stationErrorDescription": exc.description}
-    return {}
+        if exc.code is not None:
+            members["stationErrorCode"] = exc.code
+        members["stationErrorDescription"] = exc.description
+    return members
 
 
 def install_problem_handlers(app: FastAPI) -> None:

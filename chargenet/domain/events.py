@@ -152,6 +152,7 @@ class StartTransactionPayload(_StrictPayload):
     meterStart: Kwh
     transactionId: TransactionId
     reservationId: StrictInt | None = None
+    requestId: Annotated[StrictStr, Field(min_length=1, max_length=40)] | None = None
 
     _check_kwh = field_validator("meterStart")(_three_decimals)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.operators import Operator, OperatorSession
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
+    from chargenet.store.models.session_requests import SessionRequest
     from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
     from chargenet.store.models.webhooks import (
         Webhook,
@@ -75,6 +76,7 @@ else:
         "OutboxCursor": "events",
         "OutboxEvent": "events",
         "RevokedToken": "applications",
+        "SessionRequest": "session_requests",
         "Site": "tenants",
         "Station": "tenants",
         "StationCommand": "edge",
@@ -134,6 +136,7 @@ __all__ = [
     "OutboxCursor",
     "OutboxEvent",
     "RevokedToken",
+    "SessionRequest",
     "Site",
     "Station",
     "StationCommand",
