@@ -12,9 +12,9 @@ AT = "'2026-01-01 00:00:00+00:00'"
 
 
 async def test_the_session_requests_migration_applies_over_a_store_with_a_station_and_rolls_back(
-    database_url: str,
+    empty_database_url: str,
 ) -> None:
-    store = Store(database_url)
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0022")
         async with store.engine.begin() as connection:
