@@ -29,8 +29,8 @@ class RateLimitHeaders:
                 if isinstance(decision, Decision):
                     message["headers"] = [
                         *message.get("headers", ()),
-                        (b"ratelimit-policy", policy_header(decision.quota).encode()),
-                        (b"ratelimit", limit_header(decision).encode()),
+                        (b"ratelimit-policy", policy_header(decision.quota)),
+                        (b"ratelimit", limit_header(decision)),
                     ]
             await send(message)
 

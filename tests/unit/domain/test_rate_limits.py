@@ -112,5 +112,5 @@ def test_a_share_refuses_without_asking_while_the_shared_bucket_cannot_hold_a_to
 
 def test_the_headers_name_the_policy_and_where_the_caller_stands() -> None:
     _, decision = admit(full(Quota(100), 0.0), Quota(100), 0.0)
-    assert policy_header(Quota(100)) == '"app";q=100;w=60'
-    assert limit_header(decision) == '"app";r=99;t=1'
+    assert policy_header(Quota(100)) == b'"app";q=100;w=60'
+    assert limit_header(decision) == b'"app";r=99;t=1'
