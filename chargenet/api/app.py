@@ -8,6 +8,7 @@ from chargenet import __version__
 from chargenet.api import openapi
 from chargenet.api.input import InputCheck
 from chargenet.api.problems import install_problem_handlers
+from chargenet.api.rate_limit_headers import RateLimitHeaders
 from chargenet.api.routes import (
     applications,
     charge_point_commands,
@@ -42,6 +43,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
     api.state.directory = directory
     install_problem_handlers(api)
     api.add_middleware(InputCheck)
+    api.add_middleware(RateLimitHeaders)
     routers = (
         sites.router,
         stations.router,

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import Match
 
-from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
+from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken, RateLimitExceeded
 from chargenet.errors import (
     ChargenetError,
     Conflict,
@@ -71,6 +71,11 @@ def _for_auth_error(exc: ChargenetError) -> JSONResponse | None:
         response.headers["WWW-Authenticate"] = (
             f'{BEARER_REALM}, error="invalid_token", error_description="the access token is invalid"'
         )
+        return response
+    if isinstance(exc, RateLimitExceeded):
+        # The RateLimit and RateLimit-Policy headers are added to every answer by `rate_limit_headers`.
+        response = problem(429, "Too Many Requests", exc.message)
+        response.headers["Retry-After"] = str(exc.retry_after)
         return response
     if isinstance(exc, InsufficientScope):
         response = problem(403, "Forbidden", f"the application's groups do not grant {exc.scope}")

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chargenet.store.models.alerts import Alert, AlertMail, AlertRule, MailSettings
-    from chargenet.store.models.applications import Application, Group, GroupMember, RevokedToken, UsedAssertion
+    from chargenet.store.models.applications import (
+        Application,
+        Group,
+        GroupMember,
+        RateLimitBucket,
+        RevokedToken,
+        UsedAssertion,
+    )
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
     from chargenet.store.models.edge import (
@@ -75,6 +82,7 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "RateLimitBucket": "applications",
         "RevokedToken": "applications",
         "SessionRequest": "session_requests",
         "Site": "tenants",
@@ -135,6 +143,7 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "RateLimitBucket",
     "RevokedToken",
     "SessionRequest",
     "Site",

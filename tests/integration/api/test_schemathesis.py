@@ -45,6 +45,7 @@ from schemathesis.engine import events
 from schemathesis.hooks import HookContext
 
 from chargenet.app import AppContext
+from chargenet.domain.rate_limits import MAX_REQUESTS
 from chargenet.domain.scopes import Scope
 from chargenet.services import applications, groups
 from chargenet.services.callers import OPERATOR
@@ -157,15 +158,23 @@ async def enlist(context: AppContext, company_id: str) -> Enlisted:
             session, OPERATOR, company_id=company_id, name="Fuzzer", scopes=[s.value for s in Scope], now=now
         )
         await groups.add_app(session, OPERATOR, group.id, credentials.client_id, now=now)
+        # The fuzzer's every request must reach its operation, not the rate limit.
+        await applications.set_rate_limit(session, OPERATOR, credentials.client_id, requests=MAX_REQUESTS, now=now)
     return Enlisted(credentials.client_id, credentials.client_secret, group.id, 1)
 
 
 async def still_enlisted(context: AppContext, enlisted: Enlisted) -> bool:
-    """Whether the application is enabled, with the same secret, and still in its group."""
+    """Whether the application is enabled, with the same secret and rate limit, and still in its group."""
     async with context.store.transaction() as session:
         app = await session.get(Application, enlisted.client_id)
         member = await session.get(GroupMember, (enlisted.group_id, enlisted.client_id))
-    return app is not None and app.enabled and app.secret_generation == enlisted.generation and member is not None
+    return (
+        app is not None
+        and app.enabled
+        and app.secret_generation == enlisted.generation
+        and app.rate_limit == MAX_REQUESTS
+        and member is not None
+    )
 
 
 class Partner:

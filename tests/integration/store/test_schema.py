@@ -163,6 +163,32 @@ async def test_applications_stored_before_client_keys_have_none_and_revocations_
         await store.dispose()
 
 
+async def test_applications_stored_before_rate_limits_keep_the_default_and_share_no_bucket_yet(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
+                " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
+                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0025")
+        async with store.engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT client_id, rate_limit FROM applications"))).all()
+            buckets = (await connection.execute(text("SELECT count(*) FROM rate_limit_buckets"))).scalar_one()
+        assert [tuple(row) for row in rows] == [("app_1", None)]
+        assert buckets == 0
+        await schema.downgrade(store, "0022")
+        assert "rate_limit_buckets" not in await table_names(store)
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(empty_database_url: str) -> None:
     store = Store(empty_database_url)
     try:
