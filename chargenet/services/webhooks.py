@@ -419,7 +419,8 @@ async def _change(
     care: _CareChange | None = None,
 ) -> None:
     """`update_webhook`'s change of the settings, once its addresses are allowed."""
-    before = (_settings(row), row.credentials)
+    # The custom headers' values too: the audit record names the headers only, but a new value is a change.
+    before = (_settings(row), row.credentials, row.custom_headers)
     if care is not None:
         _apply_care(row, care)
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
@@ -457,7 +458,7 @@ async def _change(
                     delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id).execution_options(**LONG)
                 )
                 await session.delete(lane)
-    if (_settings(row), row.credentials) != before:
+    if (_settings(row), row.credentials, row.custom_headers) != before:
         row.version += 1
         row.updated_at = now
         detail = _settings(row)
