@@ -37,6 +37,8 @@ from chargenet.webhooks.changes import webhook_changed
 from chargenet.webhooks.lane import room
 from chargenet.webhooks.queue import FILLER_CONSUMER, enqueue_many
 
+READ_BATCH = 1000
+
 
 class Recovered(View):
     webhook_id: str
@@ -76,7 +78,7 @@ async def recover_window(
             .scalar_subquery()
         )
         waiting = select(WebhookLaneEntry.event_id).where(WebhookLaneEntry.lane_id == lane.id)
-        rows = await session.execute(
+        window_events = (
             select(
                 OutboxEvent.event_id,
                 OutboxEvent.site_id,
@@ -94,12 +96,22 @@ async def recover_window(
                 OutboxEvent.event_id.not_in(waiting),
             )
             .order_by(OutboxEvent.seq)
+            .limit(READ_BATCH)
         )
-        events = [event for event in (StoredEvent(*row) for row in rows) if wanted.takes_envelope(event.body)]
+        # Read in batches, and no further than the lane's room: a window far too large for the lane is refused
+        # after reading a lane's worth of it, not all of it.
+        events: list[StoredEvent] = []
+        after = 0
+        while len(events) <= room(lane.size):
+            batch = [StoredEvent(*row) for row in await session.execute(window_events.where(OutboxEvent.seq > after))]
+            events += [event for event in batch if wanted.takes_envelope(event.body)]
+            if len(batch) < READ_BATCH:
+                break
+            after = batch[-1].seq
         if len(events) > room(lane.size):
             raise Conflict(
                 f"the {lane.event_type} lane of webhook {webhook.id} has room for {room(lane.size)} events and the"
-                f" window holds {len(events)}: recover a shorter window, or wait for the lane to drain"
+                " window holds more: recover a shorter window, or wait for the lane to drain"
             )
         plan.append((lane, events))
     counts: dict[str, int] = {}

@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import delete, func, select, update
 
 from chargenet.clock import ManualClock
 from chargenet.domain.events import AuthorizePayload
+from chargenet.errors import Conflict
 from chargenet.outbox import Outbox
 from chargenet.services import webhook_recovery, webhook_rotation
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
-from chargenet.store.models import Webhook
+from chargenet.store.models import AuditRecord, Webhook, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks.install import CredentialOverlapEnd
 from chargenet.webhooks.outbound_auth import NoAuth, StaticToken
+from chargenet.webhooks.sender import Endpoint, WebhookSender
 from tests.integration.webhooks.harness import Harness, drain, make_harness
+from tests.support.keys import signing_keys
 from tests.support.receiver import Received, Reply, run_receiver
 
 WEEK = timedelta(days=7)
@@ -163,3 +167,47 @@ async def test_a_partner_switching_credentials_during_the_overlap_loses_no_event
         "Token new",
     ]
     assert row is not None and (row.previous_credentials, row.previous_credentials_until) == (None, None)
+
+
+async def test_a_window_the_lane_has_no_room_for_is_refused_and_nothing_is_recovered(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook")
+    lane_id = await harness.lane_id(webhook_id)
+    since = clock.now()
+    await harness.publish("A", "B")
+    engine = await harness.filled_engine()
+    await engine.sender.aclose()
+    async with store.transaction() as session:  # the two wait; as if 997 more did
+        await session.execute(update(WebhookLane).where(WebhookLane.id == lane_id).values(size=999))
+    async with store.transaction() as session:
+        await session.execute(delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane_id))
+    clock.advance(60)
+    with pytest.raises(Conflict, match="room for 1 events"):
+        async with store.transaction() as session:
+            await webhook_recovery.recover_window(
+                session, OPERATOR, webhook_id, since=since, until=clock.now(), now=clock.now(), retention=WEEK
+            )
+    async with store.transaction() as session:
+        entries = await session.scalar(select(func.count()).where(WebhookLaneEntry.lane_id == lane_id))
+        recoveries = await session.scalar(select(func.count()).where(AuditRecord.action == "webhook.recover"))
+    assert (entries, recoveries) == (0, 0)
+
+
+async def test_a_custom_header_naming_a_signed_one_is_never_sent_even_if_stored() -> None:
+    clock = ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
+    sender = WebhookSender(clock=clock, keys=signing_keys, allow_private=True, timeout=2.0)
+    async with run_receiver() as receiver:
+        endpoint = Endpoint(
+            webhook_id="wh_1",
+            url=receiver.url,
+            auth=NoAuth(),
+            headers=(("X-Partner-Tenant", "acme"), ("x-request-id", "forged"), ("Signature", "sig1=:Zm9yZ2Vk:")),
+        )
+        result = await sender.send(endpoint, b'{"eventId":"e"}')
+        await sender.aclose()
+    headers = receiver.received[0].headers
+    assert headers["x-partner-tenant"] == "acme"
+    assert headers["x-request-id"] == result.request_id
+    assert "Zm9yZ2Vk" not in headers["signature"]
