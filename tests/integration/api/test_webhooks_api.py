@@ -388,3 +388,5 @@ async def test_webhook_care_refusals_are_problems_naming_the_field_and_store_not
     )
     assert (recovered.status_code, recovered.json()["events"]) == (200, 0), recovered.text
     assert (rotated.status_code, rotated.json()["authOverlapUntil"]) == (200, until.isoformat()), rotated.text
+    replaced = await api.client.patch(hook, json={"auth": {"type": "token", "token": "newer"}}, headers=write)
+    assert replaced.json()["authOverlapUntil"] is None  # a plain change of the credentials ends the overlap
