@@ -10,7 +10,10 @@ Rules:
   framed or routed (`Host`, `Content-Length`, `Content-Type`, `Transfer-Encoding`, `Connection` and the other
   hop-by-hop headers, `User-Agent`).
 - Rule 4: at most `MAX_HEADERS` headers, a name at most `MAX_NAME_LENGTH` characters, a value at most
-  `MAX_VALUE_LENGTH`, all of them together at most `MAX_TOTAL_LENGTH`.
+  `MAX_VALUE_LENGTH` (as given, before its outer whitespace goes).
+
+The API's document writes these rules as JSON Schema (`NAME_SCHEMA`, `VALUE_SCHEMA`); this module applies them for
+every face.
 
 Custom headers are not covered by the signature: the covered components stay the same for every webhook, so a
 partner's verifier never depends on a webhook's settings. They are stored as given and shown to operators: they
@@ -28,7 +31,6 @@ from chargenet.errors import InvalidInput
 MAX_HEADERS = 10
 MAX_NAME_LENGTH = 64
 MAX_VALUE_LENGTH = 1024
-MAX_TOTAL_LENGTH = 4096
 FIELD = "headers"
 
 RESERVED = frozenset(
@@ -62,6 +64,21 @@ _FORBIDDEN_IN_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 CustomHeaders = tuple[tuple[str, str], ...]
 
 
+def _any_case(name: str) -> str:
+    """A regular expression (ECMA 262 and Python alike, which have no common case-insensitive flag) of `name` in
+    any case."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in name)  # the others are all '-'
+
+
+# Rules 1, 3 and 4 of a name, and Rules 2 and 4 of a value, as JSON Schema.
+NAME_SCHEMA = {
+    "pattern": f"^{_TOKEN.pattern}$",
+    "maxLength": MAX_NAME_LENGTH,
+    "not": {"pattern": f"^(?:{'|'.join(_any_case(name) for name in sorted(RESERVED))})$"},
+}
+VALUE_SCHEMA = {"type": "string", "maxLength": MAX_VALUE_LENGTH, "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"}
+
+
 def is_reserved(name: str) -> bool:
     """Whether `name` is a header chargenet sets itself (Rule 3), in any case."""
     return name.lower() in RESERVED
@@ -72,7 +89,6 @@ def check_custom_headers(headers: Iterable[tuple[str, str]]) -> CustomHeaders:
     first that breaks a rule."""
     checked: list[tuple[str, str]] = []
     seen: set[str] = set()
-    total = 0
     for name, value in headers:
         if not _TOKEN.fullmatch(name):
             shown = name[:MAX_NAME_LENGTH]
@@ -85,16 +101,12 @@ def check_custom_headers(headers: Iterable[tuple[str, str]]) -> CustomHeaders:
             raise InvalidInput(f"{name} is given more than once", field=FIELD)
         if _FORBIDDEN_IN_VALUE.search(value):
             raise InvalidInput(f"the value of {name} holds CR, LF, NUL or another control character", field=FIELD)
-        value = value.strip(" \t")
         if len(value) > MAX_VALUE_LENGTH:
             raise InvalidInput(f"the value of {name} is longer than {MAX_VALUE_LENGTH} characters", field=FIELD)
         seen.add(name.lower())
-        total += len(name) + len(value)
-        checked.append((name, value))
+        checked.append((name, value.strip(" \t")))
     if len(checked) > MAX_HEADERS:
         raise InvalidInput(f"at most {MAX_HEADERS} custom headers", field=FIELD)
-    if total > MAX_TOTAL_LENGTH:
-        raise InvalidInput(f"custom headers are at most {MAX_TOTAL_LENGTH} characters together", field=FIELD)
     return tuple(checked)
 
 

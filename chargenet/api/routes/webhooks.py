@@ -17,6 +17,8 @@ from chargenet.api.pagination import Cursor, PageParams
 from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
+from chargenet.domain.webhook_filters import ID_PATTERN, MAX_IDS
+from chargenet.domain.webhook_headers import MAX_HEADERS, NAME_SCHEMA, VALUE_SCHEMA
 from chargenet.services import events as event_service
 from chargenet.services import (
     webhook_dead_letters,
@@ -129,18 +131,25 @@ _ALG_NOT_WITH_RFC9421: dict[str, JsonValue] = {
 }
 
 
-# Custom headers and the station/charge point filter: bounded here so that no body is larger than it could be; what
-# each may hold (`domain.webhook_headers`, `domain.webhook_filters`) is checked by the use case, for every face.
+# Custom headers and the station/charge point filter, as `domain.webhook_headers` and `domain.webhook_filters` have
+# them. The headers' rules are checked by the use case for every face (a refusal names `headers`); the document
+# says them all but one: a name given twice in different cases is refused too.
 CustomHeaders = Annotated[
-    dict[Annotated[StrictStr, Field(max_length=200)], Annotated[StrictStr, Field(max_length=2000)]],
+    dict[StrictStr, StrictStr],
     Field(
-        max_length=20,
         description="sent with every request, not covered by the signature; never one chargenet sets (`Signature`,"
-        " `Signature-Input`, `Content-Digest`, `Authorization`, `Host`, `Content-Length`, `X-Request-ID`...)",
+        " `Signature-Input`, `Content-Digest`, `Authorization`, `Host`, `Content-Length`, `X-Request-ID`,"
+        " `Content-Type`, `User-Agent`, hop-by-hop headers), each name once in any case",
         examples=[{"X-Partner-Tenant": "acme"}],
+        json_schema_extra={
+            "maxProperties": MAX_HEADERS,
+            "propertyNames": NAME_SCHEMA,
+            "additionalProperties": VALUE_SCHEMA,
+        },
     ),
 ]
-FilterIds = Annotated[list[Annotated[StrictStr, Field(max_length=200)]], Field(max_length=200)]
+FilterId = Annotated[StrictStr, Field(pattern=f"^{ID_PATTERN.pattern}$")]
+FilterIds = Annotated[list[FilterId], Field(max_length=MAX_IDS)]
 
 
 class WebhookCreate(_Body):

@@ -40,7 +40,9 @@ def test_ids_are_stored_without_blanks_or_repeats_and_read_back() -> None:
     assert stored(()) is None and loaded(None) == frozenset()
 
 
-@pytest.mark.parametrize(("stations", "field"), [(["a,b"], "stations"), (["x" * 65], "stations")])
+@pytest.mark.parametrize(
+    ("stations", "field"), [(["a,b"], "stations"), (["x" * 65], "stations"), (["-ST"], "stations")]
+)
 def test_an_id_no_station_could_have_is_refused(stations: list[str], field: str) -> None:
     with pytest.raises(InvalidInput) as refused:
         check_filter(stations, [])
@@ -48,5 +50,7 @@ def test_an_id_no_station_could_have_is_refused(stations: list[str], field: str)
 
 
 def test_the_filter_is_bounded() -> None:
-    with pytest.raises(InvalidInput, match=f"at most {MAX_IDS}"):
-        check_filter([f"ST-{i}" for i in range(MAX_IDS)], ["CP-1"])
+    check_filter([f"ST-{i}" for i in range(MAX_IDS)], [f"CP-{i}" for i in range(MAX_IDS)])
+    with pytest.raises(InvalidInput, match=f"at most {MAX_IDS}") as refused:
+        check_filter([], [f"CP-{i}" for i in range(MAX_IDS + 1)])
+    assert refused.value.field == "chargePoints"
