@@ -43,13 +43,14 @@ class EventFilter:
 
     def takes_envelope(self, body: str) -> bool:
         """Rules 1 and 2 for an event envelope as stored (JSON); read only when the filter names something."""
-        if self.takes_all:
-            return True
-        payload = json.loads(body).get("payload") or {}
-        station, charge_point = payload.get("stationId"), payload.get("chargePointId")
-        return self.takes(
-            station if isinstance(station, str) else None, charge_point if isinstance(charge_point, str) else None
-        )
+        return self.takes_all or self.takes(*subject_of(body))
+
+
+def subject_of(body: str) -> tuple[str | None, str | None]:
+    """The station and charge point an event envelope (as stored, JSON) is about."""
+    payload = json.loads(body).get("payload") or {}
+    station, charge_point = payload.get("stationId"), payload.get("chargePointId")
+    return (station if isinstance(station, str) else None, charge_point if isinstance(charge_point, str) else None)
 
 
 def check_ids(values: Iterable[str], field: str) -> tuple[str, ...]:

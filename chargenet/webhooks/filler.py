@@ -19,7 +19,7 @@ from sqlalchemy import Table, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
-from chargenet.domain.webhook_filters import EventFilter, loaded
+from chargenet.domain.webhook_filters import EventFilter, loaded, subject_of
 from chargenet.outbox import OutboxConsumer
 from chargenet.store.db import Store
 from chargenet.store.models import Webhook, WebhookLane
@@ -86,9 +86,14 @@ async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillRe
             if not events:
                 continue
             now = clock.now()
+            # Each event is read once for the lanes with a filter, and not at all when none has one.
+            subjects = [subject_of(e.body) for e in events] if any(not w.takes_all for _, w in lanes) else []
             for lane, wanted in lanes:
                 # Events the webhook's filter leaves out never enter its lane, so they can never hold it back.
-                taken = events if wanted.takes_all else [e for e in events if wanted.takes_envelope(e.body)]
+                if wanted.takes_all:
+                    taken = events
+                else:
+                    taken = [e for e, about in zip(events, subjects, strict=True) if wanted.takes(*about)]
                 if not taken:
                     continue
                 letters = await enqueue_many(session, lane, taken, now=now)
