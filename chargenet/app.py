@@ -191,6 +191,7 @@ def create_app(
                     credential_cipher=context.keys.credential_cipher(),
                     stations=context.edge,
                     webhook_allow_private=context.settings.webhook_allow_private,
+                    event_retention_days=context.settings.event_retention_days,
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,

@@ -189,6 +189,37 @@ async def test_applications_stored_before_rate_limits_keep_the_default_and_share
         await store.dispose()
 
 
+async def test_webhooks_stored_before_webhook_care_have_no_custom_headers_filter_or_previous_credentials(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
+    at = "'2026-01-01 00:00:00+00:00'"
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {at})",
+                "INSERT INTO sites (id, company_id, name, version, created_at)"
+                f" VALUES ('site_1', 'co_1', 'Depot', 1, {at})",
+                "INSERT INTO webhooks (id, site_id, url, event_types, auth_type, signature_algorithm, signature_format,"
+                " enabled, version, created_at, updated_at) VALUES ('wh_1', 'site_1', 'https://partner.example/h',"
+                f" 'Authorize', 'none', 'ed25519', 'rfc9421', true, 1, {at}, {at})",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0026")
+        columns = (
+            "custom_headers, station_filter, charge_point_filter, previous_credentials, previous_credentials_until"
+        )
+        async with store.engine.connect() as connection:
+            row = (await connection.execute(text(f"SELECT id, {columns} FROM webhooks"))).one()
+        assert tuple(row) == ("wh_1", None, None, None, None, None)
+        await schema.downgrade(store, "0022")
+        async with store.engine.connect() as connection:
+            assert (await connection.execute(text("SELECT id FROM webhooks"))).scalar_one() == "wh_1"
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(empty_database_url: str) -> None:
     store = Store(empty_database_url)
     try:
