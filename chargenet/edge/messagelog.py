@@ -174,15 +174,18 @@ class MessageLog(LoopWorker):
         need no commit of their own (the API shows the last one with at most a second's lag)."""
         self._heartbeats[station_id] = at
 
-    def connection(self, station_id: str, connected: bool, at: datetime) -> None:
-        """A station connected or went away; written with the next batch (the live state is `Edge.is_connected`;
-        the stored one, for other processes and the API, lags by at most a second)."""
+    def connection(self, station_id: str, connected: bool, at: datetime, ocpp_version: str | None = None) -> None:
+        """A station connected (with the subprotocol `ocpp_version`) or went away; written with the next batch (the
+        live state is `Edge.is_connected`; the stored one, for other processes and the API, lags by at most a
+        second)."""
         fields = self._presence.setdefault(station_id, {})
         fields["connected"] = connected
         fields["connected_at" if connected else "disconnected_at"] = at
         fields["upstream_connected"] = None  # until its upstream link, if it has one, says otherwise
         if connected:
             fields["last_seen_at"] = at
+            if ocpp_version is not None:
+                fields["ocpp_version"] = ocpp_version
 
     def upstream(self, station_id: str, connected: bool) -> None:
         """The station's link to its site's upstream came up or went down; written with the next batch, so that

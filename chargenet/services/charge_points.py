@@ -486,6 +486,14 @@ class StationStateView(View):
     # Its link to the site's upstream, as the process holding the station stored it: None when not connected
     # or without an upstream.
     upstream_connected: bool | None = None
+    # The OCPP subprotocol of its latest connection ("ocpp1.6", "ocpp2.0.1"); None before it first connects.
+    ocpp_version: str | None = None
+
+    @property
+    def answered_by_edge(self) -> bool:
+        """A 2.0.1 station on a site with an upstream: the edge answers it as the central system itself, as no
+        2.0.1 upstream link exists yet (docs/edge.md)."""
+        return self.site_has_upstream and self.ocpp_version == "ocpp2.0.1"
 
     @property
     def reachable(self) -> bool:
@@ -524,6 +532,7 @@ async def station_state(
         booted_at=row.booted_at if row else None,
         site_has_upstream=site.upstream_url is not None,
         upstream_connected=row.upstream_connected if row is not None and row.connected else None,
+        ocpp_version=row.ocpp_version if row else None,
     )
 
 
