@@ -203,9 +203,7 @@ async def count_by_site(session: AsyncSession, site_ids: list[str]) -> dict[str,
 
 async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:
     row = await reachable_station(session, caller, Scope.SITES_READ, station_id)
-    version = await session.scalar(
-        select(StationPresence.ocpp_version).where(StationPresence.station_id == station_id)
-    )
+    version = await session.scalar(select(StationPresence.ocpp_version).where(StationPresence.station_id == station_id))
     return _view(row, version)
 
 
@@ -225,7 +223,7 @@ async def list_stations(
         query = query.where(Station.site_id == site_id)
     if page.after is not None:
         query = query.where(Station.id > page.after)
-    views = [_view(row, version) for row, version in (await session.execute(query)).tuples()]
+    views = [_view(row, version) for row, version in await session.execute(query)]
     return page.page(views, lambda station: station.id)
 
 

@@ -113,9 +113,7 @@ async def test_a_2_0_1_station_charges_and_partners_get_the_events_a_1_6_station
             info={"chargingState": "EVConnected", "stoppedReason": "StoppedByEV"},
         )
         await transaction_event(point, "Ended", 4, trigger_reason="EVDeparted")  # resent: nothing twice
-        await point.call(
-            call.SecurityEventNotification(type="SettingSystemTime", timestamp=at(5), tech_info="NTP")
-        )
+        await point.call(call.SecurityEventNotification(type="SettingSystemTime", timestamp=at(5), tech_info="NTP"))
         await point.call(
             call.NotifyEvent(
                 generated_at=at(5),

@@ -54,13 +54,13 @@ def downgrade() -> None:
     op.drop_table("station_notices")
     with op.batch_alter_table("edge_transactions", schema=None) as batch_op:
         batch_op.drop_index("ix_edge_tx_station_transaction")
-        batch_op.alter_column("id_tag", existing_type=sa.String(length=36), type_=sa.String(length=20))
+        # id_tag and vendor stay wide: a 2.0.1 station's values may be stored in them, and 0022's code writes
+        # and reads them the same.
         batch_op.drop_column("id_token_type")
         batch_op.drop_column("meter_last")
         batch_op.drop_column("seq_no")
         batch_op.drop_column("station_transaction_id")
     with op.batch_alter_table("station_presence", schema=None) as batch_op:
-        batch_op.alter_column("vendor", existing_type=sa.String(length=50), type_=sa.String(length=20))
         batch_op.drop_column("ocpp_version")
     with op.batch_alter_table("stations", schema=None) as batch_op:
         batch_op.drop_column("ocpp_versions")
