@@ -78,9 +78,9 @@ def derive_status(connector: EvseConnector) -> ConnectorStatus | None:
     """Rule 1; None while there is nothing to say (no state reported and no transaction)."""
     state = connector.state
     if state is None:
-        if connector.phase is not TransactionPhase.RUNNING:
+        if connector.phase is TransactionPhase.NONE:
             return None
-        state = ConnectorState.OCCUPIED  # a transaction runs on it: something is plugged in
+        state = ConnectorState.OCCUPIED  # a transaction ran on it: something was plugged in
     if state is not ConnectorState.OCCUPIED:
         return _AS_REPORTED[state]
     if connector.phase is TransactionPhase.ENDED:

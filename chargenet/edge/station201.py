@@ -58,6 +58,9 @@ NOTICES = frozenset(
 )
 
 
+MAX_UNSTARTED = 64  # transactions a connection remembers before they start (a station runs one per EVSE)
+
+
 class SecurityEvents:
     """SecurityEventNotifications received, by type: read by `/metrics`."""
 
@@ -78,6 +81,7 @@ class Station201Link(LinkBase):
     ):
         super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
         self._evse: dict[ConnectorAddress, EvseConnector] = {}
+        self._unstarted: dict[str, te.Unstarted] = {}  # by the station's transaction id (transaction_events Rule 6)
         self._security_events = security_events
 
     @property
@@ -200,6 +204,7 @@ class Station201Link(LinkBase):
         """One unit that reads, plans (`core.transaction_events`) and writes; a start whose token the plugins
         are asked about reads first in a unit of its own (`_decide`)."""
         report = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
+        report = te.with_earlier(report, self._unstarted.get(report.station_transaction_id))
         station_id = self.station.station_id
         async with self.edge.unit() as session:
             row = await records.station_transaction(session, station_id, report.station_transaction_id)
@@ -213,6 +218,12 @@ class Station201Link(LinkBase):
             planned = te.plan(report, records.known_transaction(row) if row else None)  # read again, decided on
             written = await self._write_transaction(session, report, planned, row, decision)
         self._log_plan(report, planned)
+        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
+            if len(self._unstarted) >= MAX_UNSTARTED:
+                del self._unstarted[next(iter(self._unstarted))]  # the oldest: never started
+            self._unstarted[report.station_transaction_id] = te.remembered(report)
+        else:
+            self._unstarted.pop(report.station_transaction_id, None)
         if written is None:
             return {}
         transaction_id, connector, meter_start = written

@@ -16,15 +16,18 @@ Rules (decisions.md §5, "Events from 2.0.1"):
   reading) is acknowledged and logged: a station that lost its transaction must not be told to resend forever.
 - Rule 5: `offline` events, replayed by the station after a reconnect, are applied in the order they come, as
   any other: their timestamps are the station's.
+- Rule 6: a transaction's token and connector, once an event of it said them, count for its later events (a
+  station sends the token in Started and its first reading in the next Updated), for as long as the station's
+  connection lasts (`Unstarted`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from chargenet.domain.events import StopReason
-from chargenet.edge.core.messages import TransactionEventKind, TransactionReport
+from chargenet.edge.core.messages import ConnectorRef, IdToken, TransactionEventKind, TransactionReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +100,22 @@ def plan(report: TransactionReport, known: KnownTransaction | None) -> Transacti
         fallback = known.meter_last_wh if known.meter_last_wh is not None else known.meter_start_wh
         return _stop(report, gap, fallback)
     return Update(gap, report.meter_last_wh)
+
+
+@dataclass(frozen=True, slots=True)
+class Unstarted:
+    """Rule 6: what earlier events of a transaction not yet started said of its token and connector."""
+
+    token: IdToken | None = None
+    connector: ConnectorRef | None = None
+
+
+def with_earlier(report: TransactionReport, earlier: Unstarted | None) -> TransactionReport:
+    """Rule 6: the report, with the token and connector earlier events gave where it gives none."""
+    if earlier is None:
+        return report
+    return replace(report, token=report.token or earlier.token, connector=report.connector or earlier.connector)
+
+
+def remembered(report: TransactionReport) -> Unstarted:
+    return Unstarted(report.token, report.connector)

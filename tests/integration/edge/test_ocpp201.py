@@ -131,14 +131,30 @@ async def test_a_2_0_1_station_charges_and_partners_get_the_events_a_1_6_station
                 ],
             )
         )
+    async with station_201(served) as (point, _):
+        # Back after a time offline: the transaction it ran meanwhile comes in order, each event `offline`; its
+        # token came in Started and its first reading in the next event.
+        offline: dict[str, Any] = {"offline": True, "info": {"transactionId": "TX-8"}}
+        started = {"evse": {"id": 1, "connectorId": 1}, "id_token": TOKEN}
+        await transaction_event(point, "Started", 0, timestamp=at(10), **started, **offline)
+        await transaction_event(
+            point,
+            "Updated",
+            1,
+            timestamp=at(11),
+            meter_value=energy(5000, "Sample.Periodic", 11),
+            **{**offline, "info": {"transactionId": "TX-8", "chargingState": "Charging"}},
+        )
+        ended = energy(6000, "Transaction.End", 12)
+        await transaction_event(point, "Ended", 2, timestamp=at(12), meter_value=ended, **offline)
         await served.edge.message_log.run_once()
 
     events = await served.events()
     by_type = [(event["eventType"], event["payload"]) for event in events]
     statuses = [payload["status"] for kind, payload in by_type if kind == "ChargePointStatus"]
-    assert statuses == ["Available", "Preparing", "Charging", "SuspendedEV", "Finishing"]
+    assert statuses == ["Available", "Preparing", "Charging", "SuspendedEV", "Finishing", "Charging", "Finishing"]
     authorizes = [payload for kind, payload in by_type if kind == "Authorize"]
-    assert authorizes == [
+    assert authorizes[:2] == [
         {"stationId": "CS-1", "idTag": TOKEN["idToken"], "status": "Accepted", "idTokenType": "ISO14443"},
         {
             "stationId": "CS-1",
@@ -149,8 +165,11 @@ async def test_a_2_0_1_station_charges_and_partners_get_the_events_a_1_6_station
             "connectorId": 1,
         },
     ]
-    [start] = [payload for kind, payload in by_type if kind == "StartTransaction"]
-    [stop] = [payload for kind, payload in by_type if kind == "StopTransaction"]
+    [start, replayed_start] = [payload for kind, payload in by_type if kind == "StartTransaction"]
+    [stop, replayed_stop] = [payload for kind, payload in by_type if kind == "StopTransaction"]
+    assert (replayed_start["stationTransactionId"], replayed_start["meterStart"]) == ("TX-8", 5.0)
+    assert (replayed_stop["meterStop"], replayed_stop["reason"]) == (6.0, "Local")
+    assert replayed_stop["transactionId"] == replayed_start["transactionId"] > start["transactionId"]
     transaction_id = start["transactionId"]
     assert isinstance(transaction_id, int) and transaction_id > 0
     assert start == {

@@ -39,6 +39,7 @@ RUNNING = TransactionPhase.RUNNING
         (EvseConnector(OCCUPIED, RUNNING, ChargingState.IDLE, True), ConnectorStatus.SUSPENDED_EV),
         (EvseConnector(OCCUPIED, TransactionPhase.ENDED), ConnectorStatus.FINISHING),
         (EvseConnector(None, RUNNING, ChargingState.CHARGING), ConnectorStatus.CHARGING),
+        (EvseConnector(None, TransactionPhase.ENDED), ConnectorStatus.FINISHING),
         (EvseConnector(None), None),
     ],
 )

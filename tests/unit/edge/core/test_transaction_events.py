@@ -94,3 +94,10 @@ def test_an_event_after_the_end_is_a_resend() -> None:
 def test_an_ended_that_is_the_first_event_starts_and_stops_its_transaction() -> None:
     ended = replace(STARTED, kind=TransactionEventKind.ENDED, meter_end_wh=5000, stopped=map_stop_reason("Local"))
     assert te.plan(ended, None) == te.Start(1000, te.Stop(0, 5000, StopReason.LOCAL, None))
+
+
+def test_a_token_given_before_the_first_reading_starts_the_transaction_with_it() -> None:
+    started = replace(STARTED, meter_begin_wh=None, meter_first_wh=None, meter_last_wh=None)
+    assert te.plan(started, None) == te.Ignore(te.Ignored.NOT_STARTED)
+    updated = replace(STARTED, kind=TransactionEventKind.UPDATED, seq_no=1, token=None, connector=None)
+    assert te.plan(te.with_earlier(updated, te.remembered(started)), None) == te.Start(1000, None)
