@@ -37,7 +37,7 @@ from chargenet.edge.ocpp16.meter_values import Reported
 from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
-from chargenet.store.models import OcppMessage, StationPresence
+from chargenet.store.models import OcppMessage, StationNotice, StationPresence
 from chargenet.store.notify import CONNECTOR_STATUS, notify
 from chargenet.store.purge import purge_in_batches
 from chargenet.workers import LoopWorker
@@ -237,6 +237,7 @@ class MessageLog(LoopWorker):
         self._purged_at = now
         cutoff = now - timedelta(days=RETENTION_DAYS)
         await purge_in_batches(self._store, _messages, _messages.c.at < cutoff)
+        await purge_in_batches(self._store, _notices, _notices.c.received_at < cutoff)  # 2.0.1 stations' reports
         # The meters' samples too: this worker runs in every serving process.
         await sample_store.purge(self._store, cutoff)
 
@@ -281,6 +282,7 @@ class MessageLog(LoopWorker):
 
 _presence = cast(Table, StationPresence.__table__)
 _messages = cast(Table, OcppMessage.__table__)
+_notices = cast(Table, StationNotice.__table__)
 _HEARTBEATS = (
     update(_presence)
     .where(_presence.c.station_id == bindparam("b_station_id"))
