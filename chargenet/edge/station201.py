@@ -20,7 +20,6 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.evse import (
     ChargingState,
     EvseConnector,
@@ -201,22 +200,30 @@ class Station201Link(LinkBase):
     # Transactions ------------------------------------------------------------------------------------------
 
     async def _transaction_event(self, call: Call) -> Payload:
-        """One unit that reads, plans (`core.transaction_events`) and writes; a start whose token the plugins
-        are asked about reads first in a unit of its own (`_decide`)."""
+        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
+        plugins to ask about a start's token, a unit that reads before them and one that writes after, which
+        plans again on what it reads (as a 1.6 StartTransaction)."""
         report = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         report = te.with_earlier(report, self._unstarted.get(report.station_transaction_id))
         station_id = self.station.station_id
+        decision: auth.AuthDecision | None = None
         async with self.edge.unit() as session:
             row = await records.station_transaction(session, station_id, report.station_transaction_id)
             planned = te.plan(report, records.known_transaction(row) if row else None)
-        decision: auth.AuthDecision | None = None
-        if isinstance(planned, te.Start):
+            if isinstance(planned, te.Start):
+                assert report.token is not None
+                step = auth.begin(await self._authorize_context(session, report.token.value))
+                decision = step if isinstance(step, auth.AuthDecision) else None
+            written = None
+            if decision is not None or not isinstance(planned, te.Start):
+                written = await self._write_transaction(session, report, planned, row, decision)
+        if isinstance(planned, te.Start) and decision is None:
             assert report.token is not None
             decision = await self._decide(report.token, publish=False)
-        async with self.edge.unit() as session:
-            row = await records.station_transaction(session, station_id, report.station_transaction_id)
-            planned = te.plan(report, records.known_transaction(row) if row else None)  # read again, decided on
-            written = await self._write_transaction(session, report, planned, row, decision)
+            async with self.edge.unit() as session:
+                row = await records.station_transaction(session, station_id, report.station_transaction_id)
+                planned = te.plan(report, records.known_transaction(row) if row else None)
+                written = await self._write_transaction(session, report, planned, row, decision)
         self._log_plan(report, planned)
         if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
             if len(self._unstarted) >= MAX_UNSTARTED:
@@ -252,9 +259,8 @@ class Station201Link(LinkBase):
         the edge's."""
         outbox, station, now = self.edge.outbox, self.station, self.edge.clock.now()
         if isinstance(planned, te.Start):
-            assert report.connector is not None and report.token is not None
-            if decision is None:  # the transaction was unknown when read first and known now: asked again
-                decision = auth.AuthDecision(AuthorizationStatus.INVALID, auth.AuthSource.DEFAULT)
+            # A start is planned only for a transaction still unknown, so its token was decided on.
+            assert report.connector is not None and report.token is not None and decision is not None
             transaction_id = await records.start_station_transaction(
                 session, outbox, station, report, planned, decision.status, now
             )
