@@ -20,7 +20,7 @@ from sqlalchemy import select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from chargenet.services import stations
+from chargenet.services import charge_points, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, LocalAuthEntry, StationNotice, StationPresence
 from tests.integration.edge.conftest import PASSWORD, Served
@@ -219,3 +219,21 @@ async def test_the_station_record_decides_which_generations_may_connect(served: 
     assert await open_station.wait_closed() == 1002
     assert (await open_station.connect(("ocpp2.0.1", "ocpp1.6"))).subprotocol == "ocpp1.6"
     await open_station.close()
+
+
+async def test_on_a_site_with_an_upstream_the_edge_answers_a_2_0_1_station_itself(served: Served) -> None:
+    await served.set_upstream("ws://127.0.0.1:9/nobody")  # never asked: there is no 2.0.1 upstream link
+    async with station_201(served) as (point, socket):
+        assert socket.subprotocol == "ocpp2.0.1"
+        boot = await point.call(
+            call.BootNotification(charging_station={"vendorName": "Vendor", "model": "Model-201"}, reason="PowerUp")
+        )
+        assert boot.status == "Accepted"
+        unknown = await point.call(call.Authorize(id_token={"idToken": "NOBODY", "type": "eMAID"}))
+        assert unknown.id_token_info["status"] == "Invalid"  # not in the local list nor the cache
+        await served.edge.message_log.run_once()
+        async with served.context.store.transaction() as session:
+            state = await charge_points.station_state(session, OPERATOR, served.edge, "CS-1")
+        assert state.answered_by_edge and state.upstream_connected is None
+    [authorize] = await served.events("Authorize")
+    assert authorize["payload"] == {"stationId": "CS-1", "idTag": "NOBODY", "status": "Invalid", "idTokenType": "eMAID"}
