@@ -28,7 +28,12 @@ from chargenet.edge.ocpp16.frames import FrameLimits, Payload
 from chargenet.edge.station import CloseTransport, LinkBase, StationLink
 from chargenet.edge.station201 import SecurityEvents, Station201Link
 from chargenet.edge.upstream import UpstreamLinks
-from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
+from chargenet.errors import (
+    CommandNotForGeneration,
+    StationAnswerFailed,
+    StationDidNotAnswer,
+    StationNotConnected,
+)
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -139,6 +144,8 @@ class Edge:
         link = self._links.get(station_id)
         if link is None:
             raise StationNotConnected(station_id)
+        if link.generation != OCPP16:
+            raise CommandNotForGeneration(station_id, action, link.generation)
         try:
             return await link.call_station(action, payload)
         except CallTimedOut:

@@ -15,11 +15,13 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from ocpp.v201 import ChargePoint, call
 from sqlalchemy import select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
+from chargenet.errors import CommandNotForGeneration
 from chargenet.services import charge_points, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, LocalAuthEntry, StationNotice, StationPresence
@@ -235,5 +237,7 @@ async def test_on_a_site_with_an_upstream_the_edge_answers_a_2_0_1_station_itsel
         async with served.context.store.transaction() as session:
             state = await charge_points.station_state(session, OPERATOR, served.edge, "CS-1")
         assert state.answered_by_edge and state.upstream_connected is None
+        with pytest.raises(CommandNotForGeneration):  # 1.6 words never reach a 2.0.1 station
+            await served.edge.command("CS-1", "Reset", {"type": "Soft"})
     [authorize] = await served.events("Authorize")
     assert authorize["payload"] == {"stationId": "CS-1", "idTag": "NOBODY", "status": "Invalid", "idTokenType": "eMAID"}
