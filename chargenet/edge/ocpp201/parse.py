@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from chargenet.domain.connectors import KnownStatus
@@ -27,6 +27,7 @@ from chargenet.edge.core.messages import (
 )
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.edge.ocpp16.meter_values import MAX_ENERGY_WH, Reported
+from chargenet.errors import InvalidInput
 
 ENERGY = "Energy.Active.Import.Register"
 POWER = "Power.Active.Import"
@@ -88,7 +89,7 @@ def _number(sampled: Payload, units: dict[str, Decimal], default_unit: str) -> D
         return None
     try:
         value = Decimal(str(sampled["value"])) * scale * Decimal(10) ** int(unit_of_measure.get("multiplier", 0))
-    except (InvalidOperation, ValueError):
+    except (ArithmeticError, ValueError):  # a multiplier no Decimal holds: no reading
         return None
     return value if value.is_finite() else None
 
@@ -142,6 +143,8 @@ def transaction_report(layout: StationLayout, payload: Payload) -> TransactionRe
     """TransactionEvent. Raises `InvalidInput` for an EVSE or connector the station was never given."""
     info = payload["transactionInfo"]
     evse = payload.get("evse")
+    if evse is not None and evse["id"] == 0:
+        raise InvalidInput("a transaction runs on an EVSE numbered from 1; 0 is the whole station", field="evse/id")
     where = connector(layout, evse["id"], evse.get("connectorId")) if evse is not None else None
     readings = energy_readings(payload.get("meterValue"))
     kind = TransactionEventKind(payload["eventType"])

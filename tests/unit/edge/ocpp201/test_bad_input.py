@@ -146,6 +146,12 @@ CASES = [
         "PropertyConstraintViolation",
     ),
     (
+        "a transaction on EVSE 0, the whole station",
+        call("TransactionEvent", transaction_event(evse={"id": 0})),
+        "m-1",
+        "PropertyConstraintViolation",
+    ),
+    (
         "a transaction on an EVSE never given",
         call("TransactionEvent", transaction_event(evse={"id": 9})),
         "m-1",

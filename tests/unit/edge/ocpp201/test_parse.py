@@ -47,6 +47,7 @@ def sampled(value: Any, **fields: Any) -> dict[str, Any]:
         (sampled(9, location="EV"), None),
         (sampled(9, measurand="Power.Active.Import"), None),
         (sampled(-5), None),
+        (sampled(1, unitOfMeasure={"multiplier": 2147483647}), None),  # beyond any Decimal
     ],
 )
 def test_the_outlets_energy_register_is_what_events_count(meter_value: dict[str, Any], energy_wh: int | None) -> None:
