@@ -26,6 +26,7 @@ from chargenet.services import charge_points, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import EdgeTransaction, LocalAuthEntry, StationNotice, StationPresence
 from tests.integration.edge.conftest import PASSWORD, Served
+from tests.integration.edge.test_charge_point_state import charge_points as listed_charge_points
 
 TOKEN = {"idToken": "04A2B3C4D5E6F7A8B9", "type": "ISO14443"}
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -237,6 +238,8 @@ async def test_on_a_site_with_an_upstream_the_edge_answers_a_2_0_1_station_itsel
         async with served.context.store.transaction() as session:
             state = await charge_points.station_state(session, OPERATOR, served.edge, "CS-1")
         assert state.answered_by_edge and state.upstream_connected is None
+        point = (await listed_charge_points(served))["CS-1"]
+        assert (point["connection"], point["ocppVersion"]) == ("connected", "ocpp2.0.1")
         with pytest.raises(CommandNotForGeneration):  # 1.6 words never reach a 2.0.1 station
             await served.edge.command("CS-1", "Reset", {"type": "Soft"})
     [authorize] = await served.events("Authorize")
