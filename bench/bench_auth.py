@@ -38,6 +38,7 @@ from sqlalchemy import insert, text
 from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.app import open_context
 from chargenet.config import load_settings
+from chargenet.domain.rate_limits import MAX_REQUESTS
 from chargenet.services import applications, companies, groups, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import ChargePoint, Connector, Station
@@ -87,6 +88,8 @@ async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str
             session, OPERATOR, company_id=company.id, name="g", scopes=["charge-points:read"], now=now
         )
         await groups.add_app(session, OPERATOR, group.id, app.client_id, now=now)
+        # The bench measures what a request costs with the limiter admitting it, not the 429s past a quota.
+        await applications.set_rate_limit(session, OPERATOR, app.client_id, requests=MAX_REQUESTS, now=now)
         # The rest of the fleet, written directly: the list reads them, nothing here logs them in.
         ids = [f"BULK-{n:05d}" for n in range(STATIONS - 20)]
         await session.execute(

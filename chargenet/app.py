@@ -46,6 +46,7 @@ from chargenet.outbox.retention import EventRetention
 from chargenet.services.audit import AuditRetention
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.operators import Passwords
+from chargenet.services.session_requests import SessionRequestRetention
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
 
@@ -74,6 +75,7 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
         EventRetention(context.store, context.clock, settings.event_retention_days, consumers=(WEBHOOK_LANES_CONSUMER,))
     )
     context.workers.append(AuditRetention(context.store, context.clock))
+    context.workers.append(SessionRequestRetention(context.store, context.clock))
     auth_install.install(context)
     edge_install.install(context)
     meters_install.install(context)
@@ -189,6 +191,7 @@ def create_app(
                     credential_cipher=context.keys.credential_cipher(),
                     stations=context.edge,
                     webhook_allow_private=context.settings.webhook_allow_private,
+                    event_retention_days=context.settings.event_retention_days,
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,

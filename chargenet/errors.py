@@ -119,7 +119,14 @@ class Forbidden(ChargenetError):
     """The caller is known but not allowed to do this."""
 
 
-class StationNotConnected(ChargenetError):
+class StationCommandError(ChargenetError):
+    """A command to a station that did not end as asked. `request_id` names the session request it was sent for
+    when it started a session over the API (decisions.md §5), so that the answer tells the partner which."""
+
+    request_id: str | None = None
+
+
+class StationNotConnected(StationCommandError):
     """A command needs a station that has no OCPP connection to this service right now; `why` may say more."""
 
     def __init__(self, station_id: str, why: str | None = None) -> None:
@@ -127,7 +134,7 @@ class StationNotConnected(ChargenetError):
         self.station_id = station_id
 
 
-class StationRejected(Conflict):
+class StationRejected(Conflict, StationCommandError):
     """The station answered a command with a refusal (`status` is what it said)."""
 
     def __init__(self, station_id: str, action: str, status: str) -> None:
@@ -147,7 +154,7 @@ class CommandNotForGeneration(Conflict):
         self.action = action
 
 
-class StationDidNotAnswer(ChargenetError):
+class StationDidNotAnswer(StationCommandError):
     """The station did not answer a command in time, or the connection went away before it did."""
 
     def __init__(self, station_id: str, action: str, reason: str) -> None:
@@ -157,7 +164,7 @@ class StationDidNotAnswer(ChargenetError):
         self.reason = reason
 
 
-class StationAnswerFailed(ChargenetError):
+class StationAnswerFailed(StationCommandError):
     """The station answered a command, but with no usable result: a CALLERROR (`code` and `description` as it sent
     them), or an answer that breaks the command's OCPP schema (`code` None, `description` says how)."""
 

@@ -1,6 +1,8 @@
 """Shared fixtures: scratch stores on a real SQLite file and on a real PostgreSQL server.
 
-Store tests take the `database_url` or `store` fixture and run once per backend. The PostgreSQL server is the one
+Store tests take the `database_url` or `store` fixture and run once per backend; both start at the latest schema,
+copied from a template this run migrates once (tests/support/templates.py), and `empty_database_url` is a database
+with nothing in it, for the tests of migrating itself. The PostgreSQL server is the one
 `CHARGENET_TEST_DATABASE_URL` names, or else a throwaway one this run starts in a temporary folder and stops at
 its end (tests/support/postgres.py). PostgreSQL is required: when it cannot be had, the run stops with a message
 saying why, instead of skipping.
@@ -12,6 +14,7 @@ import asyncio
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -25,6 +28,7 @@ from chargenet.clock import ManualClock
 from chargenet.store import schema
 from chargenet.store.db import Store
 from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
+from tests.support.templates import PG_TEMPLATE_VARIABLE, SQLITE_TEMPLATE_VARIABLE, copy_sqlite_template
 
 pytest_plugins = ["tests.support.tracebacks", "pytester"]  # a test fails on a traceback it did not expect
 BACKENDS = ["sqlite", "postgresql"]
@@ -62,6 +66,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _throwaway
+    if not hasattr(config, "workerinput"):
+        _remove_templates()
     if _throwaway is not None:
         _throwaway.stop()
         _throwaway = None
@@ -90,18 +96,54 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "whose role may CREATE DATABASE.",
             returncode=3,
         )
+    if not hasattr(session.config, "workerinput") and SQLITE_TEMPLATE_VARIABLE not in os.environ:
+        # Before xdist starts its workers (its own session start runs last), so that they inherit the names in
+        # their environment.
+        asyncio.run(_make_templates())
 
 
-async def create_pg_database() -> str:
+async def _make_templates() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="chargenet-template-"))
+    sqlite_path = folder / "chargenet.db"
+    await _migrate(f"sqlite+aiosqlite:///{sqlite_path}")
+    os.environ[SQLITE_TEMPLATE_VARIABLE] = str(sqlite_path)
+    pg_template = await create_pg_database(from_template=False)
+    await _migrate(pg_template)
+    os.environ[PG_TEMPLATE_VARIABLE] = make_url(pg_template).database or ""
+
+
+async def _migrate(url: str) -> None:
+    template = Store(url)
+    try:
+        await schema.prepare_schema(template)
+    finally:
+        # No connection may stay: PostgreSQL copies a template only while nobody is connected to it, and SQLite's
+        # last close folds the WAL into the file that is copied.
+        await template.dispose()
+
+
+def _remove_templates() -> None:
+    sqlite_path = os.environ.pop(SQLITE_TEMPLATE_VARIABLE, None)
+    if sqlite_path is not None:
+        shutil.rmtree(Path(sqlite_path).parent, ignore_errors=True)
+    pg_template = os.environ.pop(PG_TEMPLATE_VARIABLE, None)
+    if pg_template and _throwaway is None:  # a throwaway server goes with everything on it
+        asyncio.run(drop_pg_database(make_url(postgres_url()).set(database=pg_template).render_as_string(False)))
+
+
+async def create_pg_database(*, from_template: bool = True) -> str:
+    """A new database on the run's server: at the latest schema, or empty unless `from_template`."""
     name = f"chargenet_t_{secrets.token_hex(6)}"
+    template = os.environ[PG_TEMPLATE_VARIABLE] if from_template else "template1"
     admin = await asyncpg.connect(_plain_dsn(postgres_url()))
     try:
         for attempt in range(20):
             try:
-                await admin.execute(f'CREATE DATABASE "{name}"')
+                await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
                 break
             except asyncpg.ObjectInUseError:
-                # Another CREATE DATABASE is copying template1 at this moment (parallel test runs).
+                # Another CREATE DATABASE is copying template1 at this moment (parallel test runs), or a connection
+                # to the run's template has not yet gone.
                 if attempt == 19:
                     raise
                 await asyncio.sleep(0.1 * (attempt + 1))
@@ -128,9 +170,12 @@ async def drop_pg_database(url: str) -> None:
 
 @pytest.fixture(params=BACKENDS)
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """An empty database on each backend: a fresh SQLite file, or a fresh PostgreSQL database."""
+    """A database at the latest schema with nothing stored, on each backend: a SQLite file, or a PostgreSQL
+    database."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'chargenet.db'}"
+        path = tmp_path / "chargenet.db"
+        copy_sqlite_template(path)
+        yield f"sqlite+aiosqlite:///{path}"
         return
     url = await create_pg_database()
     try:
@@ -139,10 +184,23 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         await drop_pg_database(url)
 
 
+@pytest.fixture(params=BACKENDS)
+async def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database without even a schema, on each backend: for the tests of creating and migrating one."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'chargenet.db'}"
+        return
+    url = await create_pg_database(from_template=False)
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
 @pytest.fixture
 async def pg_url() -> AsyncIterator[str]:
-    """An empty PostgreSQL database, for tests whose processes share one: PostgreSQL only, as SQLite has one
-    writer."""
+    """A PostgreSQL database at the latest schema, for tests whose processes share one: PostgreSQL only, as SQLite
+    has one writer."""
     url = await create_pg_database()
     try:
         yield url
@@ -150,30 +208,11 @@ async def pg_url() -> AsyncIterator[str]:
         await drop_pg_database(url)
 
 
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file at the latest schema, made once per worker: copying it costs a thousandth of migrating."""
-    path = tmp_path_factory.mktemp("template") / "chargenet.db"
-
-    async def prepare() -> None:
-        template = Store(f"sqlite+aiosqlite:///{path}")
-        try:
-            await schema.prepare_schema(template)
-        finally:
-            await template.dispose()  # the last connection's close folds the WAL into the file
-
-    asyncio.run(prepare())
-    return path
-
-
 @pytest.fixture
-async def store(database_url: str, sqlite_template: Path) -> AsyncIterator[Store]:
+async def store(database_url: str) -> AsyncIterator[Store]:
     """A store at the latest schema, on each backend."""
-    url = make_url(database_url)
-    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
-        shutil.copyfile(sqlite_template, url.database)
     instance = Store(database_url)
-    await schema.prepare_schema(instance)  # a copy of the template is at the latest schema already: a check
+    await schema.prepare_schema(instance)  # the copy of the template is at the latest schema already: a check
     try:
         yield instance
     finally:

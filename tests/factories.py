@@ -121,6 +121,19 @@ async def partner_token(
     site_id: str | None = None,
 ) -> str:
     """A real access token for a new application in a new group granting `scopes` over the company (or site)."""
+    _, token = await partner_application(context, company_id, scopes, site_id=site_id)
+    return token
+
+
+async def partner_application(
+    context: AppContext,
+    company_id: str,
+    scopes: Iterable[str],
+    *,
+    site_id: str | None = None,
+) -> tuple[str, str]:
+    """A new application in a new group granting `scopes` over the company (or site): its client id and a real
+    access token of it."""
     from chargenet.auth.token_request import AuthMethod, ClientCredentials
     from chargenet.services import applications, groups
 
@@ -137,7 +150,7 @@ async def partner_token(
     issued = await context.auth.grant(
         ClientCredentials(credentials.client_id, credentials.client_secret, AuthMethod.BASIC), None
     )
-    return issued.access_token
+    return credentials.client_id, issued.access_token
 
 
 async def add_webhook(

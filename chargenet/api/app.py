@@ -8,11 +8,13 @@ from chargenet import __version__
 from chargenet.api import openapi
 from chargenet.api.input import InputCheck
 from chargenet.api.problems import install_problem_handlers
+from chargenet.api.rate_limit_headers import RateLimitHeaders
 from chargenet.api.routes import (
     applications,
     charge_point_commands,
     charge_points,
     groups,
+    logs,
     meters,
     sessions,
     sites,
@@ -41,6 +43,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
     api.state.directory = directory
     install_problem_handlers(api)
     api.add_middleware(InputCheck)
+    api.add_middleware(RateLimitHeaders)
     routers = (
         sites.router,
         stations.router,
@@ -52,6 +55,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
         station_commands.router,
         meters.router,
         webhooks.router,
+        logs.router,
     )
     for router in routers:
         api.include_router(router)

@@ -62,6 +62,10 @@ PROBLEM_SCHEMA: dict[str, Any] = {
             },
         },
         "stationErrorCode": {"type": "string", "description": "The OCPP CALLERROR code the station answered."},
+        "requestId": {
+            "type": "string",
+            "description": "The session request of POST /sessions; GET /sessions/requests/{requestId} reads it.",
+        },
         "stationErrorDescription": {
             "type": "string",
             "description": "The station's description of its error, or why its answer was refused.",
@@ -82,9 +86,23 @@ DESCRIPTIONS = {
     "409": "The object's state does not allow this.",
     "413": "The body is larger than the API accepts.",
     "422": "The input does not match the operation's schema or bounds.",
+    "429": "The application's rate limit is spent for now; retry after the seconds `Retry-After` says.",
     "502": "The station answered with an error, or with an answer its schema refuses.",
     "503": "The station is not connected.",
     "504": "The station did not answer in time.",
+}
+
+# On every answer to an authenticated request (docs/partners.md "Rate limits").
+RATE_LIMIT_HEADERS: dict[str, Any] = {
+    "RateLimit-Policy": {
+        "description": 'The application\'s quota: `"app";q=REQUESTS;w=60`, requests a minute.',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'Where the application stands: `"app";r=REMAINING;t=SECONDS`, the requests it may make now'
+        " and the seconds until its whole quota is back.",
+        "schema": {"type": "string"},
+    },
 }
 
 SCOPE_DESCRIPTIONS: dict[Scope, str] = {
@@ -101,6 +119,8 @@ SCOPE_DESCRIPTIONS: dict[Scope, str] = {
     Scope.GROUPS_WRITE: "Manage groups and their members.",
     Scope.METERS_READ: "Read meters.",
     Scope.METERS_WRITE: "Create and change meters.",
+    Scope.OCPP_MESSAGES_READ: "Read stations' OCPP message logs (every frame, as sent and received).",
+    Scope.AUDIT_LOG_READ: "Read the company's audit log (granted over the whole company; a site grant reads none).",
 }
 
 
@@ -319,7 +339,10 @@ def _describe(operation: dict[str, Any], path: str, method: str, scopes: list[st
     statuses = ["400", "413", "422"]
     if scopes:
         operation["security"] = [{SCHEME: scopes}]
-        statuses += ["401", "403"]
+        statuses += ["401", "403", "429"]
+        for status, answer in responses.items():
+            if status.startswith("2"):
+                answer.setdefault("headers", {}).update(RATE_LIMIT_HEADERS)
     else:
         operation.pop("security", None)
     if "{" in path or method != "GET" or names:
@@ -344,6 +367,14 @@ def _problem(status: str) -> dict[str, Any]:
     if status in ("401", "403"):
         answer["headers"] = {
             "WWW-Authenticate": {"description": "The RFC 6750 bearer challenge.", "schema": {"type": "string"}}
+        }
+    if status == "429":
+        answer["headers"] = {
+            "Retry-After": {
+                "description": "Seconds until the application may make a request again.",
+                "schema": {"type": "integer", "minimum": 1},
+            },
+            **RATE_LIMIT_HEADERS,
         }
     return answer
 

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import Match
 
-from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
+from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken, RateLimitExceeded
 from chargenet.errors import (
     ChargenetError,
     Conflict,
@@ -23,6 +23,7 @@ from chargenet.errors import (
     InvalidInput,
     NotFound,
     StationAnswerFailed,
+    StationCommandError,
     StationDidNotAnswer,
     StationNotConnected,
     UnreadableInput,
@@ -71,6 +72,11 @@ def _for_auth_error(exc: ChargenetError) -> JSONResponse | None:
             f'{BEARER_REALM}, error="invalid_token", error_description="the access token is invalid"'
         )
         return response
+    if isinstance(exc, RateLimitExceeded):
+        # The RateLimit and RateLimit-Policy headers are added to every answer by `rate_limit_headers`.
+        response = problem(429, "Too Many Requests", exc.message)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, InsufficientScope):
         response = problem(403, "Forbidden", f"the application's groups do not grant {exc.scope}")
         response.headers["WWW-Authenticate"] = f'{BEARER_REALM}, error="insufficient_scope", scope="{exc.scope}"'
@@ -97,10 +103,14 @@ def _members(exc: ChargenetError) -> dict[str, Any]:
         return {"errors": [{"field": f.field or "", "message": f.message, "line": f.line} for f in exc.faults]}
     if isinstance(exc, InvalidInput) and exc.field:
         return {"field": exc.field}
+    members: dict[str, Any] = {}
+    if isinstance(exc, StationCommandError) and exc.request_id is not None:
+        members["requestId"] = exc.request_id
     if isinstance(exc, StationAnswerFailed):
-        members = {"stationErrorCode": exc.code} if exc.code is not None else {}
-        return {**members, "stationErrorDescription": exc.description}
-    return {}
+        if exc.code is not None:
+            members["stationErrorCode"] = exc.code
+        members["stationErrorDescription"] = exc.description
+    return members
 
 
 def install_problem_handlers(app: FastAPI) -> None:

@@ -1,10 +1,11 @@
 """The bearer check every API endpoint shares (RFC 6750), as one FastAPI dependency.
 
-`require(scope)` authenticates the caller, checks that some group grants `scope` somewhere (403 otherwise, as
+`require(scope)` authenticates the caller, admits the request under the application's rate limit (429 once it is
+spent), checks that some group grants `scope` somewhere (403 otherwise, as
 decisions.md §4 says for lists), and hands the route the caller as the use cases know it
 (`services.callers.ApiApplication`); each use case then checks the objects it touches against the caller's
-reach. Errors are raised as `MissingToken`, `InvalidToken` and `InsufficientScope`; `chargenet.api.problems`
-renders them.
+reach. Errors are raised as `MissingToken`, `InvalidToken`, `RateLimitExceeded` and `InsufficientScope`;
+`chargenet.api.problems` renders them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from chargenet.api.dependencies import Context
-from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken
+from chargenet.api.rate_limit_headers import DECISION
+from chargenet.auth.errors import InsufficientScope, InvalidToken, MissingToken, RateLimitExceeded
 from chargenet.domain.scopes import Scope
 from chargenet.services.callers import ApiApplication
 
@@ -54,6 +56,12 @@ def require(scope: Scope) -> Requirement:
     async def dependency(request: Request, context: Context, _: _Declared) -> ApiApplication:
         assert context.auth is not None, "the auth server is installed"
         caller = await context.auth.authenticate(bearer_token(request))
+        # Every authenticated request counts against the application's limit, whatever its answer; the headers
+        # telling where it stands go on that answer (`rate_limit_headers`).
+        decision = await context.auth.rate_limits.admit(caller.principal)
+        request.scope[DECISION] = decision
+        if not decision.allowed:
+            raise RateLimitExceeded(decision.quota.requests, decision.retry_after)
         if not caller.permissions.anywhere(scope):
             raise InsufficientScope(scope.value)
         address = request.client.host if request.client else None

@@ -33,6 +33,16 @@ class TooManyFailedAttempts(ChargenetError):
         self.retry_after = retry_after
 
 
+class RateLimitExceeded(ChargenetError):
+    """The application has spent its rate limit for now (domain/rate_limits.py); a token is back in `retry_after` s."""
+
+    def __init__(self, requests: int, retry_after: int) -> None:
+        super().__init__(
+            f"the application's rate limit of {requests} requests a minute is spent; retry after {retry_after} s"
+        )
+        self.retry_after = retry_after
+
+
 class InsufficientScope(Forbidden):
     """The caller is authenticated but none of its groups grants `scope` where it was needed."""
 

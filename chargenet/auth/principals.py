@@ -43,13 +43,14 @@ class Principal:
     permissions: Permissions
     jwks: str | None = None  # the public keys of private_key_jwt, as registered
     jwks_url: str | None = None
+    rate_limit: int | None = None  # requests a minute the API admits; None: the default quota
 
 
 def _principal(client_id: str, rows: Iterable[Sequence[Any]]) -> Principal | None:
     rows = list(rows)
     if not rows:
         return None
-    company_id, enabled, generation, secret_hash, jwks, jwks_url = rows[0][:6]
+    company_id, enabled, generation, secret_hash, jwks, jwks_url, rate_limit = rows[0][:7]
     grants = [
         Grant(group_company, site_id, frozenset(Scope(s) for s in scopes.split() if s in _KNOWN_SCOPES))
         for *_, group_company, site_id, scopes in rows
@@ -64,6 +65,7 @@ def _principal(client_id: str, rows: Iterable[Sequence[Any]]) -> Principal | Non
         permissions=Permissions.of(company_id, grants),
         jwks=jwks,
         jwks_url=jwks_url,
+        rate_limit=rate_limit,
     )
 
 
@@ -80,6 +82,7 @@ class PrincipalReader:
                 Application.secret_hash,
                 Application.jwks,
                 Application.jwks_url,
+                Application.rate_limit,
                 Group.company_id,
                 Group.site_id,
                 Group.scopes,

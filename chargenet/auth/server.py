@@ -29,6 +29,7 @@ from chargenet.auth.keys import SigningKeys
 from chargenet.auth.limiter import FailureLimiter
 from chargenet.auth.permissions import Permissions
 from chargenet.auth.principals import Principal, PrincipalCache, PrincipalReader
+from chargenet.auth.rate_limits import RateLimits
 from chargenet.auth.revocations import RevokedTokens, UsedAssertions
 from chargenet.auth.token_request import AuthMethod, ClientAssertion, ClientAuthentication
 from chargenet.auth.tokens import AccessTokenClaims, IssuedToken, TokenIssuer, TokenValidator
@@ -71,6 +72,7 @@ class AuthServer:
         self.limiter = FailureLimiter()
         self._reader = PrincipalReader(store)
         self.principals = PrincipalCache(self._reader, clock)
+        self.rate_limits = RateLimits(store, clock)
         self.revoked = RevokedTokens(store, clock)
         self._used_assertions = UsedAssertions(store, clock)
         self.client_keys = ClientKeys(clock=clock, allow_private=settings.webhook_allow_private)

@@ -88,6 +88,7 @@ class Console:
     # Units of work that only read (`Store.read`): a page view does not queue behind the stations' writes.
     read: Transactions | None = None
     webhook_allow_private: bool = False  # CHARGENET_WEBHOOK_ALLOW_PRIVATE
+    event_retention_days: int = 7  # CHARGENET_EVENT_RETENTION_DAYS: how far back a webhook's events can be recovered
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)

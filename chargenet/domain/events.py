@@ -159,6 +159,7 @@ class StartTransactionPayload(_StrictPayload):
     reservationId: StrictInt | None = None
     idTokenType: StationValue | None = None
     stationTransactionId: StationValue | None = None
+    requestId: Annotated[StrictStr, Field(min_length=1, max_length=40)] | None = None
 
     _check_kwh = field_validator("meterStart")(_three_decimals)
 

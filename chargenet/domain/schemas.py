@@ -31,6 +31,7 @@ _DESCRIPTIONS = {
     "meterStop": "Meter reading in kWh at transaction end (at most 3 decimals).",
     "transactionId": "Transaction identifier given by the edge, unique across the service.",
     "reservationId": "Reservation the transaction fulfils, when there was one.",
+    "requestId": "The session request of POST /sessions this transaction follows, when it was started over the API.",
     "reason": "Why the transaction stopped; Local when the station did not say.",
     "idTokenType": "OCPP 2.0.1 stations: the type of the driver's idToken (ISO14443, eMAID, ...).",
     "stationStatus": "OCPP 2.0.1 stations: the station's own authorization status, when it is not one of status's.",

@@ -25,6 +25,8 @@ class Scope(StrEnum):
     METERS_READ = "meters:read"
     METERS_WRITE = "meters:write"
     SITES_WRITE = "sites:write"
+    OCPP_MESSAGES_READ = "ocpp-messages:read"
+    AUDIT_LOG_READ = "audit-log:read"
 
 
 def parse_scope(value: str) -> Scope:

@@ -35,6 +35,7 @@ from chargenet.edge.core.messages import (
 )
 from chargenet.edge.ocpp16 import relaying
 from chargenet.edge.ocpp16.frames import Payload, dump_payload
+from chargenet.edge.remote_starts import link_request
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
     AuthCacheEntry,
@@ -295,7 +296,8 @@ async def record_start(
 ) -> StartWritten:
     """A new start (transactions Rules 2 and 4a) in the caller's unit: the open transactions it ends are closed with
     their StopTransaction events, the start is stored with its StartTransaction event, and, when the station's
-    answer is the edge's own, its Authorize event is published and the start queued for the upstream.
+    answer is the edge's own, its Authorize event is published and the start queued for the upstream. A start that
+    follows a session request of the API is linked to it, and its event names it (`remote_starts`).
     A concurrent identical start makes the insert fail on its unique constraint (`is_duplicate_start`)."""
     closed = []
     for ending in plan.closes:
@@ -333,6 +335,14 @@ async def record_start(
     session.add(row)
     await session.flush()
     transaction_id = tx.check_transaction_id(row.id)
+    request_id = await link_request(
+        session,
+        station_id=station.station_id,
+        ocpp_connector_id=started.connector.station_number,
+        id_tag=started.token.value,
+        transaction_id=transaction_id,
+        now=now,
+    )
     event = StartTransactionPayload(
         stationId=station.station_id,
         chargePointId=address.charge_point_id,
@@ -341,6 +351,7 @@ async def record_start(
         meterStart=wh_to_kwh(started.meter_start_wh),
         transactionId=transaction_id,
         **({"reservationId": started.reservation_id} if started.reservation_id is not None else {}),
+        **({"requestId": request_id} if request_id is not None else {}),
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
     sequence = None

@@ -59,6 +59,13 @@ class ServiceMetrics:
             buckets=REQUEST_BUCKETS,
             registry=registry,
         )
+        self.rate_limited = Counter(
+            "chargenet_api_rate_limited",
+            "API requests refused with 429 because the application's rate limit was spent, by the class of its "
+            "limit: the default quota or one of its own",
+            ["limit"],
+            registry=registry,
+        )
         self.charge_point_pages = Counter(
             "chargenet_charge_point_pages",
             "Pages of GET /charge-points, by where they were read: the process's copy (memory) or the store",

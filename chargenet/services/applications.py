@@ -1,5 +1,5 @@
 """Client applications: create under a company, disable, enable, delete, rotate the secret, register the public
-keys of private_key_jwt (RFC 7523).
+keys of private_key_jwt (RFC 7523), set the rate limit of its API requests.
 
 The secret is returned once, by `create_application` and `rotate_secret`, and only its keyed hash is
 stored. Every change here reaches tokens already issued through the bearer check, which reloads an
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.auth.client_assertions import public_key_set
 from chargenet.auth.errors import InsufficientScope, InvalidClientAssertion
 from chargenet.auth.secrets import new_client_id, new_client_secret
+from chargenet.domain.rate_limits import MAX_REQUESTS
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import InvalidInput, NotFound
@@ -56,6 +57,8 @@ class ApplicationView(View):
     # The public keys of private_key_jwt: the registered JWKS document, or the URL it is read from.
     jwks: dict[str, Any] | None = None
     jwks_url: str | None = None
+    # API requests a minute the application may make; None: the default (domain/rate_limits.py, DEFAULT_REQUESTS).
+    rate_limit: int | None = None
 
 
 class Credentials(View):
@@ -183,6 +186,28 @@ async def rotate_secret(
     return Credentials(client_id=client_id, client_secret=secret)
 
 
+async def set_rate_limit(
+    session: AsyncSession,
+    caller: Caller,
+    client_id: str,
+    *,
+    requests: int | None,
+    now: datetime,
+    expected_version: int | None = None,
+) -> ApplicationView:
+    """Give the application a rate limit of its own, `requests` API requests a minute (None: back to the default).
+    It applies to its requests within the bearer check's PRINCIPAL_TTL."""
+    if requests is not None and not 1 <= requests <= MAX_REQUESTS:
+        raise InvalidInput(f"a rate limit is 1 to {MAX_REQUESTS} requests a minute", field="rateLimit")
+    app = await _get(session, caller, client_id, expected_version=expected_version)
+    if app.rate_limit != requests:
+        app.rate_limit = requests
+        limit = "default" if requests is None else str(requests)
+        await _changed(session, caller, app, "set-rate-limit", now, {"rateLimit": limit})
+    await session.flush()
+    return await _view(session, app)
+
+
 async def _check_jwks_url(url: str, *, allow_private: bool, resolver: Resolver) -> None:
     """Refuse a key set URL that is not http(s), or whose host resolves now to an address that is not allowed
     (an unresolvable name passes: the authorization server checks again at every fetch)."""
@@ -259,6 +284,7 @@ def _make_view(app: Application, group_ids: Iterable[str]) -> ApplicationView:
         version=app.version,
         jwks=json.loads(app.jwks) if app.jwks is not None else None,
         jwks_url=app.jwks_url,
+        rate_limit=app.rate_limit,
     )
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.services.callers import Actor, ApiApplication, Caller
 from chargenet.services.pages import Page, PageRequest
@@ -200,10 +201,13 @@ async def list_records(
     session: AsyncSession, caller: Caller, page: PageRequest, *, company_id: str, where: AuditFilter | None = None
 ) -> Page[AuditEntry]:
     """One company's records, newest first (by id), narrowed by `where`. A company's log is read by its own
-    operators, whatever their role, and by the local operator; no scope grants it to an application, so another
-    company's log, or any for an application, is `NotFound`."""
-    if isinstance(caller, ApiApplication) or caller.company_id not in (None, company_id):
+    operators, whatever their role, by the local operator, and by its applications granted `audit-log:read` over
+    the whole company (a grant at a site reads none of it: the log is the company's). Another company's log is
+    `NotFound`."""
+    if caller.company_id not in (None, company_id):
         raise NotFound("company", company_id)
+    if isinstance(caller, ApiApplication) and not caller.reach(Scope.AUDIT_LOG_READ).covers_company(company_id):
+        return Page[AuditEntry](items=[], next=None)
     where = where or AuditFilter()
     query = select(AuditRecord).where(AuditRecord.company_id == company_id)
     before = page.after_number()

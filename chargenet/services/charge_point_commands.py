@@ -7,7 +7,9 @@ for sessions, `charge-points:write` for the other commands), sends the command t
 port, and turns the station's answer into a result or an error: `StationNotConnected` (503),
 `StationDidNotAnswer` (504), `StationAnswerFailed` (502: a CALLERROR or an answer that breaks its schema),
 `StationRejected` (409 for sessions), `NotFound` (404, also for what the caller may not see). A command's lookup
-runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked.
+runs in a unit of work of `reading` (`Store.read`) that ends before the station is asked; a partner's session
+start (`request_session`) looks up and stores its request in one unit of `transaction` before, and the station's
+answer in another after.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.clock import Clock
 from chargenet.domain.scopes import Scope
+from chargenet.domain.session_requests import RequestStatus
 from chargenet.domain.tenants import (
     ConnectorAddress,
     StationLayout,
@@ -24,8 +28,17 @@ from chargenet.domain.tenants import (
     ocpp_connector_id,
 )
 from chargenet.edge.ocpp16.frames import Payload
-from chargenet.errors import Conflict, InvalidInput, NotFound, StationRejected
+from chargenet.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StationCommandError,
+    StationDidNotAnswer,
+    StationNotConnected,
+    StationRejected,
+)
 from chargenet.ports import StationCommands
+from chargenet.services import session_requests
 from chargenet.services.callers import Caller
 from chargenet.services.localauth import validate_id_tag
 from chargenet.services.reach import reachable_on_site
@@ -54,6 +67,7 @@ class AvailabilityAnswer(View):
 
 @dataclass(frozen=True, slots=True)
 class Target:
+    site_id: str
     station_id: str
     ocpp_connector_id: int
     layout: StationLayout
@@ -73,7 +87,7 @@ async def _target(
         # A connector the charge point does not have is an object named in the body that does not exist.
         raise NotFound("connector", f"{connector_id} of {charge_point_id}")
     address = ConnectorAddress(charge_point_id, connector_id)
-    return Target(station.id, ocpp_connector_id(layout, address), layout, address)
+    return Target(station.site_id, station.id, ocpp_connector_id(layout, address), layout, address)
 
 
 async def _command(edge: StationCommands, target: Target, action: str, payload: Payload) -> Payload:
@@ -96,15 +110,87 @@ async def start_session(
     connector_id: int,
     id_tag: str,
 ) -> CommandAnswer:
-    """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it."""
+    """RemoteStartTransaction; `{"status": "Accepted"}` once the station accepted it. The API's starts are
+    followed by a request of their own (`request_session`)."""
+    check_session_start(connector_id, id_tag)
+    async with reading() as session:
+        target = await session_target(session, caller, charge_point_id, connector_id)
+    return await _remote_start(edge, target, id_tag)
+
+
+def check_session_start(connector_id: int, id_tag: str) -> None:
+    """`InvalidInput` for a session that cannot start: an idTag that is none, or no numbered connector."""
     validate_id_tag(id_tag)
     if connector_id < 1:
         raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
-    async with reading() as session:
-        target = await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
+
+
+async def session_target(session: AsyncSession, caller: Caller, charge_point_id: str, connector_id: int) -> Target:
+    """The station and connector a session starts on, if the caller's `sessions:write` reaches them."""
+    return await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
+
+
+async def _remote_start(edge: StationCommands, target: Target, id_tag: str) -> CommandAnswer:
+    """RemoteStartTransaction to `target`; `StationRejected` unless the station accepted it."""
     payload = {"connectorId": target.ocpp_connector_id, "idTag": id_tag}
     answer = await _command(edge, target, "RemoteStartTransaction", payload)
     return _accepted(target.station_id, "RemoteStartTransaction", answer)
+
+
+class SessionRequested(CommandAnswer):
+    """The station's answer to a session started over the API, and the request that follows it."""
+
+    request_id: str
+
+
+def _request_status(exc: StationCommandError) -> RequestStatus:
+    """What a request records when its command did not end with the station's acceptance."""
+    if isinstance(exc, StationRejected):
+        return RequestStatus.REJECTED
+    if isinstance(exc, StationNotConnected):
+        return RequestStatus.NOT_CONNECTED
+    if isinstance(exc, StationDidNotAnswer):
+        return RequestStatus.TIMEOUT
+    return RequestStatus.FAILED  # StationAnswerFailed: a CALLERROR, or an answer that breaks its schema
+
+
+async def request_session(
+    transaction: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    clock: Clock,
+    *,
+    charge_point_id: str,
+    connector_id: int,
+    id_tag: str,
+) -> SessionRequested:
+    """RemoteStartTransaction for a partner, followed by a session request (`session_requests`): stored before
+    the station is asked, its answer recorded after, each in a unit of its own. A refusal, a station not connected
+    or silent, raise as `start_session`'s do, naming the request (`request_id`); refused input stores nothing."""
+    check_session_start(connector_id, id_tag)
+    async with transaction() as session:
+        target = await session_target(session, caller, charge_point_id, connector_id)
+        request_id = await session_requests.open_request(
+            session,
+            caller,
+            site_id=target.site_id,
+            station_id=target.station_id,
+            charge_point_id=charge_point_id,
+            connector_id=connector_id,
+            ocpp_connector_id=target.ocpp_connector_id,
+            id_tag=id_tag,
+            now=clock.now(),
+        )
+    try:
+        answer = await _remote_start(edge, target, id_tag)
+    except StationCommandError as exc:
+        async with transaction() as session:
+            await session_requests.record_answer(session, request_id, _request_status(exc), now=clock.now())
+        exc.request_id = request_id
+        raise
+    async with transaction() as session:
+        await session_requests.record_answer(session, request_id, RequestStatus.ACCEPTED, now=clock.now())
+    return SessionRequested(status=answer.status, request_id=request_id)
 
 
 async def stop_session(

@@ -1,4 +1,4 @@
-"""A station's OCPP message log as an operator reads it (`charge-points:read`): every frame to and from the
+"""A station's OCPP message log as an operator or a partner reads it (`ocpp-messages:read`): every frame to and from the
 station and to and from its site's upstream, kept 30 days (decisions.md §4), filtered by action, direction,
 message id and time.
 
@@ -88,8 +88,8 @@ class MessageFilter:
 
 
 async def check_station(session: AsyncSession, caller: Caller, station_id: str) -> Station:
-    """The station, if the caller's `charge-points:read` reaches it; `NotFound` otherwise."""
-    return await reachable_station(session, caller, Scope.CHARGE_POINTS_READ, station_id)
+    """The station, if the caller's `ocpp-messages:read` reaches it; `NotFound` otherwise."""
+    return await reachable_station(session, caller, Scope.OCPP_MESSAGES_READ, station_id)
 
 
 def _query(station_id: str, where: MessageFilter) -> Select[Any]:

@@ -1,24 +1,27 @@
 """Transactions as the API lists them for partners (`transactions:read`): OCPP transactions and meter sessions in
-one id order, since they share one id sequence (`sequences`); and a station's OCPP transactions in progress.
+one id order, since they share one id sequence (`sequences`); one of them with its meter samples, page by page;
+and a station's OCPP transactions in progress.
 
 The operator's views of the same rows, filtered, newest first and with their timelines, are `sessions`.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.energy import wh_to_kwh
+from chargenet.domain.energy import kwh_to_wh, wh_to_kwh
 from chargenet.domain.scopes import Scope
 from chargenet.domain.text import INT32_MAX
+from chargenet.errors import NotFound
 from chargenet.services.callers import Caller
-from chargenet.services.pages import Page, PageRequest
-from chargenet.services.reach import reachable_station, site_filter
+from chargenet.services.pages import Page, PageRequest, UnknownCursor, encode_cursor
+from chargenet.services.reach import reachable_on_site, reachable_station, site_filter
 from chargenet.services.views import Instant, View, optional
-from chargenet.store.models import EdgeTransaction, MeterSession, Site
+from chargenet.store.models import EdgeTransaction, MeterSample, MeterSession, Site
 
 Source = Literal["ocpp", "meter"]
 # Where a transaction charged, for which idTag and since when: columns of both its tables, as `Transaction` names them.
@@ -45,12 +48,13 @@ def located(row: EdgeTransaction | MeterSession | Row[Any]) -> dict[str, Any]:
 
 
 class TransactionView(Transaction):
-    """One transaction as the API lists it; `stoppedAt`, `meterStop` and `reason` once it stopped."""
+    """One transaction as the API lists it; `stoppedAt`, `meterStop`, `energy` and `reason` once it stopped."""
 
     meter_start: float
     active: bool
     stopped_at: Instant | None = optional()
     meter_stop: float | None = optional()
+    energy: float | None = optional()  # kWh delivered, meterStop - meterStart, once stopped
     reason: str | None = optional()
 
     @classmethod
@@ -72,6 +76,7 @@ class TransactionView(Transaction):
             active=row.stopped_at is None,
             stopped_at=row.stopped_at if stopped else None,
             meter_stop=wh_to_kwh(meter_stop_wh) if stopped and meter_stop_wh is not None else None,
+            energy=wh_to_kwh(meter_stop_wh - meter_start_wh) if stopped and meter_stop_wh is not None else None,
             reason=reason if stopped else None,
         )
 
@@ -128,3 +133,58 @@ async def active_on_station(session: AsyncSession, caller: Caller, station_id: s
         .order_by(EdgeTransaction.charge_point_id, EdgeTransaction.connector_id, EdgeTransaction.id)
     )
     return [TransactionView.of_edge(row) for row in rows]
+
+
+async def get_transaction(session: AsyncSession, caller: Caller, transaction_id: int) -> TransactionView:
+    """One transaction of either kind, if the caller's `transactions:read` reaches its site; `NotFound` otherwise."""
+    missing = NotFound("transaction", str(transaction_id))
+    if not 0 < transaction_id <= INT32_MAX:
+        raise missing
+    row = await session.get(EdgeTransaction, transaction_id)
+    if row is not None:
+        return TransactionView.of_edge(await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, row, missing))
+    metered = await session.get(MeterSession, transaction_id)
+    return TransactionView.of_meter(await reachable_on_site(session, caller, Scope.TRANSACTIONS_READ, metered, missing))
+
+
+class SampleView(View):
+    """The meter at one instant of a transaction: its register (`energy`, kWh), what the transaction delivered so
+    far (`delivered`, kWh), and the power (W) when it was reported."""
+
+    at: Instant
+    energy: float
+    delivered: float
+    power: float | None = optional()
+
+
+def _sample_key(at: str) -> datetime:
+    """The instant a page's key names; `UnknownCursor` for a key that is none (no page of samples gave it)."""
+    try:
+        instant = datetime.fromisoformat(at)
+    except ValueError:
+        instant = None
+    if instant is None or instant.tzinfo is None:
+        raise UnknownCursor(encode_cursor(at))
+    return instant
+
+
+async def transaction_samples(
+    session: AsyncSession, caller: Caller, transaction_id: int, page: PageRequest
+) -> Page[SampleView]:
+    """A page of the meter samples its own station (or meter) reported for a transaction of either kind and either
+    OCPP generation, oldest first; `NotFound` as `get_transaction`."""
+    transaction = await get_transaction(session, caller, transaction_id)
+    query = (
+        select(MeterSample.at, MeterSample.energy_wh, MeterSample.power_w)
+        .where(MeterSample.transaction_id == transaction_id, MeterSample.station_id == transaction.station_id)
+        .order_by(MeterSample.at)
+        .limit(page.fetch)
+    )
+    if page.after is not None:
+        query = query.where(MeterSample.at > _sample_key(page.after))
+    start = kwh_to_wh(transaction.meter_start)
+    samples = [
+        SampleView(at=at, energy=wh_to_kwh(energy), delivered=wh_to_kwh(energy - start), power=power)
+        for at, energy, power in await session.execute(query)
+    ]
+    return page.page(samples, lambda sample: sample.at.isoformat())

@@ -31,6 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
 from chargenet.domain.text import is_storable
+from chargenet.domain.webhook_filters import check_filter, loaded, stored
+from chargenet.domain.webhook_headers import check_custom_headers, loaded_headers, stored_headers
 from chargenet.errors import Conflict, InvalidInput, StaleChange
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
@@ -66,7 +68,8 @@ from chargenet.webhooks.outbound_auth import (
 )
 from chargenet.webhooks.queue import store_dead_letter
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat, check_format
-from chargenet.webhooks.transport import HostUnresolvable, OutboundAddressRefused, Resolver, checked_addresses, resolve
+from chargenet.webhooks.targets import check_targets, targets_of
+from chargenet.webhooks.transport import Resolver, resolve
 
 MAX_PAGE = 500
 
@@ -83,6 +86,15 @@ class WebhookView(View):
     signature_algorithm: str = Field(alias="alg")
     signature_format: str
     enabled: bool
+    headers: dict[str, str] = Field(
+        description="custom request headers, sent with every request and not covered by the signature"
+    )
+    stations: list[str] = Field(description="only events of these stations (and of `chargePoints`); none: all")
+    charge_points: list[str] = Field(description="only events of these charge points (and of `stations`)")
+    auth_overlap_until: Instant | None = Field(
+        default=None,
+        description="while the previous credentials of a rotation are kept: a 401 or 403 is retried once with them",
+    )
     version: int = Field(description="bumped by every change; an edit made from an older version is refused")
     created_at: Instant
     updated_at: Instant
@@ -183,13 +195,17 @@ def _view(row: Webhook, company_id: str) -> WebhookView:
         signature_algorithm=row.signature_algorithm,
         signature_format=row.signature_format,
         enabled=row.enabled,
+        headers=dict(loaded_headers(row.custom_headers)),
+        stations=sorted(loaded(row.station_filter)),
+        charge_points=sorted(loaded(row.charge_point_filter)),
+        auth_overlap_until=row.previous_credentials_until,
         version=row.version,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
 
 
-async def _view_of(session: AsyncSession, row: Webhook) -> WebhookView:
+async def view_of(session: AsyncSession, row: Webhook) -> WebhookView:
     company_id = await session.scalar(select(Site.company_id).where(Site.id == row.site_id))
     assert company_id is not None
     return _view(row, company_id)
@@ -209,46 +225,13 @@ def parse_event_types(values: Sequence[str]) -> list[EventType]:
     return result
 
 
-async def _check_target(url: str, *, allow_private: bool, resolver: Resolver, field: str) -> None:
-    """Refuse a URL whose host resolves now to an address that is not allowed, with InvalidInput naming
-    `field` (unresolvable names pass: the sender checks again at every connect)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        await checked_addresses(host, port, allow_private=allow_private, resolver=resolver)
-    except OutboundAddressRefused as exc:
-        raise InvalidInput(f"target refused: {exc.reason}", field=field) from None
-    except HostUnresolvable:
-        return
-
-
-def _targets(url: str | None, auth: OutboundAuth | None) -> tuple[tuple[str, str], ...]:
-    """The addresses a change makes the webhook reach, each with the field that names it: its URL, and an OAuth2
-    token URL, since a token request is an outbound request like the delivery itself: a private token URL would
-    let a webhook reach into the operator's network just the same (decisions.md §4)."""
-    targets = []
-    if url is not None:
-        targets.append(("url", url))
-    if isinstance(auth, OAuth2ClientCredentials):
-        targets.append(("tokenUrl", auth.token_url))
-    return tuple(targets)
-
-
-async def _check_targets(targets: tuple[tuple[str, str], ...], *, allow_private: bool, resolver: Resolver) -> None:
-    """Resolve each target and refuse one that is not allowed. Called outside any unit of work: a resolver may
-    take seconds to answer, and on SQLite a unit that writes holds the store's one writer lock meanwhile."""
-    for field, url in targets:
-        await _check_target(url, allow_private=allow_private, resolver=resolver, field=field)
-
-
-def _encrypt(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
+def encrypt_auth(cipher: CredentialCipher, auth: OutboundAuth) -> bytes | None:
     if isinstance(auth, NoAuth):
         return None
     return cipher.encrypt(json.dumps(to_document(auth)))
 
 
-def _stored_auth(cipher: CredentialCipher, row: Webhook) -> OutboundAuth:
+def stored_auth(cipher: CredentialCipher, row: Webhook) -> OutboundAuth:
     if row.credentials is None:
         return NoAuth()
     return from_document(json.loads(cipher.decrypt(row.credentials)))
@@ -261,7 +244,8 @@ def shown_url(url: str) -> str:
 
 
 def _settings(row: Webhook) -> dict[str, str]:
-    """What an audit record says of a webhook's settings: never a credential."""
+    """What an audit record says of a webhook's settings: never a credential, and of custom headers their names
+    only (a partner may put in one what it should not)."""
     return {
         "site": row.site_id,
         "url": shown_url(row.url),
@@ -269,6 +253,9 @@ def _settings(row: Webhook) -> dict[str, str]:
         "auth": row.auth_type,
         "alg": row.signature_algorithm,
         "format": row.signature_format,
+        "headers": ",".join(name for name, _ in loaded_headers(row.custom_headers)),
+        "stations": row.station_filter or "",
+        "chargePoints": row.charge_point_filter or "",
     }
 
 
@@ -308,20 +295,25 @@ async def create_webhook(
     auth: OutboundAuth | AuthForm,
     algorithm: SignatureAlgorithm = SignatureAlgorithm.ED25519,
     signature_format: SignatureFormat = SignatureFormat.RFC9421,
+    headers: Sequence[tuple[str, str]] = (),
+    stations: Sequence[str] = (),
+    charge_points: Sequence[str] = (),
     now: datetime,
     allow_private: bool,
     resolver: Resolver = resolve,
 ) -> WebhookView:
     """Create the webhook in a unit of work of its own, once its addresses have been resolved and allowed outside
     any. Raises NotFound for an unknown site (or one the caller's `webhooks:write` does not reach), InvalidInput
-    for a bad URL, event type, algorithm or auth."""
+    for a bad URL, event type, algorithm, auth, custom header or filter."""
     refuse_viewer(caller, "creating a webhook")
     check_url(url)
     types = parse_event_types(event_types)
+    custom = check_custom_headers(headers)
+    station_ids, charge_point_ids = check_filter(stations, charge_points)
     if isinstance(auth, AuthForm):
         auth = auth_from_form(auth)
     check_format(algorithm, signature_format)
-    await _check_targets(_targets(url, auth), allow_private=allow_private, resolver=resolver)
+    await check_targets(targets_of(url, auth), allow_private=allow_private, resolver=resolver)
     async with transaction() as session:
         site = await reachable_site(session, caller, Scope.WEBHOOKS_WRITE, site_id)
         row = Webhook(
@@ -330,9 +322,12 @@ async def create_webhook(
             url=url,
             event_types=",".join(types),
             auth_type=auth.type.value,
-            credentials=_encrypt(cipher, auth),
+            credentials=encrypt_auth(cipher, auth),
             signature_algorithm=algorithm.value,
             signature_format=signature_format.value,
+            custom_headers=stored_headers(custom),
+            station_filter=stored(station_ids),
+            charge_point_filter=stored(charge_point_ids),
             created_at=now,
             updated_at=now,
         )
@@ -360,14 +355,19 @@ async def update_webhook(
     algorithm: SignatureAlgorithm | None = None,
     signature_format: SignatureFormat | None = None,
     enabled: bool | None = None,
+    headers: Sequence[tuple[str, str]] | None = None,
+    stations: Sequence[str] | None = None,
+    charge_points: Sequence[str] | None = None,
     expected_version: int | None = None,
     resolver: Resolver = resolve,
 ) -> WebhookView:
     """Change settings, and with `enabled` enable or disable the webhook too (as `set_enabled`), in one unit of
     work. Dropping an event type deletes its lane; events still waiting in it go to the dead letters with reason
     `unsubscribed` (replayable once the type is subscribed again). An `AuthForm` keeps the stored credentials its
-    blank fields stand for. Raises `StaleChange` when `expected_version` is given and the webhook moved on;
-    nothing is changed when any setting is refused.
+    blank fields stand for; new credentials given here replace the old at once and end a rotation's overlap
+    (`webhook_rotation` keeps the old ones for a while). `headers` replaces the custom headers; `stations` and
+    `charge_points` replace that part of the filter (events already in a lane stay there). Raises `StaleChange`
+    when `expected_version` is given and the webhook moved on; nothing is changed when any setting is refused.
 
     A new URL or token URL is resolved and allowed before that unit, outside any: where an `AuthForm` needs the
     stored credentials to say which token URL it means, they are read in a short unit first. Should the webhook
@@ -375,6 +375,7 @@ async def update_webhook(
     if url is not None:
         check_url(url)
     types = parse_event_types(event_types) if event_types is not None else None
+    care = _care_change(headers, stations, charge_points)
     if algorithm is not None and signature_format is not None:
         check_format(algorithm, signature_format)
     checked: tuple[tuple[str, str], ...] = ()
@@ -386,22 +387,22 @@ async def update_webhook(
                     session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook"
                 )
                 check_version("webhook", row.id, row.version, expected_version)
-                meant = auth_from_form(auth, _stored_auth(cipher, row))
+                meant = auth_from_form(auth, stored_auth(cipher, row))
         else:
             meant = auth
-        checked = _targets(url, meant)
-        await _check_targets(checked, allow_private=allow_private, resolver=resolver)
+        checked = targets_of(url, meant)
+        await check_targets(checked, allow_private=allow_private, resolver=resolver)
     async with transaction() as session:
         row = await reachable_webhook(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change="changing a webhook")
         check_version("webhook", row.id, row.version, expected_version)
         if isinstance(auth, AuthForm):
-            auth = auth_from_form(auth, _stored_auth(cipher, row))
-        if not set(_targets(url, auth)) <= set(checked):
+            auth = auth_from_form(auth, stored_auth(cipher, row))
+        if not set(targets_of(url, auth)) <= set(checked):
             raise StaleChange(f"webhook {row.id}'s credentials were changed meanwhile; try again")
-        await _change(session, caller, cipher, row, now, url, types, auth, algorithm, signature_format)
+        await _change(session, caller, cipher, row, now, url, types, auth, algorithm, signature_format, care)
         if enabled is not None:
             await _switch(session, caller, row, enabled, now)
-        return await _view_of(session, row)
+        return await view_of(session, row)
 
 
 async def _change(
@@ -415,9 +416,13 @@ async def _change(
     auth: OutboundAuth | None,
     algorithm: SignatureAlgorithm | None,
     signature_format: SignatureFormat | None,
+    care: _CareChange | None = None,
 ) -> None:
     """`update_webhook`'s change of the settings, once its addresses are allowed."""
-    before = (_settings(row), row.credentials)
+    # The custom headers' values too: the audit record names the headers only, but a new value is a change.
+    before = (_settings(row), row.credentials, row.custom_headers)
+    if care is not None:
+        _apply_care(row, care)
     new_algorithm = algorithm or SignatureAlgorithm(row.signature_algorithm)
     new_format = signature_format or SignatureFormat(row.signature_format)
     try:
@@ -428,9 +433,10 @@ async def _change(
     if url is not None:
         row.url = url
     row.signature_algorithm, row.signature_format = new_algorithm.value, new_format.value
-    if auth is not None and auth != _stored_auth(cipher, row):
+    if auth is not None and auth != stored_auth(cipher, row):
         row.auth_type = auth.type.value
-        row.credentials = _encrypt(cipher, auth)
+        row.credentials = encrypt_auth(cipher, auth)
+        row.previous_credentials = row.previous_credentials_until = None
     if types is not None:
         row.event_types = ",".join(types)
         # Locked before their entries are read, in id order as the filler and the lane workers lock them: an
@@ -452,7 +458,7 @@ async def _change(
                     delete(WebhookLaneEntry).where(WebhookLaneEntry.lane_id == lane.id).execution_options(**LONG)
                 )
                 await session.delete(lane)
-    if (_settings(row), row.credentials) != before:
+    if (_settings(row), row.credentials, row.custom_headers) != before:
         row.version += 1
         row.updated_at = now
         detail = _settings(row)
@@ -462,6 +468,36 @@ async def _change(
         await audit_change(session, caller, row, "webhook.update", now, detail)
         webhook_changed(session)
     await session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class _CareChange:
+    headers: str | bool | None
+    """The custom headers as stored, or False when they are not changed."""
+    stations: str | bool | None
+    charge_points: str | bool | None
+
+
+def _care_change(
+    headers: Sequence[tuple[str, str]] | None, stations: Sequence[str] | None, charge_points: Sequence[str] | None
+) -> _CareChange:
+    """Custom headers and filter of an update, checked before anything is read or written."""
+    checked = check_filter(stations or (), charge_points or ())
+    return _CareChange(
+        headers=False if headers is None else stored_headers(check_custom_headers(headers)),
+        stations=False if stations is None else stored(checked[0]),
+        charge_points=False if charge_points is None else stored(checked[1]),
+    )
+
+
+def _apply_care(row: Webhook, care: _CareChange) -> None:
+    # `_change` compares the settings before and after: a change here is audited and bumps the version with it.
+    if care.headers is not False:
+        row.custom_headers = care.headers if isinstance(care.headers, str) else None
+    if care.stations is not False:
+        row.station_filter = care.stations if isinstance(care.stations, str) else None
+    if care.charge_points is not False:
+        row.charge_point_filter = care.charge_points if isinstance(care.charge_points, str) else None
 
 
 async def set_enabled(
@@ -479,7 +515,7 @@ async def set_enabled(
     row = await reachable_webhook(session, caller, Scope.WEBHOOKS_WRITE, webhook_id, change=f"{verb} a webhook")
     check_version("webhook", row.id, row.version, expected_version)
     await _switch(session, caller, row, enabled, now)
-    return await _view_of(session, row)
+    return await view_of(session, row)
 
 
 async def _switch(session: AsyncSession, caller: Caller, row: Webhook, enabled: bool, now: datetime) -> None:
@@ -518,14 +554,14 @@ async def delete_webhook(
 
 async def get_webhook(session: AsyncSession, caller: Caller, webhook_id: str) -> WebhookDetail:
     row = await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    view = await _view_of(session, row)
+    view = await view_of(session, row)
     return WebhookDetail(**dict(view), lanes=await lane_views(session, webhook_id))
 
 
 async def auth_summary(session: AsyncSession, caller: Caller, cipher: CredentialCipher, webhook_id: str) -> AuthSummary:
     """Which credential fields of the webhook are set, for a form that shows "set" instead of their values."""
     row = await reachable_webhook(session, caller, Scope.WEBHOOKS_READ, webhook_id)
-    auth = _stored_auth(cipher, row)
+    auth = stored_auth(cipher, row)
     method = auth.token_auth_method if isinstance(auth, OAuth2ClientCredentials) else TokenAuthMethod.BASIC
     return AuthSummary(auth.type, frozenset(_auth_values(auth)), method)
 

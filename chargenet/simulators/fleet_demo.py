@@ -7,6 +7,9 @@ and take turns: one charges for half a minute, reporting its meter every few sec
 Available; they alternate plug-first and tag-first sessions and connectors 1 and 2. So Authorize,
 ChargePointStatus, StartTransaction and StopTransaction events flow, the live page shows a connector Charging at
 any moment, and each session has a curve of meter values to draw.
+
+With `OCPP201_STATION` on, a third station, DEMO-3, takes its turns beside them speaking OCPP 2.0.1 (a station's
+generation is its own: the same story, told in TransactionEvents), charging with the local tag.
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ from chargenet.services import localauth, sites
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators import demo_site
 from chargenet.simulators.cpo import SimulatedCentralSystem
-from chargenet.simulators.station import SimulatedStation
+from chargenet.simulators.scenario import simulated_station
 
 log = logging.getLogger(__name__)
 
 # (station id, idTag it charges with); the first tag is in the local list, the second only upstream.
 DEMO_STATIONS = (("DEMO-1", "DEMO-LOCAL-TAG"), ("DEMO-2", "DEMO-UPSTREAM-TAG"))
+# The OCPP 2.0.1 station and its tag (the local one: the simulated upstream speaks 1.6 only, so the edge is its
+# central system), in the demo when OCPP201_STATION is on.
+DEMO_STATION_201 = ("DEMO-3", "DEMO-LOCAL-TAG")
+OCPP201_STATION = False
+CONNECTORS = 2
 DEMO_AUTHORIZATION_KEY = "demo-authorization-key"
 CHARGING_S = 30.0  # a session's length
 METER_EVERY_S = 5.0  # MeterValues while charging
@@ -36,10 +44,14 @@ PAUSE_BETWEEN_TURNS_S = 5.0
 class DemoFleet:
     name = "demo fleet"
 
-    def __init__(self, context: AppContext, site_id: str) -> None:
+    def __init__(self, context: AppContext, site_id: str, *, ocpp201: bool = OCPP201_STATION) -> None:
         self._context = context
         self._site_id = site_id
         self.central = SimulatedCentralSystem()
+        # (station id, tag, speaks 2.0.1)
+        self.stations = [(station_id, tag, False) for station_id, tag in DEMO_STATIONS]
+        if ocpp201:
+            self.stations.append((*DEMO_STATION_201, True))
 
     async def setup(self) -> None:
         context = self._context
@@ -54,7 +66,7 @@ class DemoFleet:
                 now=now,
                 upstream_url=self.central.url,
             )
-            for station_id, _ in DEMO_STATIONS:
+            for station_id, _, _ in self.stations:
                 await demo_site.ensure_station(
                     context, session, self._site_id, station_id, password=DEMO_AUTHORIZATION_KEY
                 )
@@ -78,13 +90,15 @@ class DemoFleet:
                 await asyncio.wait_for(stopping.wait(), pause)
 
     async def _take_turns(self, url: str, stopping: asyncio.Event) -> None:
-        fleet = [(SimulatedStation(url, station_id, DEMO_AUTHORIZATION_KEY), tag) for station_id, tag in DEMO_STATIONS]
+        fleet = [
+            (simulated_station(url, station_id, DEMO_AUTHORIZATION_KEY, ocpp201=speaks_201), tag)
+            for station_id, tag, speaks_201 in self.stations
+        ]
         try:
             for station, _ in fleet:
                 await station.connect()
                 await station.boot()
-                for connector_id in (0, 1, 2):
-                    await station.status(connector_id, "Available")
+                await station.report_available(CONNECTORS)
             turn = 0
             while not stopping.is_set():
                 station, tag = fleet[turn % len(fleet)]
@@ -108,8 +122,8 @@ class DemoFleet:
                 await station.close()
 
 
-async def install(context: AppContext, site_id: str) -> DemoFleet:
-    fleet = DemoFleet(context, site_id)
+async def install(context: AppContext, site_id: str, *, ocpp201: bool = OCPP201_STATION) -> DemoFleet:
+    fleet = DemoFleet(context, site_id, ocpp201=ocpp201)
     await fleet.setup()
     context.workers.append(fleet)
     return fleet

@@ -1,4 +1,5 @@
-"""The webhooks' install hook: the delivery engine, the test-event sender, dead-letter retention and lane health."""
+"""The webhooks' install hook: the delivery engine, the test-event sender, dead-letter retention, the end of
+credential overlaps and lane health."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 
 from chargenet.clock import Clock
 from chargenet.context import AppContext
 from chargenet.store.db import LONG, Store
-from chargenet.store.models import WebhookDeadLetter
+from chargenet.store.models import Webhook, WebhookDeadLetter
 from chargenet.webhooks.engine import DeliveryEngine
 from chargenet.webhooks.metrics import WebhookMetrics, health_check
 from chargenet.webhooks.oneshot import OneShotSender
@@ -42,6 +43,29 @@ class DeadLetterRetention(LoopWorker):
         purged = int(getattr(result, "rowcount", 0) or 0)
         if purged:
             log.info("purged old dead letters", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})
+
+
+class CredentialOverlapEnd(LoopWorker):
+    """Deletes the previous credentials of a rotation once its overlap has ended (`domain.credential_rotation`
+    Rule 3; the sender stops using them at that moment already)."""
+
+    name = "webhook-credential-overlap-end"
+
+    def __init__(self, store: Store, clock: Clock, interval: float = 60) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+
+    async def run_once(self) -> None:
+        async with self.store.transaction() as session:
+            result = await session.execute(
+                update(Webhook)
+                .where(Webhook.previous_credentials_until <= self.clock.now())
+                .values(previous_credentials=None, previous_credentials_until=None)
+                .execution_options(synchronize_session=False)
+            )
+        ended = int(getattr(result, "rowcount", 0) or 0)
+        if ended:
+            log.info("deleted the previous credentials of ended rotations", extra={"fields": {"count": ended}})
 
 
 def install(
@@ -79,5 +103,6 @@ def install(
     context.webhook_tests = OneShotSender(context.store, sender, context.keys.credential_cipher())
     context.workers.append(engine)
     context.workers.append(DeadLetterRetention(context.store, context.clock))
+    context.workers.append(CredentialOverlapEnd(context.store, context.clock))
     context.health_checks.append(health_check(context.store))
     return engine

@@ -36,6 +36,8 @@ from chargenet.webhooks.lane import (
 )
 
 LEASE_DURATION = timedelta(seconds=10)
+FILLER_CONSUMER = "webhook-lanes"
+"""The outbox consumer that fills the lanes: its cursor says which events of a stream the lanes have taken."""
 
 
 @dataclass(frozen=True, slots=True)

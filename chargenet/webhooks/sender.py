@@ -30,6 +30,8 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from chargenet.clock import Clock
+from chargenet.domain.credential_rotation import retry_with_previous
+from chargenet.domain.webhook_headers import CustomHeaders, is_reserved
 from chargenet.ports import SentRequest
 from chargenet.webhooks.lane import Delivered, Failed, outcome_of_status
 from chargenet.webhooks.outbound_auth import (
@@ -69,6 +71,11 @@ class Endpoint:
     auth: OutboundAuth
     algorithm: SignatureAlgorithm = SignatureAlgorithm.ED25519
     signature_format: SignatureFormat = SignatureFormat.RFC9421
+    headers: CustomHeaders = ()
+    """The webhook's custom headers (`domain.webhook_headers`), sent before the ones chargenet sets."""
+    previous_auth: OutboundAuth | None = None
+    """The credentials a rotation replaced, tried once after a 401 or 403 until `previous_until`."""
+    previous_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,17 +215,31 @@ class WebhookSender:
         return AttemptResult(outcome, request_id, started_at, self._clock.now(), duration_ms, status, excerpt)
 
     async def _post(self, endpoint: Endpoint, body: bytes, request_id: str, deadline: float) -> tuple[int, str]:
-        """The status and body excerpt of the POST (of the second one after a 401 that renewed an OAuth2 token);
-        raises TimeoutError when no status came before `deadline`, `_AttemptFailed` for any other failure."""
-        if isinstance(endpoint.auth, OAuth2ClientCredentials):
+        """The status and body excerpt of the POST (of the last one, after a 401 that renewed an OAuth2 token or a
+        401/403 retried with the previous credentials during a rotation's overlap); raises TimeoutError when no
+        status came before `deadline`, `_AttemptFailed` for any other failure."""
+        status, excerpt = await self._post_as(endpoint, endpoint.auth, body, request_id, deadline, slot="")
+        if endpoint.previous_auth is not None and retry_with_previous(
+            status, now=self._clock.now(), overlap_until=endpoint.previous_until, has_previous=True
+        ):
+            status, excerpt = await self._post_as(
+                endpoint, endpoint.previous_auth, body, str(uuid.uuid4()), deadline, slot="previous"
+            )
+        return status, excerpt
+
+    async def _post_as(
+        self, endpoint: Endpoint, auth: OutboundAuth, body: bytes, request_id: str, deadline: float, *, slot: str
+    ) -> tuple[int, str]:
+        """The POST authenticated with `auth` (an OAuth2 token of `slot`'s cache, renewed once on a 401)."""
+        if isinstance(auth, OAuth2ClientCredentials):
             async with asyncio.timeout_at(deadline):
-                authorization = await self._authorization(endpoint, renew=False)
+                authorization = await self._authorization(endpoint, auth, slot, renew=False)
         else:
-            authorization = static_authorization(endpoint.auth)
+            authorization = static_authorization(auth)
         status, excerpt = await self._post_once(endpoint, body, request_id, authorization, deadline)
-        if status == 401 and isinstance(endpoint.auth, OAuth2ClientCredentials):
+        if status == 401 and isinstance(auth, OAuth2ClientCredentials):
             async with asyncio.timeout_at(deadline):
-                authorization = await self._authorization(endpoint, renew=True)
+                authorization = await self._authorization(endpoint, auth, slot, renew=True)
             status, excerpt = await self._post_once(endpoint, body, str(uuid.uuid4()), authorization, deadline)
         return status, excerpt
 
@@ -228,7 +249,10 @@ class WebhookSender:
         # Asked per request: a key rotation in another process swaps the files, the provider re-reads them.
         keys = self._keys()
         target = self._target(endpoint)
+        # Custom headers first and never one chargenet sets (they were checked when stored; checked again here, so
+        # that no stored row can ever stand in for a signed header).
         headers = [
+            *((name, value) for name, value in endpoint.headers if not is_reserved(name)),
             *target.headers,
             ("Content-Type", "application/json"),
             ("x-request-id", request_id),
@@ -295,11 +319,13 @@ class WebhookSender:
                 return None
         return bytes(content)
 
-    async def _authorization(self, endpoint: Endpoint, *, renew: bool) -> str | None:
-        auth = endpoint.auth
+    async def _authorization(
+        self, endpoint: Endpoint, auth: OutboundAuth, slot_name: str, *, renew: bool
+    ) -> str | None:
         if not isinstance(auth, OAuth2ClientCredentials):
             return static_authorization(auth)
-        slot = self._tokens.setdefault(endpoint.webhook_id, _TokenSlot())
+        # The previous credentials of a rotation have a token of their own.
+        slot = self._tokens.setdefault(endpoint.webhook_id + slot_name, _TokenSlot())
         async with slot.lock:
             if renew or slot.token is None or not slot.token.usable(self._clock.now()):
                 slot.token = None
@@ -336,6 +362,7 @@ class WebhookSender:
         pools. A pool is closed once no attempt can be using it any more (after an attempt's deadline): another lane
         of the webhook may be sending through it right now."""
         self._tokens.pop(webhook_id, None)
+        self._tokens.pop(webhook_id + "previous", None)
         for key in [key for key in self._transports if key[0] == webhook_id]:
             self._targets.pop(key, None)
             transport = self._transports.pop(key)

@@ -26,6 +26,7 @@ from tests.factories import add_station
 from tests.support.in_loop import start_serving
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
+from tests.support.templates import prepare_data_dir
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 OWNER = "owner@acme.test"
@@ -45,7 +46,8 @@ async def served_console(
     """The whole app on loopback, as `chargenet serve` runs it. With `webhooks` (their retry policy), it also
     delivers webhooks, to private addresses too (the tests' receivers are on loopback), as `make demo` does."""
     port = free_port()
-    flags = {"data_dir": str(tmp_path / "data"), "port": port, "webhook_allow_private": webhooks is not None}
+    data_dir = prepare_data_dir(tmp_path / "data")
+    flags = {"data_dir": str(data_dir), "port": port, "webhook_allow_private": webhooks is not None}
     settings = load_settings(flags, environ={})
     context = await open_context(settings, clock=clock)
     if webhooks is not None:

@@ -16,8 +16,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import httpx
 import pytest
 
 from chargenet.domain.events import StartTransactionEvent, parse_event
+from chargenet.simulators.station import SimulatedStation
 from tests.support.ports import free_port
 from tests.support.receiver import Received, Reply, run_receiver
 
@@ -33,7 +35,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "partners.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-SCOPES = "charge-points:read transactions:read webhooks:read webhooks:write"
+SCOPES = "charge-points:read sessions:write transactions:read webhooks:read webhooks:write"
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ def test_the_page_has_no_block_these_tests_do_not_run() -> None:
         ("8", "python"),
         ("8", "sh"),
         ("8", "python"),
+        ("9", "python"),
     ]
 
 
@@ -405,3 +408,47 @@ def test_a_key_made_registered_and_used_authenticates_without_the_secret(service
         [sys.executable, "-c", use_key], env=without_secret, cwd=tmp_path, capture_output=True, text=True, check=True
     )
     assert done.stdout == "True\nFalse\n"
+
+
+async def _until(condition: Callable[[], Awaitable[bool]], within: float = 30) -> None:
+    """Poll `condition` until it holds: what the test waits for happens in another process."""
+    deadline = time.monotonic() + within
+    while not await condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_the_sdk_program_starts_a_session_and_follows_it_to_its_stop(service: Service) -> None:
+    env = service.with_vars(CHARGE_POINT_ID="ST-1", ID_TAG="DRIVER-1")
+    _cli(env, "admin", "localauth", "add", "--site", env["SITE_ID"], "DRIVER-1")
+    station = SimulatedStation(service.url.replace("http://", "ws://") + "/ocpp", "ST-1", None)
+    await station.connect()
+    try:
+        await station.boot()
+        program = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", block("9.", "python"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+        async def asked() -> bool:
+            return any(action == "RemoteStartTransaction" for action, _ in station.received_calls)
+
+        await _until(asked)
+        transaction_id = (await station.start(1, "DRIVER-1", 1000))["transactionId"]
+        sampled_at = datetime.now(UTC) - timedelta(minutes=1)
+        await station.meter_values(1, transaction_id, 2500, timestamp=sampled_at.isoformat())
+        headers = {"Authorization": f"Bearer {_token(service)}"}
+        async with httpx.AsyncClient(base_url=f"{service.url}/api/v1", headers=headers) as api:
+
+            async def sampled() -> bool:
+                return bool((await api.get(f"/transactions/{transaction_id}/samples")).json()["items"])
+
+            await _until(sampled)  # the log writes samples in its batches, about every second
+        await station.stop(transaction_id, 4000)
+        out, err = await asyncio.wait_for(program.communicate(), timeout=60)
+    finally:
+        await station.close()
+    assert program.returncode == 0, err.decode()
+    requested, finished, sample = out.decode().splitlines()
+    assert requested.startswith("requested sreq_")
+    assert finished == f"transaction {transaction_id} delivered 3.0 kWh"
+    assert sample == f"{sampled_at.isoformat()} 1.5 kWh"

@@ -13,12 +13,15 @@ import httpx
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import Clock
 from chargenet.config import load_settings
+from tests.support.templates import prepare_data_dir
 
 
 @asynccontextmanager
 async def app_context(tmp_path: Path, clock: Clock, **flags: object) -> AsyncIterator[AppContext]:
     """The context of a process with the settings `flags` and its data folder in `tmp_path` (its SQLite store
     there unless `flags` name a `database_url`); closed at the end."""
+    if "database_url" not in flags:
+        prepare_data_dir(tmp_path / "data")
     settings = load_settings({"data_dir": str(tmp_path / "data"), **flags}, environ={})
     context = await open_context(settings, clock=clock)
     try:

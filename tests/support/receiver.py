@@ -18,6 +18,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    names: tuple[str, ...] = ()
+    """Every header name as it came, lower-cased, repeats included (`headers` keeps the last of each)."""
 
 
 @dataclass
@@ -55,13 +57,15 @@ async def _read_request(reader: asyncio.StreamReader) -> Received | None:
     lines = head.decode("latin-1").split("\r\n")
     method, path, _ = lines[0].split(" ", 2)
     headers: dict[str, str] = {}
+    names: list[str] = []
     for line in lines[1:]:
         if line:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
+            names.append(name.strip().lower())
     length = int(headers.get("content-length", "0"))
     body = await reader.readexactly(length) if length else b""
-    return Received(method, path, headers, body)
+    return Received(method, path, headers, body, tuple(names))
 
 
 @asynccontextmanager

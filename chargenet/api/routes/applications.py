@@ -11,6 +11,7 @@ from chargenet.api.dependencies import Context
 from chargenet.api.fields import HttpUrl, Name
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
+from chargenet.domain.rate_limits import DEFAULT_REQUESTS, MAX_REQUESTS
 from chargenet.domain.scopes import Scope
 from chargenet.services import applications
 from chargenet.services.applications import ApplicationView, Credentials
@@ -101,6 +102,21 @@ class PublicKeys(BaseModel):
         return self
 
 
+class RateLimit(BaseModel):
+    """The application's own rate limit; null returns it to the default."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, json_schema_extra={"examples": [{"rateLimit": 1200}]}
+    )
+
+    rate_limit: int | None = Field(
+        alias="rateLimit",
+        ge=1,
+        le=MAX_REQUESTS,
+        description=f"API requests a minute; null: the default, {DEFAULT_REQUESTS}",
+    )
+
+
 @router.get("/applications", response_model=Page[ApplicationView])
 async def list_applications(context: Context, caller: Admin, page: PageParams) -> Page[ApplicationView]:
     """The company's applications, ordered by `client_id`."""
@@ -163,3 +179,13 @@ async def set_public_keys(client_id: str, body: PublicKeys, context: Context, ca
         now=context.clock.now(),
         allow_private=context.settings.webhook_allow_private,
     )
+
+
+@router.put("/applications/{client_id}/rate-limit", response_model=ApplicationView)
+async def set_rate_limit(client_id: str, body: RateLimit, context: Context, caller: Admin) -> ApplicationView:
+    """Set how many API requests a minute the application may make (`RateLimit-Policy` on its answers tells it);
+    a request beyond it is answered 429 with `Retry-After`."""
+    async with context.store.transaction() as session:
+        return await applications.set_rate_limit(
+            session, caller, client_id, requests=body.rate_limit, now=context.clock.now()
+        )

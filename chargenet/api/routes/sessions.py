@@ -1,10 +1,11 @@
-"""`POST /sessions`, `POST /sessions/{transactionId}/stop`, `GET /transactions` (decisions.md §1)."""
+"""`POST /sessions`, `GET /sessions/requests/{requestId}`, `POST /sessions/{transactionId}/stop`, and
+`GET /transactions` with one transaction and its meter samples (decisions.md §1 and §5 "Partner API")."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict
 
 from chargenet.api.bounds import Int32Path
@@ -13,16 +14,20 @@ from chargenet.api.fields import IdTag, NumberedConnectorId, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
-from chargenet.services import charge_point_commands, transactions
+from chargenet.services import charge_point_commands, session_requests, transactions
 from chargenet.services.callers import ApiApplication
-from chargenet.services.charge_point_commands import CommandAnswer
+from chargenet.services.charge_point_commands import CommandAnswer, SessionRequested
 from chargenet.services.pages import Page
-from chargenet.services.transactions import TransactionView
+from chargenet.services.session_requests import SessionRequestView
+from chargenet.services.transactions import SampleView, TransactionView
 
 router = APIRouter(tags=["sessions"])
 
 SessionWriter = Annotated[ApiApplication, Depends(require(Scope.SESSIONS_WRITE))]
 TransactionReader = Annotated[ApiApplication, Depends(require(Scope.TRANSACTIONS_READ))]
+RequestIdPath = Annotated[
+    str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", description="The `requestId` of POST /sessions")
+]
 
 
 class StartSession(BaseModel):
@@ -36,16 +41,23 @@ class StartSession(BaseModel):
     idTag: IdTag
 
 
-@router.post("/sessions", status_code=202, response_model=CommandAnswer)
-async def start_session(body: StartSession, context: Context, caller: SessionWriter) -> CommandAnswer:
-    return await charge_point_commands.start_session(
-        context.store.read,
+@router.post("/sessions", status_code=202, response_model=SessionRequested)
+async def start_session(body: StartSession, context: Context, caller: SessionWriter) -> SessionRequested:
+    return await charge_point_commands.request_session(
+        context.store.transaction,
         context.stations,
         caller,
+        context.clock,
         charge_point_id=body.chargePointId,
         connector_id=body.connectorId,
         id_tag=body.idTag,
     )
+
+
+@router.get("/sessions/requests/{request_id}", response_model=SessionRequestView)
+async def get_session_request(request_id: RequestIdPath, context: Context, caller: SessionWriter) -> SessionRequestView:
+    async with context.store.read() as session:
+        return await session_requests.get_request(session, caller, request_id, now=context.clock.now())
 
 
 @router.post("/sessions/{transaction_id}/stop", status_code=202, response_model=CommandAnswer)
@@ -68,3 +80,17 @@ async def list_transactions(
         return await transactions.list_transactions(
             session, caller, page, site_id=site_id, charge_point_id=charge_point_id, active=active
         )
+
+
+@router.get("/transactions/{transaction_id}", response_model=TransactionView)
+async def get_transaction(transaction_id: Int32Path, context: Context, caller: TransactionReader) -> TransactionView:
+    async with context.store.read() as session:
+        return await transactions.get_transaction(session, caller, transaction_id)
+
+
+@router.get("/transactions/{transaction_id}/samples", response_model=Page[SampleView])
+async def list_transaction_samples(
+    transaction_id: Int32Path, context: Context, caller: TransactionReader, page: PageParams
+) -> Page[SampleView]:
+    async with context.store.read() as session:
+        return await transactions.transaction_samples(session, caller, transaction_id, page)

@@ -5,25 +5,35 @@ the caller's reach is 404, a list shows only what the caller reaches) and write 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, StrictBool, StrictStr, Tag
 
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import HttpUrl, ObjectId, Secret
+from chargenet.api.fields import DateTime, HttpUrl, ObjectId, Secret
 from chargenet.api.pagination import Cursor, PageParams
 from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
+from chargenet.domain.webhook_filters import ID_PATTERN, MAX_IDS
+from chargenet.domain.webhook_headers import MAX_HEADERS, NAME_SCHEMA, VALUE_SCHEMA
 from chargenet.services import events as event_service
-from chargenet.services import webhook_dead_letters, webhook_deliveries, webhook_test_events
+from chargenet.services import (
+    webhook_dead_letters,
+    webhook_deliveries,
+    webhook_recovery,
+    webhook_rotation,
+    webhook_test_events,
+)
 from chargenet.services import webhooks as webhook_service
 from chargenet.services.callers import ApiApplication
 from chargenet.services.events import EventPage
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.webhook_dead_letters import DeadLetterView, Replayed
 from chargenet.services.webhook_deliveries import DeliveryFilter, DeliveryView
+from chargenet.services.webhook_recovery import Recovered
 from chargenet.services.webhooks import WebhookDetail, WebhookView
 from chargenet.webhooks.outbound_auth import AuthType, OutboundAuth, TokenAuthMethod, build_auth
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
@@ -121,6 +131,27 @@ _ALG_NOT_WITH_RFC9421: dict[str, JsonValue] = {
 }
 
 
+# Custom headers and the station/charge point filter, as `domain.webhook_headers` and `domain.webhook_filters` have
+# them. The headers' rules are checked by the use case for every face (a refusal names `headers`); the document
+# says them all but one: a name given twice in different cases is refused too.
+CustomHeaders = Annotated[
+    dict[StrictStr, StrictStr],
+    Field(
+        description="sent with every request, not covered by the signature; never one chargenet sets (`Signature`,"
+        " `Signature-Input`, `Content-Digest`, `Authorization`, `Host`, `Content-Length`, `X-Request-ID`,"
+        " `Content-Type`, `User-Agent`, hop-by-hop headers), each name once in any case",
+        examples=[{"X-Partner-Tenant": "acme"}],
+        json_schema_extra={
+            "maxProperties": MAX_HEADERS,
+            "propertyNames": NAME_SCHEMA,
+            "additionalProperties": VALUE_SCHEMA,
+        },
+    ),
+]
+FilterId = Annotated[StrictStr, Field(pattern=f"^{ID_PATTERN.pattern}$")]
+FilterIds = Annotated[list[FilterId], Field(max_length=MAX_IDS)]
+
+
 class WebhookCreate(_Body):
     model_config = ConfigDict(
         json_schema_extra={
@@ -142,6 +173,9 @@ class WebhookCreate(_Body):
     auth: AuthSettings = Field(default_factory=NoAuthSettings)
     alg: SignatureAlgorithm = SignatureAlgorithm.ED25519
     signatureFormat: SignatureFormat = SignatureFormat.RFC9421
+    headers: CustomHeaders = Field(default_factory=dict)
+    stations: FilterIds = Field(default_factory=list, description="only events of these stations (or `chargePoints`)")
+    chargePoints: FilterIds = Field(default_factory=list, description="only events of these charge points")
 
 
 class WebhookUpdate(_Body):
@@ -157,6 +191,28 @@ class WebhookUpdate(_Body):
         default=None, description="with the webhook's algorithm: 409 when it does not allow the format"
     )
     enabled: StrictBool | None = None
+    headers: CustomHeaders | None = Field(default=None, description="replaces the custom headers (`{}`: none)")
+    stations: FilterIds | None = None
+    chargePoints: FilterIds | None = None
+    version: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
+    )
+
+
+class RecoverRequest(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"since": "2026-07-01T00:00:00+02:00", "until": "2026-07-02T00:00:00+02:00"}]}
+    )
+
+    since: DateTime = Field(description="the window's start (included); within the retention of delivered events")
+    until: DateTime = Field(description="the window's end (excluded); not in the future")
+
+
+class RotateRequest(_Body):
+    auth: AuthSettings = Field(description="the new credentials, used at once")
+    overlapUntil: DateTime = Field(
+        description="until then a 401 or 403 under the new credentials is retried once with the previous ones"
+    )
     version: int | None = Field(
         default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
     )
@@ -194,6 +250,9 @@ async def create_webhook(body: WebhookCreate, context: Context, caller: Writer) 
         auth=body.auth.build(),
         algorithm=body.alg,
         signature_format=body.signatureFormat,
+        headers=list(body.headers.items()),
+        stations=body.stations,
+        charge_points=body.chargePoints,
         now=context.clock.now(),
         allow_private=context.settings.webhook_allow_private,
     )
@@ -222,9 +281,46 @@ async def update_webhook(webhook_id: str, body: WebhookUpdate, context: Context,
         algorithm=body.alg,
         signature_format=body.signatureFormat,
         enabled=body.enabled,
+        headers=None if body.headers is None else list(body.headers.items()),
+        stations=body.stations,
+        charge_points=body.chargePoints,
         expected_version=body.version,
     )
     return view
+
+
+@router.post("/webhooks/{webhook_id}/recover", response_model=Recovered)
+async def recover_events(webhook_id: str, body: RecoverRequest, context: Context, caller: Writer) -> Recovered:
+    """Send the events of a time window again, with their original `eventId` and body: each lane's share, in its
+    order, joins the tail of the lane behind what waits there. 422 for a window in the future or older than the
+    retention of delivered events; 409 when a lane has no room for its share (then nothing is recovered)."""
+    async with context.store.transaction() as session:
+        return await webhook_recovery.recover_window(
+            session,
+            caller,
+            webhook_id,
+            since=body.since,
+            until=body.until,
+            now=context.clock.now(),
+            retention=timedelta(days=context.settings.event_retention_days),
+        )
+
+
+@router.post("/webhooks/{webhook_id}/credentials/rotate", response_model=WebhookView)
+async def rotate_credentials(webhook_id: str, body: RotateRequest, context: Context, caller: Writer) -> WebhookView:
+    """Use new credentials at once and keep the current ones until `overlapUntil`: meanwhile a 401 or 403 under the
+    new ones is retried once with them. 409 when the webhook has no credentials (none) to rotate."""
+    return await webhook_rotation.rotate_credentials(
+        context.store.transaction,
+        caller,
+        context.keys.credential_cipher(),
+        webhook_id,
+        body.auth.build(),
+        overlap_until=body.overlapUntil,
+        now=context.clock.now(),
+        allow_private=context.settings.webhook_allow_private,
+        expected_version=body.version,
+    )
 
 
 @router.delete("/webhooks/{webhook_id}", status_code=204, response_class=Response)

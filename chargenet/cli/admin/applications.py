@@ -34,6 +34,11 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     source.add_argument("--jwks-file", type=Path, metavar="FILE", help="a JWKS document of public keys")
     source.add_argument("--jwks-url", metavar="URL", help="an http(s) URL serving the JWKS document")
     source.add_argument("--none", action="store_true", help="remove the keys, and with them private_key_jwt")
+    limit = add_verb(verbs, "set-rate-limit", "set the API requests a minute the application may make", _set_limit)
+    limit.add_argument("client_id", metavar="CLIENT_ID")
+    amount = limit.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--rate-limit", type=int, metavar="N", help="requests a minute")
+    amount.add_argument("--default", action="store_true", help="back to the default limit")
     listing = add_verb(verbs, "list", "list applications", _list)
     listing.add_argument("--company", dest="company_id", metavar="ID")
 
@@ -127,6 +132,22 @@ def _set_keys(args: argparse.Namespace) -> None:
     view = run_with_context(args, action)
     source = "a key set" if view.jwks else f"the key set at {view.jwks_url}" if view.jwks_url else "no keys"
     emit(args, rendered(view), f"application {view.client_id} authenticates with {source}")
+
+
+def _set_limit(args: argparse.Namespace) -> None:
+    from chargenet.domain.rate_limits import DEFAULT_REQUESTS
+    from chargenet.services import applications
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
+    view = in_transaction(
+        args,
+        lambda ctx, s: applications.set_rate_limit(
+            s, OPERATOR, args.client_id, requests=None if args.default else args.rate_limit, now=ctx.clock.now()
+        ),
+    )
+    limit = f"the default ({DEFAULT_REQUESTS})" if view.rate_limit is None else str(view.rate_limit)
+    emit(args, rendered(view), f"application {view.client_id} may make {limit} API requests a minute")
 
 
 def _show(args: argparse.Namespace) -> None:

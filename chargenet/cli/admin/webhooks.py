@@ -1,4 +1,5 @@
-"""`chargenet admin webhook ...` (with `test` and `deliveries`) and `chargenet admin deadletter ...`."""
+"""`chargenet admin webhook ...` (with `test`, `deliveries`, `recover` and `rotate-credentials`) and `chargenet admin
+deadletter ...`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from chargenet.cli.common import (
     emit_views,
     in_read,
     in_transaction,
+    instant,
     read_every_item,
     run_with_context,
     show,
@@ -44,6 +46,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_auth_flags(create)
     create.add_argument("--alg", choices=ALGORITHMS, default="ed25519")
     create.add_argument("--signature-format", dest="signature_format", choices=SIGNATURE_FORMATS, default="rfc9421")
+    _add_care_flags(create)
 
     update = add_verb(verbs, "update", "change a webhook", _update)
     update.add_argument("webhook_id", metavar="WEBHOOK_ID")
@@ -52,6 +55,11 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_auth_flags(update, default=None)
     update.add_argument("--alg", choices=ALGORITHMS)
     update.add_argument("--signature-format", dest="signature_format", choices=SIGNATURE_FORMATS)
+    _add_care_flags(update)
+    update.add_argument("--no-headers", dest="no_headers", action="store_true", help="remove every custom header")
+    update.add_argument(
+        "--no-filter", dest="no_filter", action="store_true", help="take the events of every station again"
+    )
 
     for verb, enabled in (("enable", True), ("disable", False)):
         parser = add_verb(verbs, verb, f"{verb} a webhook", _set_enabled)
@@ -71,6 +79,22 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     deliveries.add_argument("--event", dest="event_id", metavar="EVENT_ID")
     deliveries.add_argument("--outcome", choices=["delivered", "failed"])
     deliveries.add_argument("--limit", type=int, default=50)
+
+    recover = add_verb(
+        verbs, "recover", "send a time window's events again, in lane order, with their original eventIds", _recover
+    )
+    recover.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    recover.add_argument("--since", required=True, type=instant, help="start (included), ISO 8601 with offset")
+    recover.add_argument("--until", required=True, type=instant, help="end (excluded), not in the future")
+    rotate = add_verb(
+        verbs,
+        "rotate-credentials",
+        "use new credentials at once; retry a 401/403 once with the current ones until --overlap-until",
+        _rotate,
+    )
+    rotate.add_argument("webhook_id", metavar="WEBHOOK_ID")
+    _add_auth_flags(rotate, default=None)
+    rotate.add_argument("--overlap-until", dest="overlap_until", required=True, type=instant)
 
     dead = nouns.add_parser("deadletter", help=NOUNS["deadletter"][1])
     dead_verbs = dead.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -96,6 +120,43 @@ def _add_auth_flags(parser: argparse.ArgumentParser, default: str | None = "none
         "--token-auth-method", dest="token_auth_method", choices=[m.value for m in TokenAuthMethod], default="basic"
     )
     group.add_argument("--token-scope", dest="token_scope", metavar="S")
+
+
+def _add_care_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("custom headers and filter")
+    group.add_argument(
+        "--header",
+        dest="headers",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="a custom request header (repeat for more; replaces them all on update); not signed",
+    )
+    group.add_argument(
+        "--station", dest="stations", action="append", metavar="ID", help="only events of this station (repeat)"
+    )
+    group.add_argument(
+        "--charge-point",
+        dest="charge_points",
+        action="append",
+        metavar="ID",
+        help="only events of this charge point (repeat)",
+    )
+
+
+def _headers(args: argparse.Namespace) -> list[tuple[str, str]] | None:
+    from chargenet.domain.webhook_headers import parse_header_line
+
+    if getattr(args, "no_headers", False):
+        return []
+    return None if args.headers is None else [parse_header_line(line) for line in args.headers]
+
+
+def _filter(args: argparse.Namespace) -> tuple[list[str] | None, list[str] | None]:
+    if getattr(args, "no_filter", False):
+        return [], []
+    if args.stations is None and args.charge_points is None:
+        return None, None
+    return args.stations or [], args.charge_points or []
 
 
 def _auth(args: argparse.Namespace) -> OutboundAuth | None:
@@ -124,6 +185,7 @@ def _create(args: argparse.Namespace) -> None:
     async def action(ctx: AppContext) -> WebhookView:
         auth = _auth(args)
         assert auth is not None
+        stations, charge_points = _filter(args)
         return await webhooks.create_webhook(
             ctx.store.transaction,
             OPERATOR,
@@ -134,6 +196,9 @@ def _create(args: argparse.Namespace) -> None:
             auth=auth,
             algorithm=SignatureAlgorithm(args.alg),
             signature_format=SignatureFormat(args.signature_format),
+            headers=_headers(args) or (),
+            stations=stations or (),
+            charge_points=charge_points or (),
             now=ctx.clock.now(),
             allow_private=ctx.settings.webhook_allow_private,
         )
@@ -149,6 +214,7 @@ def _update(args: argparse.Namespace) -> None:
     from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
     async def action(ctx: AppContext) -> WebhookView:
+        stations, charge_points = _filter(args)
         return await webhooks.update_webhook(
             ctx.store.transaction,
             OPERATOR,
@@ -161,10 +227,61 @@ def _update(args: argparse.Namespace) -> None:
             auth=_auth(args),
             algorithm=SignatureAlgorithm(args.alg) if args.alg else None,
             signature_format=SignatureFormat(args.signature_format) if args.signature_format else None,
+            headers=_headers(args),
+            stations=stations,
+            charge_points=charge_points,
         )
 
     view = run_with_context(args, action)
     emit(args, rendered(view), f"updated webhook {view.id}")
+
+
+def _recover(args: argparse.Namespace) -> None:
+    from datetime import timedelta
+
+    from chargenet.services import webhook_recovery
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
+    recovered = in_transaction(
+        args,
+        lambda ctx, session: webhook_recovery.recover_window(
+            session,
+            OPERATOR,
+            args.webhook_id,
+            since=args.since,
+            until=args.until,
+            now=ctx.clock.now(),
+            retention=timedelta(days=ctx.settings.event_retention_days),
+        ),
+    )
+    emit(args, rendered(recovered), f"recovered {recovered.events} event(s) of webhook {args.webhook_id}")
+
+
+def _rotate(args: argparse.Namespace) -> None:
+    from chargenet.services import webhook_rotation
+    from chargenet.services.callers import OPERATOR
+    from chargenet.services.views import rendered
+
+    async def action(ctx: AppContext) -> WebhookView:
+        auth = _auth(args)
+        if auth is None:
+            raise InvalidInput("give --auth with the new credentials", field="auth")
+        return await webhook_rotation.rotate_credentials(
+            ctx.store.transaction,
+            OPERATOR,
+            ctx.keys.credential_cipher(),
+            args.webhook_id,
+            auth,
+            overlap_until=args.overlap_until,
+            now=ctx.clock.now(),
+            allow_private=ctx.settings.webhook_allow_private,
+        )
+
+    view = run_with_context(args, action)
+    emit(
+        args, rendered(view), f"rotated the credentials of webhook {view.id} (previous ones until {args.overlap_until})"
+    )
 
 
 def _set_enabled(args: argparse.Namespace) -> None:

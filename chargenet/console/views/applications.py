@@ -1,5 +1,5 @@
 """Applications (Configuration > Applications): list, create, enable and disable, rotate the secret, register the
-public keys of private_key_jwt, delete.
+public keys of private_key_jwt, set the rate limit, delete.
 
 A client secret appears in exactly one answer, the one to the POST that made it (creation or rotation), which
 is not a redirect target and is `no-store`: reloading, going back or opening the application again never shows
@@ -18,6 +18,7 @@ from chargenet.console.forms import address, page_of
 from chargenet.console.pages import Signed, console_of, go_to, page, redirect, render, submitted, version_of
 from chargenet.console.views import groups
 from chargenet.domain.operators import Role
+from chargenet.domain.rate_limits import DEFAULT_REQUESTS
 from chargenet.errors import InvalidInput
 from chargenet.keys import SecretHasher
 from chargenet.services import applications
@@ -72,13 +73,21 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 
 async def _application_page(
-    request: Request, signed: Signed, *, keys_form: dict[str, str] | None = None, errors: dict[str, str] | None = None
+    request: Request,
+    signed: Signed,
+    *,
+    keys_form: dict[str, str] | None = None,
+    limit_form: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
 ) -> Response:
     async with console_of(request).reading() as session:
         shown = await applications.get_application(session, signed.caller, request.path_params["client_id"])
+    own_limit = "" if shown.rate_limit is None else str(shown.rate_limit)
     context = {
         "app": shown,
         "keys_form": keys_form or {"jwks": "", "jwks_url": ""},
+        "limit_form": limit_form or {"rate_limit": own_limit},
+        "default_rate_limit": DEFAULT_REQUESTS,
         "errors": errors or {},
         **await groups.application_groups(request, signed, shown.client_id),
     }
@@ -111,6 +120,29 @@ async def _set_keys(request: Request, signed: Signed) -> Response:
         field = _KEY_FIELDS.get(error.field or "", "jwks")
         return await _application_page(request, signed, keys_form=form, errors={field: error.detail})
     return redirect(console.url(f"/applications/{client_id}#keys"))
+
+
+async def _set_rate_limit(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    client_id = request.path_params["client_id"]
+    version = await version_of(request)
+    form = {"rate_limit": (await submitted(request)).get("rate_limit", "").strip()}
+    try:
+        typed = form["rate_limit"]
+        if typed and not (typed.isascii() and typed.isdigit() and len(typed) <= 9):
+            raise InvalidInput("a whole number of requests a minute, or empty for the default", field="rateLimit")
+        async with console.transaction() as session:
+            await applications.set_rate_limit(
+                session,
+                signed.caller,
+                client_id,
+                requests=int(form["rate_limit"]) if form["rate_limit"] else None,
+                now=console.clock.now(),
+                expected_version=version,
+            )
+    except InvalidInput as error:
+        return await _application_page(request, signed, limit_form=form, errors={"rate_limit": error.detail})
+    return redirect(console.url(f"/applications/{client_id}#rate-limit"))
 
 
 def _set_enabled(enabled: bool) -> Any:
@@ -167,5 +199,6 @@ def routes() -> list[Route]:
         Route("/applications/{client_id}/enable", page(_set_enabled(True), role=admin), methods=["POST"]),
         Route("/applications/{client_id}/rotate-secret", page(_rotate, role=admin), methods=["POST"]),
         Route("/applications/{client_id}/keys", page(_set_keys, role=admin), methods=["POST"]),
+        Route("/applications/{client_id}/rate-limit", page(_set_rate_limit, role=admin), methods=["POST"]),
         Route("/applications/{client_id}/delete", page(_delete, role=admin), methods=["POST"]),
     ]

@@ -11,6 +11,7 @@ they were rendered from, so an edit made over someone else's answers 409 with th
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from starlette.datastructures import FormData
@@ -18,13 +19,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chargenet.console.forms import numbered, page_of
+from chargenet.console.forms import local_instant, numbered, page_of
 from chargenet.console.pages import Signed, console_of, go_to, is_htmx, page, redirect, render
 from chargenet.domain.events import WEBHOOK_TEST, EventType
 from chargenet.domain.operators import Role
+from chargenet.domain.webhook_headers import parse_header_line
 from chargenet.errors import Conflict, InvalidInput, NotFound, StaleChange
 from chargenet.keys import CredentialCipher
-from chargenet.services import webhook_dead_letters, webhook_deliveries, webhook_lanes, webhook_test_events, webhooks
+from chargenet.services import (
+    webhook_dead_letters,
+    webhook_deliveries,
+    webhook_lanes,
+    webhook_recovery,
+    webhook_rotation,
+    webhook_test_events,
+    webhooks,
+)
 from chargenet.services.pages import PageRequest
 from chargenet.webhooks import health
 from chargenet.webhooks.outbound_auth import AuthType, TokenAuthMethod
@@ -41,7 +51,15 @@ CREDENTIALS = ("username", "password", "token", "token_url", "client_id", "clien
 SECRETS = ("password", "token", "client_secret")
 
 # What the services call a refused field, and what the form calls it.
-_FORM_FIELDS = {"events": "events", "tokenUrl": "token_url", "scope": "token_scope", "site": "site_id"}
+_FORM_FIELDS = {
+    "events": "events",
+    "tokenUrl": "token_url",
+    "scope": "token_scope",
+    "site": "site_id",
+    "chargePoints": "charge_points",
+    "overlapUntil": "overlap_until",
+}
+CARE_FIELDS = ("stations", "charge_points", "headers")
 
 
 def _cipher(request: Request) -> CredentialCipher:
@@ -94,9 +112,31 @@ def _auth_form(fields: dict[str, str]) -> webhooks.AuthForm:
     )
 
 
+def _ids(text: str) -> list[str]:
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+def _care(fields: dict[str, str]) -> dict[str, Any]:
+    """The filter and the custom headers as the use cases take them; a header line without a colon is refused."""
+    lines = [line for line in fields.get("headers", "").splitlines() if line.strip()]
+    return {
+        "headers": [parse_header_line(line) for line in lines],
+        "stations": _ids(fields.get("stations", "")),
+        "charge_points": _ids(fields.get("charge_points", "")),
+    }
+
+
+def _care_shown(webhook: webhooks.WebhookView) -> dict[str, str]:
+    return {
+        "stations": ", ".join(webhook.stations),
+        "charge_points": ", ".join(webhook.charge_points),
+        "headers": "\n".join(f"{name}: {value}" for name, value in webhook.headers.items()),
+    }
+
+
 def _typed(fields: dict[str, str], events: list[str]) -> dict[str, Any]:
     """The form as typed, to show it again: every field but the secrets, which a page never holds."""
-    kept = {name: fields.get(name, "") for name in ("site_id", "url", "auth", "alg", "signature_format")}
+    kept = {name: fields.get(name, "") for name in ("site_id", "url", "auth", "alg", "signature_format", *CARE_FIELDS)}
     kept |= {name: fields.get(name, "") for name in CREDENTIALS if name not in SECRETS}
     return kept | {"events": events, "token_auth_method": fields.get("token_auth_method", "basic")}
 
@@ -110,7 +150,7 @@ def _empty_form(site_id: str = "") -> dict[str, Any]:
         "alg": SignatureAlgorithm.ED25519.value,
         "signature_format": SignatureFormat.RFC9421.value,
         "token_auth_method": TokenAuthMethod.BASIC.value,
-    } | {name: "" for name in CREDENTIALS if name not in SECRETS}
+    } | {name: "" for name in (*CREDENTIALS, *CARE_FIELDS) if name not in SECRETS}
 
 
 def _choices() -> dict[str, Any]:
@@ -185,6 +225,7 @@ async def _create(request: Request, signed: Signed) -> Response:
             auth=_auth_form(fields),
             algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
             signature_format=_format(fields),
+            **_care(fields),
             now=console.clock.now(),
             allow_private=console.webhook_allow_private,
         )
@@ -220,9 +261,27 @@ async def _detail(request: Request, signed: Signed, webhook_id: str, *, status: 
         "tested": tested,
         "thresholds": webhook_lanes.THRESHOLDS,
         "message": None,
+        "notice": _care_notice(request),
+        "retention_days": console_of(request).event_retention_days,
+        "errors": {},
         **context,
+        # The recovery and rotation forms as typed (after a refusal) over their blank state.
+        "care": _CARE_FORMS | context.get("care", {}),
     }
     return render(request, "webhook.html", values, status_code=status, signed=signed, active="webhooks")
+
+
+_CARE_FORMS = {"since": "", "until": "", "overlap_until": "", "auth": AuthType.TOKEN.value, "username": ""}
+
+
+def _care_notice(request: Request) -> str | None:
+    """What the page says after a recovery or a rotation redirected to it."""
+    recovered = request.query_params.get("recovered", "")
+    if recovered.isdigit():
+        return f"{recovered} event(s) recovered: they join the tail of their lanes, in their original order."
+    if request.query_params.get("rotated") == "1":
+        return "The new credentials are in use; the previous ones are tried after a 401 or 403 until the overlap ends."
+    return None
 
 
 async def _show(request: Request, signed: Signed) -> Response:
@@ -249,6 +308,72 @@ async def _test(request: Request, signed: Signed) -> Response:
     return go_to(request, console.url(f"/webhooks/{webhook_id}?tested={attempt.id}#test"))
 
 
+# --- recovery of a time window, credential rotation ----------------------------------------------------------------
+
+
+async def _recover(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    webhook_id = request.path_params["webhook_id"]
+    fields, _ = await _form(request)
+    typed = {"since": fields.get("since", ""), "until": fields.get("until", "")}
+    try:
+        since = local_instant(fields, "since", signed.reads_in)
+        until = local_instant(fields, "until", signed.reads_in)
+        if since is None or until is None:
+            raise InvalidInput("give the window's start and end", field="since" if since is None else "until")
+        async with console.transaction() as session:
+            recovered = await webhook_recovery.recover_window(
+                session,
+                signed.caller,
+                webhook_id,
+                since=since,
+                until=until,
+                now=console.clock.now(),
+                retention=timedelta(days=console.event_retention_days),
+            )
+    except InvalidInput as error:
+        errors = {_field_of(error): error.detail}
+        return await _detail(request, signed, webhook_id, status=422, errors=errors, care=typed)
+    except Conflict as error:
+        return await _detail(
+            request, signed, webhook_id, status=409, message=f"Nothing was recovered: {error.message}."
+        )
+    return redirect(console.url(f"/webhooks/{webhook_id}?recovered={recovered.events}#recover"))
+
+
+async def _rotate(request: Request, signed: Signed) -> Response:
+    console = console_of(request)
+    webhook_id = request.path_params["webhook_id"]
+    fields, _ = await _form(request)
+    typed = {
+        "overlap_until": fields.get("overlap_until", ""),
+        "auth": fields.get("auth", ""),
+        "username": fields.get("username", ""),
+    }
+    try:
+        overlap_until = local_instant(fields, "overlap_until", signed.reads_in)
+        if overlap_until is None:
+            raise InvalidInput("say until when the previous credentials are kept", field="overlap_until")
+        await webhook_rotation.rotate_credentials(
+            console.transaction,
+            signed.caller,
+            _cipher(request),
+            webhook_id,
+            webhooks.auth_from_form(_auth_form(fields)),
+            overlap_until=overlap_until,
+            now=console.clock.now(),
+            allow_private=console.webhook_allow_private,
+            expected_version=_version(fields),
+        )
+    except InvalidInput as error:
+        errors = {_field_of(error): error.detail}
+        return await _detail(request, signed, webhook_id, status=422, errors=errors, care=typed)
+    except (Conflict, StaleChange) as error:
+        message = f"Nothing was rotated: {error.message}."
+        return await _detail(request, signed, webhook_id, status=409, message=message)
+    return redirect(console.url(f"/webhooks/{webhook_id}?rotated=1#rotate"))
+
+
 # --- edit, enable, disable, delete ---------------------------------------------------------------------------------
 
 
@@ -259,14 +384,18 @@ async def _edit_page(
         webhook = await webhooks.get_webhook(session, signed.caller, webhook_id)
         summary = await webhooks.auth_summary(session, signed.caller, _cipher(request), webhook_id)
         sites = dict(await webhooks.site_choices(session, signed.caller))
-    stored = _empty_form(webhook.site_id) | {
-        "url": webhook.url,
-        "events": webhook.event_types,
-        "auth": webhook.auth_type,
-        "alg": webhook.signature_algorithm,
-        "signature_format": webhook.signature_format,
-        "token_auth_method": summary.token_auth_method.value,
-    }
+    stored = (
+        _empty_form(webhook.site_id)
+        | {
+            "url": webhook.url,
+            "events": webhook.event_types,
+            "auth": webhook.auth_type,
+            "alg": webhook.signature_algorithm,
+            "signature_format": webhook.signature_format,
+            "token_auth_method": summary.token_auth_method.value,
+        }
+        | _care_shown(webhook)
+    )
     values = {
         "webhook": webhook,
         "site_name": sites.get(webhook.site_id, webhook.site_id),
@@ -303,6 +432,7 @@ async def _update(request: Request, signed: Signed) -> Response:
             auth=_auth_form(fields),
             algorithm=_choice(fields.get("alg", "ed25519"), SignatureAlgorithm, "alg"),
             signature_format=_format(fields),
+            **_care(fields),
             expected_version=_version(fields),
         )
     except InvalidInput as error:
@@ -450,6 +580,8 @@ def routes() -> list[Route]:
         Route("/webhooks/{webhook_id}/disable", page(_set_enabled(False), role=admin), methods=["POST"]),
         Route("/webhooks/{webhook_id}/delete", page(_delete, role=admin), methods=["POST"]),
         Route("/webhooks/{webhook_id}/test", page(_test, role=admin), methods=["POST"]),
+        Route("/webhooks/{webhook_id}/recover", page(_recover, role=admin), methods=["POST"]),
+        Route("/webhooks/{webhook_id}/rotate", page(_rotate, role=admin), methods=["POST"]),
         Route("/webhooks/{webhook_id}/deliveries", page(_deliveries), methods=["GET"]),
         Route("/webhooks/{webhook_id}/dead-letters", page(_show_dead_letters), methods=["GET"]),
         Route("/webhooks/{webhook_id}/dead-letters/replay", page(_replay, role=admin), methods=["POST"]),

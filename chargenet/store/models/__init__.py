@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chargenet.store.models.alerts import Alert, AlertMail, AlertRule, MailSettings
-    from chargenet.store.models.applications import Application, Group, GroupMember, RevokedToken, UsedAssertion
+    from chargenet.store.models.applications import (
+        Application,
+        Group,
+        GroupMember,
+        RateLimitBucket,
+        RevokedToken,
+        UsedAssertion,
+    )
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
     from chargenet.store.models.edge import (
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.operators import Operator, OperatorSession
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
+    from chargenet.store.models.session_requests import SessionRequest
     from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
     from chargenet.store.models.webhooks import (
         Webhook,
@@ -75,7 +83,9 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "RateLimitBucket": "applications",
         "RevokedToken": "applications",
+        "SessionRequest": "session_requests",
         "Site": "tenants",
         "Station": "tenants",
         "StationCommand": "edge",
@@ -135,7 +145,9 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "RateLimitBucket",
     "RevokedToken",
+    "SessionRequest",
     "Site",
     "Station",
     "StationCommand",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, Double, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chargenet.store.models.base import Base, UtcDateTime
@@ -26,6 +26,8 @@ class Application(Base):
     # The public keys of private_key_jwt (RFC 7523): a JWKS document, or the URL of one; at most one is set.
     jwks: Mapped[str | None] = mapped_column(Text, default=None)
     jwks_url: Mapped[str | None] = mapped_column(String(2000), default=None)
+    # Requests a minute the API admits (domain/rate_limits.py); NULL: the default quota.
+    rate_limit: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
@@ -71,3 +73,14 @@ class UsedAssertion(Base):
     client_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     jti: Mapped[str] = mapped_column(String(200), primary_key=True)
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class RateLimitBucket(Base):
+    """An application's token bucket shared by the processes of a PostgreSQL store (domain/rate_limits.py, Rule 3):
+    the tokens left as of `at` (seconds since the epoch, as the process that last claimed from it saw them)."""
+
+    __tablename__ = "rate_limit_buckets"
+
+    client_id: Mapped[str] = mapped_column(ForeignKey("applications.client_id", ondelete="CASCADE"), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Double)
+    at: Mapped[float] = mapped_column(Double)

@@ -41,6 +41,16 @@ class Webhook(Base):
     signature_algorithm: Mapped[str] = mapped_column(String(32))
     signature_format: Mapped[str] = mapped_column(String(16))
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Custom request headers as a JSON list of [name, value] pairs (`domain.webhook_headers`); None for none.
+    custom_headers: Mapped[str | None] = mapped_column(Text, default=None)
+    # The stations and charge points whose events the webhook takes, comma-separated (`domain.webhook_filters`);
+    # both None: every event of its site and types.
+    station_filter: Mapped[str | None] = mapped_column(Text, default=None)
+    charge_point_filter: Mapped[str | None] = mapped_column(Text, default=None)
+    # The credentials a rotation replaced, encrypted as `credentials` are, kept until the overlap ends
+    # (`domain.credential_rotation`), then deleted.
+    previous_credentials: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    previous_credentials_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,9 +1,18 @@
-"""chargenet partner SDK: get, introspect and revoke API tokens (with a secret or a private key), and verify the
-webhooks chargenet sends."""
+"""chargenet partner SDK: get, introspect and revoke API tokens (with a secret or a private key), start charging
+sessions and follow them to their stop, and verify the webhooks chargenet sends."""
 
 from __future__ import annotations
 
 from chargenet_partner.assertions import PrivateKeyJwt
+from chargenet_partner.sessions import (
+    AsyncSessionsClient,
+    ChargenetApiError,
+    FollowedSession,
+    Sample,
+    SessionNotStarted,
+    SessionRequest,
+    Transaction,
+)
 from chargenet_partner.tokens import AsyncTokenClient, Token, TokenClient, TokenRequestError, TokenResponseError
 from chargenet_partner.webhooks import (
     AsyncWebhookVerifier,
@@ -15,14 +24,21 @@ from chargenet_partner.webhooks import (
 )
 
 __all__ = [
+    "AsyncSessionsClient",
     "AsyncTokenClient",
     "AsyncWebhookVerifier",
+    "ChargenetApiError",
+    "FollowedSession",
     "PrivateKeyJwt",
     "Reason",
+    "Sample",
+    "SessionNotStarted",
+    "SessionRequest",
     "Token",
     "TokenClient",
     "TokenRequestError",
     "TokenResponseError",
+    "Transaction",
     "VerifiedWebhook",
     "WebhookVerificationError",
     "WebhookVerifier",

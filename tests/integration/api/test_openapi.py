@@ -88,6 +88,16 @@ async def test_every_bearer_operation_answers_401_and_403_problems(document: dic
             assert problem_answer(operation, "404") == PROBLEM, (method, path)
 
 
+async def test_every_bearer_operation_answers_429_with_retry_after_and_tells_its_rate_limit(
+    document: dict[str, Any],
+) -> None:
+    for method, path, operation in operations(document):
+        assert problem_answer(operation, "429") == PROBLEM, (method, path)
+        assert set(operation["responses"]["429"]["headers"]) == {"Retry-After", "RateLimit-Policy", "RateLimit"}
+        successes = [answer for status, answer in operation["responses"].items() if status.startswith("2")]
+        assert successes and all({"RateLimit-Policy", "RateLimit"} <= set(a["headers"]) for a in successes)
+
+
 async def test_station_commands_alone_answer_502_503_504(document: dict[str, Any]) -> None:
     commands = set()
     for method, path, operation in operations(document):

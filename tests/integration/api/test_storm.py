@@ -18,9 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from chargenet.domain.rate_limits import MAX_REQUESTS as MAX_RATE_LIMIT
 from chargenet.domain.scopes import Scope
 from chargenet.simulators.station import SimulatedStation
-from tests.factories import partner_token
+from tests.factories import partner_application
 from tests.integration.edge.conftest import Served, served  # noqa: F401  (the fixture)
 
 # Station commands may answer their pinned 502/503/504 (decisions.md); nothing else may answer a 5xx.
@@ -291,8 +292,12 @@ async def test_storm_of_hostile_requests_gets_no_5xx_and_no_traceback(
     from chargenet.services import applications, groups
     from chargenet.services.callers import OPERATOR
 
-    token = await partner_token(served.context, served.tenant.company_id, [s.value for s in Scope])
+    client_id, token = await partner_application(served.context, served.tenant.company_id, [s.value for s in Scope])
     async with served.context.store.transaction() as session:
+        # Every hostile request must reach its operation, not the rate limit.
+        await applications.set_rate_limit(
+            session, OPERATOR, client_id, requests=MAX_RATE_LIMIT, now=served.context.clock.now()
+        )
         credentials = await applications.create_application(
             session,
             OPERATOR,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from chargenet.domain.events import AuthorizePayload
 from chargenet.services.pages import encode_cursor
-from chargenet.store.models import Webhook, WebhookDeadLetter, WebhookLaneEntry
+from chargenet.store.models import AuditRecord, Webhook, WebhookDeadLetter, WebhookLaneEntry
 from chargenet.webhooks.install import install as install_webhooks
 from chargenet.webhooks.lane import DeadLetter, DeadLetterReason
 from chargenet.webhooks.queue import store_dead_letter
@@ -294,3 +295,98 @@ async def test_webhook_credentials_are_stored_encrypted(api: Api) -> None:
         stored = await session.scalar(select(Webhook.credentials).where(Webhook.id == webhook_id))
     assert stored is not None
     assert b"pw-secret-123" not in stored and b"partner-user" not in stored
+
+
+def _at(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+async def test_webhook_care_refusals_are_problems_naming_the_field_and_store_nothing(api: Api) -> None:
+    write = await api.grants("webhooks:write", "webhooks:read")
+    body = _create_body(api, auth={"type": "token", "token": "old"}, headers={"X-Partner-Tenant": "acme"})
+    created = await api.client.post("/webhooks", json={**body, "stations": ["ST-1"]}, headers=write)
+    assert created.status_code == 201, created.text
+    webhook = created.json()
+    assert (webhook["headers"], webhook["stations"], webhook["chargePoints"]) == (
+        {"X-Partner-Tenant": "acme"},
+        ["ST-1"],
+        [],
+    )
+    hook = f"/webhooks/{webhook['id']}"
+    now = api.context.clock.now()
+    rotate = {"auth": {"type": "token", "token": "new"}}
+    refused: list[tuple[str, str, dict[str, Any], str]] = [
+        ("POST", "/webhooks", _create_body(api, headers={"X-Tenant": "a\r\nInjected: 1"}), "headers"),
+        ("POST", "/webhooks", _create_body(api, headers={"X-Tenant": "a\nb"}), "headers"),
+        *(
+            ("PATCH", hook, {"headers": {name: "x"}}, "headers")
+            for name in (
+                "Signature",
+                "Signature-Input",
+                "content-digest",
+                "AUTHORIZATION",
+                "Host",
+                "Content-Length",
+                "X-Request-ID",
+            )
+        ),
+        ("PATCH", hook, {"headers": {"X Tenant": "x"}}, "headers"),
+        (
+            "POST",
+            f"{hook}/recover",
+            {"since": _at(now - timedelta(hours=1)), "until": _at(now + timedelta(hours=1))},
+            "until",
+        ),
+        (
+            "POST",
+            f"{hook}/recover",
+            {"since": _at(now + timedelta(hours=1)), "until": _at(now + timedelta(hours=2))},
+            "until",
+        ),
+        (
+            "POST",
+            f"{hook}/recover",
+            {"since": _at(now - timedelta(days=8)), "until": _at(now - timedelta(days=6))},
+            "since",
+        ),
+        (
+            "POST",
+            f"{hook}/credentials/rotate",
+            {**rotate, "overlapUntil": _at(now - timedelta(seconds=1))},
+            "overlapUntil",
+        ),
+        (
+            "POST",
+            f"{hook}/credentials/rotate",
+            {**rotate, "overlapUntil": _at(now + timedelta(days=31))},
+            "overlapUntil",
+        ),
+    ]
+    for method, path, request, field in refused:
+        answer = await api.client.request(method, path, json=request, headers=write)
+        problem = (answer.status_code, answer.headers["content-type"], answer.json().get("field"))
+        assert problem == (422, "application/problem+json", field), (method, path, request, answer.text)
+    async with api.context.store.transaction() as session:
+        webhooks = await session.scalar(select(func.count()).select_from(Webhook))
+        audited = await session.scalar(
+            select(func.count()).select_from(AuditRecord).where(AuditRecord.action.like("webhook.%"))
+        )
+    unchanged = (await api.client.get(hook, headers=write)).json()
+    assert (webhooks, audited) == (1, 1)
+    assert (unchanged["version"], unchanged["headers"], unchanged["authOverlapUntil"]) == (
+        1,
+        {"X-Partner-Tenant": "acme"},
+        None,
+    )
+
+    recovered = await api.client.post(
+        f"{hook}/recover", json={"since": _at(now - timedelta(days=1)), "until": _at(now)}, headers=write
+    )
+    until = now + timedelta(days=1)
+    rotated = await api.client.post(
+        f"{hook}/credentials/rotate", json={**rotate, "overlapUntil": _at(until)}, headers=write
+    )
+    assert (recovered.status_code, recovered.json()["events"]) == (200, 0), recovered.text
+    assert (rotated.status_code, rotated.json()["authOverlapUntil"]) == (200, until.isoformat()), rotated.text
+    replaced = await api.client.patch(hook, json={"auth": {"type": "token", "token": "newer"}}, headers=write)
+    assert replaced.json()["authOverlapUntil"] is None  # a plain change of the credentials ends the overlap

@@ -113,6 +113,19 @@ async def test_webhook_key_rotation_waits_24_hours_before_promoting(cli) -> None
     assert too_early.code == 5 and "24 hours" in too_early.err
 
 
+async def test_app_set_rate_limit_gives_a_limit_of_its_own_and_back_the_default(cli) -> None:  # type: ignore[no-untyped-def]
+    company, _ = await company_and_site(cli)
+    client_id = (await cli("admin", "app", "create", "--company", company, "p", "--json")).json()["client_id"]
+    assert (await cli("admin", "app", "show", client_id, "--json")).json()["rateLimit"] is None
+    limited = await cli("admin", "app", "set-rate-limit", client_id, "--rate-limit", "1200")
+    assert limited.code == 0 and "may make 1200 API requests a minute" in limited.out
+    assert (await cli("admin", "app", "show", client_id, "--json")).json()["rateLimit"] == 1200
+    refused = await cli("admin", "app", "set-rate-limit", client_id, "--rate-limit", "0")
+    assert refused.code != 0 and "1 to 1000000" in refused.err
+    back = (await cli("admin", "app", "set-rate-limit", client_id, "--default", "--json")).json()
+    assert back["rateLimit"] is None
+
+
 async def test_app_set_keys_registers_a_key_set_or_its_url_and_removes_them(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path
 ) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -61,3 +62,32 @@ async def test_deadletter_list_and_replay_of_an_unknown_event(cli) -> None:  # t
     assert (await cli("admin", "deadletter", "replay", "--webhook", webhook_id, "--json")).json() == {"replayed": []}
     missing = await cli("admin", "deadletter", "replay", "--webhook", webhook_id, "no-such-event")
     assert missing.code == 4
+
+
+async def test_webhook_headers_filter_recovery_and_rotation_from_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
+    _, site = await company_and_site(cli)
+    created = await cli(
+        "admin", "webhook", "create", "--site", site, "--url", "https://93.184.215.14/h", "--events", "Authorize",
+        "--auth", "token", "--token", "old", "--header", "X-Partner-Tenant: acme", "--station", "ST-1", "--json",
+    )  # fmt: skip
+    webhook_id = created.json()["id"]
+    shown = (await cli("admin", "webhook", "show", webhook_id, "--json")).json()
+    assert (shown["headers"], shown["stations"]) == ({"X-Partner-Tenant": "acme"}, ["ST-1"])
+    forged = await cli("admin", "webhook", "update", webhook_id, "--header", "X-Request-ID: forged")
+    assert forged.code == 2 and "X-Request-ID is set by chargenet" in forged.err
+    cleared = await cli("admin", "webhook", "update", webhook_id, "--no-headers", "--no-filter", "--json")
+    assert (cleared.json()["headers"], cleared.json()["stations"]) == ({}, [])
+    future = await cli("admin", "webhook", "recover", webhook_id, "--since", "2026-01-01T00:00:00+00:00",
+                       "--until", "2999-01-01T00:00:00+00:00")  # fmt: skip
+    assert future.code == 2 and "until" in future.err
+    rotated = await cli("admin", "webhook", "rotate-credentials", webhook_id, "--auth", "token", "--token", "new",
+                        "--overlap-until", "2999-01-01T00:00:00+00:00")  # fmt: skip
+    assert rotated.code == 2 and "overlapUntil" in rotated.err  # more than 30 days ahead
+    now = datetime.now(UTC)
+    until = (now + timedelta(days=1)).isoformat()
+    rotated = await cli("admin", "webhook", "rotate-credentials", webhook_id, "--auth", "token", "--token", "new",
+                        "--overlap-until", until, "--json")  # fmt: skip
+    assert rotated.json()["authOverlapUntil"] == until
+    recovered = await cli("admin", "webhook", "recover", webhook_id, "--since", (now - timedelta(hours=1)).isoformat(),
+                          "--until", now.isoformat(), "--json")  # fmt: skip
+    assert recovered.json()["events"] == 0

@@ -209,6 +209,31 @@ async def test_an_admin_registers_public_keys_as_a_document_and_removes_them(har
     assert "none: the application authenticates with its secret only" in (await admin.get(base)).text
 
 
+async def test_an_admin_sets_a_rate_limit_of_its_own_and_back_the_default_and_a_bad_one_is_422(
+    harness: ConsoleHarness,
+) -> None:
+    admin = await harness.signed_in("admin@acme.test")
+    client_id, _, _ = await create(admin, "Fleet partner")
+    base = f"/console/applications/{client_id}"
+    assert "600 (the default)" in (await admin.get(base)).text
+    saved = await admin.post(
+        f"{base}/rate-limit", data={"csrf_token": await token_of(admin), "rate_limit": "1200"}, headers=ORIGIN
+    )
+    assert saved.status_code == 303
+    assert 'id="rate_limit" name="rate_limit" type="text" value="1200"' in (await admin.get(base)).text
+    assert "application.set-rate-limit" in (await admin.get("/console/audit")).text
+    for typed in ("0", "ten", "12.5"):
+        refused = await admin.post(
+            f"{base}/rate-limit", data={"csrf_token": await token_of(admin), "rate_limit": typed}, headers=ORIGIN
+        )
+        assert refused.status_code == 422
+        assert 'aria-describedby="rate_limit-error"' in refused.text
+        assert "The public keys were not changed" not in refused.text
+    back = await admin.post(f"{base}/rate-limit", data={"csrf_token": await token_of(admin)}, headers=ORIGIN)
+    assert back.status_code == 303
+    assert "600 (the default)" in (await admin.get(base)).text
+
+
 async def test_a_private_key_or_a_private_url_is_422_naming_the_field_and_nothing_is_stored(
     harness: ConsoleHarness,
 ) -> None:

@@ -602,3 +602,61 @@ async def test_an_api_call_and_a_cli_command_leave_audit_records_and_reach_the_d
         await store.dispose()
     tests = [e for e in found.items if e.action == "webhook.test"]
     assert [e.face for e in tests] == ["cli", "api"] and tests[0].actor == "local operator"
+
+
+async def test_an_admin_sets_a_filter_and_headers_recovers_a_window_and_rotates_credentials(hooks: Hooks) -> None:
+    webhook_id = await hooks.webhook("http://127.0.0.1:9/hook", auth=BasicAuth("partner", SECRET))
+    admin = await hooks.harness.signed_in("admin@acme.test")
+    token = csrf_of((await admin.get(f"/console/webhooks/{webhook_id}/edit")).text)
+    form = {
+        "url": "http://127.0.0.1:9/hook",
+        "events": ["Authorize"],
+        "auth": "basic",
+        "alg": "ed25519",
+        "signature_format": "rfc9421",
+        "stations": "ST-1, ST-2",
+        "headers": "X-Partner-Tenant: acme\r\n",
+        "version": "1",
+        "csrf_token": token,
+    }
+    refused = await admin.post(
+        f"/console/webhooks/{webhook_id}/edit", data={**form, "headers": "Signature: forged"}, headers=ORIGIN
+    )
+    assert refused.status_code == 422 and 'id="headers-error"' in refused.text
+    saved = await admin.post(f"/console/webhooks/{webhook_id}/edit", data=form, headers=ORIGIN)
+    assert saved.status_code == 303, saved.text
+    detail = await hooks.detail(webhook_id)
+    assert (detail.stations, detail.headers) == (["ST-1", "ST-2"], {"X-Partner-Tenant": "acme"})
+
+    await hooks.publish("A", "B")
+    engine = hooks.engine()
+    await engine.fill_once()
+    hooks.harness.clock.advance(60)
+    page = (await admin.get(f"/console/webhooks/{webhook_id}")).text
+    assert "stations ST-1, ST-2" in page and "X-Partner-Tenant: acme" in page
+    token = csrf_of(page)
+    window = {"since": "2026-07-01T13:00", "csrf_token": token}  # Brussels wall clock: 11:00 UTC
+    future = await admin.post(
+        f"/console/webhooks/{webhook_id}/recover", data={**window, "until": "2026-07-01T16:00"}, headers=ORIGIN
+    )
+    assert future.status_code == 422 and 'id="until-error"' in future.text
+    recovered = await admin.post(
+        f"/console/webhooks/{webhook_id}/recover", data={**window, "until": "2026-07-01T14:01"}, headers=ORIGIN
+    )
+    assert recovered.status_code == 303, recovered.text
+    assert "0 event(s) recovered" in (await admin.get(recovered.headers["location"])).text  # both still wait
+
+    rotate = {"auth": "token", "token": "tok-new", "version": "2", "csrf_token": token}
+    ended = await admin.post(
+        f"/console/webhooks/{webhook_id}/rotate", data={**rotate, "overlap_until": "2026-07-01T14:00"}, headers=ORIGIN
+    )
+    assert ended.status_code == 422 and 'id="overlap_until-error"' in ended.text
+    rotated = await admin.post(
+        f"/console/webhooks/{webhook_id}/rotate", data={**rotate, "overlap_until": "2026-07-02T14:00"}, headers=ORIGIN
+    )
+    assert rotated.status_code == 303, rotated.text
+    assert (await _stored_auth(hooks, webhook_id)).type.value == "token"
+    assert (await hooks.detail(webhook_id)).auth_overlap_until is not None
+    actions = [action for action in ("webhook.recover", "webhook.rotate_credentials") if await hooks.audit(action)]
+    assert actions == ["webhook.recover", "webhook.rotate_credentials"]
+    assert "tok-new" not in repr(await hooks.audit("webhook.rotate_credentials"))

@@ -29,6 +29,7 @@ from chargenet.store.models import OutboxEvent
 from tests.factories import Tenant, add_station, make_tenant, partner_token
 from tests.support.in_loop import start_serving
 from tests.support.ports import free_port
+from tests.support.templates import prepare_data_dir
 
 PASSWORD = "0123456789abcdef0123"
 
@@ -112,6 +113,8 @@ async def serve_chargenet(
     flags = {**settings, "data_dir": str(tmp_path / "data"), "port": str(port)}
     if database_url:
         flags["database_url"] = database_url
+    else:
+        prepare_data_dir(tmp_path / "data")
     settings = load_settings(flags, {})
     context = await open_context(settings, clock=clock)
     config = uvicorn.Config(

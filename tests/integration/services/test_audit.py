@@ -93,18 +93,23 @@ async def test_a_change_to_an_object_on_a_site_is_in_the_log_of_the_sites_compan
     assert (entry.actor, entry.face, entry.detail) == ("local operator", "cli", {"a": "b"})
 
 
-async def test_a_companys_log_is_read_by_its_operators_and_the_local_operator_only(
+async def test_a_companys_log_is_read_by_its_operators_the_local_operator_and_its_applications_granted_it(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
     company_id = (await make_tenant(store, KeyStore(tmp_path), clock.now())).company_id
     await note(store, company_id, clock, "site_1")
     viewer = OperatorCaller("op_1", company_id, "ana@acme.test", Role.VIEWER)
+    granted = ApiApplication("app_1", Permissions.of(company_id, [Grant(company_id, None, frozenset(Scope))]))
+    at_a_site = ApiApplication("app_2", Permissions.of(company_id, [Grant(company_id, "site_1", frozenset(Scope))]))
     async with store.read() as session:
-        for reader in (viewer, OPERATOR):
+        for reader in (viewer, OPERATOR, granted):
             page = await audit.list_records(session, reader, PageRequest(), company_id=company_id, where=NOTED)
             assert [entry.object_id for entry in page.items] == ["site_1"]
-        application = ApiApplication("app_1", Permissions.of(company_id, [Grant(company_id, None, frozenset(Scope))]))
-        for stranger in (replace(viewer, company_id="co_other"), application):
+        assert (await audit.list_records(session, at_a_site, PageRequest(), company_id=company_id)).items == []
+        for stranger in (
+            replace(viewer, company_id="co_other"),
+            replace(granted, permissions=Permissions.of("co_other", [])),
+        ):
             with pytest.raises(NotFound):
                 await audit.list_records(session, stranger, PageRequest(), company_id=company_id)
 

@@ -14,9 +14,9 @@ AT = "'2026-01-01 00:00:00+00:00'"
 
 
 async def test_the_alerts_migration_applies_over_a_store_with_data_and_keeps_one_open_alert_per_subject(
-    database_url: str,
+    empty_database_url: str,
 ) -> None:
-    store = Store(database_url)
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0020")
         async with store.engine.begin() as connection:

@@ -20,8 +20,8 @@ async def table_names(store: Store) -> set[str]:
         return set(await connection.run_sync(lambda c: inspect(c).get_table_names()))
 
 
-async def test_a_new_store_is_created_at_the_latest_schema(database_url: str) -> None:
-    store = Store(database_url)
+async def test_a_new_store_is_created_at_the_latest_schema(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         assert await schema.prepare_schema(store) is schema.SchemaAction.CREATED
         assert await schema.current_revision(store) == schema.head_revision()
@@ -31,8 +31,8 @@ async def test_a_new_store_is_created_at_the_latest_schema(database_url: str) ->
         await store.dispose()
 
 
-async def test_migrations_roll_back_to_empty_and_apply_again(database_url: str) -> None:
-    store = Store(database_url)
+async def test_migrations_roll_back_to_empty_and_apply_again(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store)
         await schema.downgrade(store, "base")
@@ -44,8 +44,10 @@ async def test_migrations_roll_back_to_empty_and_apply_again(database_url: str) 
         await store.dispose()
 
 
-async def test_an_outdated_store_is_refused_until_migrated(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store(database_url)
+async def test_an_outdated_store_is_refused_until_migrated(
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store)
         # Pretend this chargenet knows one more revision than the store has.
@@ -69,8 +71,8 @@ def _fake_upgrade_to(revision: str):  # type: ignore[no-untyped-def]
     return upgrade
 
 
-async def test_a_store_at_the_first_schema_is_upgraded_to_the_latest_with_its_data(database_url: str) -> None:
-    store = Store(database_url)
+async def test_a_store_at_the_first_schema_is_upgraded_to_the_latest_with_its_data(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         first = min(schema.known_revisions())
         await schema.upgrade(store, first)
@@ -91,8 +93,8 @@ async def test_a_store_at_the_first_schema_is_upgraded_to_the_latest_with_its_da
         await store.dispose()
 
 
-async def test_local_list_entries_stored_before_their_versions_are_at_version_1(database_url: str) -> None:
-    store = Store(database_url)
+async def test_local_list_entries_stored_before_their_versions_are_at_version_1(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0018")
         async with store.engine.begin() as connection:
@@ -113,9 +115,9 @@ async def test_local_list_entries_stored_before_their_versions_are_at_version_1(
 
 
 async def test_companies_stored_before_time_zones_are_in_brussels_and_operators_in_their_companys(
-    database_url: str,
+    empty_database_url: str,
 ) -> None:
-    store = Store(database_url)
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0019")
         async with store.engine.begin() as connection:
@@ -134,8 +136,10 @@ async def test_companies_stored_before_time_zones_are_in_brussels_and_operators_
         await store.dispose()
 
 
-async def test_applications_stored_before_client_keys_have_none_and_revocations_start_empty(database_url: str) -> None:
-    store = Store(database_url)
+async def test_applications_stored_before_client_keys_have_none_and_revocations_start_empty(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0021")
         async with store.engine.begin() as connection:
@@ -159,10 +163,67 @@ async def test_applications_stored_before_client_keys_have_none_and_revocations_
         await store.dispose()
 
 
-async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_transactions(
-    database_url: str,
+async def test_applications_stored_before_rate_limits_keep_the_default_and_share_no_bucket_yet(
+    empty_database_url: str,
 ) -> None:
-    store = Store(database_url)
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
+                " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
+                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0025")
+        async with store.engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT client_id, rate_limit FROM applications"))).all()
+            buckets = (await connection.execute(text("SELECT count(*) FROM rate_limit_buckets"))).scalar_one()
+        assert [tuple(row) for row in rows] == [("app_1", None)]
+        assert buckets == 0
+        await schema.downgrade(store, "0022")
+        assert "rate_limit_buckets" not in await table_names(store)
+    finally:
+        await store.dispose()
+
+
+async def test_webhooks_stored_before_webhook_care_have_no_custom_headers_filter_or_previous_credentials(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
+    at = "'2026-01-01 00:00:00+00:00'"
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {at})",
+                "INSERT INTO sites (id, company_id, name, version, created_at)"
+                f" VALUES ('site_1', 'co_1', 'Depot', 1, {at})",
+                "INSERT INTO webhooks (id, site_id, url, event_types, auth_type, signature_algorithm, signature_format,"
+                " enabled, version, created_at, updated_at) VALUES ('wh_1', 'site_1', 'https://partner.example/h',"
+                f" 'Authorize', 'none', 'ed25519', 'rfc9421', true, 1, {at}, {at})",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0026")
+        columns = (
+            "custom_headers, station_filter, charge_point_filter, previous_credentials, previous_credentials_until"
+        )
+        async with store.engine.connect() as connection:
+            row = (await connection.execute(text(f"SELECT id, {columns} FROM webhooks"))).one()
+        assert tuple(row) == ("wh_1", None, None, None, None, None)
+        await schema.downgrade(store, "0022")
+        async with store.engine.connect() as connection:
+            assert (await connection.execute(text("SELECT id FROM webhooks"))).scalar_one() == "wh_1"
+    finally:
+        await store.dispose()
+
+
+async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_transactions(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0022")
         async with store.engine.begin() as connection:
@@ -194,8 +255,8 @@ async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_
         await store.dispose()
 
 
-async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> None:
-    store = Store(database_url)
+async def test_a_store_from_a_newer_chargenet_is_refused(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         await schema.upgrade(store)
         async with store.engine.begin() as connection:
@@ -206,8 +267,8 @@ async def test_a_store_from_a_newer_chargenet_is_refused(database_url: str) -> N
         await store.dispose()
 
 
-async def test_a_database_of_something_else_is_refused(database_url: str) -> None:
-    store = Store(database_url)
+async def test_a_database_of_something_else_is_refused(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
     try:
         async with store.engine.begin() as connection:
             await connection.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY)"))
@@ -261,7 +322,7 @@ async def test_a_refused_login_or_missing_database_is_unreachable_not_a_tracebac
 
 
 async def test_a_failing_migration_leaves_the_store_as_it_was(
-    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    empty_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A copy of the real migrations plus one that creates a table and then fails halfway.
     migrations = tmp_path / "migrations"
@@ -275,7 +336,7 @@ async def test_a_failing_migration_leaves_the_store_as_it_was(
         "    raise RuntimeError('boom')\n"
         "def downgrade():\n    pass\n"
     )
-    store = Store(database_url)
+    store = Store(empty_database_url)
     try:
         await schema.prepare_schema(store)
         head = schema.head_revision()
@@ -289,7 +350,9 @@ async def test_a_failing_migration_leaves_the_store_as_it_was(
         await store.dispose()
 
 
-async def test_processes_starting_together_on_an_empty_store_all_come_up(database_url: str, tmp_path: Path) -> None:
+async def test_processes_starting_together_on_an_empty_store_all_come_up(
+    empty_database_url: str, tmp_path: Path
+) -> None:
     # Three contexts (as three `chargenet serve` processes would) open one new store at the same moment, with
     # one shared keys folder: one creates the schema and records the keys, the others find it done.
     from chargenet.app import open_context
@@ -297,7 +360,7 @@ async def test_processes_starting_together_on_an_empty_store_all_come_up(databas
     from chargenet.keys import KeyStore
 
     KeyStore(tmp_path / "keys").ensure()
-    flags = {"database_url": database_url, "data_dir": str(tmp_path / "data"), "keys_dir": str(tmp_path / "keys")}
+    flags = {"database_url": empty_database_url, "data_dir": str(tmp_path / "data"), "keys_dir": str(tmp_path / "keys")}
     contexts = await asyncio.gather(*(open_context(load_settings(flags, environ={})) for _ in range(3)))
     try:
         assert await schema.current_revision(contexts[0].store) == schema.head_revision()
@@ -314,21 +377,21 @@ def test_the_head_read_from_file_names_is_alembics_head() -> None:
         assert script.path is not None and Path(script.path).name.startswith(f"{script.revision}_")
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("empty_database_url", ["sqlite"], indirect=True)
 async def test_a_process_starting_while_the_sqlite_file_is_locked_past_one_busy_timeout_waits_for_it(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from chargenet.store import db
 
     monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 200)
-    path = make_url(database_url).database
+    path = make_url(empty_database_url).database
     assert path
     # Another process creating the schema holds the write lock for longer than one busy timeout.
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("PRAGMA journal_mode=WAL")
     holder.execute("BEGIN IMMEDIATE")
     asyncio.get_running_loop().call_later(0.3, holder.rollback)
-    store = Store(database_url)
+    store = Store(empty_database_url)
     try:
         assert await schema.prepare_schema(store) == schema.SchemaAction.CREATED
     finally:
