@@ -102,6 +102,9 @@ IdTag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 ConnectorId = Annotated[StrictInt, Field(ge=0)]
 TransactionId = Annotated[StrictInt, Field(ge=1)]
 Kwh = Annotated[float, Strict(), Field(ge=0)]
+# decisions.md §5: what a 2.0.1 station said beside the event model's value (its idToken type, its own
+# authorization status, stop reason and transaction id), added to the payloads and optional.
+StationValue = Annotated[StrictStr, Field(min_length=1, max_length=36)]
 
 
 class _Strict(BaseModel):
@@ -133,6 +136,8 @@ class AuthorizePayload(_StrictPayload):
     status: AuthorizationStatus
     chargePointId: Identifier | None = None
     connectorId: ConnectorId | None = None
+    idTokenType: StationValue | None = None
+    stationStatus: StationValue | None = None
 
 
 class ChargePointStatusPayload(_StrictPayload):
@@ -152,6 +157,8 @@ class StartTransactionPayload(_StrictPayload):
     meterStart: Kwh
     transactionId: TransactionId
     reservationId: StrictInt | None = None
+    idTokenType: StationValue | None = None
+    stationTransactionId: StationValue | None = None
     requestId: Annotated[StrictStr, Field(min_length=1, max_length=40)] | None = None
 
     _check_kwh = field_validator("meterStart")(_three_decimals)
@@ -167,6 +174,9 @@ class StopTransactionPayload(_StrictPayload):
     transactionId: TransactionId
     # decisions.md §3: always present on the wire; `Local` when the station left it out.
     reason: StopReason
+    idTokenType: StationValue | None = None
+    stationTransactionId: StationValue | None = None
+    stationReason: StationValue | None = None
 
     _check_kwh = field_validator("meterStart", "meterStop")(_three_decimals)
 

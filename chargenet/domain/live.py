@@ -67,6 +67,7 @@ class StationLink:
     connected_at: datetime | None = None
     disconnected_at: datetime | None = None
     last_heartbeat_at: datetime | None = None
+    ocpp_version: str | None = None  # the subprotocol of its latest connection
 
     @property
     def newest(self) -> datetime | None:

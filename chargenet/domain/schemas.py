@@ -33,6 +33,10 @@ _DESCRIPTIONS = {
     "reservationId": "Reservation the transaction fulfils, when there was one.",
     "requestId": "The session request of POST /sessions this transaction follows, when it was started over the API.",
     "reason": "Why the transaction stopped; Local when the station did not say.",
+    "idTokenType": "OCPP 2.0.1 stations: the type of the driver's idToken (ISO14443, eMAID, ...).",
+    "stationStatus": "OCPP 2.0.1 stations: the station's own authorization status, when it is not one of status's.",
+    "stationTransactionId": "OCPP 2.0.1 stations: the station's own id for the transaction.",
+    "stationReason": "OCPP 2.0.1 stations: the station's own stop reason, when it is not one of reason's.",
     "webhookId": "The webhook this test event was sent to.",
     "requestedBy": "Who asked for the test event (an operator, an application or the command line).",
 }

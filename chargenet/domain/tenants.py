@@ -76,6 +76,24 @@ def locate_connector(layout: StationLayout, ocpp_connector_id: int) -> Connector
     return ConnectorAddress(f"{layout.station_id}-{k + 1}", j + 1)
 
 
+def locate_evse_connector(layout: StationLayout, evse_id: int, connector_id: int | None) -> ConnectorAddress:
+    """Map a 2.0.1 EVSE and connector to (charge point, connector): EVSE k is charge point k, its connector j is
+    connector j, EVSE 0 is the whole station as connector 0 is in 1.6 (decisions.md §5, "Tree"). A connector left
+    unsaid is the EVSE's first.
+
+    Raises `InvalidInput` (field `evseId` or `connectorId`) for an EVSE or connector the station was never given.
+    """
+    if evse_id == 0:
+        return ConnectorAddress(layout.charge_point_ids[0], 0)
+    if not 1 <= evse_id <= layout.charge_points:
+        raise InvalidInput(f"EVSE {evse_id} is not one of this station's {layout.charge_points}", field="evseId")
+    connector = 1 if connector_id is None else connector_id
+    limit = layout.connectors_per_charge_point or MAX_CONNECTORS_PER_CHARGE_POINT
+    if not 1 <= connector <= limit:
+        raise InvalidInput(f"connector {connector} is not one of this EVSE's {limit}", field="connectorId")
+    return ConnectorAddress(layout.charge_point_ids[evse_id - 1], connector)
+
+
 def ocpp_connector_id(layout: StationLayout, address: ConnectorAddress) -> int:
     """The inverse of `locate_connector`, for commands sent to the station."""
     if layout.charge_points == 1 or address.connector_id == 0:

@@ -17,16 +17,17 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from chargenet.clock import Clock
 from chargenet.edge.ocpp16 import frames
+from chargenet.edge.ocpp16.dialect import Ocpp16Dialect
 from chargenet.edge.ocpp16.errors import (
     CallErrorReceived,
     CallTimedOut,
-    ErrorCode,
     PayloadViolation,
     RemoteProtocolError,
+    TooManyCalls,
     UnreadableFrame,
 )
 from chargenet.edge.ocpp16.frames import Call, CallError, CallResult, FrameLimits, Payload
@@ -59,6 +60,27 @@ CallHandler = Callable[[Call], Awaitable[Payload | None]]
 FrameLogger = Callable[[str, str], None]  # (direction "in" | "out", frame text)
 OwnFaultCounter = Callable[[str, str], None]  # (CALLERROR code, action) of a call that failed through our fault
 CallTimer = Callable[[str, float], None]  # (action, seconds) of a peer CALL, from its arrival until its answer is ready
+
+
+class RpcDialect(Protocol):
+    """What the connection asks of a protocol generation's face (`ocpp16.dialect`, `ocpp201.dialect`): the framing
+    is OCPP-J's in both, the actions, schemas and CALLERROR words are the generation's."""
+
+    subprotocol: str
+
+    def check_call(self, call: Call) -> None: ...
+
+    def build_call(self, unique_id: str, action: str, payload: Payload) -> Call: ...
+
+    def build_result(self, action: str, unique_id: str, payload: Payload) -> CallResult: ...
+
+    def check_result(self, action: str, result: CallResult) -> None: ...
+
+    def call_error(self, exc: BaseException, unique_id: str) -> tuple[str, str]: ...
+
+    def unreadable_answer(self, exc: UnreadableFrame) -> str | None: ...
+
+    def is_own_fault(self, exc: BaseException) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +123,10 @@ class RpcConnection:
         log_frame: FrameLogger | None = None,
         on_own_fault: OwnFaultCounter | None = None,
         time_call: CallTimer | None = None,
+        dialect: RpcDialect | None = None,
     ) -> None:
         self.name = name
+        self.dialect: RpcDialect = dialect or Ocpp16Dialect(limits)
         self._send_text = send
         self._clock = clock
         self._handler = handler
@@ -141,15 +165,16 @@ class RpcConnection:
             frame = frames.parse_frame(data, self._limits)
         except UnreadableFrame as exc:
             log.warning("unreadable frame", extra={"fields": {"peer": self.name, "reason": exc.message}})
-            if exc.answer_id is not None and not self._closed:
-                await self._send(frames.serialize_frame(frames.call_error_for(exc, exc.answer_id), self._limits))
+            answer = self.dialect.unreadable_answer(exc)
+            if answer is not None and not self._closed:
+                await self._send(answer)
             if self._unreadable.unreadable():
                 return Closing(self._limits.close_code, f"{self._limits.max_unreadable_in_row} unreadable frames")
             return None
         except RemoteProtocolError as exc:
             self._unreadable.readable()
             assert exc.unique_id is not None
-            await self._send(frames.serialize_frame(frames.call_error_for(exc, exc.unique_id)))
+            await self._send(self.dialect.call_error(exc, exc.unique_id)[1])
             return None
         self._unreadable.readable()
         if isinstance(frame, Call):
@@ -168,21 +193,21 @@ class RpcConnection:
             self.session.receive_call(call)
         except RemoteProtocolError as exc:
             self._answered_in(call.action, arrived)
-            await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
+            await self._send(self.dialect.call_error(exc, call.unique_id)[1])
             return
         try:
-            frames.check_call(call)
+            self.dialect.check_call(call)
         except RemoteProtocolError as exc:
             self.session.answered(call.unique_id)
             self._answered_in(call.action, arrived)
-            await self._send(frames.serialize_frame(frames.call_error_for(exc, call.unique_id)))
+            await self._send(self.dialect.call_error(exc, call.unique_id)[1])
             return
         if len(self._incoming) >= MAX_WAITING_PEER_CALLS:
             # OCPP-J §4.1.1: a peer sends one CALL at a time. One that floods gets refused, not queued forever.
             self.session.answered(call.unique_id)
             self._answered_in(call.action, arrived)
-            error = CallError(call.unique_id, ErrorCode.PROTOCOL_ERROR, "too many calls waiting; send one at a time")
-            await self._send(frames.serialize_frame(error))
+            error = TooManyCalls("too many calls waiting; send one at a time", unique_id=call.unique_id)
+            await self._send(self.dialect.call_error(error, call.unique_id)[1])
             return
         self._incoming.append((call, arrived))
         if self._worker is None or self._worker.done():
@@ -192,36 +217,36 @@ class RpcConnection:
         while self._incoming:
             call, arrived = self._incoming.popleft()
             try:
-                answer: CallResult | CallError | None = await self._answer(call)
+                answer: str | None = await self._answer(call)
             except Exception as exc:  # the worker must outlive any one call
                 answer = self._failed(call, exc)
             self.session.answered(call.unique_id)
             self._answered_in(call.action, arrived)
             if answer is not None and not self._closed:
                 try:
-                    await self._send(frames.serialize_frame(answer, self._limits))
+                    await self._send(answer)
                 except Exception:
                     log.info("answer not sent: connection gone", extra={"fields": {"peer": self.name}})
 
-    async def _answer(self, call: Call) -> CallResult | CallError | None:
+    async def _answer(self, call: Call) -> str | None:
         payload = await self._handler(call)
         if payload is None:
             return None
-        return frames.build_result(call.action, call.unique_id, payload)
+        return frames.serialize_frame(self.dialect.build_result(call.action, call.unique_id, payload), self._limits)
 
-    def _failed(self, call: Call, exc: Exception) -> CallError:
-        """The answer to a CALL that failed with `exc`. The peer's faults get their Table 7 code; ours (a bug, the
-        store gone) get `InternalError`, and each of those is logged here, once, with its cause, and counted."""
-        error = frames.call_error_for(exc, call.unique_id)
-        if frames.is_own_fault(exc):
+    def _failed(self, call: Call, exc: Exception) -> str:
+        """The answer to a CALL that failed with `exc`. The peer's faults get their code; ours (a bug, the store
+        gone) get `InternalError`, and each of those is logged here, once, with its cause, and counted."""
+        code, text = self.dialect.call_error(exc, call.unique_id)
+        if self.dialect.is_own_fault(exc):
             log.error(
                 "answering a call failed",
                 exc_info=exc,
-                extra={"fields": {"peer": self.name, "action": call.action, "code": error.code.value}},
+                extra={"fields": {"peer": self.name, "action": call.action, "code": code}},
             )
             if self._on_own_fault is not None:
-                self._on_own_fault(error.code.value, call.action)
-        return error
+                self._on_own_fault(code, call.action)
+        return text
 
     def _receive_answer(self, frame: CallResult | CallError) -> None:
         outcome = self.session.receive_answer(frame)
@@ -243,7 +268,7 @@ class RpcConnection:
         `CallTimedOut`: the slot is free for the next call, and the answer is still listened for that long."""
         if self._closed:
             raise ConnectionLost(f"{self.name} is closed")
-        frames.build_call("check", action, payload)  # our own payload, so a violation is our bug
+        self.dialect.build_call("check", action, payload)  # our own payload, so a violation is our bug
         unique_id = self.session.submit(action, payload, late_within=late_within)
         future: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
         self._futures[unique_id] = future
@@ -285,7 +310,7 @@ class RpcConnection:
             raise outcome.error
         assert outcome.result is not None
         try:
-            frames.check_result(action, CallResult(unique_id, outcome.result))
+            self.dialect.check_result(action, CallResult(unique_id, outcome.result))
         except PayloadViolation:
             log.warning("answer does not fit its schema", extra={"fields": {"peer": self.name, "action": action}})
             raise

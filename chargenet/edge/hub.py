@@ -15,6 +15,7 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.authorizers import Authorizer
 from chargenet.edge.committer import GroupCommitter
@@ -24,9 +25,15 @@ from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16 import frames, proxy
 from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
-from chargenet.edge.station import CloseTransport, StationLink
+from chargenet.edge.station import CloseTransport, LinkBase, StationLink
+from chargenet.edge.station201 import SecurityEvents, Station201Link
 from chargenet.edge.upstream import UpstreamLinks
-from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
+from chargenet.errors import (
+    CommandNotForGeneration,
+    StationAnswerFailed,
+    StationDidNotAnswer,
+    StationNotConnected,
+)
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -69,7 +76,8 @@ class Edge:
         self.upstream_links = UpstreamLinks()
         self.time_station_call = time_station_call
         self.time_upstream_call = time_upstream_call
-        self._links: dict[str, StationLink] = {}
+        self.security_events = SecurityEvents()
+        self._links: dict[str, LinkBase] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.
         self._intervals: dict[str, int] = {}
@@ -92,20 +100,28 @@ class Edge:
         return station_id in self._links
 
     async def attach(
-        self, station: records.StationInfo, send: Callable[[str], Awaitable[None]], close: CloseTransport
-    ) -> StationLink:
-        """A station connected. An older connection of the same station is closed first (it is stale: the
-        station itself has moved on), so commands never go to a dead socket."""
+        self,
+        station: records.StationInfo,
+        send: Callable[[str], Awaitable[None]],
+        close: CloseTransport,
+        subprotocol: str = OCPP16,
+    ) -> LinkBase:
+        """A station connected, speaking `subprotocol`. An older connection of the same station is closed first
+        (it is stale: the station itself has moved on), so commands never go to a dead socket."""
         previous = self._links.pop(station.station_id, None)
         if previous is not None:
             await previous.shut(1000, "replaced by a new connection")
-        link = StationLink(self, station, send, close)
+        link: LinkBase
+        if subprotocol == OCPP201:
+            link = Station201Link(self, station, send, close, self.security_events)
+        else:
+            link = StationLink(self, station, send, close)
         self._links[station.station_id] = link
-        self.message_log.connection(station.station_id, True, self.clock.now())
+        self.message_log.connection(station.station_id, True, self.clock.now(), subprotocol)
         await link.open_upstream()
         return link
 
-    async def detach(self, link: StationLink) -> None:
+    async def detach(self, link: LinkBase) -> None:
         if self._links.get(link.station.station_id) is link:
             del self._links[link.station.station_id]
             self.message_log.connection(link.station.station_id, False, self.clock.now())
@@ -128,6 +144,8 @@ class Edge:
         link = self._links.get(station_id)
         if link is None:
             raise StationNotConnected(station_id)
+        if link.generation != OCPP16:
+            raise CommandNotForGeneration(station_id, action, link.generation)
         try:
             return await link.call_station(action, payload)
         except CallTimedOut:

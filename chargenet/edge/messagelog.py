@@ -37,7 +37,7 @@ from chargenet.edge.ocpp16.meter_values import Reported
 from chargenet.edge.records import presence_upsert
 from chargenet.store import samples as sample_store
 from chargenet.store.db import Store
-from chargenet.store.models import OcppMessage, StationPresence
+from chargenet.store.models import OcppMessage, StationNotice, StationPresence
 from chargenet.store.notify import CONNECTOR_STATUS, notify
 from chargenet.store.purge import purge_in_batches
 from chargenet.workers import LoopWorker
@@ -174,15 +174,18 @@ class MessageLog(LoopWorker):
         need no commit of their own (the API shows the last one with at most a second's lag)."""
         self._heartbeats[station_id] = at
 
-    def connection(self, station_id: str, connected: bool, at: datetime) -> None:
-        """A station connected or went away; written with the next batch (the live state is `Edge.is_connected`;
-        the stored one, for other processes and the API, lags by at most a second)."""
+    def connection(self, station_id: str, connected: bool, at: datetime, ocpp_version: str | None = None) -> None:
+        """A station connected (with the subprotocol `ocpp_version`) or went away; written with the next batch (the
+        live state is `Edge.is_connected`; the stored one, for other processes and the API, lags by at most a
+        second)."""
         fields = self._presence.setdefault(station_id, {})
         fields["connected"] = connected
         fields["connected_at" if connected else "disconnected_at"] = at
         fields["upstream_connected"] = None  # until its upstream link, if it has one, says otherwise
         if connected:
             fields["last_seen_at"] = at
+            if ocpp_version is not None:
+                fields["ocpp_version"] = ocpp_version
 
     def upstream(self, station_id: str, connected: bool) -> None:
         """The station's link to its site's upstream came up or went down; written with the next batch, so that
@@ -234,6 +237,7 @@ class MessageLog(LoopWorker):
         self._purged_at = now
         cutoff = now - timedelta(days=RETENTION_DAYS)
         await purge_in_batches(self._store, _messages, _messages.c.at < cutoff)
+        await purge_in_batches(self._store, _notices, _notices.c.received_at < cutoff)  # 2.0.1 stations' reports
         # The meters' samples too: this worker runs in every serving process.
         await sample_store.purge(self._store, cutoff)
 
@@ -278,6 +282,7 @@ class MessageLog(LoopWorker):
 
 _presence = cast(Table, StationPresence.__table__)
 _messages = cast(Table, OcppMessage.__table__)
+_notices = cast(Table, StationNotice.__table__)
 _HEARTBEATS = (
     update(_presence)
     .where(_presence.c.station_id == bindparam("b_station_id"))

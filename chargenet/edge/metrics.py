@@ -99,6 +99,14 @@ class EdgeCollector(Collector):
         for (code, action), count in sorted(edge.own_faults.counts.items()):
             faults.add_metric([code, action], count)
         yield faults
+        security = CounterMetricFamily(
+            "chargenet_ocpp_security_events",
+            "SecurityEventNotifications received from OCPP 2.0.1 stations, by the station's event type",
+            labels=["type"],
+        )
+        for kind, count in sorted(edge.security_events.counts.items()):
+            security.add_metric([kind], count)
+        yield security
 
 
 def register(registry: CollectorRegistry, edge: Edge) -> None:

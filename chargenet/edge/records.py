@@ -21,13 +21,20 @@ from chargenet.domain.events import (
     StartTransactionPayload,
     StopTransactionPayload,
 )
+from chargenet.domain.generations import GENERATIONS, parse_versions
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
 from chargenet.edge.core import authorize as auth
-from chargenet.edge.core import starts
+from chargenet.edge.core import starts, transaction_events
 from chargenet.edge.core import transactions as tx
-from chargenet.edge.core.messages import MeterReport, StationBooted, TransactionEnded, TransactionStarted
+from chargenet.edge.core.messages import (
+    MeterReport,
+    StationBooted,
+    TransactionEnded,
+    TransactionReport,
+    TransactionStarted,
+)
 from chargenet.edge.ocpp16 import relaying
-from chargenet.edge.ocpp16.frames import Payload
+from chargenet.edge.ocpp16.frames import Payload, dump_payload
 from chargenet.edge.remote_starts import link_request
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
@@ -36,6 +43,7 @@ from chargenet.store.models import (
     LocalAuthEntry,
     Site,
     Station,
+    StationNotice,
     StationPresence,
     UnknownStop,
     UpstreamMessage,
@@ -51,6 +59,7 @@ class StationInfo:
     layout: StationLayout
     upstream_url: str | None
     upstream_password: bytes | None  # encrypted; the station's own, else the site's
+    ocpp_versions: tuple[str, ...] = GENERATIONS  # the generations it may connect with (domain.generations)
 
 
 _STATION = (
@@ -62,6 +71,7 @@ _STATION = (
         Station.connectors_per_charge_point,
         Site.upstream_url,
         func.coalesce(Station.upstream_password, Site.upstream_password),
+        Station.ocpp_versions,
     )
     .join(Site, Site.id == Station.site_id)
     .where(Station.id == bindparam("station_id"))
@@ -74,7 +84,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:
         return None
-    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password = row
+    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions = row
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -82,6 +92,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         layout=StationLayout(found, charge_points, connectors),
         upstream_url=upstream_url,
         upstream_password=upstream_password,
+        ocpp_versions=parse_versions(versions),
     )
 
 
@@ -191,11 +202,14 @@ async def publish_authorize(
     decision: auth.AuthDecision,
     *,
     address: ConnectorAddress | None = None,
+    id_token_type: str | None = None,
 ) -> None:
     """The post-authorize hook: one Authorize event per decision (decisions.md §3)."""
     extra: dict[str, Any] = {}
     if address is not None:
         extra = {"chargePointId": address.charge_point_id, "connectorId": address.connector_id}
+    if id_token_type is not None:
+        extra["idTokenType"] = id_token_type
     payload = AuthorizePayload(stationId=station.station_id, idTag=id_tag, status=decision.status, **extra)
     await outbox.publish(session, site_id=station.site_id, payload=payload)
 
@@ -536,3 +550,125 @@ async def queue_length(session: AsyncSession, station_id: str) -> int:
 
 async def dequeue(session: AsyncSession, sequence: int) -> None:
     await session.execute(delete(UpstreamMessage).where(UpstreamMessage.id == sequence))
+
+
+# Transactions the station names (2.0.1) ------------------------------------------------------------------------
+
+
+async def station_transaction(
+    session: AsyncSession, station_id: str, station_transaction_id: str
+) -> EdgeTransaction | None:
+    """The edge's transaction for the station's own id, locked for the unit that plans on it."""
+    found = await session.scalars(
+        select(EdgeTransaction)
+        .where(
+            EdgeTransaction.station_id == station_id,
+            EdgeTransaction.station_transaction_id == station_transaction_id,
+        )
+        .with_for_update()
+    )
+    return found.first()
+
+
+def known_transaction(row: EdgeTransaction) -> transaction_events.KnownTransaction:
+    return transaction_events.KnownTransaction(
+        row.id, row.seq_no or 0, row.stopped_at is not None, row.meter_start, row.meter_last
+    )
+
+
+def _stop_payload(station: StationInfo, row: EdgeTransaction, stop: transaction_events.Stop) -> StopTransactionPayload:
+    return StopTransactionPayload(
+        stationId=station.station_id,
+        chargePointId=row.charge_point_id,
+        connectorId=row.connector_id,
+        idTag=row.id_tag,
+        meterStart=wh_to_kwh(row.meter_start),
+        meterStop=wh_to_kwh(stop.meter_stop_wh),
+        transactionId=row.id,
+        reason=stop.reason,
+        stationTransactionId=row.station_transaction_id,
+        **({"idTokenType": row.id_token_type} if row.id_token_type else {}),
+        **({"stationReason": stop.station_reason} if stop.station_reason else {}),
+    )
+
+
+async def start_station_transaction(
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    report: TransactionReport,
+    start: transaction_events.Start,
+    auth_status: AuthorizationStatus,
+    now: datetime,
+) -> int:
+    """Rule 1 of `core.transaction_events`: the transaction stored with its StartTransaction event (and, for an
+    Ended that starts it, its stop and StopTransaction event), in the caller's unit."""
+    assert report.connector is not None and report.token is not None  # the plan says so
+    address = report.connector.address
+    row = EdgeTransaction(
+        id=await next_transaction_id(session),
+        station_id=station.station_id,
+        site_id=station.site_id,
+        charge_point_id=address.charge_point_id,
+        connector_id=address.connector_id,
+        ocpp_connector_id=report.connector.station_number,
+        id_tag=report.token.value,
+        id_token_type=report.token.type,
+        started_at=report.timestamp,
+        meter_start=start.meter_start_wh,
+        meter_last=report.meter_last_wh,
+        reservation_id=report.reservation_id,
+        auth_status=auth_status.value,
+        station_transaction_id=report.station_transaction_id,
+        seq_no=report.seq_no,
+        created_at=now,
+    )
+    session.add(row)
+    await session.flush()
+    transaction_id = tx.check_transaction_id(row.id)
+    event = StartTransactionPayload(
+        stationId=station.station_id,
+        chargePointId=address.charge_point_id,
+        connectorId=address.connector_id,
+        idTag=report.token.value,
+        meterStart=wh_to_kwh(start.meter_start_wh),
+        transactionId=transaction_id,
+        stationTransactionId=report.station_transaction_id,
+        **({"idTokenType": report.token.type} if report.token.type else {}),
+        **({"reservationId": report.reservation_id} if report.reservation_id is not None else {}),
+    )
+    await outbox.publish(session, site_id=station.site_id, payload=event)
+    if start.stop is not None:
+        await stop_station_transaction(session, outbox, station, row, report, start.stop)
+    return transaction_id
+
+
+def update_station_transaction(row: EdgeTransaction, report: TransactionReport) -> None:
+    row.seq_no = report.seq_no
+    if report.meter_last_wh is not None:
+        row.meter_last = report.meter_last_wh
+
+
+async def stop_station_transaction(
+    session: AsyncSession,
+    outbox: Outbox,
+    station: StationInfo,
+    row: EdgeTransaction,
+    report: TransactionReport,
+    stop: transaction_events.Stop,
+) -> None:
+    """Rule 3: the transaction closed with its StopTransaction event, in the caller's unit."""
+    row.seq_no = report.seq_no
+    row.stopped_at = report.timestamp
+    row.meter_stop = stop.meter_stop_wh
+    row.meter_last = stop.meter_stop_wh
+    row.stop_reason = stop.reason.value
+    await outbox.publish(session, site_id=station.site_id, payload=_stop_payload(station, row, stop))
+
+
+# What a 2.0.1 station reports of itself ------------------------------------------------------------------------
+
+
+async def record_notice(session: AsyncSession, station_id: str, action: str, payload: Payload, now: datetime) -> None:
+    """NotifyEvent, NotifyReport, SecurityEventNotification and the status notifications, kept as received."""
+    session.add(StationNotice(station_id=station_id, action=action, payload=dump_payload(payload), received_at=now))

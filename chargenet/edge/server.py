@@ -3,8 +3,11 @@
 Before the upgrade: an unknown station gets HTTP 404, and a station with an AuthorizationKey that does not present
 it (HTTP Basic, user name equal to the station id) gets 401. The key is accepted as the text it was registered
 with, or as the raw bytes whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every
-comparison is the keyed hash's constant-time one. A handshake that offers no `ocpp1.6` subprotocol is completed
-without one and then closed, as §3.2 says.
+comparison is the keyed hash's constant-time one.
+
+The subprotocol is the first of the station's offer that its record allows (`domain.generations`: `ocpp2.0.1`,
+`ocpp1.6`, both by default; a station without a password, security profile 0, only 1.6). A handshake that offers
+none of them is completed without a subprotocol and then closed with 1002, as OCPP-J §3.2 says.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
+from chargenet.domain.generations import OCPP16, negotiate
 from chargenet.edge import records
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import activity_of
@@ -26,8 +30,6 @@ from chargenet.keys import SecretHasher
 from chargenet.observability import log_context
 
 log = logging.getLogger(__name__)
-
-SUBPROTOCOL = "ocpp1.6"
 
 
 def password_matches(header: str | None, station_id: str, stored_hash: str, hasher: SecretHasher) -> bool:
@@ -68,23 +70,31 @@ def ocpp_route(edge: Edge) -> WebSocketRoute:
                 Response("unauthorized", status_code=401, headers={"WWW-Authenticate": 'Basic realm="chargenet"'})
             )
             return
-        if SUBPROTOCOL not in websocket.scope.get("subprotocols", []):
+        offered = websocket.scope.get("subprotocols", [])
+        has_password = station.password_hash is not None
+        subprotocol = negotiate(offered, station.ocpp_versions, has_password=has_password)
+        if subprotocol is None:
+            allowed = [v for v in station.ocpp_versions if has_password or v == OCPP16]
+            log.warning(
+                "station refused: no subprotocol it may use",
+                extra={"fields": {"station": station_id, "offered": offered, "allowed": allowed}},
+            )
             await websocket.accept()
-            await websocket.close(1002, f"subprotocol {SUBPROTOCOL} required")
+            await websocket.close(1002, f"subprotocol {' or '.join(allowed) or OCPP16} required")
             return
-        await websocket.accept(subprotocol=SUBPROTOCOL)
+        await websocket.accept(subprotocol=subprotocol)
         # Every line logged while the station is connected names it, from this task and those started from it.
         with log_context.station(station.station_id):
-            await _serve(edge, websocket, station)
+            await _serve(edge, websocket, station, subprotocol)
 
     return WebSocketRoute("/ocpp/{station_id:str}", endpoint)
 
 
-async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo) -> None:
+async def _serve(edge: Edge, websocket: WebSocket, station: records.StationInfo, subprotocol: str) -> None:
     async def close(code: int, reason: str) -> None:
         await websocket.close(code, reason)
 
-    link = await edge.attach(station, websocket.send_text, close)
+    link = await edge.attach(station, websocket.send_text, close, subprotocol)
     activity = activity_of(websocket.scope)
     if activity is not None:
         activity.listener = link.heard  # pings and pongs count too (see `transport`)

@@ -20,16 +20,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.domain.events import AuthorizationStatus
+from chargenet.domain.generations import OCPP16
 from chargenet.edge import records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
-from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection, RpcDialect
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts
 from chargenet.edge.core import transactions as tx
-from chargenet.edge.core.messages import TransactionStarted
+from chargenet.edge.core.messages import StatusReport, TransactionStarted
 from chargenet.edge.core.status import TransitionCounts
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16 import meter_values, parse, proxy, relaying, render
+from chargenet.edge.ocpp16.dialect import Ocpp16Dialect
 from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation, UnsupportedAction
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
@@ -74,13 +76,19 @@ class EdgeRuntime(Protocol):
     def gave_interval(self, station_id: str, interval: int) -> None: ...
 
 
-class StationLink:
+class LinkBase:
+    """What a station's link is whichever generation it speaks: its RPC connection, its liveness, the commands
+    sent to it, and its connectors' statuses written through the status table."""
+
+    generation = OCPP16
+
     def __init__(
         self,
         edge: EdgeRuntime,
         station: records.StationInfo,
         send: Callable[[str], Awaitable[None]],
         close: CloseTransport,
+        dialect: RpcDialect,
     ):
         self.edge = edge
         self.station = station
@@ -95,33 +103,18 @@ class StationLink:
             log_frame=edge.message_log.logger(station.station_id, "station"),
             on_own_fault=edge.own_faults,
             time_call=edge.time_station_call,
+            dialect=dialect,
         )
         self.upstream: UpstreamLink | None = None
         self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
         self._shut = False
         self._connectors: dict[tuple[str, int], statuses.LoadedConnector] = {}
 
+    async def handle(self, call: Call) -> Payload | None:
+        raise NotImplementedError
+
     async def open_upstream(self) -> None:
-        if not self.station.upstream_url:
-            return
-        password = None
-        if self.station.upstream_password is not None:
-            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
-        edge = self.edge
-        settings = UpstreamSettings(
-            edge.store,
-            edge.clock,
-            edge.limits,
-            edge.upstream_timeout,
-            edge.upstream_late_wait,
-            edge.message_log,
-            edge.own_faults,
-            edge.upstream_links,
-            edge.time_upstream_call,
-        )
-        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
-        self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
-        await self.upstream.start()
+        """Open the station's link to its site's upstream, when it has one."""
 
     async def shut(self, code: int | None, reason: str) -> None:
         if self._shut:
@@ -162,6 +155,71 @@ class StationLink:
         if self.upstream is None:
             return auth.UpstreamState.NONE
         return auth.UpstreamState.CONNECTED if self.upstream.connected else auth.UpstreamState.AWAY
+
+    async def _record_status(self, report: StatusReport) -> None:
+        """A connector's status, decided against its last known one and written in the group commit's next batch
+        with its ChargePointStatus event (the pre-status-notification hook: before anything goes upstream)."""
+        now = self.edge.clock.now()
+        address = report.connector.address
+        key = (address.charge_point_id, address.connector_id)
+        loaded = self._connectors.get(key)
+        if loaded is None:
+            number = report.connector.station_number
+            loaded = await self.edge.store.read_statement(
+                lambda connection: statuses.load_connector(connection, address, number)
+            )
+        reported = report.status
+        write, assessment = statuses.decide(
+            self.station.station_id, self.station.site_id, address, loaded, reported, now
+        )
+        try:
+            await self.edge.write_status(write)
+        except BaseException:
+            self._connectors.pop(key, None)  # the store is the truth again after a failed write
+            raise
+        last = reported if assessment.decision.becomes_current else loaded.last
+        self._connectors[key] = statuses.LoadedConnector(exists=True, last=last)
+        self.edge.transitions.record(assessment)
+        if not assessment.expected:
+            log.warning(
+                "unexpected connector transition",
+                extra={"fields": {"station": self.station.station_id, "transition": assessment.transition}},
+            )
+
+
+class StationLink(LinkBase):
+    """A station speaking OCPP 1.6J."""
+
+    def __init__(
+        self,
+        edge: EdgeRuntime,
+        station: records.StationInfo,
+        send: Callable[[str], Awaitable[None]],
+        close: CloseTransport,
+    ):
+        super().__init__(edge, station, send, close, Ocpp16Dialect(edge.limits))
+
+    async def open_upstream(self) -> None:
+        if not self.station.upstream_url:
+            return
+        password = None
+        if self.station.upstream_password is not None:
+            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
+        edge = self.edge
+        settings = UpstreamSettings(
+            edge.store,
+            edge.clock,
+            edge.limits,
+            edge.upstream_timeout,
+            edge.upstream_late_wait,
+            edge.message_log,
+            edge.own_faults,
+            edge.upstream_links,
+            edge.time_upstream_call,
+        )
+        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
+        self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
+        await self.upstream.start()
 
     # Upstream -> station ---------------------------------------------------------------------------------
 
@@ -232,34 +290,8 @@ class StationLink:
         return await self._forward_or_local(call, route)
 
     async def _status(self, call: Call, route: Handling) -> Payload:
-        now = self.edge.clock.now()
-        report = parse.status_report(self.station.layout, call.payload, now)  # InvalidInput: bad connector id
-        address = report.connector.address
-        key = (address.charge_point_id, address.connector_id)
-        loaded = self._connectors.get(key)
-        if loaded is None:
-            number = report.connector.station_number
-            loaded = await self.edge.store.read_statement(
-                lambda connection: statuses.load_connector(connection, address, number)
-            )
-        reported = report.status
-        write, assessment = statuses.decide(
-            self.station.station_id, self.station.site_id, address, loaded, reported, now
-        )
-        # The pre-status-notification hook: recorded and published before anything goes upstream.
-        try:
-            await self.edge.write_status(write)
-        except BaseException:
-            self._connectors.pop(key, None)  # the store is the truth again after a failed write
-            raise
-        last = reported if assessment.decision.becomes_current else loaded.last
-        self._connectors[key] = statuses.LoadedConnector(exists=True, last=last)
-        self.edge.transitions.record(assessment)
-        if not assessment.expected:
-            log.warning(
-                "unexpected connector transition",
-                extra={"fields": {"station": self.station.station_id, "transition": assessment.transition}},
-            )
+        report = parse.status_report(self.station.layout, call.payload, self.edge.clock.now())  # InvalidInput
+        await self._record_status(report)
         return await self._forward_or_local(call, route)
 
     async def _authorize(self, call: Call, route: Handling) -> Payload:

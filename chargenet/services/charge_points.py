@@ -85,6 +85,7 @@ class ChargePointView(View):
     connection: ChargePointConnection
     last_heartbeat: Instant | None
     meters: list[ChargePointMeterView]
+    ocpp_version: str | None = None  # the subprotocol of its station's latest connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +225,7 @@ class ChargePointRows:
     last_heartbeat: datetime | None
     connectors: list[ConnectorRow]
     meters: list[MeterRow]
+    ocpp_version: str | None = None
 
     def key(self, connection: ChargePointConnection) -> tuple[object, ...]:
         return (
@@ -231,6 +233,7 @@ class ChargePointRows:
             self.station_id,
             connection,
             self.last_heartbeat,
+            self.ocpp_version,
             tuple(self.connectors),
             tuple(self.meters),
         )
@@ -276,7 +279,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
     on SQLite went to 0.3 ms, and on PostgreSQL the list's page is one round trip outside a transaction instead of
     six."""
     points = query.subquery("points")
-    presence = select(StationPresence.station_id, StationPresence.last_heartbeat_at)
+    presence = select(StationPresence.station_id, StationPresence.last_heartbeat_at, StationPresence.ocpp_version)
     connectors = select(*STATUS_COLUMNS)
     metered = meters_with_state()
     present: FromClause
@@ -313,6 +316,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
             points.c.station_id,
             present.c.station_id,
             present.c.last_heartbeat_at,
+            present.c.ocpp_version,
             connected.c.connector_id,
             connected.c.status,
             connected.c.error_code,
@@ -334,19 +338,22 @@ def _read(
     point: ChargePointRows | None = None
     meter_ids: set[str] = set()
     for row in connection.execute(statement, values).all():
-        charge_point_id, site_id, station_id, presence, heartbeat, connector_id, status, error, info, at = row[:10]
+        charge_point_id, site_id, station_id, presence, heartbeat, version, connector_id, status, error, info, at = row[
+            :11
+        ]
         if point is None or point.id != charge_point_id:
-            point = ChargePointRows(charge_point_id, site_id, station_id, presence is not None, heartbeat, [], [])
+            present = presence is not None
+            point = ChargePointRows(charge_point_id, site_id, station_id, present, heartbeat, [], [], version)
             found.append(point)
             meter_ids = set()
         # A charge point with several connectors and meters has a row for each pair: the connectors come in order,
         # each with the meters in order.
         if connector_id is not None and (not point.connectors or point.connectors[-1][0] != connector_id):
             point.connectors.append((connector_id, status, error, info, at))
-        meter_id = row[10] if len(row) > 10 else None
+        meter_id = row[11] if len(row) > 11 else None
         if meter_id is not None and meter_id not in meter_ids:
             meter_ids.add(meter_id)
-            point.meters.append(meter_row(meter_id, *row[11:]))
+            point.meters.append(meter_row(meter_id, *row[12:]))
     if found and connection.dialect.name == "sqlite":
         by_id = {p.id: p for p in found}
         station_ids = sorted({p.station_id for p in found})
@@ -460,6 +467,7 @@ def _view(point: ChargePointRows, connection: ChargePointConnection) -> ChargePo
         connection=connection,
         last_heartbeat=point.last_heartbeat,
         meters=meter_views,
+        ocpp_version=point.ocpp_version,
     )
 
 
@@ -486,6 +494,14 @@ class StationStateView(View):
     # Its link to the site's upstream, as the process holding the station stored it: None when not connected
     # or without an upstream.
     upstream_connected: bool | None = None
+    # The OCPP subprotocol of its latest connection ("ocpp1.6", "ocpp2.0.1"); None before it first connects.
+    ocpp_version: str | None = None
+
+    @property
+    def answered_by_edge(self) -> bool:
+        """A 2.0.1 station on a site with an upstream: the edge answers it as the central system itself, as no
+        2.0.1 upstream link exists yet (docs/edge.md)."""
+        return self.site_has_upstream and self.ocpp_version == "ocpp2.0.1"
 
     @property
     def reachable(self) -> bool:
@@ -524,6 +540,7 @@ async def station_state(
         booted_at=row.booted_at if row else None,
         site_has_upstream=site.upstream_url is not None,
         upstream_connected=row.upstream_connected if row is not None and row.connected else None,
+        ocpp_version=row.ocpp_version if row else None,
     )
 
 

@@ -112,6 +112,7 @@ def _link(row: StationPresence) -> StationLink:
         connected_at=row.connected_at,
         disconnected_at=row.disconnected_at,
         last_heartbeat_at=row.last_heartbeat_at,
+        ocpp_version=row.ocpp_version,
     )
 
 

@@ -126,6 +126,7 @@ class DirectoryIndex:
             for point in self._by_station.get(link.station_id, ()):
                 point.present = True
                 point.last_heartbeat = link.last_heartbeat_at
+                point.ocpp_version = link.ocpp_version or point.ocpp_version
 
     def take_meters(self, meters: Iterable[tuple[str, str, MeterRow]]) -> None:
         """Every meter with its last reading and open session, replacing those known. Only charge points with

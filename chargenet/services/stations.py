@@ -5,11 +5,13 @@ and bumps the station's `version`; a change made from an older version is refuse
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.generations import parse_versions, stored_versions
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import StationLayout
 from chargenet.errors import Conflict, InvalidInput
@@ -21,7 +23,16 @@ from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, reachable_station, site_filter
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View
-from chargenet.store.models import ChargePoint, Connector, EdgeTransaction, Meter, MeterSession, Site, Station
+from chargenet.store.models import (
+    ChargePoint,
+    Connector,
+    EdgeTransaction,
+    Meter,
+    MeterSession,
+    Site,
+    Station,
+    StationPresence,
+)
 
 AUTHORIZATION_KEY_LENGTH = (16, 40)
 
@@ -33,6 +44,8 @@ class StationView(View):
     connectors_per_charge_point: int | None
     security_profile: int
     upstream_password_set: bool
+    ocpp_versions: list[str]  # the OCPP generations it may connect with (decisions.md §5)
+    ocpp_version: str | None  # the one its latest connection speaks; None before it first connects
     version: int
     created_at: Instant
 
@@ -57,8 +70,10 @@ async def create_station(
     upstream_password: str | None = None,
     charge_points: int = 1,
     connectors: int | None = None,
+    ocpp_versions: Sequence[str] | None = None,
 ) -> StationView:
     layout = StationLayout(station_id, charge_points, connectors)
+    versions = stored_versions(ocpp_versions)
     await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     if await session.get(Station, station_id) is not None:
         raise Conflict(f"station {station_id!r} already exists")
@@ -72,6 +87,7 @@ async def create_station(
         upstream_password=cipher.encrypt(upstream_password) if upstream_password else None,
         charge_points=layout.charge_points,
         connectors_per_charge_point=layout.connectors_per_charge_point,
+        ocpp_versions=versions,
         created_at=now,
     )
     session.add(row)
@@ -86,6 +102,7 @@ async def create_station(
         "charge points": str(layout.charge_points),
         "connectors per charge point": str(layout.connectors_per_charge_point or "as reported"),
         "security profile": "1" if row.password_hash is not None else "0",
+        "OCPP versions": ", ".join(parse_versions(versions)),
     }
     if row.upstream_password is not None:
         detail["upstream login"] = "set"
@@ -105,12 +122,15 @@ async def update_station(
     upstream_password: str | None = None,
     clear_password: bool = False,
     clear_upstream_password: bool = False,
+    ocpp_versions: Sequence[str] | None = None,
     expected_version: int | None = None,
 ) -> StationView:
-    """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0), and a station's own
-    upstream key or none (then the site's is used). What is not given stays; nothing changes if any is refused."""
+    """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0), a station's own
+    upstream key or none (then the site's is used), and the OCPP versions it may use. What is not given stays;
+    nothing changes if any is refused."""
     row = await reachable_station(session, caller, Scope.SITES_WRITE, station_id)
     check_version("station", row.id, row.version, expected_version)
+    versions = stored_versions(ocpp_versions) if ocpp_versions is not None else row.ocpp_versions
     if password is not None:
         validate_authorization_key(password)
     if upstream_password is not None and not upstream_password:
@@ -128,6 +148,9 @@ async def update_station(
     elif clear_upstream_password and row.upstream_password is not None:
         changed.append("upstream key removed")
         row.upstream_password = None
+    if versions != row.ocpp_versions:
+        changed.append(f"OCPP versions {', '.join(parse_versions(versions))}")
+        row.ocpp_versions = versions
     if changed:
         row.version += 1
         await session.flush()
@@ -179,7 +202,9 @@ async def count_by_site(session: AsyncSession, site_ids: list[str]) -> dict[str,
 
 
 async def get_station(session: AsyncSession, caller: Caller, station_id: str) -> StationView:
-    return _view(await reachable_station(session, caller, Scope.SITES_READ, station_id))
+    row = await reachable_station(session, caller, Scope.SITES_READ, station_id)
+    version = await session.scalar(select(StationPresence.ocpp_version).where(StationPresence.station_id == station_id))
+    return _view(row, version)
 
 
 async def list_stations(
@@ -187,8 +212,9 @@ async def list_stations(
 ) -> Page[StationView]:
     """The stations on sites the caller reaches with `sites:read`, ordered by id."""
     query = (
-        select(Station)
+        select(Station, StationPresence.ocpp_version)
         .join(Site, Site.id == Station.site_id)
+        .outerjoin(StationPresence, StationPresence.station_id == Station.id)
         .where(site_filter(caller.reach(Scope.SITES_READ)))
         .order_by(Station.id)
         .limit(page.fetch)
@@ -197,10 +223,11 @@ async def list_stations(
         query = query.where(Station.site_id == site_id)
     if page.after is not None:
         query = query.where(Station.id > page.after)
-    return page.page([_view(row) for row in await session.scalars(query)], lambda station: station.id)
+    views = [_view(row, version) for row, version in await session.execute(query)]
+    return page.page(views, lambda station: station.id)
 
 
-def _view(row: Station) -> StationView:
+def _view(row: Station, ocpp_version: str | None = None) -> StationView:
     return StationView(
         id=row.id,
         site_id=row.site_id,
@@ -208,6 +235,8 @@ def _view(row: Station) -> StationView:
         connectors_per_charge_point=row.connectors_per_charge_point,
         security_profile=1 if row.password_hash is not None else 0,
         upstream_password_set=row.upstream_password is not None,
+        ocpp_versions=list(parse_versions(row.ocpp_versions)),
+        ocpp_version=ocpp_version,
         version=row.version,
         created_at=row.created_at,
     )

@@ -40,6 +40,9 @@ CONNECTORS_WITH_SEVERAL_CHARGE_POINTS: list[JsonValue] = [
 ]
 
 
+OcppVersions = Annotated[list[Literal["ocpp1.6", "ocpp2.0.1"]], Field(min_length=1, max_length=2)]
+
+
 class NewStation(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -61,6 +64,9 @@ class NewStation(BaseModel):
     )
     connectors: NumberedConnectorId | None = Field(
         default=None, description="connectors per charge point, created ahead; needed with several charge points"
+    )
+    ocppVersions: OcppVersions | None = Field(
+        default=None, description="the OCPP versions it may connect with, in any order; default both"
     )
 
 
@@ -94,6 +100,7 @@ class StationChange(BaseModel):
     upstreamPassword: Secret | None = None
     removePassword: StrictBool = Field(default=False, description="no AuthorizationKey: security profile 0")
     removeUpstreamPassword: StrictBool = Field(default=False, description="the site's upstream password is used")
+    ocppVersions: OcppVersions | None = Field(default=None, description="the OCPP versions it may connect with")
 
 
 class LocalAuthEntry(BaseModel):
@@ -148,6 +155,7 @@ async def create_station(body: NewStation, context: Context, caller: SiteWriter)
             upstream_password=body.upstreamPassword,
             charge_points=body.chargePoints,
             connectors=body.connectors,
+            ocpp_versions=body.ocppVersions,
         )
 
 
@@ -185,6 +193,7 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             upstream_password=body.upstreamPassword,
             clear_password=body.removePassword,
             clear_upstream_password=body.removeUpstreamPassword,
+            ocpp_versions=body.ocppVersions,
         )
 
 

@@ -26,6 +26,18 @@ def _positive(text: str) -> int:
     return value
 
 
+VERSIONS_HELP = "the OCPP versions it may connect with: ocpp1.6, ocpp2.0.1 or both (the default)"
+
+
+def _versions(text: str) -> list[str]:
+    from chargenet.domain.generations import parse_versions
+
+    try:
+        return list(parse_versions(text))
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     noun = nouns.add_parser("station", help=NOUNS["station"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -37,11 +49,13 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_secret_option(create, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
     create.add_argument("--charge-points", dest="charge_points", type=_positive, default=1, metavar="N")
     create.add_argument("--connectors", type=_positive, metavar="N", help="connectors per charge point")
+    create.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
 
-    update = add_verb(verbs, "update", "change a station's keys", _update)
+    update = add_verb(verbs, "update", "change a station's keys or OCPP versions", _update)
     update.add_argument("station_id", metavar="STATION_ID")
     add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
     add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
+    update.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
 
     add_verb(verbs, "list", "list stations", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show one station", _show).add_argument("station_id", metavar="STATION_ID")
@@ -74,6 +88,7 @@ def _create(args: argparse.Namespace) -> None:
             upstream_password=args.upstream_password,
             charge_points=args.charge_points,
             connectors=args.connectors,
+            ocpp_versions=args.ocpp_versions,
         ),
     )
     emit(args, {"id": station.id}, f"created station {station.id}")
@@ -125,6 +140,7 @@ def _update(args: argparse.Namespace) -> None:
             now=ctx.clock.now(),
             password=args.password,
             upstream_password=args.upstream_password,
+            ocpp_versions=args.ocpp_versions,
         ),
     )
     emit(args, rendered(station), f"updated station {station.id}")

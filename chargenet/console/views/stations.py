@@ -66,6 +66,7 @@ from chargenet.services import (
     localauth,
     sites,
     station_commands,
+    station_notices,
     stations,
     transactions,
 )
@@ -198,6 +199,7 @@ async def _station_page(
         points = await charge_points.charge_points_of_stations(session, signed.caller, console.stations, [station_id])
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
         active = await transactions.active_on_station(session, signed.caller, station_id)
+        notices = await station_notices.recent_notices(session, signed.caller, station_id)
     in_progress = {(tx.charge_point_id, tx.connector_id): tx for tx in active}
     values = {
         "company": company,
@@ -205,6 +207,7 @@ async def _station_page(
         "station": station,
         "points": points,
         "state": state,
+        "notices": notices,
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,

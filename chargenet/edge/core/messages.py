@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import StopReason
+from chargenet.domain.evse import ChargingState, MappedStopReason
 from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge.core.transactions import StartKey
 
@@ -92,3 +94,31 @@ class MeterReport:
 
     connector: ConnectorRef
     transaction_id: int | None  # the edge's id, when the readings belong to a transaction
+
+
+class TransactionEventKind(StrEnum):
+    STARTED = "Started"
+    UPDATED = "Updated"
+    ENDED = "Ended"
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionReport:
+    """One event of a transaction the station names itself (2.0.1 TransactionEvent): the station's id for it, its
+    place in the transaction's messages (`seq_no`), and what it says of the connector, the token and the meter."""
+
+    kind: TransactionEventKind
+    station_transaction_id: str
+    seq_no: int
+    timestamp: datetime
+    trigger: str
+    offline: bool
+    connector: ConnectorRef | None  # where it runs, when the event says
+    token: IdToken | None
+    charging: ChargingState | None
+    stopped: MappedStopReason | None  # Ended only
+    meter_begin_wh: int | None  # the energy register read with context Transaction.Begin
+    meter_end_wh: int | None  # ... with context Transaction.End
+    meter_first_wh: int | None  # the earliest and latest energy register readings of any context
+    meter_last_wh: int | None
+    reservation_id: int | None = None

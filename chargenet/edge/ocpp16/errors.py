@@ -90,6 +90,18 @@ class UnreadableFrame(RemoteProtocolError):
         self.answer_id = answer_id
 
 
+class UnreadableMessageId(UnreadableFrame):
+    """The frame's message id is not a non-empty string (2.0.1 names this `RpcFrameworkError`)."""
+
+
+class UnknownMessageType(UnreadableFrame):
+    """A MessageTypeId OCPP-J does not define: ignored in 1.6 (§4.1.3); 2.0.1 answers `MessageTypeNotSupported`
+    under `unique_id`."""
+
+    def __init__(self, message: str, *, unique_id: str) -> None:
+        super().__init__(message, unique_id=unique_id, answer_id=None)
+
+
 class FrameTooLarge(UnreadableFrame):
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"frame of {size} bytes is over the {limit} byte limit")
@@ -101,6 +113,10 @@ class MalformedFrame(RemoteProtocolError):
     """A frame whose id is readable but whose structure is not OCPP-J (wrong element count or types)."""
 
     code = ErrorCode.FORMATION_VIOLATION
+
+
+class MessageIdTooLong(MalformedFrame):
+    """A CALL's id is longer than OCPP-J allows (2.0.1 names this `RpcFrameworkError`)."""
 
 
 class UnknownAction(RemoteProtocolError):
@@ -125,6 +141,12 @@ class UnsupportedAction(RemoteProtocolError):
 
 class DuplicateMessageId(RemoteProtocolError):
     """A CALL reused an id the same sender already used for a CALL on this connection (OCPP-J §4.1.4)."""
+
+    code = ErrorCode.PROTOCOL_ERROR
+
+
+class TooManyCalls(RemoteProtocolError):
+    """The peer sent more CALLs than wait to be answered (OCPP-J §4.1.1: one CALL at a time)."""
 
     code = ErrorCode.PROTOCOL_ERROR
 

@@ -57,6 +57,7 @@ from chargenet.edge.ocpp16.errors import (
     FrameTooLarge,
     LocalProtocolError,
     MalformedFrame,
+    MessageIdTooLong,
     OccurenceConstraintViolation,
     OcppProtocolError,
     PayloadViolation,
@@ -65,7 +66,9 @@ from chargenet.edge.ocpp16.errors import (
     StructureViolation,
     TypeConstraintViolation,
     UnknownAction,
+    UnknownMessageType,
     UnreadableFrame,
+    UnreadableMessageId,
     error_code_from_wire,
 )
 from chargenet.errors import ChargenetError, InvalidInput
@@ -136,12 +139,14 @@ STATION_ACTIONS = frozenset(
 )
 
 
-def _schema_dir() -> Path:
+def _schema_dir(generation: str = "v16") -> Path:
+    """The `ocpp` package's schemas of one generation (`v16`, `v201`): the framing is OCPP-J's in both, so the
+    2.0.1 face validates through the functions below with `generation="v201"`."""
     # find_spec locates the package without executing it: its runtime (asyncio, its own validation) stays out.
     spec = importlib.util.find_spec("ocpp")
     if spec is None or spec.origin is None:
-        raise ChargenetError("the `ocpp` package, which ships the OCPP 1.6 JSON schemas, is not installed")
-    return Path(spec.origin).parent / "v16" / "schemas"
+        raise ChargenetError("the `ocpp` package, which ships the OCPP JSON schemas, is not installed")
+    return Path(spec.origin).parent / generation / "schemas"
 
 
 @cache
@@ -208,16 +213,17 @@ def _with_int32(node: Any, *, bounds: bool) -> Any:
 
 
 @cache
-def _schema(schema_name: str) -> dict[str, Any]:
-    text = (_schema_dir() / f"{schema_name}.json").read_text(encoding="utf-8-sig")
+def _schema(schema_name: str, generation: str = "v16") -> dict[str, Any]:
+    text = (_schema_dir(generation) / f"{schema_name}.json").read_text(encoding="utf-8-sig")
     # Decimal on both sides makes `multipleOf: 0.1` exact (21.4 is a multiple of 0.1; as floats it is not).
     loaded: dict[str, Any] = json.loads(text, parse_float=Decimal)
     return loaded
 
 
 @cache
-def _validator(schema_name: str) -> Draft4Validator:
-    validator: Draft4Validator = _Validator(_with_int32(_schema(schema_name), bounds=False), format_checker=_FORMATS)
+def _validator(schema_name: str, generation: str = "v16") -> Draft4Validator:
+    schema = _with_int32(_schema(schema_name, generation), bounds=False)
+    validator: Draft4Validator = _Validator(schema, format_checker=_FORMATS)
     return validator
 
 
@@ -270,35 +276,36 @@ _COMPILED_FORMATS: dict[str, Callable[[Any], bool]] = {"date-time": _date_time_o
 
 
 @cache
-def _compiled(schema_name: str) -> Callable[[Any], Any]:
-    # Draft 4 for all, as `_validator` reads them (a few security-extension schemas name draft 6, where 1.0 would
-    # pass as an integer).
-    base = _with_int32(_schema(schema_name), bounds=True)
+def _compiled(schema_name: str, generation: str = "v16") -> Callable[[Any], Any]:
+    # Draft 4 for all, as `_validator` reads them (a few security-extension schemas, and all of 2.0.1's, name
+    # draft 6, where 1.0 would pass as an integer).
+    base = _with_int32(_schema(schema_name, generation), bounds=True)
     schema: dict[str, Any] = {**base, "$schema": "http://json-schema.org/draft-04/schema#"}
     checker: Callable[[Any], Any] = fastjsonschema.compile(schema, formats=_COMPILED_FORMATS, use_default=False)
     return checker
 
 
-def _fast_verdict(schema_name: str, payload: object) -> bool:
+def _fast_verdict(schema_name: str, payload: object, generation: str = "v16") -> bool:
     """Whether `payload` is valid by the compiled schema; False also when the compiled check cannot decide (a float
     against a Decimal bound, say), which leaves the verdict to jsonschema."""
     try:
-        _compiled(schema_name)(payload)
+        _compiled(schema_name, generation)(payload)
     except Exception:
         return False
     return True
 
 
-def validate_payload(schema_name: str, payload: object) -> None:
-    """Check `payload` against the 1.6 schema `schema_name` (`Action` or `ActionResponse`).
+def validate_payload(schema_name: str, payload: object, generation: str = "v16") -> None:
+    """Check `payload` against the schema `schema_name` of `generation` (1.6: `Action` or `ActionResponse`;
+    2.0.1: `ActionRequest` or `ActionResponse`).
 
     Raises the `PayloadViolation` subclass whose Table 7 code fits the first violation found.
     """
     if not isinstance(payload, dict):
         raise StructureViolation("the payload must be a JSON object", field="")
-    if _fast_verdict(schema_name, payload):
+    if _fast_verdict(schema_name, payload, generation):
         return  # the common case, without jsonschema
-    validator = _validator(schema_name)
+    validator = _validator(schema_name, generation)
     error = best_match(validator.iter_errors(payload))
     if error is None:
         return
@@ -427,9 +434,9 @@ def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Fram
     type_id, unique_id = message[0], message[1]
     is_call = type(type_id) is int and type_id == MessageTypeId.CALL
     if not isinstance(unique_id, str) or not unique_id or (escaped and _unstorable(unique_id)):
-        raise UnreadableFrame("the message id is not a non-empty string", answer_id="-1" if is_call else None)
+        raise UnreadableMessageId("the message id is not a non-empty string", answer_id="-1" if is_call else None)
     if type(type_id) is not int or type_id not in MessageTypeId._value2member_map_:
-        raise UnreadableFrame(f"unknown MessageTypeId {type_id!r}"[:100], unique_id=unique_id, answer_id=None)
+        raise UnknownMessageType(f"unknown MessageTypeId {type_id!r}"[:100], unique_id=unique_id)
     if is_call:
         call = _parse_call(message, unique_id, limits)
         if escaped:
@@ -456,7 +463,7 @@ def parse_frame(data: str | bytes, limits: FrameLimits = DEFAULT_LIMITS) -> Fram
 
 def _parse_call(message: list[Any], unique_id: str, limits: FrameLimits) -> Call:
     if len(unique_id) > limits.max_id_length:
-        raise MalformedFrame(f"message id longer than {limits.max_id_length} characters", unique_id=unique_id)
+        raise MessageIdTooLong(f"message id longer than {limits.max_id_length} characters", unique_id=unique_id)
     if len(message) != 4 or not isinstance(message[2], str):
         raise MalformedFrame('a CALL is [2, id, "Action", {payload}]', unique_id=unique_id)
     if not isinstance(message[3], dict):
@@ -477,8 +484,8 @@ def _parse_call_error(message: list[Any], unique_id: str) -> CallError:
     return CallError(unique_id, code, description, message[4])
 
 
-def dump_payload(payload: Payload) -> str:
-    """A payload as JSON text for storage, with Rule 5's number handling."""
+def dump_payload(payload: Payload | list[Any]) -> str:
+    """A payload (or a whole frame) as JSON text, with Rule 5's number handling."""
     return json.dumps(payload, default=_encode_default, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -42,6 +42,8 @@ class EdgeTransaction(Base):
             postgresql_where=text("stopped_at IS NULL"),
         ),
         Index("ix_edge_tx_started_at", "started_at"),
+        # A 2.0.1 station names its transactions; the edge finds each by that name.
+        Index("ix_edge_tx_station_transaction", "station_id", "station_transaction_id", unique=True),
         {"sqlite_autoincrement": True},
     )
 
@@ -51,7 +53,7 @@ class EdgeTransaction(Base):
     charge_point_id: Mapped[str] = mapped_column(String(64), index=True)
     connector_id: Mapped[int] = mapped_column(Integer)
     ocpp_connector_id: Mapped[int] = mapped_column(Integer)
-    id_tag: Mapped[str] = mapped_column(String(20), index=True)
+    id_tag: Mapped[str] = mapped_column(String(36), index=True)
     started_at: Mapped[datetime] = mapped_column(UtcDateTime())
     meter_start: Mapped[int] = mapped_column(BigInteger)
     reservation_id: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -64,6 +66,12 @@ class EdgeTransaction(Base):
     # The upstream refused the start (a CALLERROR, or an idTagInfo status other than Accepted).
     upstream_refused: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # A 2.0.1 station's own id for the transaction, the last seqNo applied, its latest energy reading (Wh), and
+    # the idToken's type; NULL for a 1.6 transaction.
+    station_transaction_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    seq_no: Mapped[int | None] = mapped_column(Integer, default=None)
+    meter_last: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    id_token_type: Mapped[str | None] = mapped_column(String(20), default=None)
 
 
 class UnknownStop(Base):
@@ -155,12 +163,28 @@ class StationPresence(Base):
     disconnected_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
-    vendor: Mapped[str | None] = mapped_column(String(20), default=None)
+    vendor: Mapped[str | None] = mapped_column(String(50), default=None)
     model: Mapped[str | None] = mapped_column(String(20), default=None)
     firmware_version: Mapped[str | None] = mapped_column(String(50), default=None)
     booted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     # Whether the connected station's link to its site's upstream is up; NULL: no upstream (or not connected).
     upstream_connected: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    # The subprotocol of its latest connection ("ocpp1.6", "ocpp2.0.1").
+    ocpp_version: Mapped[str | None] = mapped_column(String(16), default=None)
+
+
+class StationNotice(Base):
+    """What a 2.0.1 station reports of itself beyond its charging: NotifyEvent, NotifyReport and
+    SecurityEventNotification payloads, kept as received for the station page."""
+
+    __tablename__ = "station_notices"
+    __table_args__ = (Index("ix_station_notices_station", "station_id", "action", "received_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class StationCommand(Base):

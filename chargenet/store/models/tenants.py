@@ -46,6 +46,9 @@ class Station(Base):
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     charge_points: Mapped[int] = mapped_column(Integer, default=1)
     connectors_per_charge_point: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The OCPP generations the station may connect with, comma-separated in the order written ("ocpp1.6,ocpp2.0.1");
+    # NULL: both (decisions.md §5).
+    ocpp_versions: Mapped[str | None] = mapped_column(String(40), default=None)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -175,6 +175,19 @@ async def test_station_created_over_the_api_has_its_charge_points(api: Api) -> N
     assert {"ST-NEW-1", "ST-NEW-2"} <= {p["id"] for p in points["items"]}
 
 
+async def test_a_stations_ocpp_versions_are_pinned_and_changed_over_the_api(api: Api) -> None:
+    headers = await api.as_("sites:write", "sites:read")
+    body = {"siteId": api.tenant.site_id, "id": "ST-16", "ocppVersions": ["ocpp1.6"]}
+    created = (await api.client.post("/stations", json=body, headers=headers)).json()
+    assert (created["ocppVersions"], created["ocppVersion"]) == (["ocpp1.6"], None)
+    changed = await api.client.patch(
+        "/stations/ST-16", json={"ocppVersions": ["ocpp2.0.1", "ocpp1.6"]}, headers=headers
+    )
+    assert changed.json()["ocppVersions"] == ["ocpp2.0.1", "ocpp1.6"]
+    refused = await api.client.patch("/stations/ST-16", json={"ocppVersions": ["ocpp2.0"]}, headers=headers)
+    assert refused.status_code == 422
+
+
 async def test_local_authorization_entry_is_put_listed_and_removed(api: Api) -> None:
     headers = await api.as_("sites:write", "sites:read")
     base = f"/sites/{api.tenant.site_id}/local-authorization-list"

@@ -24,6 +24,15 @@ async def test_company_site_station_create_list_show_with_json(cli) -> None:  # 
     assert [s["name"] for s in sites["items"]] == ["Depot"]
 
 
+async def test_a_stations_ocpp_versions_are_pinned_from_the_command_line(cli) -> None:  # type: ignore[no-untyped-def]
+    company = (await cli("admin", "company", "create", "Acme", "--json")).json()
+    site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()
+    await cli("admin", "station", "create", "--site", site["id"], "ST-1", "--ocpp-versions", "ocpp2.0.1", "--json")
+    assert (await cli("admin", "station", "show", "ST-1", "--json")).json()["ocppVersions"] == ["ocpp2.0.1"]
+    updated = await cli("admin", "station", "update", "ST-1", "--ocpp-versions", "ocpp1.6,ocpp2.0.1", "--json")
+    assert updated.json()["ocppVersions"] == ["ocpp2.0.1", "ocpp1.6"]  # both: the default, in the edge's order
+
+
 async def test_site_update_sets_and_removes_the_upstream(cli) -> None:  # type: ignore[no-untyped-def]
     company = (await cli("admin", "company", "create", "Acme", "--json")).json()
     site = (await cli("admin", "site", "create", "--company", company["id"], "Depot", "--json")).json()

@@ -5,6 +5,7 @@ everything the station supplies escaped."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy import insert, update
 
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
-from chargenet.store.models import Connector, EdgeTransaction, Site, StationPresence
+from chargenet.store.models import Connector, EdgeTransaction, Site, StationNotice, StationPresence
 from tests.integration.console.conftest import (
     ORIGIN,
     ConsoleHarness,
@@ -323,6 +324,33 @@ async def test_central_system_commands_on_a_site_with_an_upstream_are_off_with_t
         assert refused.status_code == 409 and "upstream central system" in refused.text
     assert fake.sent == []
     assert (await command(admin, {"command": "reset", "type": "Soft"})).status_code == 200
+
+
+async def test_a_2_0_1_station_shows_its_version_its_reports_escaped_and_who_answers_it(
+    harness: ConsoleHarness,
+) -> None:
+    fake = await _station(harness, upstream_url="wss://cpo.example/ocpp")
+    fake.connected.add("CS-1")
+    now = harness.clock.now()
+    event = {"type": "<b>TamperDetectionActivated</b>", "timestamp": "2026-07-01T12:00:00Z", "techInfo": "lid"}
+    async with harness.store.transaction() as session:
+        await session.execute(
+            insert(StationPresence).values(
+                station_id="CS-1", connected=True, connected_at=now, ocpp_version="ocpp2.0.1"
+            )
+        )
+        session.add(
+            StationNotice(
+                station_id="CS-1", action="SecurityEventNotification", payload=json.dumps(event), received_at=now
+            )
+        )
+    admin = await harness.signed_in("admin@acme.test")
+    html = (await admin.get("/console/stations/CS-1")).text
+    assert '<dd id="ocpp-version">2.0.1</dd>' in html and "ocpp2.0.1, ocpp1.6" in html
+    assert "chargenet answers it as its central system itself" in html and 'id="upstream-link"' not in html
+    assert "&lt;b&gt;TamperDetectionActivated&lt;/b&gt;: lid" in html and "<b>Tamper" not in html
+    log_page = (await admin.get("/console/stations/CS-1/messages")).text
+    assert "Its latest connection speaks OCPP 2.0.1." in log_page
 
 
 # --- who may see and do what ------------------------------------------------------------------------------------

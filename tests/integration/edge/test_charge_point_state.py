@@ -78,7 +78,7 @@ async def test_a_connected_station_shows_connected_and_its_last_heartbeat(served
     finally:
         await station.close()
     assert item["connection"] == "connected"
-    assert item["lastHeartbeat"] is not None
+    assert item["lastHeartbeat"] is not None and item["ocppVersion"] == "ocpp1.6"
     assert item["meters"] == []
 
 

@@ -14,7 +14,7 @@ from chargenet.edge.messagelog import FrameHead, MessageLog, frame_head
 from chargenet.edge.ocpp16 import parse
 from chargenet.keys import KeyStore
 from chargenet.store.db import Store
-from chargenet.store.models import OcppMessage, StationPresence
+from chargenet.store.models import OcppMessage, StationNotice, StationPresence
 from tests.factories import make_tenant
 
 
@@ -41,6 +41,23 @@ async def test_frames_older_than_30_days_are_purged(store: Store, clock: ManualC
     log.add("CS-1", "station", "in", "new")
     await log.run_once()
     assert await frames(store) == ["new"]
+
+
+async def test_station_notices_older_than_30_days_are_purged_with_the_frames(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-1")
+    log = MessageLog(store, clock)
+    async with store.transaction() as session:
+        await records.record_notice(session, "CS-1", "NotifyEvent", {"seqNo": 0}, clock.now())
+    clock.advance(31 * 86400)
+    async with store.transaction() as session:
+        await records.record_notice(session, "CS-1", "NotifyEvent", {"seqNo": 1}, clock.now())
+    clock.advance(messagelog.PURGE_EVERY.total_seconds())
+    await log.run_once()
+    async with store.transaction() as session:
+        kept = (await session.scalars(select(StationNotice.payload))).all()
+    assert kept == ['{"seqNo":1}']
 
 
 async def test_a_process_starting_purges_old_frames_a_purge_interval_after_its_start_not_at_it(

@@ -61,16 +61,16 @@ async def test_key_sent_as_raw_bytes_whose_hex_is_registered_is_accepted(served:
     await station.close()
 
 
-async def test_subprotocol_ocpp16_is_negotiated(served: Served) -> None:
+async def test_the_stations_first_offered_subprotocol_is_negotiated(served: Served) -> None:
     station = served.station()
-    socket = await station.connect(("ocpp2.0.1", "ocpp1.6"))
+    socket = await station.connect(("ocpp1.6", "ocpp2.0.1"))
     assert socket.subprotocol == "ocpp1.6"
     await station.close()
 
 
-async def test_without_ocpp16_the_handshake_completes_without_subprotocol_then_closes(served: Served) -> None:
+async def test_without_an_ocpp_subprotocol_the_handshake_completes_without_one_then_closes(served: Served) -> None:
     station = served.station()
-    socket = await station.connect(("ocpp2.0.1",))
+    socket = await station.connect(("ocpp2.0",))
     assert socket.subprotocol is None
     assert await station.wait_closed() == 1002
 

@@ -220,6 +220,41 @@ async def test_webhooks_stored_before_webhook_care_have_no_custom_headers_filter
         await store.dispose()
 
 
+async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_transactions(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at, time_zone)"
+                " VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00', 'Europe/Brussels')",
+                "INSERT INTO sites (id, company_id, name, created_at, version)"
+                " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00', 1)",
+                "INSERT INTO stations (id, site_id, charge_points, version, created_at)"
+                " VALUES ('CS-1', 'site_1', 1, 1, '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0023")
+        async with store.engine.begin() as connection:
+            versions = (await connection.execute(text("SELECT ocpp_versions FROM stations"))).scalar_one()
+            await connection.execute(
+                text(
+                    "INSERT INTO edge_transactions (id, station_id, site_id, charge_point_id, connector_id,"
+                    " ocpp_connector_id, id_tag, started_at, meter_start, upstream_refused, created_at,"
+                    " station_transaction_id, seq_no) VALUES (1, 'CS-1', 'site_1', 'CS-1', 1, 1, :tag,"
+                    " '2026-01-01 00:00:00+00:00', 0, false, '2026-01-01 00:00:00+00:00', 'TX-1', 0)"
+                ),
+                {"tag": "E" * 36},  # a 2.0.1 idToken: longer than 1.6's 20
+            )
+        assert versions is None
+        await schema.downgrade(store, "0022")
+        assert "station_notices" not in await table_names(store)
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(empty_database_url: str) -> None:
     store = Store(empty_database_url)
     try:

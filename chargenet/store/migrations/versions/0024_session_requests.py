@@ -1,7 +1,7 @@
 """session requests: the remote starts asked for over the API, their answers and the transactions that followed
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 Create Date: 2026-11-29 09:00:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import chargenet.store.models.base
 
 revision = "0024"
-down_revision = "0022"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,169 @@
+"""OCPP 2.0.1 payloads read into the core's typed records. Each payload was validated against its 2.0.1 schema
+first (`ocpp201.frames.check_call`), so the fields the schema requires are there with their types.
+
+A 2.0.1 meter value is numeric and names its measurand, context and unit (`unitOfMeasure`, with a power-of-ten
+`multiplier`); the energy the events carry is the Outlet's `Energy.Active.Import.Register` (the default
+measurand), in Wh, without a phase, as 1.6's is (`ocpp16.meter_values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from chargenet.domain.connectors import KnownStatus
+from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
+from chargenet.domain.evse import ChargingState, ConnectorState, map_stop_reason
+from chargenet.domain.tenants import StationLayout, locate_evse_connector, ocpp_connector_id
+from chargenet.edge.core.messages import (
+    ConnectorRef,
+    IdToken,
+    StationBooted,
+    TokenPresented,
+    TransactionEventKind,
+    TransactionReport,
+)
+from chargenet.edge.ocpp16.frames import Payload
+from chargenet.edge.ocpp16.meter_values import MAX_ENERGY_WH, Reported
+from chargenet.errors import InvalidInput
+
+ENERGY = "Energy.Active.Import.Register"
+POWER = "Power.Active.Import"
+_ENERGY_UNITS = {"Wh": Decimal(1), "kWh": Decimal(1000)}
+_POWER_UNITS = {"W": Decimal(1), "kW": Decimal(1000)}
+NO_AUTHORIZATION = "NoAuthorization"
+
+
+def connector(layout: StationLayout, evse_id: int, connector_id: int | None) -> ConnectorRef:
+    """Raises `InvalidInput` (PropertyConstraintViolation) for an EVSE or connector the station was never given."""
+    address = locate_evse_connector(layout, evse_id, connector_id)
+    return ConnectorRef(address, ocpp_connector_id(layout, address))
+
+
+def id_token(token: Payload) -> IdToken:
+    """decisions.md §5 "idTokens": the value is what events carry as `idTag`; an empty one (NoAuthorization) reads
+    `NoAuthorization`."""
+    value = token["idToken"] or NO_AUTHORIZATION
+    return IdToken(value, token["type"])
+
+
+def station_booted(payload: Payload) -> StationBooted:
+    station = payload["chargingStation"]
+    return StationBooted(station.get("vendorName"), station.get("model"), station.get("firmwareVersion"))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorReport:
+    """A 2.0.1 StatusNotification: the connector's own state, not yet the event model's status."""
+
+    connector: ConnectorRef
+    state: ConnectorState
+    timestamp: datetime
+
+
+def connector_report(layout: StationLayout, payload: Payload) -> ConnectorReport:
+    return ConnectorReport(
+        connector(layout, payload["evseId"], payload["connectorId"]),
+        ConnectorState(payload["connectorStatus"]),
+        datetime.fromisoformat(payload["timestamp"]),
+    )
+
+
+def known_status(status: ConnectorStatus, timestamp: datetime) -> KnownStatus:
+    """A derived status as the status table keeps it. `errorCode` is `NoError`: a 2.0.1 station reports faults in
+    NotifyEvent, which this edge stores and shows but does not yet read into an error code."""
+    error = ChargePointErrorCode.OTHER_ERROR if status is ConnectorStatus.FAULTED else ChargePointErrorCode.NO_ERROR
+    return KnownStatus(status, error, None, timestamp)
+
+
+def token_presented(payload: Payload) -> TokenPresented:
+    return TokenPresented(id_token(payload["idToken"]))
+
+
+def _number(sampled: Payload, units: dict[str, Decimal], default_unit: str) -> Decimal | None:
+    unit_of_measure = sampled.get("unitOfMeasure") or {}
+    scale = units.get(unit_of_measure.get("unit", default_unit))
+    if scale is None:
+        return None
+    try:
+        value = Decimal(str(sampled["value"])) * scale * Decimal(10) ** int(unit_of_measure.get("multiplier", 0))
+    except (ArithmeticError, ValueError):  # a multiplier no Decimal holds: no reading
+        return None
+    return value if value.is_finite() else None
+
+
+def _is_outlet_total(sampled: Payload, measurand: str) -> bool:
+    return (
+        sampled.get("measurand", ENERGY) == measurand
+        and "phase" not in sampled
+        and sampled.get("location", "Outlet") == "Outlet"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyReading:
+    at: datetime
+    context: str
+    energy_wh: int
+    power_w: float | None
+
+
+def energy_readings(meter_values: Any) -> list[EnergyReading]:
+    """The Outlet's energy register readings of a list of MeterValueType, in the order the station sent them."""
+    found: list[EnergyReading] = []
+    for meter_value in meter_values or []:
+        at = datetime.fromisoformat(meter_value["timestamp"]).astimezone(UTC)
+        energy: Decimal | None = None
+        power: Decimal | None = None
+        context = "Sample.Periodic"
+        for sampled in meter_value["sampledValue"]:
+            if energy is None and _is_outlet_total(sampled, ENERGY):
+                energy = _number(sampled, _ENERGY_UNITS, "Wh")
+                context = sampled.get("context", "Sample.Periodic")
+            if power is None and _is_outlet_total(sampled, POWER):
+                power = _number(sampled, _POWER_UNITS, "W")
+        if energy is not None and 0 <= energy <= MAX_ENERGY_WH:
+            power_w = None if power is None else float(power)
+            found.append(EnergyReading(at, context, int(energy.to_integral_value()), power_w))
+    return found
+
+
+def samples(readings: list[EnergyReading]) -> list[Reported]:
+    """Readings as the message log keeps them for a session's chart."""
+    return [Reported(reading.at, reading.energy_wh, reading.power_w) for reading in readings]
+
+
+def _first_of(readings: list[EnergyReading], context: str) -> int | None:
+    return next((reading.energy_wh for reading in readings if reading.context == context), None)
+
+
+def transaction_report(layout: StationLayout, payload: Payload) -> TransactionReport:
+    """TransactionEvent. Raises `InvalidInput` for an EVSE or connector the station was never given."""
+    info = payload["transactionInfo"]
+    evse = payload.get("evse")
+    if evse is not None and evse["id"] == 0:
+        raise InvalidInput("a transaction runs on an EVSE numbered from 1; 0 is the whole station", field="evse/id")
+    where = connector(layout, evse["id"], evse.get("connectorId")) if evse is not None else None
+    readings = energy_readings(payload.get("meterValue"))
+    kind = TransactionEventKind(payload["eventType"])
+    charging = info.get("chargingState")
+    token = payload.get("idToken")
+    return TransactionReport(
+        kind=kind,
+        station_transaction_id=info["transactionId"],
+        seq_no=payload["seqNo"],
+        timestamp=datetime.fromisoformat(payload["timestamp"]),
+        trigger=payload["triggerReason"],
+        offline=payload.get("offline", False),
+        connector=where,
+        token=id_token(token) if token is not None else None,
+        charging=ChargingState(charging) if charging is not None else None,
+        stopped=map_stop_reason(info.get("stoppedReason")) if kind is TransactionEventKind.ENDED else None,
+        meter_begin_wh=_first_of(readings, "Transaction.Begin"),
+        meter_end_wh=_first_of(readings, "Transaction.End"),
+        meter_first_wh=readings[0].energy_wh if readings else None,
+        meter_last_wh=readings[-1].energy_wh if readings else None,
+        reservation_id=payload.get("reservationId"),
+    )

@@ -1,0 +1,309 @@
+"""One OCPP 2.0.1 station's connection at run time: what each of its CALLs does.
+
+`Station201Link` answers a 2.0.1 station's CALLs: the 2.0.1 face reads each into a core record (`ocpp201.parse`),
+the core plans it (`core`, `domain.evse`), one unit of work writes what happened with its events through the
+outbox, and the answer goes back in 2.0.1 words (`ocpp201.render`). The events are the same four a 1.6 station
+raises (decisions.md §5).
+
+No 2.0.1 upstream link exists yet: on a site with an upstream the edge answers as the central system itself, as it
+does for a 1.6 station while its upstream is away (the cache is asked, nothing is queued), and the station page
+says so. The link keeps what it derives statuses from (`domain.evse.EvseConnector`) in memory: a station that
+reconnects restarts it from its next StatusNotification and TransactionEvent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain.evse import (
+    ChargingState,
+    EvseConnector,
+    connector_reported,
+    derive_status,
+    transaction_reported,
+)
+from chargenet.domain.generations import OCPP201
+from chargenet.domain.tenants import ConnectorAddress
+from chargenet.edge import records
+from chargenet.edge.authorizers import AuthorizeRequest, ask_plugins
+from chargenet.edge.core import authorize as auth
+from chargenet.edge.core import transaction_events as te
+from chargenet.edge.core.messages import ConnectorRef, IdToken, StatusReport, TransactionEventKind, TransactionReport
+from chargenet.edge.ocpp16.errors import UnsupportedAction
+from chargenet.edge.ocpp16.frames import Call, Payload
+from chargenet.edge.ocpp201 import parse, render
+from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
+from chargenet.edge.ocpp201.frames import STATION_ACTIONS
+from chargenet.edge.station import CloseTransport, EdgeRuntime, LinkBase
+from chargenet.store.models import EdgeTransaction
+
+log = logging.getLogger(__name__)
+
+# Kept as received and shown on the station page.
+NOTICES = frozenset(
+    {
+        "NotifyEvent",
+        "NotifyReport",
+        "SecurityEventNotification",
+        "FirmwareStatusNotification",
+        "LogStatusNotification",
+        "ReservationStatusUpdate",
+    }
+)
+
+
+MAX_UNSTARTED = 64  # transactions a connection remembers before they start (a station runs one per EVSE)
+
+
+class SecurityEvents:
+    """SecurityEventNotifications received, by type: read by `/metrics`."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+
+class Station201Link(LinkBase):
+    generation = OCPP201
+
+    def __init__(
+        self,
+        edge: EdgeRuntime,
+        station: records.StationInfo,
+        send: Callable[[str], Awaitable[None]],
+        close: CloseTransport,
+        security_events: SecurityEvents,
+    ):
+        super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
+        self._evse: dict[ConnectorAddress, EvseConnector] = {}
+        self._unstarted: dict[str, te.Unstarted] = {}  # by the station's transaction id (transaction_events Rule 6)
+        self._security_events = security_events
+
+    @property
+    def answers_for_upstream(self) -> bool:
+        """The site has an upstream, but the edge answers this station itself (no 2.0.1 upstream link yet)."""
+        return bool(self.station.upstream_url)
+
+    @property
+    def upstream_state(self) -> auth.UpstreamState:
+        return auth.UpstreamState.AWAY if self.answers_for_upstream else auth.UpstreamState.NONE
+
+    async def handle(self, call: Call) -> Payload | None:
+        self.heard()
+        if call.action not in STATION_ACTIONS or call.action in render.NOT_SUPPORTED:
+            raise UnsupportedAction(call.action, unique_id=call.unique_id)
+        handler = _HANDLERS.get(call.action)
+        if handler is not None:
+            return await handler(self, call)
+        if call.action in NOTICES:
+            return await self._notice(call)
+        return render.local_answer(call.action, self.edge.clock.now())
+
+    async def _boot(self, call: Call) -> Payload:
+        booted = parse.station_booted(call.payload)
+        now = self.edge.clock.now()
+        await self.edge.record_boot(records.boot_of(self.station.station_id, booted, now))
+        answer = render.local_answer(call.action, now)
+        self._answered(call.action, call.payload, answer)
+        return answer
+
+    async def _heartbeat(self, call: Call) -> Payload:
+        now = self.edge.clock.now()
+        self.edge.message_log.heartbeat(self.station.station_id, now)
+        return render.local_answer(call.action, now)
+
+    async def _notice(self, call: Call) -> Payload:
+        async with self.edge.unit() as session:
+            await records.record_notice(
+                session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
+            )
+        if call.action == "SecurityEventNotification":
+            self._security_events.counts[call.payload["type"]] += 1
+        return {}
+
+    # Statuses ----------------------------------------------------------------------------------------------
+
+    async def _status(self, call: Call) -> Payload:
+        report = parse.connector_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
+        address = report.connector.address
+        self._evse[address] = connector_reported(self._evse.get(address, EvseConnector()), report.state)
+        await self._derive(report.connector, report.timestamp)
+        return {}
+
+    async def _derive(self, connector: ConnectorRef, timestamp: datetime) -> None:
+        """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
+        when it changes (`LinkBase._record_status`)."""
+        status = derive_status(self._evse.get(connector.address, EvseConnector()))
+        if status is None:
+            return
+        await self._record_status(StatusReport(connector, parse.known_status(status, timestamp)))
+
+    # Authorization -----------------------------------------------------------------------------------------
+
+    async def _authorize(self, call: Call) -> Payload:
+        token = parse.token_presented(call.payload).token
+        decision = await self._decide(token, publish=True)
+        return {"idTokenInfo": render.id_token_info(decision)}
+
+    async def _decide(self, token: IdToken, *, publish: bool) -> auth.AuthDecision:
+        """The authorization chain every token goes through (local list, plugins, the cache when the site has an
+        upstream), as for 1.6: one unit that reads (and, when nobody else is asked, publishes), the plugins
+        asked outside it, and one that publishes."""
+        async with self.edge.unit() as reading:
+            ctx = await self._authorize_context(reading, token.value)
+            step = auth.begin(ctx)
+            if isinstance(step, auth.AuthDecision) and publish:
+                await self._publish(reading, token, step)
+        if isinstance(step, auth.AuthDecision):
+            return step
+        request = AuthorizeRequest(self.station.site_id, self.station.station_id, token.value, None)
+        after = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
+        decision = after if isinstance(after, auth.AuthDecision) else auth.after_upstream(ctx, None)
+        if publish:
+            async with self.edge.unit() as writing:
+                await self._publish(writing, token, decision)
+        return decision
+
+    async def _publish(
+        self,
+        session: AsyncSession,
+        token: IdToken,
+        decision: auth.AuthDecision,
+        address: ConnectorAddress | None = None,
+    ) -> None:
+        await records.publish_authorize(
+            session,
+            self.edge.outbox,
+            self.station,
+            token.value,
+            decision,
+            address=address,
+            id_token_type=token.type,
+        )
+
+    async def _authorize_context(self, session: AsyncSession, id_tag: str) -> auth.AuthorizeContext:
+        site_id = self.station.site_id
+        return auth.AuthorizeContext(
+            id_tag=id_tag,
+            now=self.edge.clock.now(),
+            local_entry=await records.local_entry(session, site_id, id_tag),
+            plugin_count=len(self.edge.authorizers),
+            upstream=self.upstream_state,
+            cached=await records.cached_authorization(session, site_id, id_tag),
+            has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
+        )
+
+    # Transactions ------------------------------------------------------------------------------------------
+
+    async def _transaction_event(self, call: Call) -> Payload:
+        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
+        plugins to ask about a start's token, a unit that reads before them and one that writes after, which
+        plans again on what it reads (as a 1.6 StartTransaction)."""
+        report = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
+        report = te.with_earlier(report, self._unstarted.get(report.station_transaction_id))
+        station_id = self.station.station_id
+        decision: auth.AuthDecision | None = None
+        async with self.edge.unit() as session:
+            row = await records.station_transaction(session, station_id, report.station_transaction_id)
+            planned = te.plan(report, records.known_transaction(row) if row else None)
+            if isinstance(planned, te.Start):
+                assert report.token is not None
+                step = auth.begin(await self._authorize_context(session, report.token.value))
+                decision = step if isinstance(step, auth.AuthDecision) else None
+            written = None
+            if decision is not None or not isinstance(planned, te.Start):
+                written = await self._write_transaction(session, report, planned, row, decision)
+        if isinstance(planned, te.Start) and decision is None:
+            assert report.token is not None
+            decision = await self._decide(report.token, publish=False)
+            async with self.edge.unit() as session:
+                row = await records.station_transaction(session, station_id, report.station_transaction_id)
+                planned = te.plan(report, records.known_transaction(row) if row else None)
+                written = await self._write_transaction(session, report, planned, row, decision)
+        self._log_plan(report, planned)
+        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
+            if len(self._unstarted) >= MAX_UNSTARTED:
+                del self._unstarted[next(iter(self._unstarted))]  # the oldest: never started
+            self._unstarted[report.station_transaction_id] = te.remembered(report)
+        else:
+            self._unstarted.pop(report.station_transaction_id, None)
+        if written is None:
+            return {}
+        transaction_id, connector, meter_start = written
+        readings = parse.energy_readings(call.payload.get("meterValue"))
+        ended = report.kind is TransactionEventKind.ENDED
+        self.edge.message_log.samples(station_id, transaction_id, parse.samples(readings), last=ended)
+        flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > meter_start for r in readings)
+        state = self._evse.get(connector.address, EvseConnector())
+        self._evse[connector.address] = transaction_reported(
+            state, ended=ended or isinstance(planned, te.Stop), charging=report.charging, energy_flowed=flowed
+        )
+        await self._derive(connector, report.timestamp)
+        if isinstance(planned, te.Start) and decision is not None:
+            return {"idTokenInfo": render.id_token_info(decision)}
+        return {}
+
+    async def _write_transaction(
+        self,
+        session: AsyncSession,
+        report: TransactionReport,
+        planned: te.TransactionPlan,
+        row: EdgeTransaction | None,
+        decision: auth.AuthDecision | None,
+    ) -> tuple[int, ConnectorRef, int] | None:
+        """What the plan says, in the caller's unit; the transaction's id, connector and meterStart when it is
+        the edge's."""
+        outbox, station, now = self.edge.outbox, self.station, self.edge.clock.now()
+        if isinstance(planned, te.Start):
+            # A start is planned only for a transaction still unknown, so its token was decided on.
+            assert report.connector is not None and report.token is not None and decision is not None
+            transaction_id = await records.start_station_transaction(
+                session, outbox, station, report, planned, decision.status, now
+            )
+            await self._publish(session, report.token, decision, report.connector.address)
+            return transaction_id, report.connector, planned.meter_start_wh
+        if row is None:
+            return None
+        if isinstance(planned, te.Update):
+            records.update_station_transaction(row, report)
+        elif isinstance(planned, te.Stop):
+            await records.stop_station_transaction(session, outbox, station, row, report, planned)
+        else:
+            return None
+        address = ConnectorAddress(row.charge_point_id, row.connector_id)
+        return row.id, ConnectorRef(address, row.ocpp_connector_id), row.meter_start
+
+    def _log_plan(self, report: TransactionReport, planned: te.TransactionPlan) -> None:
+        fields = {
+            "station": self.station.station_id,
+            "transaction": report.station_transaction_id,
+            "seqNo": report.seq_no,
+            "event": report.kind.value,
+        }
+        if isinstance(planned, te.Ignore):
+            log.warning(f"transaction event ignored: {planned.why.value}", extra={"fields": fields})
+        elif isinstance(planned, te.Update | te.Stop) and planned.gap:
+            log.warning(
+                "transaction events missing before this one", extra={"fields": {**fields, "missing": planned.gap}}
+            )
+
+    async def _meter_values(self, call: Call) -> Payload:
+        """Readings outside a TransactionEvent name no transaction in 2.0.1: checked (the EVSE must be the
+        station's), logged with the frame, and kept nowhere else."""
+        parse.connector(self.station.layout, call.payload["evseId"], None)
+        return {}
+
+
+_Handler = Callable[[Station201Link, Call], Awaitable[Payload]]
+_HANDLERS: dict[str, _Handler] = {
+    "BootNotification": Station201Link._boot,
+    "Heartbeat": Station201Link._heartbeat,
+    "StatusNotification": Station201Link._status,
+    "Authorize": Station201Link._authorize,
+    "TransactionEvent": Station201Link._transaction_event,
+    "MeterValues": Station201Link._meter_values,
+}

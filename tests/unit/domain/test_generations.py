@@ -1,0 +1,43 @@
+"""Which OCPP generation a connection speaks (domain.generations)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chargenet.domain.generations import GENERATIONS, OCPP16, OCPP201, negotiate, parse_versions, stored_versions
+from chargenet.errors import InvalidInput
+
+
+@pytest.mark.parametrize(
+    ("offered", "allowed", "chosen"),
+    [
+        ([OCPP201, OCPP16], GENERATIONS, OCPP201),
+        ([OCPP16, OCPP201], GENERATIONS, OCPP16),
+        ([OCPP201, OCPP16], (OCPP16,), OCPP16),
+        ([OCPP201], (OCPP16,), None),
+        (["ocpp2.0", "ocpp2.0.1"], GENERATIONS, OCPP201),
+        ([], GENERATIONS, None),
+    ],
+)
+def test_the_first_offered_subprotocol_the_station_may_use_wins(
+    offered: list[str], allowed: tuple[str, ...], chosen: str | None
+) -> None:
+    assert negotiate(offered, allowed, has_password=True) == chosen
+
+
+def test_a_station_without_a_password_speaks_1_6_only() -> None:
+    assert negotiate([OCPP201, OCPP16], GENERATIONS, has_password=False) == OCPP16
+    assert negotiate([OCPP201], GENERATIONS, has_password=False) is None
+
+
+def test_versions_are_read_as_written_and_stored_only_when_pinned() -> None:
+    assert parse_versions(None) == GENERATIONS
+    assert parse_versions("ocpp1.6, ocpp1.6") == (OCPP16,)
+    assert stored_versions([OCPP16, OCPP201]) is None
+    assert stored_versions([OCPP201]) == OCPP201
+
+
+@pytest.mark.parametrize("text", ["ocpp2.0", "1.6", ","])
+def test_an_unknown_version_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_versions(text)
