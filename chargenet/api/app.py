@@ -12,6 +12,7 @@ from chargenet.api.routes import (
     applications,
     charge_point_commands,
     charge_points,
+    circuits,
     groups,
     meters,
     sessions,
@@ -52,6 +53,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
         station_commands.router,
         meters.router,
         webhooks.router,
+        circuits.router,
     )
     for router in routers:
         api.include_router(router)

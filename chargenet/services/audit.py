@@ -37,7 +37,9 @@ if TYPE_CHECKING:
         Alert,
         AlertRule,
         Application,
+        Circuit,
         Company,
+        GridMeter,
         Group,
         LocalAuthEntry,
         MailSettings,
@@ -61,7 +63,7 @@ _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
 # imports the audit log's use cases, not every area's tables.
 Audited: TypeAlias = (
     "Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook"
-    " | AlertRule | Alert | MailSettings"
+    " | AlertRule | Alert | MailSettings | Circuit | GridMeter"
 )
 
 
@@ -104,6 +106,10 @@ def target(row: Audited) -> Target:
             return Target("alert", str(row.id), row.company_id)
         case models.MailSettings():
             return Target("mail settings", row.company_id, row.company_id)
+        case models.Circuit():
+            return Target("circuit", row.id, site_id=row.site_id)
+        case models.GridMeter():
+            return Target("meter", row.id, site_id=row.site_id)
     assert_never(row)
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 # The profiles' names (`meters.profiles.PROFILES`, which the use case checks), written out so that building the
 # parser imports no use case; a test holds the two equal.
 PROFILE_NAMES = ["sdm630", "sdm72v2", "sdm72v1", "sdm120", "abb-b23", "abb-b24", "em24", "em340"]
+ROLES = ["connector", "grid"]
 
 
 def _number(text: str) -> float:
@@ -47,9 +48,14 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     noun = nouns.add_parser("meter", help=NOUNS["meter"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
-    create = verbs.add_parser("create", help="add a meter in front of a charge point's connector")
+    create = verbs.add_parser(
+        "create", help="add a meter in front of a charge point's connector, or (--role grid) on a circuit"
+    )
+    create.add_argument(
+        "--role", choices=ROLES, default="connector", help="connector (the default) or grid: no station, no sessions"
+    )
     create.add_argument("--site", required=True, dest="site_id", metavar="ID")
-    create.add_argument("--station", required=True, dest="station_id", metavar="STATION_ID")
+    create.add_argument("--station", dest="station_id", metavar="STATION_ID", help="needed for a connector's meter")
     create.add_argument("--charge-point", dest="charge_point_id", metavar="CP", help="default: the station's first")
     create.add_argument("--connector", dest="connector_id", type=_whole, metavar="N", help="default 1")
     create.add_argument("--profile", required=True, choices=PROFILE_NAMES)
@@ -86,6 +92,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     listing = verbs.add_parser("list", help="list meters")
     listing.add_argument("--site", dest="site_id", metavar="ID")
+    listing.add_argument("--role", choices=ROLES, default="connector", help="list connectors' or grid meters")
     listing.add_argument("--json", action="store_true")
     add_store_flags(listing)
     listing.set_defaults(_run=_list)
@@ -114,8 +121,15 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.errors import InvalidInput
     from chargenet.services import meters
     from chargenet.services.callers import OPERATOR
+
+    if args.role == "grid":
+        _create_grid(args)
+        return
+    if args.station_id is None:
+        raise InvalidInput("a connector's meter needs --station (a grid meter: --role grid)", field="--station")
 
     async def action(ctx: AppContext) -> MeterView:
         async with ctx.store.transaction() as session:
@@ -139,6 +153,41 @@ def _create(args: argparse.Namespace) -> None:
 
     meter = run_with_context(args, action)
     emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.profile} on {meters.bus_label(meter)})")
+
+
+def _create_grid(args: argparse.Namespace) -> None:
+    from chargenet.errors import InvalidInput
+    from chargenet.services import grid_meters
+    from chargenet.services.callers import OPERATOR
+
+    detection = [name for name in ("station_id", "charge_point_id", "connector_id", "id_tag") if getattr(args, name)]
+    detection += [
+        name for name in ("start_current", "stop_current", "start_power", "stop_power") if getattr(args, name)
+    ]
+    detection += [name for name in ("stop_grace", "outage_close") if getattr(args, name) is not None]
+    if detection:
+        flag = "--" + detection[0].replace("_id", "").replace("_", "-")
+        raise InvalidInput("a grid meter has no station and detects no sessions", field=flag)
+
+    async def action(ctx: AppContext) -> grid_meters.GridMeterView:
+        async with ctx.store.transaction() as session:
+            return await grid_meters.create_grid_meter(
+                session,
+                OPERATOR,
+                site_id=args.site_id,
+                profile=args.profile,
+                tcp=args.tcp,
+                rtu=args.rtu,
+                baud=args.baud,
+                parity=args.parity,
+                stopbits=args.stopbits,
+                unit_id=args.unit_id,
+                now=ctx.clock.now(),
+                poll_interval=args.poll_interval,
+            )
+
+    meter = run_with_context(args, action)
+    emit(args, {"id": meter.id}, f"created grid meter {meter.id} ({meter.profile})")
 
 
 def _update(args: argparse.Namespace) -> None:
@@ -174,9 +223,17 @@ def _delete(args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
+
+    if args.role == "grid":
+        grid = read_every_item(
+            args, lambda s, page: grid_meters.list_grid_meters(s, OPERATOR, page, site_id=args.site_id)
+        )
+        shown = [rendered(view) for view in grid]
+        emit(args, {"items": shown}, table(shown, ["id", "siteId", "profile", "unitId", "circuitId"]))
+        return
 
     views = read_every_item(args, lambda s, page: meters.list_meters(s, OPERATOR, page, site_id=args.site_id))
     items = [rendered(view) for view in views]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.meta import DirectoryVersion, StoreSetting
     from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
     from chargenet.store.models.operators import Operator, OperatorSession
+    from chargenet.store.models.power import Circuit, GridMeter, StationCircuit
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
@@ -52,12 +53,14 @@ else:
         "AuthCacheEntry": "edge",
         "Base": "base",
         "ChargePoint": "tenants",
+        "Circuit": "power",
         "Company": "tenants",
         "Connector": "tenants",
         "ConnectorStatusHistory": "edge",
         "DirectoryVersion": "meta",
         "EdgeTransaction": "edge",
         "EventStream": "events",
+        "GridMeter": "power",
         "Group": "applications",
         "GroupMember": "applications",
         "IdSequence": "sequences",
@@ -77,6 +80,7 @@ else:
         "RevokedToken": "applications",
         "Site": "tenants",
         "Station": "tenants",
+        "StationCircuit": "power",
         "StationCommand": "edge",
         "StationPresence": "edge",
         "StoreSetting": "meta",
@@ -111,12 +115,14 @@ __all__ = [
     "AuthCacheEntry",
     "Base",
     "ChargePoint",
+    "Circuit",
     "Company",
     "Connector",
     "ConnectorStatusHistory",
     "DirectoryVersion",
     "EdgeTransaction",
     "EventStream",
+    "GridMeter",
     "Group",
     "GroupMember",
     "IdSequence",
@@ -136,6 +142,7 @@ __all__ = [
     "RevokedToken",
     "Site",
     "Station",
+    "StationCircuit",
     "StationCommand",
     "StationPresence",
     "StoreSetting",
