@@ -14,7 +14,8 @@ A round is a pure function of the site's state and the time (decisions.md "Site 
 - Sharing: above the admitted sessions' minimums, higher priorities are served first, up to their demand; each
   priority shares what is left max-min fair (water-filling) over its sessions' demands.
 - Demand: a session's maximum current, or, when its vehicle has drawn clearly less than its allowance for a while,
-  what it draws plus `unused_slack_a`: headroom a vehicle does not use goes to the others.
+  what it draws plus `unused_slack_a`: headroom a vehicle does not use goes to the others. A vehicle that draws
+  within `draw_tolerance_a` of its allowance is taken to want more, up to its maximum.
 - Smoothing: a decrease is sent at once; an increase only when at least `increase_step_a` and when the station was
   sent nothing for `increase_every`; meanwhile the session keeps its last allowance, which is less.
 
@@ -41,11 +42,16 @@ class Settings:
     increase_every: timedelta = timedelta(seconds=30)
     increase_step_a: float = 1.0
     offline_hold: timedelta = timedelta(minutes=5)
+    # A vehicle drawing within `draw_tolerance_a` of its allowance is taken to want more; one drawing less is offered
+    # its draw plus `unused_slack_a` (more than the tolerance, so that it stays offered that while it draws so).
     unused_slack_a: float = 2.0
+    draw_tolerance_a: float = 1.0
     # How long after an allowance was sent a vehicle's draw is trusted to show what it wants.
     draw_settle: timedelta = timedelta(seconds=10)
     # The other load a circuit's silent meter is assumed to see; 0 shares the whole limit.
     silent_meter_load_a: float = 0.0
+    # Paused sessions take turns: one that has waited this long comes before one that has charged this long.
+    turn: timedelta = timedelta(minutes=15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,7 @@ class Session:
     allowance_a: float | None = None  # the last one sent; None before the first
     sent_at: datetime | None = None
     paused_since: datetime | None = None
+    charging_since: datetime | None = None  # as the last round said; None: since it started
 
 
 class PauseReason(StrEnum):
@@ -90,7 +97,7 @@ class PauseReason(StrEnum):
     WAITING_TO_RESUME = "waiting-to-resume"  # it fits again, but its station was sent a limit too recently
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a round makes one per session, and a frozen one costs three times as much
 class Allowance:
     session_id: str
     station_id: str
@@ -102,6 +109,7 @@ class Allowance:
     paused_since: datetime | None
     send: bool  # the station must be sent this allowance now
     sent_at: datetime | None
+    charging_since: datetime | None  # since when it has been given current without a pause; None while paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +139,16 @@ class _Tree:
             if circuit.parent_id is not None and circuit.parent_id not in self.index:
                 raise ValueError(f"circuit {circuit.id!r} hangs on unknown circuit {circuit.parent_id!r}")
         self.paths = {cid: [self.index[c] for c in path_to_root(cid, parents)] for cid in self.index}
+        self._resources: dict[tuple[str, tuple[Phase, ...]], list[int]] = {}
 
-    def resources(self, circuit_id: str, phases: Iterable[Phase]) -> list[int]:
-        return [3 * k + _PHASE_INDEX[phase] for k in self.paths[circuit_id] for phase in phases]
+    def resources(self, circuit_id: str, phases: tuple[Phase, ...]) -> list[int]:
+        """The resources a session on `phases` of a station on `circuit_id` uses (shared: not to be changed)."""
+        key = (circuit_id, phases)
+        found = self._resources.get(key)
+        if found is None:
+            found = [3 * k + _PHASE_INDEX[phase] for k in self.paths[circuit_id] for phase in phases]
+            self._resources[key] = found
+        return found
 
     def capacities(self, settings: Settings, *, measured: bool) -> list[float]:
         capacity = [0.0] * (3 * len(self.circuits))
@@ -176,6 +191,7 @@ def allocate(
     tree = _Tree(circuits)
     by_id = {station.id: station for station in stations}
     capacity = tree.capacities(settings, measured=True)
+    capacity_before = list(capacity)
     defaults: dict[tuple[str, int], float] | None = None
 
     results: dict[str, Allowance] = {}
@@ -209,24 +225,42 @@ def allocate(
             (session.paused_since or now) if reason else None,
             False,
             session.sent_at,
+            None if reason else session.charging_since,
         )
 
-    targets = _share(online, capacity, now, settings)
     last_sent: dict[str, datetime] = {}
     for session, _, _, _ in online:
         if session.sent_at is not None and (
             session.station_id not in last_sent or session.sent_at > last_sent[session.station_id]
         ):
             last_sent[session.station_id] = session.sent_at
+    targets = _share(online, capacity, now, settings)
+    smoothed = {
+        session.id: _smoothed(session, targets[session.id], last_sent.get(station.id), now, settings)
+        for session, station, _, _ in online
+    }
+    held = [entry for entry in online if smoothed[entry[0].id][0] < targets[entry[0].id]]
+    if held:
+        # What a held increase leaves unused goes to the others in a second pass, the held ones fixed where they are.
+        for session, _, _, uses in held:
+            for r in uses:
+                capacity[r] -= smoothed[session.id][0]
+        rest = [entry for entry in online if smoothed[entry[0].id][0] >= targets[entry[0].id]]
+        targets.update(_share(rest, capacity, now, settings))
+        for session, station, _, _ in rest:
+            smoothed[session.id] = _smoothed(session, targets[session.id], last_sent.get(station.id), now, settings)
     for session, station, phases, _ in online:
         target = targets[session.id]
-        amps, send = _smoothed(session, target, last_sent.get(station.id), now, settings)
+        amps, send = smoothed[session.id]
         if amps:
             reason = None
         elif target:
             reason = PauseReason.WAITING_TO_RESUME
         else:
             reason = PauseReason.NO_ROOM
+        charging_since = None
+        if amps:
+            charging_since = session.charging_since if session.allowance_a else now
         results[session.id] = Allowance(
             session.id,
             station.id,
@@ -238,13 +272,14 @@ def allocate(
             (session.paused_since or now) if reason else None,
             send,
             now if send else session.sent_at,
+            charging_since,
         )
 
     allowances = tuple(results[session.id] for session in sessions)
     return Round(
         at=now,
         allowances=allowances,
-        circuits=_loads(tree, allowances, by_id, settings),
+        circuits=_loads(tree, allowances, by_id, capacity_before),
         stations_to_send=frozenset(a.station_id for a in allowances if a.send),
     )
 
@@ -257,7 +292,7 @@ def _demand(session: Session, now: datetime, settings: Settings) -> float:
         and given
         and session.sent_at is not None
         and now - session.sent_at >= settings.draw_settle
-        and session.draw_a < given - settings.unused_slack_a
+        and session.draw_a < given - settings.draw_tolerance_a
     ):
         return min(most, max(settings.minimum_a, session.draw_a + settings.unused_slack_a))
     return most
@@ -271,23 +306,30 @@ def _share(
 ) -> dict[str, float]:
     minimum = settings.minimum_a
 
+    turn_began = now - settings.turn
+
     def rank(entry: tuple[Session, Station, tuple[Phase, ...], list[int]]) -> tuple[object, ...]:
         session, station = entry[0], entry[1]
         if session.allowance_a and session.paused_since is None:
-            return (-station.priority, 0, session.started_at, session.started_at, session.id)
-        return (-station.priority, 1, session.paused_since or now, session.started_at, session.id)
+            charging_since = session.charging_since or session.started_at
+            return (-station.priority, 0 if charging_since > turn_began else 2, session.started_at, session.id)
+        waited = session.paused_since or now
+        return (-station.priority, 1 if waited <= turn_began else 3, waited, session.started_at, session.id)
 
     room = list(capacity)
     admitted: list[tuple[Session, Station, tuple[Phase, ...], list[int]]] = []
     targets: dict[str, float] = {}
+    floor = minimum - _EPSILON
     for entry in sorted(online, key=rank):
         uses = entry[3]
-        if all(room[r] >= minimum - _EPSILON for r in uses):
+        for r in uses:
+            if room[r] < floor:
+                targets[entry[0].id] = 0.0
+                break
+        else:
             for r in uses:
                 room[r] -= minimum
             admitted.append(entry)
-        else:
-            targets[entry[0].id] = 0.0
 
     # The admitted sessions' minimums are held for every priority below the one being served.
     held = [0.0] * len(capacity)
@@ -373,14 +415,17 @@ def water_fill(demands: Sequence[float], uses: Sequence[Sequence[int]], capacity
 
 
 def _loads(
-    tree: _Tree, allowances: Iterable[Allowance], stations: Mapping[str, Station], settings: Settings
+    tree: _Tree,
+    allowances: Iterable[Allowance],
+    stations: Mapping[str, Station],
+    available: list[float],
 ) -> tuple[CircuitLoad, ...]:
     allocated = [0.0] * (3 * len(tree.circuits))
     for allowance in allowances:
-        station = stations[allowance.station_id]
-        for r in tree.resources(station.circuit_id, allowance.phases):
-            allocated[r] += allowance.amps
-    available = tree.capacities(settings, measured=True)
+        amps = allowance.amps
+        if amps:
+            for r in tree.resources(stations[allowance.station_id].circuit_id, allowance.phases):
+                allocated[r] += amps
     return tuple(
         CircuitLoad(
             circuit.id,

@@ -149,6 +149,26 @@ def test_a_new_session_waits_behind_the_paused_ones() -> None:
     assert amps(allocate([grid(10)], fleet, sessions, T0)) == {"tx-s0": 0, "tx-s1": 10}
 
 
+def test_paused_sessions_take_turns_with_those_that_charged_a_turn() -> None:
+    fleet = stations(2)
+    charging = Session(
+        "tx-s0", "s0", 1, LONG_AGO, 32.0, allowance_a=10, sent_at=LONG_AGO, charging_since=T0 - timedelta(minutes=15)
+    )
+    waiting = session("s1", started_minutes=30, allowance=0, paused_minutes=15, sent_seconds_ago=900)
+    assert amps(allocate([grid(10)], fleet, [charging, waiting], T0)) == {"tx-s0": 0, "tx-s1": 10}
+
+
+def test_a_session_charging_less_than_a_turn_keeps_its_place() -> None:
+    fleet = stations(2)
+    charging = Session(
+        "tx-s0", "s0", 1, LONG_AGO, 32.0, allowance_a=10, sent_at=LONG_AGO, charging_since=T0 - timedelta(minutes=14)
+    )
+    waiting = session("s1", started_minutes=30, allowance=0, paused_minutes=15, sent_seconds_ago=900)
+    result = allocate([grid(10)], fleet, [charging, waiting], T0)
+    assert amps(result) == {"tx-s0": 10, "tx-s1": 0}
+    assert result.allowances[0].charging_since == T0 - timedelta(minutes=14)
+
+
 def test_higher_priorities_are_served_first_above_every_sessions_minimum() -> None:
     fleet = [Station("s0", GRID, ("L1",), priority=2), *stations(2)[1:], Station("s2", GRID, ("L1",))]
     sessions = [session("s0"), session("s1"), session("s2")]
@@ -160,6 +180,24 @@ def test_headroom_a_vehicle_does_not_use_goes_to_the_others() -> None:
     sessions = [
         session("s0", draw=8, allowance=20, sent_seconds_ago=60),
         session("s1", draw=20, allowance=20, sent_seconds_ago=60),
+    ]
+    assert amps(allocate([grid(40)], fleet, sessions, T0)) == {"tx-s0": 10, "tx-s1": 30}
+
+
+def test_a_vehicle_drawing_close_to_its_allowance_is_taken_to_want_more() -> None:
+    fleet = stations(2)
+    sessions = [
+        session("s0", draw=9.2, allowance=10, sent_seconds_ago=60),
+        session("s1", draw=20, allowance=20, sent_seconds_ago=60),
+    ]
+    assert amps(allocate([grid(40)], fleet, sessions, T0)) == {"tx-s0": 20, "tx-s1": 20}
+
+
+def test_what_a_held_increase_leaves_unused_goes_to_the_others() -> None:
+    fleet = stations(2)
+    sessions = [
+        session("s0", allowance=10, sent_seconds_ago=5),  # its station was just sent a limit: it stays at 10 A
+        session("s1", allowance=10, sent_seconds_ago=60),
     ]
     assert amps(allocate([grid(40)], fleet, sessions, T0)) == {"tx-s0": 10, "tx-s1": 30}
 
