@@ -326,7 +326,9 @@ async def place_station(
     if new_priority not in PRIORITIES:
         raise InvalidInput(f"must be {PRIORITIES.start}-{PRIORITIES.stop - 1}, got {new_priority}", field="priority")
     circuit = await session.get(Circuit, new_circuit)
-    if circuit is None or circuit.site_id != station.site_id:
+    if circuit is None:
+        raise NotFound("circuit", new_circuit)
+    if circuit.site_id != station.site_id:
         # Another site's circuit is not one this station may hang on, whoever can see it.
         raise InvalidInput(
             f"{new_circuit!r} is not a circuit of the station's site {station.site_id!r}", field="circuit"

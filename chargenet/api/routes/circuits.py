@@ -14,7 +14,7 @@ from chargenet.api.dependencies import Context
 from chargenet.api.fields import Name, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
-from chargenet.domain.circuits import PHASE_CHOICES
+from chargenet.domain.circuits import MINIMUM_SESSION_A, PHASE_CHOICES
 from chargenet.domain.scopes import Scope
 from chargenet.domain.text import INT32_MAX
 from chargenet.services import circuits, site_power
@@ -29,6 +29,9 @@ SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
 router = APIRouter(tags=["site power"])
 
 Amps = Annotated[float, Field(ge=0, le=100_000, description="amperes per phase")]
+Limit = Annotated[
+    float, Field(ge=MINIMUM_SESSION_A, le=100_000, description="amperes per phase; at least one session's minimum")
+]
 Phases = Annotated[StrictStr, Field(json_schema_extra={"enum": list(PHASE_CHOICES)})]
 
 
@@ -42,7 +45,7 @@ class NewCircuit(_Body):
     )
 
     name: Name
-    limitAmps: Amps = Field(description="the circuit's limit, per phase; at least 6 A above its margin")
+    limitAmps: Limit = Field(description="the circuit's limit, per phase; at least 6 A above its margin")
     parentId: ObjectId | None = Field(default=None, description="the circuit above; none: the grid connection")
     meterId: ObjectId | None = Field(default=None, description="a grid meter of the site measuring this circuit")
     marginAmps: Amps = Field(default=0.0, description="kept free below the limit")
@@ -51,7 +54,7 @@ class NewCircuit(_Body):
 
 class CircuitChange(_Body):
     name: Name | None = None
-    limitAmps: Amps | None = None
+    limitAmps: Limit | None = None
     marginAmps: Amps | None = None
     parentId: ObjectId | None = None
     toRoot: StrictBool = Field(default=False, description="make it the site's top circuit")

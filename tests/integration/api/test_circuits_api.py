@@ -52,7 +52,10 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
             far_id = far.json()["id"]
 
             refused = {
-                "limit": await api.post(f"/sites/{site}/circuits", json={"name": "Tiny", "limitAmps": 5}),
+                "limit": await api.post(
+                    f"/sites/{site}/circuits", json={"name": "Tiny", "limitAmps": 10, "marginAmps": 5}
+                ),
+                "schema limit": await api.post(f"/sites/{site}/circuits", json={"name": "Tiny", "limitAmps": 5}),
                 "cycle": await api.patch(f"/sites/{site}/circuits/{grid_id}", json={"parentId": feeder_id}),
                 "other site": await api.put(
                     f"/sites/{site}/stations/ST-1/circuit", json={"circuitId": far_id, "phases": "L1"}
@@ -65,8 +68,11 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
             assert {name: answer.headers["content-type"] for name, answer in refused.items()} == dict.fromkeys(
                 refused, "application/problem+json"
             )
-            assert "5 A is below one session's minimum of 6 A" in refused["limit"].json()["detail"]
+            assert (
+                "10 A less the margin of 5 A is below one session's minimum of 6 A" in refused["limit"].json()["detail"]
+            )
             assert refused["limit"].json()["field"] == "limitAmps"
+            assert refused["schema limit"].json()["field"] == "limitAmps"
             assert f"{feeder_id!r} would make a cycle" in refused["cycle"].json()["detail"]
             assert far_id in refused["other site"].json()["detail"]
             assert f"circuit {feeder_id!r} has no L2, L3" in refused["phases"].json()["detail"]
