@@ -230,16 +230,20 @@ def allocate(
 
     last_sent: dict[str, datetime] = {}
     for session, _, _, _ in online:
-        if session.sent_at is not None and (
-            session.station_id not in last_sent or session.sent_at > last_sent[session.station_id]
-        ):
-            last_sent[session.station_id] = session.sent_at
+        sent_at = session.sent_at
+        if sent_at is not None:
+            before = last_sent.get(session.station_id)
+            if before is None or sent_at > before:
+                last_sent[session.station_id] = sent_at
     targets = _share(online, capacity, now, settings)
-    smoothed = {
-        session.id: _smoothed(session, targets[session.id], last_sent.get(station.id), now, settings)
-        for session, station, _, _ in online
-    }
-    held = [entry for entry in online if smoothed[entry[0].id][0] < targets[entry[0].id]]
+    smoothed: dict[str, tuple[float, bool]] = {}
+    held = []
+    for entry in online:
+        session = entry[0]
+        target = targets[session.id]
+        smoothed[session.id] = outcome = _smoothed(session, target, last_sent.get(session.station_id), now, settings)
+        if outcome[0] < target:
+            held.append(entry)
     if held:
         # What a held increase leaves unused goes to the others in a second pass, the held ones fixed where they are.
         for session, _, _, uses in held:
@@ -307,20 +311,32 @@ def _share(
     minimum = settings.minimum_a
 
     turn_began = now - settings.turn
-
-    def rank(entry: tuple[Session, Station, tuple[Phase, ...], list[int]]) -> tuple[object, ...]:
-        session, station = entry[0], entry[1]
-        if session.allowance_a and session.paused_since is None:
-            charging_since = session.charging_since or session.started_at
-            return (-station.priority, 0 if charging_since > turn_began else 2, session.started_at, session.id)
-        waited = session.paused_since or now
-        return (-station.priority, 1 if waited <= turn_began else 3, waited, session.started_at, session.id)
+    # The admission order: (-priority, class, since, ...): charging less than a turn (by start), waiting a turn or
+    # more (by how long), charging a turn or more (by start), waiting less than a turn (by how long).
+    ranks: list[tuple[object, ...]] = [
+        (
+            -station.priority,
+            0 if (session.charging_since or session.started_at) > turn_began else 2,
+            session.started_at,
+            session.id,
+        )
+        if session.allowance_a and session.paused_since is None
+        else (
+            -station.priority,
+            1 if (session.paused_since or now) <= turn_began else 3,
+            session.paused_since or now,
+            session.started_at,
+            session.id,
+        )
+        for session, station, _, _ in online
+    ]
 
     room = list(capacity)
     admitted: list[tuple[Session, Station, tuple[Phase, ...], list[int]]] = []
     targets: dict[str, float] = {}
     floor = minimum - _EPSILON
-    for entry in sorted(online, key=rank):
+    for index in sorted(range(len(online)), key=ranks.__getitem__):
+        entry = online[index]
         uses = entry[3]
         for r in uses:
             if room[r] < floor:
