@@ -52,6 +52,8 @@ async def test_a_sites_circuit_tree_with_a_grid_meter_and_a_station_on_it(cli: A
     power = (await cli("admin", "circuit", "power", "--site", site, "--json")).json()
     assert [c["meterSilent"] for c in power["circuits"] if c["id"] == grid_id] == [True]
     assert (await cli("admin", "circuit", "delete", grid_id)).code != 0
+    refused = await cli("admin", "site", "delete", site)
+    assert refused.code != 0 and "grid meters and circuits" in refused.err
 
 
 async def test_refused_circuits_and_placements_name_the_value_and_store_nothing(cli: Any) -> None:
