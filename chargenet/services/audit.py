@@ -250,6 +250,7 @@ async def _names(session: AsyncSession, company_id: str, rows: list[AuditRecord]
         "group": (models.Group.id, models.Group.name, models.Group.company_id),
         "operator": (models.Operator.id, models.Operator.email, models.Operator.company_id),
         "webhook": (models.Webhook.id, models.Webhook.url, models.Site.company_id),
+        "circuit": (models.Circuit.id, models.Circuit.name, models.Site.company_id),
     }
     names: dict[tuple[str, str], str] = {}
     for kind, (key, name, company) in kinds.items():
@@ -258,6 +259,8 @@ async def _names(session: AsyncSession, company_id: str, rows: list[AuditRecord]
         statement = select(key, name).where(company == company_id, key.in_(sorted(wanted[kind])))
         if kind == "webhook":
             statement = statement.join_from(models.Webhook, models.Site, models.Site.id == models.Webhook.site_id)
+        elif kind == "circuit":
+            statement = statement.join_from(models.Circuit, models.Site, models.Site.id == models.Circuit.site_id)
         for object_id, shown in await session.execute(statement):
             names[(kind, object_id)] = shown
     return names

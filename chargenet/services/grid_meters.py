@@ -136,8 +136,12 @@ async def _check_free(session: AsyncSession, transport: Transport, unit_id: int)
             raise Conflict(f"unit {unit_id} on {transport.key} is already meter {meter.id!r}")
 
 
-async def _reachable(session: AsyncSession, caller: Caller, scope: Scope, meter_id: str) -> GridMeter:
+async def _reachable(
+    session: AsyncSession, caller: Caller, scope: Scope, meter_id: str, site_id: str | None
+) -> GridMeter:
     row = await session.get(GridMeter, meter_id)
+    if row is not None and site_id is not None and row.site_id != site_id:
+        row = None
     return await reachable_on_site(session, caller, scope, row, NotFound("grid meter", meter_id))
 
 
@@ -145,14 +149,19 @@ async def _circuit_of(session: AsyncSession, meter_id: str) -> str | None:
     return await session.scalar(select(Circuit.id).where(Circuit.meter_id == meter_id))
 
 
-async def get_grid_meter(session: AsyncSession, caller: Caller, meter_id: str) -> GridMeterView:
-    row = await _reachable(session, caller, Scope.METERS_READ, meter_id)
+async def get_grid_meter(
+    session: AsyncSession, caller: Caller, meter_id: str, *, site_id: str | None = None
+) -> GridMeterView:
+    row = await _reachable(session, caller, Scope.METERS_READ, meter_id, site_id)
     return _view(row, await _circuit_of(session, meter_id))
 
 
 async def list_grid_meters(
     session: AsyncSession, caller: Caller, page: PageRequest, *, site_id: str | None = None
 ) -> Page[GridMeterView]:
+    """The grid meters the caller reaches with `meters:read`, ordered by id; `site_id` narrows to one site's."""
+    if site_id is not None:
+        await reachable_site(session, caller, Scope.METERS_READ, site_id)
     query = (
         select(GridMeter, Circuit.id)
         .join(Site, Site.id == GridMeter.site_id)
@@ -169,9 +178,11 @@ async def list_grid_meters(
     return page.page(views, lambda meter: meter.id)
 
 
-async def delete_grid_meter(session: AsyncSession, caller: Caller, meter_id: str, *, now: datetime) -> None:
+async def delete_grid_meter(
+    session: AsyncSession, caller: Caller, meter_id: str, *, now: datetime, site_id: str | None = None
+) -> None:
     """Delete a grid meter no circuit uses (`Conflict` naming the circuit otherwise)."""
-    row = await _reachable(session, caller, Scope.METERS_WRITE, meter_id)
+    row = await _reachable(session, caller, Scope.METERS_WRITE, meter_id, site_id)
     circuit_id = await _circuit_of(session, meter_id)
     if circuit_id is not None:
         raise Conflict(f"grid meter {meter_id} measures circuit {circuit_id}; take it off the circuit first")

@@ -4,27 +4,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, WithJsonSchema
 
 from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import Name, ObjectId
 from chargenet.api.pagination import PageParams
+from chargenet.api.routes.meters import RtuTransport, TcpTransport
 from chargenet.api.security import require
 from chargenet.domain.circuits import MINIMUM_SESSION_A, PHASE_CHOICES
 from chargenet.domain.scopes import Scope
 from chargenet.domain.text import INT32_MAX
-from chargenet.services import circuits, site_power
+from chargenet.meters.profiles import PROFILES
+from chargenet.meters.spec import POLL_INTERVAL_S, UNIT_IDS
+from chargenet.services import circuits, grid_meters, site_power
 from chargenet.services.callers import ApiApplication
 from chargenet.services.circuits import PRIORITIES, CircuitView, StationCircuitView
+from chargenet.services.grid_meters import GridMeterView
 from chargenet.services.pages import Page
 from chargenet.services.site_power import SitePowerView
 
 SiteReader = Annotated[ApiApplication, Depends(require(Scope.SITES_READ))]
 SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
+MeterReader = Annotated[ApiApplication, Depends(require(Scope.METERS_READ))]
+MeterWriter = Annotated[ApiApplication, Depends(require(Scope.METERS_WRITE))]
 
 router = APIRouter(tags=["site power"])
 
@@ -161,3 +167,64 @@ async def place_station(
             phases=body.phases,
             priority=body.priority,
         )
+
+
+class NewGridMeter(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"profile": "sdm630", "unitId": 1, "transport": {"type": "tcp", "host": "10.0.0.9"}}]
+        }
+    )
+
+    profile: Annotated[StrictStr, WithJsonSchema({"type": "string", "enum": sorted(PROFILES)})]
+    unitId: Annotated[int, Bounds(UNIT_IDS.start, UNIT_IDS.stop - 1), Integral] = Field(
+        description="the Modbus unit id on its bus"
+    )
+    transport: Annotated[TcpTransport | RtuTransport, Field(discriminator="type")]
+    pollInterval: Annotated[StrictFloat, Field(ge=POLL_INTERVAL_S[0], le=POLL_INTERVAL_S[1])] | None = Field(
+        default=None, description="seconds between readings (1)"
+    )
+
+
+@router.post("/sites/{site_id}/grid-meters", status_code=201, response_model=GridMeterView)
+async def create_grid_meter(site_id: str, body: NewGridMeter, context: Context, caller: MeterWriter) -> GridMeterView:
+    """A Modbus meter with role `grid`: it measures a circuit (`meterId` of the circuit), with no station and no
+    sessions."""
+    transport: dict[str, Any]
+    if isinstance(body.transport, TcpTransport):
+        transport = {"tcp": f"[{body.transport.host}]:{body.transport.port}"}
+    else:
+        rtu = body.transport
+        transport = {"rtu": rtu.device, "baud": rtu.baud, "parity": rtu.parity, "stopbits": rtu.stopbits}
+    async with context.store.transaction() as session:
+        return await grid_meters.create_grid_meter(
+            session,
+            caller,
+            site_id=site_id,
+            profile=body.profile,
+            unit_id=body.unitId,
+            now=context.clock.now(),
+            poll_interval=body.pollInterval,
+            **transport,
+        )
+
+
+@router.get("/sites/{site_id}/grid-meters", response_model=Page[GridMeterView])
+async def list_grid_meters(
+    site_id: str, context: Context, caller: MeterReader, page: PageParams
+) -> Page[GridMeterView]:
+    async with context.store.read() as session:
+        return await grid_meters.list_grid_meters(session, caller, page, site_id=site_id)
+
+
+@router.get("/sites/{site_id}/grid-meters/{meter_id}", response_model=GridMeterView)
+async def get_grid_meter(site_id: str, meter_id: str, context: Context, caller: MeterReader) -> GridMeterView:
+    async with context.store.read() as session:
+        return await grid_meters.get_grid_meter(session, caller, meter_id, site_id=site_id)
+
+
+@router.delete("/sites/{site_id}/grid-meters/{meter_id}", status_code=204, response_class=Response)
+async def delete_grid_meter(site_id: str, meter_id: str, context: Context, caller: MeterWriter) -> Response:
+    async with context.store.transaction() as session:
+        await grid_meters.delete_grid_meter(session, caller, meter_id, now=context.clock.now(), site_id=site_id)
+    return Response(status_code=204)

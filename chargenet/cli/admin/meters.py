@@ -10,6 +10,7 @@ from chargenet.cli.common import add_store_flags, emit, read_every_item, run_wit
 
 if TYPE_CHECKING:
     from chargenet.context import AppContext
+    from chargenet.services.grid_meters import GridMeterView
     from chargenet.services.meters import MeterView
 
 # The profiles' names (`meters.profiles.PROFILES`, which the use case checks), written out so that building the
@@ -86,6 +87,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     delete = verbs.add_parser("delete", help="remove a meter (its open session, if any, is closed)")
     delete.add_argument("meter_id", metavar="METER_ID")
+    delete.add_argument("--role", choices=ROLES, default="connector", help="grid: a grid meter")
     delete.add_argument("--json", action="store_true")
     add_store_flags(delete)
     delete.set_defaults(_run=_delete)
@@ -99,6 +101,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     show = verbs.add_parser("show", help="show one meter, with its charging state and last reading")
     show.add_argument("meter_id", metavar="METER_ID")
+    show.add_argument("--role", choices=ROLES, default="connector", help="grid: a grid meter")
     show.add_argument("--json", action="store_true")
     add_store_flags(show)
     show.set_defaults(_run=_show)
@@ -211,12 +214,15 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
 
     async def action(ctx: AppContext) -> None:
         async with ctx.store.transaction() as session:
-            await meters.delete_meter(session, OPERATOR, ctx.outbox, args.meter_id, now=ctx.clock.now())
+            if args.role == "grid":
+                await grid_meters.delete_grid_meter(session, OPERATOR, args.meter_id, now=ctx.clock.now())
+            else:
+                await meters.delete_meter(session, OPERATOR, ctx.outbox, args.meter_id, now=ctx.clock.now())
 
     run_with_context(args, action)
     emit(args, {"id": args.meter_id, "deleted": True}, f"deleted meter {args.meter_id}")
@@ -247,12 +253,14 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
 
-    async def action(ctx: AppContext) -> MeterView:
+    async def action(ctx: AppContext) -> MeterView | GridMeterView:
         async with ctx.store.transaction() as session:
+            if args.role == "grid":
+                return await grid_meters.get_grid_meter(session, OPERATOR, args.meter_id)
             return await meters.get_meter(session, OPERATOR, args.meter_id)
 
     meter = rendered(run_with_context(args, action))

@@ -35,12 +35,23 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
                 name="Far",
                 now=clock.now(),
             )
-        token = await partner_token(context, tenant.company_id, ["sites:write", "sites:read"])
+        token = await partner_token(
+            context, tenant.company_id, ["sites:write", "sites:read", "meters:write", "meters:read"]
+        )
         transport = httpx.ASGITransport(app=create_app(context))
         headers = {"Authorization": f"Bearer {token}"}
         site = tenant.site_id
         async with httpx.AsyncClient(transport=transport, base_url="http://test/api/v1", headers=headers) as api:
-            grid = await api.post(f"/sites/{site}/circuits", json={"name": "Grid", "limitAmps": 40, "marginAmps": 4})
+            meter = await api.post(
+                f"/sites/{site}/grid-meters",
+                json={"profile": "sdm630", "unitId": 3, "transport": {"type": "tcp", "host": "192.0.2.7"}},
+            )
+            assert meter.status_code == 201, meter.text
+            meter_id = meter.json()["id"]
+            grid = await api.post(
+                f"/sites/{site}/circuits",
+                json={"name": "Grid", "limitAmps": 40, "marginAmps": 4, "meterId": meter_id},
+            )
             assert grid.status_code == 201, grid.text
             grid_id = grid.json()["id"]
             feeder = await api.post(
@@ -88,6 +99,9 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
             }
             assert (await api.get(f"/sites/{other_site.id}/circuits/{grid_id}")).status_code == 404
             assert (await api.delete(f"/sites/{site}/circuits/{feeder_id}")).status_code == 409
+            assert (await api.delete(f"/sites/{site}/grid-meters/{meter_id}")).status_code == 409
+            listed_meters = (await api.get(f"/sites/{site}/grid-meters")).json()["items"]
+            assert [(m["id"], m["role"], m["circuitId"]) for m in listed_meters] == [(meter_id, "grid", grid_id)]
 
             async with context.store.transaction() as session:
                 session.add(StationPresence(station_id="ST-1", connected=True, connected_at=clock.now()))
@@ -117,6 +131,11 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
     # The feeder's 16 A on L1 carries two sessions at the 6 A minimum; the third, started last, is paused.
     assert circuits["Feeder L1"]["allocated"] == {"L1": 16.0}
     assert circuits["Grid"]["available"] == {"L1": 36.0, "L2": 36.0, "L3": 36.0}
+    assert (circuits["Grid"]["meterId"], circuits["Grid"]["meterSilent"], circuits["Grid"]["measured"]) == (
+        meter_id,
+        True,
+        None,
+    )
     assert [(s["transactionId"], s["allowanceAmps"], s["paused"]) for s in power["sessions"]] == [
         (1, 8.0, False),
         (2, 8.0, False),
@@ -124,7 +143,13 @@ async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
     ]
     assert power["sessions"][2]["pausedReason"] == "no-room"
     mine = [(entry.action, entry.object_id) for entry in reversed(found.items) if entry.face == "api"]
+    assert {entry.object_name for entry in found.items if entry.action == "circuit.create"} == {
+        "Grid",
+        "Feeder L1",
+        "Far grid",
+    }
     assert mine == [
+        ("meter.create", meter_id),
         ("circuit.create", grid_id),
         ("circuit.create", feeder_id),
         ("circuit.create", far_id),

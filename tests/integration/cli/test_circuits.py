@@ -54,6 +54,15 @@ async def test_a_sites_circuit_tree_with_a_grid_meter_and_a_station_on_it(cli: A
     assert (await cli("admin", "circuit", "delete", grid_id)).code != 0
     refused = await cli("admin", "site", "delete", site)
     assert refused.code != 0 and "grid meters and circuits" in refused.err
+    shown = (await cli("admin", "meter", "show", "--role", "grid", meter_id, "--json")).json()
+    assert (shown["profile"], shown["transport"], shown["pollInterval"]) == (
+        "sdm630",
+        {"type": "tcp", "host": "192.0.2.9", "port": 502},
+        1.0,
+    )
+    assert (await cli("admin", "meter", "delete", "--role", "grid", meter_id)).code != 0  # its circuit uses it
+    assert (await cli("admin", "circuit", "update", grid_id, "--no-meter")).code == 0
+    assert (await cli("admin", "meter", "delete", "--role", "grid", meter_id)).code == 0
 
 
 async def test_refused_circuits_and_placements_name_the_value_and_store_nothing(cli: Any) -> None:
