@@ -13,6 +13,7 @@ from chargenet.api.routes import (
     applications,
     charge_point_commands,
     charge_points,
+    circuits,
     groups,
     logs,
     meters,
@@ -56,6 +57,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
         meters.router,
         webhooks.router,
         logs.router,
+        circuits.router,
     )
     for router in routers:
         api.include_router(router)

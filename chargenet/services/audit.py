@@ -38,7 +38,9 @@ if TYPE_CHECKING:
         Alert,
         AlertRule,
         Application,
+        Circuit,
         Company,
+        GridMeter,
         Group,
         LocalAuthEntry,
         MailSettings,
@@ -62,7 +64,7 @@ _SECRET_WORDS = ("secret", "password", "token", "credential", "key")
 # imports the audit log's use cases, not every area's tables.
 Audited: TypeAlias = (
     "Company | Site | Station | Meter | LocalAuthEntry | Application | Group | Operator | Webhook"
-    " | AlertRule | Alert | MailSettings"
+    " | AlertRule | Alert | MailSettings | Circuit | GridMeter"
 )
 
 
@@ -105,6 +107,10 @@ def target(row: Audited) -> Target:
             return Target("alert", str(row.id), row.company_id)
         case models.MailSettings():
             return Target("mail settings", row.company_id, row.company_id)
+        case models.Circuit():
+            return Target("circuit", row.id, site_id=row.site_id)
+        case models.GridMeter():
+            return Target("meter", row.id, site_id=row.site_id)
     assert_never(row)
 
 
@@ -248,6 +254,7 @@ async def _names(session: AsyncSession, company_id: str, rows: list[AuditRecord]
         "group": (models.Group.id, models.Group.name, models.Group.company_id),
         "operator": (models.Operator.id, models.Operator.email, models.Operator.company_id),
         "webhook": (models.Webhook.id, models.Webhook.url, models.Site.company_id),
+        "circuit": (models.Circuit.id, models.Circuit.name, models.Site.company_id),
     }
     names: dict[tuple[str, str], str] = {}
     for kind, (key, name, company) in kinds.items():
@@ -256,6 +263,8 @@ async def _names(session: AsyncSession, company_id: str, rows: list[AuditRecord]
         statement = select(key, name).where(company == company_id, key.in_(sorted(wanted[kind])))
         if kind == "webhook":
             statement = statement.join_from(models.Webhook, models.Site, models.Site.id == models.Webhook.site_id)
+        elif kind == "circuit":
+            statement = statement.join_from(models.Circuit, models.Site, models.Site.id == models.Circuit.site_id)
         for object_id, shown in await session.execute(statement):
             names[(kind, object_id)] = shown
     return names

@@ -27,6 +27,8 @@ from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG
 from chargenet.store.models import (
     AuthCacheEntry,
+    Circuit,
+    GridMeter,
     Group,
     LocalAuthEntry,
     Meter,
@@ -165,13 +167,20 @@ async def delete_site(
     session: AsyncSession, caller: Caller, site_id: str, *, now: datetime, expected_version: int | None = None
 ) -> None:
     """Delete a site that holds nothing: refused (`Conflict`, naming what is left) while it has stations,
-    meters, webhooks or groups anchored at it, each of which is deleted or moved on its own first, so that
+    meters, circuits, webhooks or groups anchored at it, each of which is deleted or moved on its own first, so that
     deleting a site never takes a station's history or a partner's endpoint with it silently. Its local
     authorization list and the upstream's cached answers go with it."""
     row = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
     check_version("site", row.name, row.version, expected_version)
     left = []
-    for noun, model in (("stations", Station), ("meters", Meter), ("webhooks", Webhook), ("groups", Group)):
+    for noun, model in (
+        ("stations", Station),
+        ("meters", Meter),
+        ("grid meters", GridMeter),
+        ("circuits", Circuit),
+        ("webhooks", Webhook),
+        ("groups", Group),
+    ):
         if await session.scalar(select(model.id).where(model.site_id == site_id).limit(1)) is not None:
             left.append(noun)
     if left:

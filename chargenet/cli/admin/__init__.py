@@ -23,7 +23,8 @@ NOUNS: dict[str, tuple[str, str]] = {
     "webhook": ("webhooks", "webhooks of a site"),
     "deadletter": ("webhooks", "events a webhook could not deliver"),
     "localauth": ("localauth", "a site's local authorization list"),
-    "meter": ("meters", "Modbus meters whose readings become sessions"),
+    "meter": ("meters", "Modbus meters whose readings become sessions, and grid meters on circuits"),
+    "circuit": ("circuits", "a site's circuits: the grid connection, feeders, their limits per phase"),
     "operator": ("operators", "people who sign in to the console, with a role in one company"),
 }
 

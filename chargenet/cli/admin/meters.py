@@ -10,11 +10,13 @@ from chargenet.cli.common import add_store_flags, emit, read_every_item, run_wit
 
 if TYPE_CHECKING:
     from chargenet.context import AppContext
+    from chargenet.services.grid_meters import GridMeterView
     from chargenet.services.meters import MeterView
 
 # The profiles' names (`meters.profiles.PROFILES`, which the use case checks), written out so that building the
 # parser imports no use case; a test holds the two equal.
 PROFILE_NAMES = ["sdm630", "sdm72v2", "sdm72v1", "sdm120", "abb-b23", "abb-b24", "em24", "em340"]
+ROLES = ["connector", "grid"]
 
 
 def _number(text: str) -> float:
@@ -47,9 +49,14 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     noun = nouns.add_parser("meter", help=NOUNS["meter"][1])
     verbs = noun.add_subparsers(dest="verb", metavar="VERB", required=True)
 
-    create = verbs.add_parser("create", help="add a meter in front of a charge point's connector")
+    create = verbs.add_parser(
+        "create", help="add a meter in front of a charge point's connector, or (--role grid) on a circuit"
+    )
+    create.add_argument(
+        "--role", choices=ROLES, default="connector", help="connector (the default) or grid: no station, no sessions"
+    )
     create.add_argument("--site", required=True, dest="site_id", metavar="ID")
-    create.add_argument("--station", required=True, dest="station_id", metavar="STATION_ID")
+    create.add_argument("--station", dest="station_id", metavar="STATION_ID", help="needed for a connector's meter")
     create.add_argument("--charge-point", dest="charge_point_id", metavar="CP", help="default: the station's first")
     create.add_argument("--connector", dest="connector_id", type=_whole, metavar="N", help="default 1")
     create.add_argument("--profile", required=True, choices=PROFILE_NAMES)
@@ -80,18 +87,21 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     delete = verbs.add_parser("delete", help="remove a meter (its open session, if any, is closed)")
     delete.add_argument("meter_id", metavar="METER_ID")
+    delete.add_argument("--role", choices=ROLES, default="connector", help="grid: a grid meter")
     delete.add_argument("--json", action="store_true")
     add_store_flags(delete)
     delete.set_defaults(_run=_delete)
 
     listing = verbs.add_parser("list", help="list meters")
     listing.add_argument("--site", dest="site_id", metavar="ID")
+    listing.add_argument("--role", choices=ROLES, default="connector", help="list connectors' or grid meters")
     listing.add_argument("--json", action="store_true")
     add_store_flags(listing)
     listing.set_defaults(_run=_list)
 
     show = verbs.add_parser("show", help="show one meter, with its charging state and last reading")
     show.add_argument("meter_id", metavar="METER_ID")
+    show.add_argument("--role", choices=ROLES, default="connector", help="grid: a grid meter")
     show.add_argument("--json", action="store_true")
     add_store_flags(show)
     show.set_defaults(_run=_show)
@@ -114,8 +124,15 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _create(args: argparse.Namespace) -> None:
+    from chargenet.errors import InvalidInput
     from chargenet.services import meters
     from chargenet.services.callers import OPERATOR
+
+    if args.role == "grid":
+        _create_grid(args)
+        return
+    if args.station_id is None:
+        raise InvalidInput("a connector's meter needs --station (a grid meter: --role grid)", field="--station")
 
     async def action(ctx: AppContext) -> MeterView:
         async with ctx.store.transaction() as session:
@@ -141,6 +158,41 @@ def _create(args: argparse.Namespace) -> None:
     emit(args, {"id": meter.id}, f"created meter {meter.id} ({meter.profile} on {meters.bus_label(meter)})")
 
 
+def _create_grid(args: argparse.Namespace) -> None:
+    from chargenet.errors import InvalidInput
+    from chargenet.services import grid_meters
+    from chargenet.services.callers import OPERATOR
+
+    detection = [name for name in ("station_id", "charge_point_id", "connector_id", "id_tag") if getattr(args, name)]
+    detection += [
+        name for name in ("start_current", "stop_current", "start_power", "stop_power") if getattr(args, name)
+    ]
+    detection += [name for name in ("stop_grace", "outage_close") if getattr(args, name) is not None]
+    if detection:
+        flag = "--" + detection[0].replace("_id", "").replace("_", "-")
+        raise InvalidInput("a grid meter has no station and detects no sessions", field=flag)
+
+    async def action(ctx: AppContext) -> grid_meters.GridMeterView:
+        async with ctx.store.transaction() as session:
+            return await grid_meters.create_grid_meter(
+                session,
+                OPERATOR,
+                site_id=args.site_id,
+                profile=args.profile,
+                tcp=args.tcp,
+                rtu=args.rtu,
+                baud=args.baud,
+                parity=args.parity,
+                stopbits=args.stopbits,
+                unit_id=args.unit_id,
+                now=ctx.clock.now(),
+                poll_interval=args.poll_interval,
+            )
+
+    meter = run_with_context(args, action)
+    emit(args, {"id": meter.id}, f"created grid meter {meter.id} ({meter.profile})")
+
+
 def _update(args: argparse.Namespace) -> None:
     from chargenet.services import meters
     from chargenet.services.callers import OPERATOR
@@ -162,21 +214,32 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _delete(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
 
     async def action(ctx: AppContext) -> None:
         async with ctx.store.transaction() as session:
-            await meters.delete_meter(session, OPERATOR, ctx.outbox, args.meter_id, now=ctx.clock.now())
+            if args.role == "grid":
+                await grid_meters.delete_grid_meter(session, OPERATOR, args.meter_id, now=ctx.clock.now())
+            else:
+                await meters.delete_meter(session, OPERATOR, ctx.outbox, args.meter_id, now=ctx.clock.now())
 
     run_with_context(args, action)
     emit(args, {"id": args.meter_id, "deleted": True}, f"deleted meter {args.meter_id}")
 
 
 def _list(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
+
+    if args.role == "grid":
+        grid = read_every_item(
+            args, lambda s, page: grid_meters.list_grid_meters(s, OPERATOR, page, site_id=args.site_id)
+        )
+        shown = [rendered(view) for view in grid]
+        emit(args, {"items": shown}, table(shown, ["id", "siteId", "profile", "unitId", "circuitId"]))
+        return
 
     views = read_every_item(args, lambda s, page: meters.list_meters(s, OPERATOR, page, site_id=args.site_id))
     items = [rendered(view) for view in views]
@@ -190,12 +253,14 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _show(args: argparse.Namespace) -> None:
-    from chargenet.services import meters
+    from chargenet.services import grid_meters, meters
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
 
-    async def action(ctx: AppContext) -> MeterView:
+    async def action(ctx: AppContext) -> MeterView | GridMeterView:
         async with ctx.store.transaction() as session:
+            if args.role == "grid":
+                return await grid_meters.get_grid_meter(session, OPERATOR, args.meter_id)
             return await meters.get_meter(session, OPERATOR, args.meter_id)
 
     meter = rendered(run_with_context(args, action))

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from chargenet.cli.admin import NOUNS, station_commands
+from chargenet.cli.admin.circuits import PHASE_CHOICES
 from chargenet.cli.common import (
     add_verb,
     emit,
@@ -14,6 +16,11 @@ from chargenet.cli.common import (
 )
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from chargenet.context import AppContext
 
 
 def _positive(text: str) -> int:
@@ -51,11 +58,17 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--connectors", type=_positive, metavar="N", help="connectors per charge point")
     create.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
 
-    update = add_verb(verbs, "update", "change a station's keys or OCPP versions", _update)
+    update = add_verb(
+        verbs, "update", "change a station's keys, OCPP versions or place in the site's circuits", _update
+    )
     update.add_argument("station_id", metavar="STATION_ID")
     add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
     add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
     update.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
+    power = update.add_argument_group("site power")
+    power.add_argument("--circuit", dest="circuit_id", metavar="ID", help="the circuit of its site it hangs on")
+    power.add_argument("--phases", choices=PHASE_CHOICES, help="the phases its connectors use")
+    power.add_argument("--priority", type=int, metavar="N", help="higher is served first (0)")
 
     add_verb(verbs, "list", "list stations", _list).add_argument("--site", dest="site_id", metavar="ID")
     add_verb(verbs, "show", "show one station", _show).add_argument("station_id", metavar="STATION_ID")
@@ -125,13 +138,23 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
-    from chargenet.services import stations
+    from chargenet.services import circuits, stations
     from chargenet.services.callers import OPERATOR
     from chargenet.services.views import rendered
 
-    station = in_transaction(
-        args,
-        lambda ctx, session: stations.update_station(
+    async def update(ctx: AppContext, session: AsyncSession) -> dict[str, Any]:
+        placement = None
+        if (args.circuit_id, args.phases, args.priority) != (None, None, None):
+            placement = await circuits.place_station(
+                session,
+                OPERATOR,
+                args.station_id,
+                now=ctx.clock.now(),
+                circuit_id=args.circuit_id,
+                phases=args.phases,
+                priority=args.priority,
+            )
+        station = await stations.update_station(
             session,
             OPERATOR,
             ctx.keys.secret_hasher(),
@@ -141,9 +164,14 @@ def _update(args: argparse.Namespace) -> None:
             password=args.password,
             upstream_password=args.upstream_password,
             ocpp_versions=args.ocpp_versions,
-        ),
-    )
-    emit(args, rendered(station), f"updated station {station.id}")
+        )
+        shown = rendered(station)
+        if placement is not None:
+            shown["circuit"] = rendered(placement)
+        return shown
+
+    shown = in_transaction(args, update)
+    emit(args, shown, f"updated station {shown['id']}")
 
 
 def _list(args: argparse.Namespace) -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.meta import DirectoryVersion, StoreSetting
     from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
     from chargenet.store.models.operators import Operator, OperatorSession
+    from chargenet.store.models.power import Circuit, GridMeter, StationCircuit
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.session_requests import SessionRequest
@@ -61,12 +62,14 @@ else:
         "AuthCacheEntry": "edge",
         "Base": "base",
         "ChargePoint": "tenants",
+        "Circuit": "power",
         "Company": "tenants",
         "Connector": "tenants",
         "ConnectorStatusHistory": "edge",
         "DirectoryVersion": "meta",
         "EdgeTransaction": "edge",
         "EventStream": "events",
+        "GridMeter": "power",
         "Group": "applications",
         "GroupMember": "applications",
         "IdSequence": "sequences",
@@ -88,6 +91,7 @@ else:
         "SessionRequest": "session_requests",
         "Site": "tenants",
         "Station": "tenants",
+        "StationCircuit": "power",
         "StationCommand": "edge",
         "StationNotice": "edge",
         "StationPresence": "edge",
@@ -123,12 +127,14 @@ __all__ = [
     "AuthCacheEntry",
     "Base",
     "ChargePoint",
+    "Circuit",
     "Company",
     "Connector",
     "ConnectorStatusHistory",
     "DirectoryVersion",
     "EdgeTransaction",
     "EventStream",
+    "GridMeter",
     "Group",
     "GroupMember",
     "IdSequence",
@@ -150,6 +156,7 @@ __all__ = [
     "SessionRequest",
     "Site",
     "Station",
+    "StationCircuit",
     "StationCommand",
     "StationNotice",
     "StationPresence",

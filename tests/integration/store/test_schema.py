@@ -397,3 +397,27 @@ async def test_a_process_starting_while_the_sqlite_file_is_locked_past_one_busy_
     finally:
         await store.dispose()
         holder.close()
+
+
+async def test_sites_stored_before_circuits_have_none_and_their_stations_hang_on_none(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0022")
+        async with store.engine.begin() as connection:
+            for statement in (
+                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+                "INSERT INTO sites (id, company_id, name, created_at) VALUES ('site_1', 'co_1', 'Depot',"
+                " '2026-01-01 00:00:00+00:00')",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0027")
+        async with store.engine.connect() as connection:
+            counts = [
+                (await connection.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one()
+                for table in ("circuits", "grid_meters", "station_circuits")
+            ]
+        assert counts == [0, 0, 0]
+        await schema.downgrade(store, "0022")
+        assert not {"circuits", "grid_meters", "station_circuits"} & await table_names(store)
+    finally:
+        await store.dispose()

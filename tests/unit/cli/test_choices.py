@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 
 from chargenet.auth.keyring import PUBLISH_AHEAD, WEBHOOK_NEXT_MIN_AGE
-from chargenet.cli.admin import localauth, meters, webhooks
+from chargenet.cli.admin import circuits, localauth, meters, webhooks
 from chargenet.cli.main import build_parser
+from chargenet.domain.circuits import PHASE_CHOICES
 from chargenet.meters.profiles import PROFILES
 from chargenet.services.localauth import LISTABLE_STATUSES
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
@@ -19,6 +20,10 @@ def test_the_local_list_statuses_are_the_use_cases() -> None:
 
 def test_the_meter_profiles_are_the_known_profiles() -> None:
     assert list(PROFILES) == meters.PROFILE_NAMES
+
+
+def test_the_phases_are_the_circuits_rules() -> None:
+    assert list(PHASE_CHOICES) == circuits.PHASE_CHOICES
 
 
 def test_the_signature_algorithms_and_formats_are_the_signers() -> None:

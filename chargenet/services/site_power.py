@@ -1,0 +1,160 @@
+"""A site's power as the allocator shares it: `GET /sites/{siteId}/power` (decisions.md "Site power"), read with
+`sites:read`.
+
+The round is computed from what the store holds: the circuits, where each station hangs, the transactions in
+progress and which stations are connected. Until grid meters are polled and allowances are sent, no circuit has a
+measured load (a circuit with a meter counts as silent) and no session a measured draw or an allowance sent, so
+each session is shown what the allocator would give it now, its demand taken as `DEFAULT_MAX_CURRENT_A`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.domain import power
+from chargenet.domain.circuits import parse_phases, phases_text
+from chargenet.domain.scopes import Scope
+from chargenet.services.callers import Caller
+from chargenet.services.reach import reachable_site
+from chargenet.services.views import Instant, View
+from chargenet.store.models import Circuit, EdgeTransaction, Station, StationCircuit, StationPresence
+
+DEFAULT_MAX_CURRENT_A = 32.0
+"""What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
+
+# A station that was never connected: as if offline since long ago, so it counts at its safe default.
+_NEVER = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class CircuitPower(View):
+    id: str
+    name: str
+    parent_id: str | None
+    limit_amps: float
+    margin_amps: float
+    meter_id: str | None
+    measured: dict[str, float] | None  # per phase, from the circuit's meter; null without a reading
+    meter_silent: bool
+    available: dict[str, float]  # per phase: limit less margin and measured other load
+    allocated: dict[str, float]  # per phase: the allowances below the circuit, added up
+
+
+class SessionPower(View):
+    transaction_id: int
+    station_id: str
+    charge_point_id: str
+    connector_id: int
+    phases: str
+    allowance_amps: float
+    draw_amps: float | None
+    paused: bool
+    paused_reason: str | None
+    station_online: bool
+
+
+class SitePowerView(View):
+    site_id: str
+    at: Instant
+    circuits: list[CircuitPower]
+    sessions: list[SessionPower]
+    unplaced_stations: list[str]  # stations of the site on no circuit: not limited by the allocator
+
+
+async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now: datetime) -> SitePowerView:
+    await reachable_site(session, caller, Scope.SITES_READ, site_id)
+    circuit_rows = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
+    placed = (
+        await session.execute(
+            select(Station, StationCircuit, StationPresence)
+            .outerjoin(StationCircuit, StationCircuit.station_id == Station.id)
+            .outerjoin(StationPresence, StationPresence.station_id == Station.id)
+            .where(Station.site_id == site_id)
+            .order_by(Station.id)
+        )
+    ).all()
+    stations: list[power.Station] = []
+    unplaced: list[str] = []
+    for station, placement, presence in placed:
+        if placement is None:
+            unplaced.append(station.id)
+            continue
+        offline_since = None
+        if presence is None or not presence.connected:
+            offline_since = (presence.disconnected_at if presence else None) or _NEVER
+        stations.append(
+            power.Station(
+                station.id,
+                placement.circuit_id,
+                parse_phases(placement.phases),
+                connectors=station.charge_points * (station.connectors_per_charge_point or 1),
+                priority=placement.priority,
+                offline_since=offline_since,
+            )
+        )
+    on_circuits = {station.id for station in stations}
+    transactions = [
+        row
+        for row in await session.scalars(
+            select(EdgeTransaction)
+            .where(EdgeTransaction.site_id == site_id, EdgeTransaction.stopped_at.is_(None))
+            .order_by(EdgeTransaction.id)
+        )
+        if row.station_id in on_circuits
+    ]
+    circuits = [
+        power.Circuit(
+            row.id,
+            row.parent_id,
+            row.limit_a,
+            row.margin_a,
+            parse_phases(row.phases),
+            metered=row.meter_id is not None,
+        )
+        for row in circuit_rows
+    ]
+    sessions = [
+        power.Session(
+            str(row.id), row.station_id, row.ocpp_connector_id, row.started_at, max_current_a=DEFAULT_MAX_CURRENT_A
+        )
+        for row in transactions
+    ]
+    result = power.allocate(circuits, stations, sessions, now)
+    online = {station.id: station.offline_since is None for station in stations}
+    return SitePowerView(
+        site_id=site_id,
+        at=now,
+        circuits=[
+            CircuitPower(
+                id=row.id,
+                name=row.name,
+                parent_id=row.parent_id,
+                limit_amps=row.limit_a,
+                margin_amps=row.margin_a,
+                meter_id=row.meter_id,
+                measured=None,
+                meter_silent=load.meter_silent,
+                available=dict(load.available_a),
+                allocated=dict(load.allocated_a),
+            )
+            for row, load in zip(circuit_rows, result.circuits, strict=True)
+        ],
+        sessions=[
+            SessionPower(
+                transaction_id=row.id,
+                station_id=row.station_id,
+                charge_point_id=row.charge_point_id,
+                connector_id=row.connector_id,
+                phases=phases_text(allowance.phases),
+                allowance_amps=allowance.amps,
+                draw_amps=None,
+                paused=allowance.paused is not None,
+                paused_reason=allowance.paused.value if allowance.paused else None,
+                station_online=online[row.station_id],
+            )
+            for row, allowance in zip(transactions, result.allowances, strict=True)
+        ],
+        unplaced_stations=unplaced,
+    )

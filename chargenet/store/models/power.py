@@ -1,0 +1,67 @@
+"""Site power: a site's circuits, the grid meters on them, and where each station hangs in the tree."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Float, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from chargenet.store.models.base import Base, UtcDateTime
+
+
+class GridMeter(Base):
+    """A Modbus meter with role `grid`: it measures a circuit, so it has no station and detects no sessions.
+
+    Kept apart from `meters`, whose every row is in front of a connector (the session detector, the charge point
+    list and the alerts rely on that)."""
+
+    __tablename__ = "grid_meters"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True)
+    profile: Mapped[str] = mapped_column(String(32))
+    unit_id: Mapped[int] = mapped_column(Integer)
+    transport: Mapped[str] = mapped_column(String(8))  # "tcp" or "rtu", as for a connector's meter
+    tcp_host: Mapped[str | None] = mapped_column(String(255), default=None)
+    tcp_port: Mapped[int | None] = mapped_column(Integer, default=None)
+    rtu_device: Mapped[str | None] = mapped_column(String(255), default=None)
+    baudrate: Mapped[int | None] = mapped_column(Integer, default=None)
+    parity: Mapped[str | None] = mapped_column(String(1), default=None)
+    stopbits: Mapped[int | None] = mapped_column(Integer, default=None)
+    poll_interval_s: Mapped[float] = mapped_column(Float)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Circuit(Base):
+    """A circuit of a site's tree: the grid connection (no parent) or a feeder below another circuit."""
+
+    __tablename__ = "circuits"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="RESTRICT"), index=True)
+    parent_id: Mapped[str | None] = mapped_column(ForeignKey("circuits.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    limit_a: Mapped[float] = mapped_column(Float)  # per phase
+    margin_a: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    phases: Mapped[str] = mapped_column(String(8), default="L1L2L3", server_default="L1L2L3")
+    meter_id: Mapped[str | None] = mapped_column(
+        ForeignKey("grid_meters.id", ondelete="RESTRICT"), unique=True, default=None
+    )
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class StationCircuit(Base):
+    """The circuit a station hangs on, the phases its connectors use and its priority (higher is served first)."""
+
+    __tablename__ = "station_circuits"
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    circuit_id: Mapped[str] = mapped_column(ForeignKey("circuits.id", ondelete="RESTRICT"), index=True)
+    phases: Mapped[str] = mapped_column(String(8))
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
