@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.edge import records, relay, statuses
+from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
@@ -53,6 +54,7 @@ class Edge:
         message_log: MessageLog | None = None,
         time_station_call: CallTimer | None = None,
         time_upstream_call: CallTimer | None = None,
+        trusted_proxies: str | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -69,6 +71,7 @@ class Edge:
         self.upstream_links = UpstreamLinks()
         self.time_station_call = time_station_call
         self.time_upstream_call = time_upstream_call
+        self.admission = Admission(store, keys, trusted_proxies)
         self._links: dict[str, StationLink] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.

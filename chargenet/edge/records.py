@@ -51,6 +51,8 @@ class StationInfo:
     layout: StationLayout
     upstream_url: str | None
     upstream_password: bytes | None  # encrypted; the station's own, else the site's
+    security_profile: int
+    company_id: str
 
 
 _STATION = (
@@ -62,6 +64,8 @@ _STATION = (
         Station.connectors_per_charge_point,
         Site.upstream_url,
         func.coalesce(Station.upstream_password, Site.upstream_password),
+        Station.security_profile,
+        Site.company_id,
     )
     .join(Site, Site.id == Station.site_id)
     .where(Station.id == bindparam("station_id"))
@@ -74,7 +78,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:
         return None
-    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password = row
+    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, profile, company = row
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -82,6 +86,8 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         layout=StationLayout(found, charge_points, connectors),
         upstream_url=upstream_url,
         upstream_password=upstream_password,
+        security_profile=profile,
+        company_id=company,
     )
 
 

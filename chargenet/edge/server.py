@@ -1,20 +1,18 @@
-"""The stations' endpoint `/ocpp/{stationId}` inside the one ASGI app (OCPP-J 1.6 §3, Security Whitepaper profile 1).
+"""The stations' endpoint `/ocpp/{stationId}` inside the one ASGI app (OCPP-J 1.6 §3, Security Whitepaper).
 
-Before the upgrade: an unknown station gets HTTP 404, and a station with an AuthorizationKey that does not present
-it (HTTP Basic, user name equal to the station id) gets 401. The key is accepted as the text it was registered
-with, or as the raw bytes whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every
-comparison is the keyed hash's constant-time one. A handshake that offers no `ocpp1.6` subprotocol is completed
+Before the upgrade: an unknown station gets HTTP 404, and one its security profile refuses gets 401 or 403
+(`admission`: a password it does not present, HTTP Basic with the station id as user name, or a client certificate
+that is not the one profile 3 asks for). The key is accepted as the text it was registered with, or as the raw bytes
+whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every comparison is the keyed hash's
+constant-time one. A handshake that offers no `ocpp1.6` subprotocol is completed
 without one and then closed, as §3.2 says.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
 import logging
 
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -22,7 +20,6 @@ from chargenet.edge import records
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import activity_of
 from chargenet.ids import STATION_ID_PATTERN
-from chargenet.keys import SecretHasher
 from chargenet.observability import log_context
 
 log = logging.getLogger(__name__)
@@ -30,28 +27,7 @@ log = logging.getLogger(__name__)
 SUBPROTOCOL = "ocpp1.6"
 
 
-def password_matches(header: str | None, station_id: str, stored_hash: str, hasher: SecretHasher) -> bool:
-    """Security profile 1: `Authorization: Basic base64(<stationId>:<AuthorizationKey>)`."""
-    if header is None or not header.lower().startswith("basic "):
-        return False
-    try:
-        raw = base64.b64decode(header[6:].strip(), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    user, separator, key = raw.partition(b":")
-    if not separator or user != station_id.encode():
-        return False
-    candidates = [key.hex(), key.hex().upper()]
-    with contextlib.suppress(UnicodeDecodeError):
-        candidates.insert(0, key.decode("utf-8"))
-    # Every candidate is checked so the time taken does not tell which form matched.
-    results = [hasher.verify(candidate, stored_hash) for candidate in candidates]
-    return any(results)
-
-
 def ocpp_route(edge: Edge) -> WebSocketRoute:
-    hasher = edge.keys.secret_hasher()
-
     async def endpoint(websocket: WebSocket) -> None:
         station_id: str = websocket.path_params["station_id"]
         station = None
@@ -60,13 +36,9 @@ def ocpp_route(edge: Edge) -> WebSocketRoute:
         if station is None:
             await websocket.send_denial_response(PlainTextResponse("unknown station", status_code=404))
             return
-        if station.password_hash is not None and not password_matches(
-            websocket.headers.get("authorization"), station_id, station.password_hash, hasher
-        ):
-            log.warning("station refused: bad credentials", extra={"fields": {"station": station_id}})
-            await websocket.send_denial_response(
-                Response("unauthorized", status_code=401, headers={"WWW-Authenticate": 'Basic realm="chargenet"'})
-            )
+        refusal = await edge.admission.refuse(websocket.scope, station, edge.clock.now())
+        if refusal is not None:
+            await websocket.send_denial_response(refusal)
             return
         if SUBPROTOCOL not in websocket.scope.get("subprotocols", []):
             await websocket.accept()

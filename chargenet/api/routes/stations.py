@@ -92,8 +92,16 @@ class StationChange(BaseModel):
 
     password: AuthorizationKey | None = None
     upstreamPassword: Secret | None = None
-    removePassword: StrictBool = Field(default=False, description="no AuthorizationKey: security profile 0")
+    removePassword: StrictBool = Field(
+        default=False, description="no AuthorizationKey; at security profile 1 this lowers it to 0 (owners only)"
+    )
     removeUpstreamPassword: StrictBool = Field(default=False, description="the site's upstream password is used")
+    securityProfile: Literal[0, 1, 2, 3] | None = Field(
+        default=None,
+        description="0: no password, 1: Basic over ws, 2: Basic over TLS, 3: TLS client certificate. Raising is "
+        "allowed; lowering is an owner's act in the console or the command line (403 here), and the station must "
+        "then be reconfigured on site",
+    )
 
 
 class LocalAuthEntry(BaseModel):
@@ -172,7 +180,7 @@ async def import_stations(site_id: str, body: StationImport, context: Context, c
 
 @router.patch("/stations/{station_id}", response_model=StationView)
 async def update_station(station_id: str, body: StationChange, context: Context, caller: SiteWriter) -> StationView:
-    """Change a station's AuthorizationKey or its upstream key."""
+    """Change a station's AuthorizationKey, its upstream key or its security profile."""
     async with context.store.transaction() as session:
         return await stations.update_station(
             session,
@@ -185,6 +193,7 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             upstream_password=body.upstreamPassword,
             clear_password=body.removePassword,
             clear_upstream_password=body.removeUpstreamPassword,
+            security_profile=body.securityProfile,
         )
 
 

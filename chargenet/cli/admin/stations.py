@@ -38,8 +38,14 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--charge-points", dest="charge_points", type=_positive, default=1, metavar="N")
     create.add_argument("--connectors", type=_positive, metavar="N", help="connectors per charge point")
 
-    update = add_verb(verbs, "update", "change a station's keys", _update)
+    update = add_verb(verbs, "update", "change a station's keys or security profile", _update)
     update.add_argument("station_id", metavar="STATION_ID")
+    update.add_argument(
+        "--security-profile",
+        dest="security_profile",
+        choices=("0", "1", "2", "3"),
+        help="0 no password, 1 Basic over ws, 2 Basic over TLS, 3 TLS client certificate (lowering: owners only)",
+    )
     add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
     add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
 
@@ -125,6 +131,7 @@ def _update(args: argparse.Namespace) -> None:
             now=ctx.clock.now(),
             password=args.password,
             upstream_password=args.upstream_password,
+            security_profile=args.security_profile,
         ),
     )
     emit(args, rendered(station), f"updated station {station.id}")

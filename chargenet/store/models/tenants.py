@@ -46,6 +46,11 @@ class Station(Base):
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     charge_points: Mapped[int] = mapped_column(Integer, default=1)
     connectors_per_charge_point: Mapped[int | None] = mapped_column(Integer, default=None)
+    # 0-3 (decisions.md "Security profiles"); what the handshake asks of the station.
+    security_profile: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The latest handshake refused (`domain.security_profiles.Refusal`'s value) and when, for the station page.
+    last_refusal: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_refusal_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
