@@ -29,6 +29,12 @@ class Issued:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
 
+    @classmethod
+    def load(cls, certificate_pem: bytes, key_pem: bytes) -> Issued:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        return cls(x509.load_pem_x509_certificate(certificate_pem), key)
+
     def write(self, folder: Path, name: str) -> tuple[Path, Path]:
         """(certificate file, key file) in `folder`."""
         folder.mkdir(parents=True, exist_ok=True)
