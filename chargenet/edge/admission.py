@@ -149,7 +149,9 @@ class Admission:
             tls=scope.get("scheme") == "wss",
             credentials=credentials,
             certificate=facts,
-            expected=Expectations(common_name=station.station_id, organisation=None),
+            expected=Expectations(
+                common_name=station.serial_number or station.station_id, organisation=station.organisation_name
+            ),
             now=now,
         )
         if refusal is None:

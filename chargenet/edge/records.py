@@ -32,6 +32,7 @@ from chargenet.edge.remote_starts import link_request
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
     AuthCacheEntry,
+    Company,
     EdgeTransaction,
     LocalAuthEntry,
     Site,
@@ -53,6 +54,8 @@ class StationInfo:
     upstream_password: bytes | None  # encrypted; the station's own, else the site's
     security_profile: int
     company_id: str
+    serial_number: str | None
+    organisation_name: str | None  # the company's
 
 
 _STATION = (
@@ -66,8 +69,11 @@ _STATION = (
         func.coalesce(Station.upstream_password, Site.upstream_password),
         Station.security_profile,
         Site.company_id,
+        Station.serial_number,
+        Company.organisation_name,
     )
     .join(Site, Site.id == Station.site_id)
+    .join(Company, Company.id == Site.company_id)
     .where(Station.id == bindparam("station_id"))
 )
 
@@ -78,7 +84,8 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:
         return None
-    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, profile, company = row
+    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, *security = row
+    profile, company, serial_number, organisation_name = security
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -88,6 +95,8 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         upstream_password=upstream_password,
         security_profile=profile,
         company_id=company,
+        serial_number=serial_number,
+        organisation_name=organisation_name,
     )
 
 

@@ -33,6 +33,7 @@ class StationView(View):
     charge_point_ids: list[str]
     connectors_per_charge_point: int | None
     security_profile: int
+    serial_number: str | None  # the CN of its profile 3 certificate in place of its id
     upstream_password_set: bool
     last_refusal: str | None  # why the latest refused handshake was refused (`Refusal`'s value)
     last_refusal_at: Instant | None
@@ -110,6 +111,7 @@ async def update_station(
     clear_password: bool = False,
     clear_upstream_password: bool = False,
     security_profile: int | str | None = None,
+    serial_number: str | None = None,
     expected_version: int | None = None,
 ) -> StationView:
     """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0 from 1), a station's
@@ -131,6 +133,7 @@ async def update_station(
         raise InvalidInput(f"profile {int(wanted)} needs an authorization key; set one", field="security-profile")
     if is_lowering(current, wanted):
         require_owner(caller, "lowering a station's security profile")
+    serial = None if serial_number is None else validate_serial_number(serial_number)
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the key, clear it instead", field="upstream-password")
     changed: list[str] = []
@@ -151,6 +154,9 @@ async def update_station(
         changed.append(f"security profile {int(current)} -> {int(wanted)}{lowered}")
     if wanted is not current:
         row.security_profile = int(wanted)
+    if serial is not None and (serial or None) != row.serial_number:
+        changed.append(f"serial number {serial}" if serial else "serial number removed")
+        row.serial_number = serial or None
     if changed:
         row.version += 1
         await session.flush()
@@ -158,6 +164,14 @@ async def update_station(
             session, caller, "station.update", row, now=now, detail={"changed": ", ".join(changed)}
         )
     return _view(row)
+
+
+def validate_serial_number(text: str) -> str:
+    """A serial number as a certificate's CN carries it (printable, at most 64 characters); "" removes it."""
+    serial = text.strip()
+    if len(serial) > 64 or not serial.isprintable():
+        raise InvalidInput("must be printable text of at most 64 characters", field="serial-number")
+    return serial
 
 
 def require_owner(caller: Caller, what: str) -> None:
@@ -240,6 +254,7 @@ def _view(row: Station) -> StationView:
         charge_point_ids=row.layout().charge_point_ids,
         connectors_per_charge_point=row.connectors_per_charge_point,
         security_profile=row.security_profile,
+        serial_number=row.serial_number,
         upstream_password_set=row.upstream_password is not None,
         last_refusal=row.last_refusal,
         last_refusal_at=row.last_refusal_at,

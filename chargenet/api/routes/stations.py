@@ -96,6 +96,9 @@ class StationChange(BaseModel):
         default=False, description="no AuthorizationKey; at security profile 1 this lowers it to 0 (owners only)"
     )
     removeUpstreamPassword: StrictBool = Field(default=False, description="the site's upstream password is used")
+    serialNumber: str | None = Field(
+        default=None, max_length=64, description="the CN of its profile 3 certificate in place of its id; '' removes it"
+    )
     securityProfile: Literal[0, 1, 2, 3] | None = Field(
         default=None,
         description="0: no password, 1: Basic over ws, 2: Basic over TLS, 3: TLS client certificate. Raising is "
@@ -194,6 +197,7 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             clear_password=body.removePassword,
             clear_upstream_password=body.removeUpstreamPassword,
             security_profile=body.securityProfile,
+            serial_number=body.serialNumber,
         )
 
 

@@ -46,6 +46,12 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         choices=("0", "1", "2", "3"),
         help="0 no password, 1 Basic over ws, 2 Basic over TLS, 3 TLS client certificate (lowering: owners only)",
     )
+    update.add_argument(
+        "--serial-number",
+        dest="serial_number",
+        metavar="SERIAL",
+        help="the CN its profile 3 certificate names in place of the station id ('': the id again)",
+    )
     add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
     add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
 
@@ -132,6 +138,7 @@ def _update(args: argparse.Namespace) -> None:
             password=args.password,
             upstream_password=args.upstream_password,
             security_profile=args.security_profile,
+            serial_number=args.serial_number,
         ),
     )
     emit(args, rendered(station), f"updated station {station.id}")

@@ -41,3 +41,14 @@ async def test_a_stations_profile_is_raised_and_a_profile_needing_a_key_is_refus
     assert raised.code == 0 and raised.json()["securityProfile"] == 3
     lowered = await cli("admin", "station", "update", "ST-OPEN", "--security-profile", "0", "--json")
     assert lowered.code == 0 and lowered.json()["securityProfile"] == 0  # the local operator holds the keys anyway
+
+
+async def test_the_certificates_cn_may_be_a_serial_number_and_its_o_the_companys_organisation_name(cli: Cli) -> None:
+    company, site = await company_and_site(cli)
+    await cli("admin", "station", "create", "--site", site, "ST-1")
+    serial = await cli("admin", "station", "update", "ST-1", "--serial-number", "SN-0042", "--json")
+    assert serial.code == 0 and serial.json()["serialNumber"] == "SN-0042"
+    named = await cli("admin", "company", "update", company, "--organisation-name", "Acme Charging NV", "--json")
+    assert named.code == 0 and named.json()["organisationName"] == "Acme Charging NV"
+    nothing = await cli("admin", "company", "update", company)
+    assert nothing.code == 2 and "--organisation-name" in nothing.err

@@ -17,7 +17,7 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.config import load_settings
 from chargenet.edge.tls import station_context_factory
 from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.services import station_ca, stations
+from chargenet.services import companies, station_ca, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import SimulatedStation
 from tests.factories import make_tenant
@@ -154,6 +154,26 @@ async def test_profile_3_lets_in_only_a_certificate_of_the_companys_station_ca_n
     async with served.context.store.read() as session:
         view = await stations.get_station(session, OPERATOR, "CS-1")
     assert view.security_profile == 3 and view.last_refusal == "no_certificate"
+
+    # A serial number on the record stands for the id in the CN; an organisation name set is the O asked for.
+    async with served.context.store.transaction() as session:
+        await stations.update_station(
+            session,
+            OPERATOR,
+            served.context.keys.secret_hasher(),
+            served.context.keys.credential_cipher(),
+            "CS-1",
+            now=served.context.clock.now(),
+            serial_number="SN-0042",
+        )
+        await companies.set_organisation_name(
+            session, OPERATOR, served.company_id, organisation_name="Acme NV", now=served.context.clock.now()
+        )
+    assert await served.refusal(served.station("CS-1", issue(own, "CS-1", organisation="Acme NV"))) == 403
+    assert await served.refusal(served.station("CS-1", issue(own, "SN-0042", organisation="Other NV"))) == 403
+    station = served.station("CS-1", issue(own, "SN-0042", organisation="Acme NV"))
+    await station.connect()
+    await station.close()
 
 
 async def test_profile_2_takes_the_password_over_tls_and_a_certificate_header_from_anyone_but_a_proxy_is_ignored(
