@@ -52,10 +52,18 @@ def ask_for_any_client_certificate(context: ssl.SSLContext) -> None:
     """Ask clients for a certificate, accept the handshake whatever they show (or none), and leave checking it to
     the application."""
     context.verify_mode = ssl.CERT_OPTIONAL
-    set_verify = _libssl().SSL_CTX_set_verify
+    library = _libssl()
+    pointer = _ssl_ctx_pointer(context)
+    get_mode = library.SSL_CTX_get_verify_mode
+    get_mode.argtypes = [ctypes.c_void_p]
+    get_mode.restype = ctypes.c_int
+    # The mode Python has just set, read back through the pointer: the pointer is this context's.
+    if get_mode(pointer) != _SSL_VERIFY_PEER:
+        raise RuntimeError("this Python's SSLContext does not hold an OpenSSL context where expected")
+    set_verify = library.SSL_CTX_set_verify
     set_verify.argtypes = [ctypes.c_void_p, ctypes.c_int, _VERIFY_CALLBACK]
     set_verify.restype = None
-    set_verify(_ssl_ctx_pointer(context), _SSL_VERIFY_PEER, _accept_every_chain)
+    set_verify(pointer, _SSL_VERIFY_PEER, _accept_every_chain)
 
 
 def station_context_factory(config: Any, default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
