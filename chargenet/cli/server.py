@@ -19,6 +19,7 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.cli.common import run_with_context, settings_flags
 from chargenet.collector import freeze_startup_heap, tune_for_serving
 from chargenet.config import Settings, load_settings
+from chargenet.edge.tls import station_context_factory
 from chargenet.edge.transport import StationWebSocketProtocol
 from chargenet.observability.logging import configure_logging
 from chargenet.services import applications, companies, demo_access, sites
@@ -69,6 +70,8 @@ async def serve(settings: Settings, *, migrate: bool = False, context: AppContex
             port=settings.port,
             ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
             ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
+            # Asks stations for a client certificate, and takes any: the edge checks it (`edge.tls`).
+            ssl_context_factory=station_context_factory if settings.tls_cert else None,
             proxy_headers=settings.forwarded_allow_ips is not None,
             forwarded_allow_ips=settings.forwarded_allow_ips,
             log_config=None,

@@ -3,7 +3,7 @@
 Rule 1: the edge speaks `ocpp2.0.1` and `ocpp1.6`. A station record may pin the ones it may use; by default both.
 Rule 2: the first subprotocol of the station's offer that the record allows wins (the client's preference order,
         RFC 6455 §4.2.2).
-Rule 3: a station without a password (security profile 0) may use 1.6 only.
+Rule 3: a station at security profile 0 (no password, no certificate) may use 1.6 only: 2.0.1 has no profile 0.
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ def stored_versions(versions: Sequence[str] | None) -> str | None:
     return None if set(checked) == set(GENERATIONS) else ",".join(checked)
 
 
-def negotiate(offered: Sequence[str], allowed: Sequence[str], *, has_password: bool) -> str | None:
+def usable_versions(allowed: Sequence[str], *, security_profile: int) -> list[str]:
+    """Rule 3 over the versions the station's record allows."""
+    return [version for version in allowed if security_profile > 0 or version == OCPP16]
+
+
+def negotiate(offered: Sequence[str], allowed: Sequence[str], *, security_profile: int) -> str | None:
     """Rules 2 and 3: the subprotocol of the connection, or None when nothing offered may be used."""
-    usable = [version for version in allowed if has_password or version == OCPP16]
+    usable = usable_versions(allowed, security_profile=security_profile)
     return next((protocol for protocol in offered if protocol in usable), None)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.clock import Clock
 from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.edge import records, relay, statuses
+from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
@@ -60,6 +61,7 @@ class Edge:
         message_log: MessageLog | None = None,
         time_station_call: CallTimer | None = None,
         time_upstream_call: CallTimer | None = None,
+        trusted_proxies: str | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -77,6 +79,7 @@ class Edge:
         self.time_station_call = time_station_call
         self.time_upstream_call = time_upstream_call
         self.security_events = SecurityEvents()
+        self.admission = Admission(store, keys, trusted_proxies)
         self._links: dict[str, LinkBase] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.

@@ -26,6 +26,7 @@ def install(context: AppContext) -> Edge:
         message_log=message_log,
         time_station_call=durations.timer(metrics.STATION),
         time_upstream_call=durations.timer(metrics.UPSTREAM),
+        trusted_proxies=context.settings.forwarded_allow_ips,
     )
     context.edge = edge
     context.routes.append(ocpp_route(edge))

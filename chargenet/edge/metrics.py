@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from chargenet.domain.security_profiles import Refusal
 from chargenet.edge.connection import CallTimer
 from chargenet.edge.hub import Edge
 from chargenet.edge.ocpp16.frames import known_actions
@@ -107,6 +108,14 @@ class EdgeCollector(Collector):
         for kind, count in sorted(edge.security_events.counts.items()):
             security.add_metric([kind], count)
         yield security
+        refused = CounterMetricFamily(
+            "chargenet_ocpp_handshakes_refused",
+            "Station handshakes refused by their security profile, by reason (each one is logged with its station)",
+            labels=["reason"],
+        )
+        for refusal in Refusal:
+            refused.add_metric([refusal.value], edge.admission.refusals[refusal.value])
+        yield refused
 
 
 def register(registry: CollectorRegistry, edge: Edge) -> None:

@@ -39,6 +39,7 @@ from chargenet.edge.remote_starts import link_request
 from chargenet.outbox import Outbox
 from chargenet.store.models import (
     AuthCacheEntry,
+    Company,
     EdgeTransaction,
     LocalAuthEntry,
     Site,
@@ -59,6 +60,10 @@ class StationInfo:
     layout: StationLayout
     upstream_url: str | None
     upstream_password: bytes | None  # encrypted; the station's own, else the site's
+    security_profile: int
+    company_id: str
+    serial_number: str | None
+    organisation_name: str | None  # the company's
     ocpp_versions: tuple[str, ...] = GENERATIONS  # the generations it may connect with (domain.generations)
 
 
@@ -72,8 +77,13 @@ _STATION = (
         Site.upstream_url,
         func.coalesce(Station.upstream_password, Site.upstream_password),
         Station.ocpp_versions,
+        Station.security_profile,
+        Site.company_id,
+        Station.serial_number,
+        Company.organisation_name,
     )
     .join(Site, Site.id == Station.site_id)
+    .join(Company, Company.id == Site.company_id)
     .where(Station.id == bindparam("station_id"))
 )
 
@@ -84,7 +94,8 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     row = connection.execute(_STATION, {"station_id": station_id}).first()
     if row is None:
         return None
-    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions = row
+    found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions, *rest = row
+    profile, company, serial_number, organisation_name = rest
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -93,6 +104,10 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         upstream_url=upstream_url,
         upstream_password=upstream_password,
         ocpp_versions=parse_versions(versions),
+        security_profile=profile,
+        company_id=company,
+        serial_number=serial_number,
+        organisation_name=organisation_name,
     )
 
 

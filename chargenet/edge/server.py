@@ -1,59 +1,35 @@
-"""The stations' endpoint `/ocpp/{stationId}` inside the one ASGI app (OCPP-J 1.6 §3, Security Whitepaper profile 1).
+"""The stations' endpoint `/ocpp/{stationId}` inside the one ASGI app (OCPP-J 1.6 §3, Security Whitepaper).
 
-Before the upgrade: an unknown station gets HTTP 404, and a station with an AuthorizationKey that does not present
-it (HTTP Basic, user name equal to the station id) gets 401. The key is accepted as the text it was registered
-with, or as the raw bytes whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every
-comparison is the keyed hash's constant-time one.
+Before the upgrade: an unknown station gets HTTP 404, and one its security profile refuses gets 401 or 403
+(`admission`: a password it does not present, HTTP Basic with the station id as user name, or a client certificate
+that is not the one profile 3 asks for). The key is accepted as the text it was registered with, or as the raw bytes
+whose hex spelling that text is (the OCPP-J §6.2.2 example sends raw bytes); every comparison is the keyed hash's
+constant-time one.
 
 The subprotocol is the first of the station's offer that its record allows (`domain.generations`: `ocpp2.0.1`,
-`ocpp1.6`, both by default; a station without a password, security profile 0, only 1.6). A handshake that offers
+`ocpp1.6`, both by default; a station at security profile 0 only 1.6). A handshake that offers
 none of them is completed without a subprotocol and then closed with 1002, as OCPP-J §3.2 says.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
 import logging
 
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
-from chargenet.domain.generations import OCPP16, negotiate
+from chargenet.domain.generations import OCPP16, negotiate, usable_versions
 from chargenet.edge import records
 from chargenet.edge.hub import Edge
 from chargenet.edge.transport import activity_of
 from chargenet.ids import STATION_ID_PATTERN
-from chargenet.keys import SecretHasher
 from chargenet.observability import log_context
 
 log = logging.getLogger(__name__)
 
 
-def password_matches(header: str | None, station_id: str, stored_hash: str, hasher: SecretHasher) -> bool:
-    """Security profile 1: `Authorization: Basic base64(<stationId>:<AuthorizationKey>)`."""
-    if header is None or not header.lower().startswith("basic "):
-        return False
-    try:
-        raw = base64.b64decode(header[6:].strip(), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    user, separator, key = raw.partition(b":")
-    if not separator or user != station_id.encode():
-        return False
-    candidates = [key.hex(), key.hex().upper()]
-    with contextlib.suppress(UnicodeDecodeError):
-        candidates.insert(0, key.decode("utf-8"))
-    # Every candidate is checked so the time taken does not tell which form matched.
-    results = [hasher.verify(candidate, stored_hash) for candidate in candidates]
-    return any(results)
-
-
 def ocpp_route(edge: Edge) -> WebSocketRoute:
-    hasher = edge.keys.secret_hasher()
-
     async def endpoint(websocket: WebSocket) -> None:
         station_id: str = websocket.path_params["station_id"]
         station = None
@@ -62,19 +38,14 @@ def ocpp_route(edge: Edge) -> WebSocketRoute:
         if station is None:
             await websocket.send_denial_response(PlainTextResponse("unknown station", status_code=404))
             return
-        if station.password_hash is not None and not password_matches(
-            websocket.headers.get("authorization"), station_id, station.password_hash, hasher
-        ):
-            log.warning("station refused: bad credentials", extra={"fields": {"station": station_id}})
-            await websocket.send_denial_response(
-                Response("unauthorized", status_code=401, headers={"WWW-Authenticate": 'Basic realm="chargenet"'})
-            )
+        refusal = await edge.admission.refuse(websocket.scope, station, edge.clock.now())
+        if refusal is not None:
+            await websocket.send_denial_response(refusal)
             return
         offered = websocket.scope.get("subprotocols", [])
-        has_password = station.password_hash is not None
-        subprotocol = negotiate(offered, station.ocpp_versions, has_password=has_password)
+        subprotocol = negotiate(offered, station.ocpp_versions, security_profile=station.security_profile)
         if subprotocol is None:
-            allowed = [v for v in station.ocpp_versions if has_password or v == OCPP16]
+            allowed = usable_versions(station.ocpp_versions, security_profile=station.security_profile)
             log.warning(
                 "station refused: no subprotocol it may use",
                 extra={"fields": {"station": station_id, "offered": offered, "allowed": allowed}},

@@ -19,9 +19,14 @@ from websockets.frames import CloseCode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
+from chargenet.edge.tls import peer_certificate_pem
+
 log = logging.getLogger(__name__)
 
 ACTIVITY_EXTENSION = "chargenet.activity"
+# The address the connection came from, as the socket has it: what a proxy's headers may replace in the scope's
+# `client` is kept here, so that a header only a trusted proxy may set is believed from a trusted proxy alone.
+PEER_EXTENSION = "chargenet.peer"
 
 
 class Activity:
@@ -33,6 +38,24 @@ class Activity:
     def heard(self) -> None:
         if self.listener is not None:
             self.listener()
+
+
+def tls_extension(ssl_object: Any) -> dict[str, Any]:
+    """The ASGI `tls` extension of a TLS connection: the client's certificate (PEM) in `client_cert_chain`."""
+    shown = peer_certificate_pem(ssl_object)
+    return {"server_cert": None, "client_cert_chain": [shown] if shown else [], "client_cert_name": None}
+
+
+def client_certificate_of(scope: dict[str, Any] | Any) -> str | None:
+    """The client's certificate (PEM) the scope's `tls` extension carries; None: no TLS here, or none shown."""
+    chain = ((scope.get("extensions") or {}).get("tls") or {}).get("client_cert_chain") or []
+    return chain[0] if chain and isinstance(chain[0], str) else None
+
+
+def peer_address_of(scope: dict[str, Any] | Any) -> str | None:
+    """The address the connection came from, before any proxy header replaced the scope's `client`."""
+    found = ((scope.get("extensions") or {}).get(PEER_EXTENSION) or {}).get("client")
+    return str(found[0]) if found else None
 
 
 def activity_of(scope: dict[str, Any] | Any) -> Activity | None:
@@ -131,3 +154,6 @@ class StationWebSocketProtocol(WebSocketsSansIOProtocol):
         if scope is not None:
             extensions: dict[str, Any] = scope.setdefault("extensions", {})
             extensions[ACTIVITY_EXTENSION] = {"activity": self._activity}
+            extensions[PEER_EXTENSION] = {"client": self.client}
+            if self.scheme == "wss":
+                extensions["tls"] = tls_extension(self.transport.get_extra_info("ssl_object"))

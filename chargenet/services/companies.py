@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.local_time import DEFAULT_ZONE, zone_named
 from chargenet.domain.tenants import validate_name
-from chargenet.errors import Forbidden, NotFound
+from chargenet.errors import Forbidden, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.services import audit
 from chargenet.services.callers import Caller, LocalOperator, OperatorCaller
@@ -27,11 +27,18 @@ class CompanyView(View):
     id: str
     name: str
     time_zone: str
+    organisation_name: str | None  # the O its profile 3 stations' certificates must name, when set
     created_at: Instant
 
 
 def _view(row: Company) -> CompanyView:
-    return CompanyView(id=row.id, name=row.name, time_zone=row.time_zone, created_at=row.created_at)
+    return CompanyView(
+        id=row.id,
+        name=row.name,
+        time_zone=row.time_zone,
+        organisation_name=row.organisation_name,
+        created_at=row.created_at,
+    )
 
 
 async def create_company(
@@ -63,6 +70,27 @@ async def set_time_zone(
         await session.flush()
         detail = {"from": before, "to": zone}
         await audit.record_change(session, caller, "company.set-time-zone", row, now=now, detail=detail)
+    return _view(row)
+
+
+async def set_organisation_name(
+    session: AsyncSession, caller: Caller, company_id: str, *, organisation_name: str, now: datetime
+) -> CompanyView:
+    """Set the O that profile 3 stations' certificates must name ("" removes it, and O is not checked): an owner's
+    act, as it decides which stations get in."""
+    row = await session.get(Company, company_id)
+    if row is None or caller.company_id not in (None, row.id):
+        raise NotFound("company", company_id)
+    if not (isinstance(caller, LocalOperator) or (isinstance(caller, OperatorCaller) and caller.may_manage_operators)):
+        raise Forbidden("only an owner changes the company's organisation name")
+    name = organisation_name.strip()
+    if len(name) > 64 or not name.isprintable():
+        raise InvalidInput("must be printable text of at most 64 characters", field="organisation-name")
+    if (name or None) != row.organisation_name:
+        before, row.organisation_name = row.organisation_name, name or None
+        await session.flush()
+        detail = {"from": before or "none", "to": name or "none"}
+        await audit.record_change(session, caller, "company.set-organisation-name", row, now=now, detail=detail)
     return _view(row)
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.scopes import Scope
+from chargenet.domain.security_profiles import SecurityProfile
 from chargenet.domain.tenants import StationLayout
 from chargenet.errors import ImportClash, ImportRefused, InvalidInput, RowFault
 from chargenet.keys import CredentialCipher, SecretHasher
@@ -211,6 +212,8 @@ async def import_stations(
                 "site_id": site.id,
                 "password_hash": hasher.hash(row.password) if row.password else None,
                 "upstream_password": cipher.encrypt(row.upstream_password) if row.upstream_password else None,
+                # As one station created alone: profile 1 with a key, 0 without.
+                "security_profile": SecurityProfile.BASIC if row.password else SecurityProfile.NO_PASSWORD,
                 "charge_points": layout.charge_points,
                 "connectors_per_charge_point": layout.connectors_per_charge_point,
                 "version": 1,

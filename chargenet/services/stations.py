@@ -13,12 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.generations import parse_versions, stored_versions
 from chargenet.domain.scopes import Scope
+from chargenet.domain.security_profiles import SecurityProfile, is_lowering, parse_profile
 from chargenet.domain.tenants import StationLayout
-from chargenet.errors import Conflict, InvalidInput
+from chargenet.errors import Conflict, Forbidden, InvalidInput
 from chargenet.keys import CredentialCipher, SecretHasher
 from chargenet.ports import StationCommands
 from chargenet.services import audit
-from chargenet.services.callers import Caller
+from chargenet.services.callers import Caller, LocalOperator, OperatorCaller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_site, reachable_station, site_filter
 from chargenet.services.versions import check_version
@@ -43,9 +44,12 @@ class StationView(View):
     charge_point_ids: list[str]
     connectors_per_charge_point: int | None
     security_profile: int
+    serial_number: str | None  # the CN of its profile 3 certificate in place of its id
     upstream_password_set: bool
     ocpp_versions: list[str]  # the OCPP generations it may connect with (decisions.md §5)
     ocpp_version: str | None  # the one its latest connection speaks; None before it first connects
+    last_refusal: str | None  # why the latest refused handshake was refused (`Refusal`'s value)
+    last_refusal_at: Instant | None
     version: int
     created_at: Instant
 
@@ -85,6 +89,7 @@ async def create_station(
         site_id=site_id,
         password_hash=hasher.hash(validate_authorization_key(password)) if password else None,
         upstream_password=cipher.encrypt(upstream_password) if upstream_password else None,
+        security_profile=SecurityProfile.BASIC if password else SecurityProfile.NO_PASSWORD,
         charge_points=layout.charge_points,
         connectors_per_charge_point=layout.connectors_per_charge_point,
         ocpp_versions=versions,
@@ -101,7 +106,7 @@ async def create_station(
         "site": site_id,
         "charge points": str(layout.charge_points),
         "connectors per charge point": str(layout.connectors_per_charge_point or "as reported"),
-        "security profile": "1" if row.password_hash is not None else "0",
+        "security profile": str(row.security_profile),
         "OCPP versions": ", ".join(parse_versions(versions)),
     }
     if row.upstream_password is not None:
@@ -123,16 +128,31 @@ async def update_station(
     clear_password: bool = False,
     clear_upstream_password: bool = False,
     ocpp_versions: Sequence[str] | None = None,
+    security_profile: int | str | None = None,
+    serial_number: str | None = None,
     expected_version: int | None = None,
 ) -> StationView:
-    """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0), a station's own
-    upstream key or none (then the site's is used), and the OCPP versions it may use. What is not given stays;
-    nothing changes if any is refused."""
+    """Set a new AuthorizationKey (`password`) or none (`clear_password`: security profile 0 from 1), a station's
+    own upstream key or none (then the site's is used), the OCPP versions it may use, and its security profile.
+    What is not given stays; nothing changes if any is refused. A profile may be raised by anyone who may change the
+    station; lowering it (removing the key of a profile 1 station included) is an owner's act (`require_owner`)."""
     row = await reachable_station(session, caller, Scope.SITES_WRITE, station_id)
     check_version("station", row.id, row.version, expected_version)
     versions = stored_versions(ocpp_versions) if ocpp_versions is not None else row.ocpp_versions
     if password is not None:
         validate_authorization_key(password)
+    current = SecurityProfile(row.security_profile)
+    wanted = current if security_profile is None else parse_profile(security_profile)
+    # Removing the key of a profile 1 station leaves it profile 0: a lowering, said so by the key's audit line.
+    implicit = clear_password and security_profile is None and current is SecurityProfile.BASIC
+    if implicit:
+        wanted = SecurityProfile.NO_PASSWORD
+    keyed = password is not None or (row.password_hash is not None and not clear_password)
+    if wanted in (SecurityProfile.BASIC, SecurityProfile.BASIC_OVER_TLS) and not keyed:
+        raise InvalidInput(f"profile {int(wanted)} needs an authorization key; set one", field="security-profile")
+    if is_lowering(current, wanted):
+        require_owner(caller, "lowering a station's security profile")
+    serial = None if serial_number is None else validate_serial_number(serial_number)
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the key, clear it instead", field="upstream-password")
     changed: list[str] = []
@@ -151,6 +171,14 @@ async def update_station(
     if versions != row.ocpp_versions:
         changed.append(f"OCPP versions {', '.join(parse_versions(versions))}")
         row.ocpp_versions = versions
+    if wanted is not current and not implicit:
+        lowered = " (lowered: the station must be reconfigured on site)" if is_lowering(current, wanted) else ""
+        changed.append(f"security profile {int(current)} -> {int(wanted)}{lowered}")
+    if wanted is not current:
+        row.security_profile = int(wanted)
+    if serial is not None and (serial or None) != row.serial_number:
+        changed.append(f"serial number {serial}" if serial else "serial number removed")
+        row.serial_number = serial or None
     if changed:
         row.version += 1
         await session.flush()
@@ -158,6 +186,24 @@ async def update_station(
             session, caller, "station.update", row, now=now, detail={"changed": ", ".join(changed)}
         )
     return _view(row)
+
+
+def validate_serial_number(text: str) -> str:
+    """A serial number as a certificate's CN carries it (printable, at most 64 characters); "" removes it."""
+    serial = text.strip()
+    if len(serial) > 64 or not serial.isprintable():
+        raise InvalidInput("must be printable text of at most 64 characters", field="serial-number")
+    return serial
+
+
+def require_owner(caller: Caller, what: str) -> None:
+    """An owner's act (lowering a station's security profile, decisions.md "Security profiles"): a console owner
+    or the local operator; an application or a console admin is `Forbidden`."""
+    if isinstance(caller, LocalOperator):
+        return
+    if isinstance(caller, OperatorCaller) and caller.may_manage_operators:
+        return
+    raise Forbidden(f"{what} needs the owner role")
 
 
 async def delete_station(
@@ -233,10 +279,13 @@ def _view(row: Station, ocpp_version: str | None = None) -> StationView:
         site_id=row.site_id,
         charge_point_ids=row.layout().charge_point_ids,
         connectors_per_charge_point=row.connectors_per_charge_point,
-        security_profile=1 if row.password_hash is not None else 0,
+        security_profile=row.security_profile,
+        serial_number=row.serial_number,
         upstream_password_set=row.upstream_password is not None,
         ocpp_versions=list(parse_versions(row.ocpp_versions)),
         ocpp_version=ocpp_version,
+        last_refusal=row.last_refusal,
+        last_refusal_at=row.last_refusal_at,
         version=row.version,
         created_at=row.created_at,
     )

@@ -34,6 +34,7 @@ SANDBOXED = (
     "/etc/systemd/system",
     "/opt/chargenet",
     "/root/owner-password",
+    "/root/stations",
     "/usr/local/sbin",
     "/var/backups/chargenet",
     "/var/lib/chargenet",

@@ -98,9 +98,20 @@ class StationChange(BaseModel):
 
     password: AuthorizationKey | None = None
     upstreamPassword: Secret | None = None
-    removePassword: StrictBool = Field(default=False, description="no AuthorizationKey: security profile 0")
+    removePassword: StrictBool = Field(
+        default=False, description="no AuthorizationKey; at security profile 1 this lowers it to 0 (owners only)"
+    )
     removeUpstreamPassword: StrictBool = Field(default=False, description="the site's upstream password is used")
     ocppVersions: OcppVersions | None = Field(default=None, description="the OCPP versions it may connect with")
+    serialNumber: str | None = Field(
+        default=None, max_length=64, description="the CN of its profile 3 certificate in place of its id; '' removes it"
+    )
+    securityProfile: Literal[0, 1, 2, 3] | None = Field(
+        default=None,
+        description="0: no password, 1: Basic over ws, 2: Basic over TLS, 3: TLS client certificate. Raising is "
+        "allowed; lowering is an owner's act in the console or the command line (403 here), and the station must "
+        "then be reconfigured on site",
+    )
 
 
 class LocalAuthEntry(BaseModel):
@@ -180,7 +191,7 @@ async def import_stations(site_id: str, body: StationImport, context: Context, c
 
 @router.patch("/stations/{station_id}", response_model=StationView)
 async def update_station(station_id: str, body: StationChange, context: Context, caller: SiteWriter) -> StationView:
-    """Change a station's AuthorizationKey or its upstream key."""
+    """Change a station's AuthorizationKey, its upstream key or its security profile."""
     async with context.store.transaction() as session:
         return await stations.update_station(
             session,
@@ -194,6 +205,8 @@ async def update_station(station_id: str, body: StationChange, context: Context,
             clear_password=body.removePassword,
             clear_upstream_password=body.removeUpstreamPassword,
             ocpp_versions=body.ocppVersions,
+            security_profile=body.securityProfile,
+            serial_number=body.serialNumber,
         )
 
 

@@ -17,6 +17,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "company": ("companies", "companies, the top of the tenant tree"),
     "site": ("sites", "sites of a company"),
     "station": ("stations", "OCPP stations of a site"),
+    "station-ca": ("station_ca", "a company's CA for its stations' client certificates (security profile 3)"),
     "app": ("applications", "client applications that get tokens and call the API"),
     "group": ("groups", "groups: scopes over a company or a site, for the applications in them"),
     "keys": ("keys", "token and webhook signing keys"),

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 from chargenet.domain.local_time import DEFAULT_ZONE
+from chargenet.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from chargenet.context import AppContext
+    from chargenet.services.companies import CompanyView
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,9 +30,15 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_verb(verbs, "list", "list companies", _list)
     add_verb(verbs, "show", "show one company", _show).add_argument("company_id", metavar="COMPANY_ID")
-    update = add_verb(verbs, "update", "change a company's time zone", _update)
+    update = add_verb(verbs, "update", "change a company's time zone or organisation name", _update)
     update.add_argument("company_id", metavar="COMPANY_ID")
-    update.add_argument("--time-zone", metavar="ZONE", required=True, help="an IANA zone name, e.g. Europe/Brussels")
+    update.add_argument("--time-zone", metavar="ZONE", help="an IANA zone name, e.g. Europe/Brussels")
+    update.add_argument(
+        "--organisation-name",
+        dest="organisation_name",
+        metavar="O",
+        help="the O its profile 3 stations' certificates must name ('': not checked)",
+    )
 
 
 def _create(args: argparse.Namespace) -> None:
@@ -59,10 +73,22 @@ def _update(args: argparse.Namespace) -> None:
     from chargenet.services import companies
     from chargenet.services.callers import OPERATOR
 
-    company = in_transaction(
-        args,
-        lambda ctx, s: companies.set_time_zone(
-            s, OPERATOR, args.company_id, time_zone=args.time_zone, now=ctx.clock.now()
-        ),
-    )
-    emit(args, {"id": company.id, "timeZone": company.time_zone}, f"company {company.id} reads in {company.time_zone}")
+    if args.time_zone is None and args.organisation_name is None:
+        raise InvalidInput("give --time-zone or --organisation-name", field="--time-zone")
+
+    async def change(ctx: AppContext, session: AsyncSession) -> CompanyView:
+        company = None
+        if args.time_zone is not None:
+            company = await companies.set_time_zone(
+                session, OPERATOR, args.company_id, time_zone=args.time_zone, now=ctx.clock.now()
+            )
+        if args.organisation_name is not None:
+            company = await companies.set_organisation_name(
+                session, OPERATOR, args.company_id, organisation_name=args.organisation_name, now=ctx.clock.now()
+            )
+        assert company is not None
+        return company
+
+    company = in_transaction(args, change)
+    data = {"id": company.id, "timeZone": company.time_zone, "organisationName": company.organisation_name}
+    emit(args, data, f"company {company.id} reads in {company.time_zone}, organisation {company.organisation_name}")

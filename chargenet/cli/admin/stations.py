@@ -59,9 +59,21 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
 
     update = add_verb(
-        verbs, "update", "change a station's keys, OCPP versions or place in the site's circuits", _update
+        verbs, "update", "change a station's keys, security profile, OCPP versions or place in the circuits", _update
     )
     update.add_argument("station_id", metavar="STATION_ID")
+    update.add_argument(
+        "--security-profile",
+        dest="security_profile",
+        choices=("0", "1", "2", "3"),
+        help="0 no password, 1 Basic over ws, 2 Basic over TLS, 3 TLS client certificate (lowering: owners only)",
+    )
+    update.add_argument(
+        "--serial-number",
+        dest="serial_number",
+        metavar="SERIAL",
+        help="the CN its profile 3 certificate names in place of the station id ('': the id again)",
+    )
     add_secret_option(update, "--password", metavar="P", help="a new AuthorizationKey (16-40 characters)")
     add_secret_option(update, "--upstream-password", metavar="P", help="the station's own key to the site's upstream")
     update.add_argument("--ocpp-versions", dest="ocpp_versions", type=_versions, metavar="V[,V]", help=VERSIONS_HELP)
@@ -164,6 +176,8 @@ def _update(args: argparse.Namespace) -> None:
             password=args.password,
             upstream_password=args.upstream_password,
             ocpp_versions=args.ocpp_versions,
+            security_profile=args.security_profile,
+            serial_number=args.serial_number,
         )
         shown = rendered(station)
         if placement is not None:

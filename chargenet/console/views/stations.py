@@ -43,6 +43,7 @@ from chargenet.console.views.sites import (
 )
 from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
+from chargenet.domain.security_profiles import Refusal
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.domain.text import INT32_MAX
 from chargenet.edge.ocpp16 import frames
@@ -225,6 +226,11 @@ async def _station_page(
         "form": {"key": "keep", "clear_upstream_password": False},
         "version": station.version,  # an edit refused as stale saves, the next time, over what is now shown
         "key_choices": KEY_CHOICES_EDIT,
+        "profile_choices": PROFILE_CHOICES,
+        "profile_errors": {},
+        "profile_stale": None,
+        "profile_notice": None,
+        "refusals": {refusal.value: refusal.description for refusal in Refusal},
         "stale": None,
         "delete_error": None,
         **context,
@@ -756,9 +762,51 @@ async def _delete(request: Request, signed: Signed) -> Response:
     return go_to(request, console.url(f"/sites/{station.site_id}"))
 
 
+async def _set_security_profile(request: Request, signed: Signed) -> Response:
+    """Raise a station's security profile, or (owners) lower it: then the page says the station itself must be
+    reconfigured on site, since stations refuse to lower their own."""
+    console = console_of(request)
+    station_id = request.path_params["station_id"]
+    form = await submitted(request)
+    try:
+        async with console.transaction() as session:
+            before = await stations.get_station(session, signed.caller, station_id)
+            changed = await stations.update_station(
+                session,
+                signed.caller,
+                hasher_of(request),
+                cipher_of(request),
+                station_id,
+                now=console.clock.now(),
+                security_profile=form.get("security_profile", ""),
+                expected_version=version_of(form),
+            )
+    except InvalidInput as error:
+        errors = {"security_profile": error.detail}
+        return await _station_page(request, signed, station_id, status_code=422, profile_errors=errors)
+    except StaleChange as error:
+        return await _station_page(request, signed, station_id, status_code=409, profile_stale=error.message)
+    if changed.security_profile < before.security_profile:
+        notice = (
+            f"Security profile lowered to {changed.security_profile}. Reconfigure the station on site: a station "
+            "refuses to lower its own profile, so it keeps connecting as before until someone sets it there."
+        )
+        return await _station_page(request, signed, station_id, profile_notice=notice)
+    return redirect(console.url(f"/stations/{station_id}"))
+
+
+PROFILE_CHOICES = (
+    ("0", "0: no password (closed networks only)"),
+    ("1", "1: password (HTTP Basic) over ws:// or wss://"),
+    ("2", "2: password over TLS (wss:// only)"),
+    ("3", "3: TLS with a client certificate from the company's station CA, no password"),
+)
+
+
 def routes() -> list[Route]:
     admin = Role.ADMIN
     return [
+        Route("/stations/{station_id}/security-profile", page(_set_security_profile, role=admin), methods=["POST"]),
         Route("/stations/{station_id}", page(_show), methods=["GET"]),
         Route("/stations/{station_id}", page(_update, role=admin), methods=["POST"]),
         Route("/stations/{station_id}/delete", page(_delete, role=admin), methods=["POST"]),

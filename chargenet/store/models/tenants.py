@@ -19,6 +19,8 @@ class Company(Base):
     name: Mapped[str] = mapped_column(String(200))
     # An IANA zone name: the console shows times, filters and days in it (unless an operator chose their own).
     time_zone: Mapped[str] = mapped_column(String(64), default=DEFAULT_ZONE, server_default=DEFAULT_ZONE)
+    # The O a profile 3 station's certificate must name, when set (decisions.md "Security profiles").
+    organisation_name: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
@@ -49,6 +51,13 @@ class Station(Base):
     # The OCPP generations the station may connect with, comma-separated in the order written ("ocpp1.6,ocpp2.0.1");
     # NULL: both (decisions.md §5).
     ocpp_versions: Mapped[str | None] = mapped_column(String(40), default=None)
+    # 0-3 (decisions.md "Security profiles"); what the handshake asks of the station.
+    security_profile: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The latest handshake refused (`domain.security_profiles.Refusal`'s value) and when, for the station page.
+    last_refusal: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_refusal_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    # The CN a profile 3 station's certificate must name in place of its id, when set (as the whitepaper suggests).
+    serial_number: Mapped[str | None] = mapped_column(String(64), default=None)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

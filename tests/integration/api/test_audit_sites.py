@@ -32,7 +32,7 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
             calls = [
                 api.patch(f"/sites/{site}", json={"name": "South", "removeUpstreamPassword": True}),
                 api.post("/stations", json={"siteId": site, "id": "CS-API", "password": KEY}),
-                api.patch("/stations/CS-API", json={"removePassword": True}),
+                api.patch("/stations/CS-API", json={"securityProfile": 2}),
                 api.put(f"/sites/{site}/local-authorization-list/TAG-1", json={"status": "Blocked"}),
                 api.delete(f"/sites/{site}/local-authorization-list/TAG-1"),
                 api.post(
@@ -70,5 +70,5 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
     assert {entry.actor.split(" ")[0] for entry in mine} == {"application"}
     assert {entry.address for entry in mine} == {"198.51.100.7"}
     assert mine[1].detail["changed"] == "name, upstream password removed"
-    assert mine[3].detail["changed"] == "authorization key removed (security profile 0)"
+    assert mine[3].detail["changed"] == "security profile 1 -> 2"
     assert KEY not in repr(found) and UPSTREAM not in repr(found)

@@ -21,6 +21,8 @@ async def test_a_csv_file_creates_every_station_with_its_charge_points(cli, tmp_
     assert await station_ids(cli, site) == ["ST-1", "ST-2"]
     shown = (await cli("admin", "station", "show", "ST-1", "--json")).json()
     assert shown["chargePointIds"] == ["ST-1-1", "ST-1-2"] and shown["securityProfile"] == 1
+    keyless = (await cli("admin", "station", "show", "ST-2", "--json")).json()
+    assert keyless["securityProfile"] == 0  # as a station created without a key
 
 
 async def test_a_json_lines_file_is_read_by_its_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -245,6 +245,7 @@ async def test_a_generated_station_key_is_shown_once_and_never_again(
         "charge points": "2",
         "connectors per charge point": "3",
         "security profile": "1",
+        "OCPP versions": "ocpp2.0.1, ocpp1.6",
     }
     assert key not in caplog.text
 
@@ -274,8 +275,9 @@ async def test_a_station_with_a_typed_key_or_none_and_its_keys_changed(harness: 
     open_ = await post(admin, f"/console/sites/{site.id}/stations", {"station_id": "CS-OPEN", "key": "none"})
     assert open_.status_code == 303
     assert "Security profile</dt><dd>0" in (await admin.get("/console/stations/CS-OPEN")).text
+    owner = await harness.signed_in("owner@acme.test")  # removing the key lowers the profile: an owner's act
     removed = await post(
-        admin,
+        owner,
         "/console/stations/CS-T",
         {"key": "none", "station_upstream_password": "own-upstream", "version": "1"},
     )
@@ -326,7 +328,8 @@ async def test_a_stale_station_edit_is_409_and_keeps_the_choice(harness: Console
     site = await make_site(harness, harness.team.company_id)
     await make_station(harness, site.id, "CS-1", password="k" * 20)
     admin = await harness.signed_in("admin@acme.test")
-    assert (await post(admin, "/console/stations/CS-1", {"key": "none", "version": "1"})).status_code == 303
+    replaced = await post(admin, "/console/stations/CS-1", {"key": "given", "password": "m" * 20, "version": "1"})
+    assert replaced.status_code == 303
     stale = await post(admin, "/console/stations/CS-1", {"key": "generate", "version": "1"})
     assert stale.status_code == 409 and "changed by someone else meanwhile" in stale.text
     assert 'id="key-generate" name="key" type="radio" value="generate" checked' in stale.text

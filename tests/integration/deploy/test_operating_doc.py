@@ -129,6 +129,8 @@ def test_every_command_of_the_operating_guide_runs_in_order(
     assert ran.returncode == 0, f"{ran.stderr[-6000:]}\n{ran.stdout[-2000:]}"
     # The restore drill read the company back from the restored database with the restored keys.
     assert '"name": "Acme Charging"' in ran.stdout
+    # The station's certificate chains to the company's station CA, and the station was raised to profile 3.
+    assert "CS-0042.crt: OK" in ran.stdout and '"securityProfile": 3' in ran.stdout
     url_file = scratch_root / "etc" / "chargenet" / "database-url"
     assert oct(url_file.stat().st_mode & 0o777) == "0o640"
     assert len(list((scratch_root / "var" / "backups" / "chargenet").glob("keys-*.tar.gz"))) >= 1

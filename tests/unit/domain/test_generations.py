@@ -22,12 +22,17 @@ from chargenet.errors import InvalidInput
 def test_the_first_offered_subprotocol_the_station_may_use_wins(
     offered: list[str], allowed: tuple[str, ...], chosen: str | None
 ) -> None:
-    assert negotiate(offered, allowed, has_password=True) == chosen
+    assert negotiate(offered, allowed, security_profile=1) == chosen
 
 
-def test_a_station_without_a_password_speaks_1_6_only() -> None:
-    assert negotiate([OCPP201, OCPP16], GENERATIONS, has_password=False) == OCPP16
-    assert negotiate([OCPP201], GENERATIONS, has_password=False) is None
+def test_a_station_at_security_profile_0_speaks_1_6_only() -> None:
+    assert negotiate([OCPP201, OCPP16], GENERATIONS, security_profile=0) == OCPP16
+    assert negotiate([OCPP201], GENERATIONS, security_profile=0) is None
+
+
+@pytest.mark.parametrize("profile", [1, 2, 3])
+def test_a_station_with_a_password_or_a_certificate_may_speak_2_0_1(profile: int) -> None:
+    assert negotiate([OCPP201, OCPP16], GENERATIONS, security_profile=profile) == OCPP201
 
 
 def test_versions_are_read_as_written_and_stored_only_when_pinned() -> None:
