@@ -95,6 +95,8 @@ class PrincipalReader:
         self._sqlite_path = url.database if store.dialect == "sqlite" and url.database != ":memory:" else None
         self._sqlite_sql = str(self._statement.compile(dialect=sqlite_dialect.dialect()))
         self._sqlite: sqlite3.Connection | None = None
+        # The principal last built for each client, with the rows it was built from (see `_built`).
+        self._built_from: dict[str, tuple[list[tuple[Any, ...]], Principal | None]] = {}
 
     async def read(self, client_id: str) -> Principal | None:
         if self._sqlite_path:
@@ -103,10 +105,24 @@ class PrincipalReader:
                 self._sqlite = sqlite3.connect(
                     f"file:{self._sqlite_path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
                 )
-            return _principal(client_id, self._sqlite.execute(self._sqlite_sql, (client_id,)).fetchall())
+            return self._built(client_id, self._sqlite.execute(self._sqlite_sql, (client_id,)).fetchall())
         async with self._store.engine.connect() as connection:
             result = await connection.execute(self._statement, {"client_id": client_id})
-            return _principal(client_id, result.all())
+            return self._built(client_id, [tuple(row) for row in result.all()])
+
+    def _built(self, client_id: str, rows: list[tuple[Any, ...]]) -> Principal | None:
+        """The principal of `rows`: the one built last for the client when the rows just read are the same. A
+        principal is a pure function of its rows, so reusing it shows nothing older than this read; building it
+        anew (its grants, scopes and permissions) was 4 % of a grant under cProfile, 8 % of what a grant does beyond
+        the signature."""
+        known = self._built_from.get(client_id)
+        if known is not None and known[0] == rows:
+            return known[1]
+        principal = _principal(client_id, rows)
+        if len(self._built_from) >= MAX_CACHED:
+            self._built_from.clear()
+        self._built_from[client_id] = (rows, principal)
+        return principal
 
     def close(self) -> None:
         if self._sqlite is not None:

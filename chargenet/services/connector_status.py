@@ -105,7 +105,17 @@ def _connector(row: Row[Any]) -> ConnectorState:
     )
 
 
-def _link(row: StationPresence) -> StationLink:
+# A station's presence as `_link` reads it, in plain columns.
+_PRESENCE = (
+    StationPresence.station_id,
+    StationPresence.connected,
+    StationPresence.connected_at,
+    StationPresence.disconnected_at,
+    StationPresence.last_heartbeat_at,
+)
+
+
+def _link(row: StationPresence | Row[*tuple[Any, ...]]) -> StationLink:
     return StationLink(
         station_id=row.station_id,
         connected=bool(row.connected),
@@ -263,14 +273,20 @@ def read_marks(connection: StoreConnection, *, now: datetime) -> Marks:
 async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, overlap: timedelta) -> Read:
     """What may have changed since `marks` (a superset: `LiveState.absorb` drops what is known), and new marks;
     `now` is the reader's clock."""
-    streams = await _streams(session)
+    return await session.run_sync(lambda sync: read_changes_on(sync.connection(), marks, now=now, overlap=overlap))
+
+
+def read_changes_on(connection: StoreConnection, marks: Marks, *, now: datetime, overlap: timedelta) -> Read:
+    """`read_changes` on a connection, in Core statements: for a reader that runs it with other reads of one
+    snapshot in one call (`Store.read_at_once`, `services.directory`)."""
+    streams = {site_id: int(last_seq) for site_id, last_seq in connection.execute(_STREAMS)}
     advanced = [
         (site, seq, marks.streams.get(site, 0)) for site, seq in streams.items() if seq > marks.streams.get(site, 0)
     ]
     keys: set[ConnectorKey] = set()
     for start in range(0, len(advanced), STREAMS_PER_QUERY):
         chunk = advanced[start : start + STREAMS_PER_QUERY]
-        bodies = await session.scalars(
+        bodies = connection.execute(
             select(OutboxEvent.body).where(
                 OutboxEvent.event_type == EventType.CHARGE_POINT_STATUS.value,
                 or_(
@@ -280,14 +296,14 @@ async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, ov
                     )
                 ),
             )
-        )
+        ).scalars()
         for body in bodies:
             payload = json.loads(body).get("payload", {})
             keys.add((str(payload.get("chargePointId")), int(payload.get("connectorId", 0))))
     connectors: dict[ConnectorKey, ConnectorState] = {}
     if keys:
         charge_points = sorted({charge_point for charge_point, _ in keys})
-        for row in await session.execute(_columns().where(Connector.charge_point_id.in_(charge_points))):
+        for row in connection.execute(_columns().where(Connector.charge_point_id.in_(charge_points))):
             state = _connector(row)
             if state.key in keys:
                 connectors[state.key] = state
@@ -297,7 +313,7 @@ async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, ov
     else:
         start_at, inclusive = window
         recent = _columns().where(Connector.updated_at >= start_at if inclusive else Connector.updated_at > start_at)
-    for row in await session.execute(recent):
+    for row in connection.execute(recent):
         state = _connector(row)
         connectors[state.key] = state
     link_window = _window(marks.link, marks.link_since, now, overlap)
@@ -306,7 +322,7 @@ async def read_changes(session: AsyncSession, marks: Marks, *, now: datetime, ov
         start_at, inclusive = link_window
         columns = (StationPresence.connected_at, StationPresence.disconnected_at, StationPresence.last_heartbeat_at)
         since = or_(*(column >= start_at if inclusive else column > start_at for column in columns))
-    links = [_link(row) for row in await session.scalars(select(StationPresence).where(since))]
+    links = [_link(row) for row in connection.execute(select(*_PRESENCE).where(since))]
     received, received_since = _advance(
         marks.received, marks.received_since, _newest(None, *(c.received_at for c in connectors.values())), now
     )

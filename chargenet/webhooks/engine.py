@@ -331,19 +331,15 @@ class DeliveryEngine:
                 if self._open_acks.get(lane_id) is sealed:
                     del self._open_acks[lane_id]  # later acknowledgements wait for the next commit
                 _, last, _ = sealed.acks[-1]
-                kept = await queue.acknowledge(
+                return await queue.acknowledge(
                     session,
                     sealed.snapshot,
                     self.owner,
                     [ack.entry_id for _, _, ack in sealed.acks],
                     now=last.ended_at,
                     request_ms=last.duration_ms,
+                    attempts=[logged_attempt(action, result) for action, result, _ in sealed.acks],
                 )
-                if kept:
-                    snapshot = sealed.snapshot
-                    attempts = [logged_attempt(action, result) for action, result, _ in sealed.acks]
-                    await queue.record_attempts(session, snapshot.webhook_id, snapshot.event_type, attempts)
-                return kept
 
             # Committed with the next batch someone waits for, or ACK_DELAY from now.
             sealed = group = _Acknowledgements(snapshot, [], self._commits.submit(record, key=lane_id, now=False))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Integer, Table, bindparam, delete, func, insert, literal, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -338,14 +338,19 @@ async def acknowledge(
     *,
     now: datetime,
     request_ms: float,
+    attempts: Sequence[Attempt] = (),
 ) -> bool:
-    """Persist consecutive acknowledgements of a lane's heads at once; False (and nothing written) when `owner`
-    lost the lease. The same writes as `apply_effect` with `Acknowledge`, once for all of them.
+    """Persist consecutive acknowledgements of a lane's heads at once, and `attempts` in the delivery log (as
+    `record_attempts` would); False (and nothing written) when `owner` lost the lease. The same writes as
+    `apply_effect` with `Acknowledge`, once for all of them.
 
-    Two statements, both checking the lease: the delete of the entries (which deletes nothing when the lease is
-    lost, and on PostgreSQL locks the lane row first) and one update of the lane (its size and head state, the
-    last request, the failure count), whose row count says whether the lease held.
+    Two statements and the log's insert, each checking the lease: the delete of the entries (which deletes nothing
+    when the lease is lost, and on PostgreSQL locks the lane row first) and one update of the lane (its size and head
+    state, the last request, the failure count), whose row count says whether the lease held. On PostgreSQL, with
+    attempts to log, the three are one statement (`_ACKNOWLEDGE_AND_LOG_PG`).
     """
+    if attempts and session.get_bind().dialect.name == "postgresql":
+        return await _acknowledge_and_log(session, lane, owner, entry_ids, attempts, now=now, request_ms=request_ms)
     removed = await _remove_heads(session, lane.lane_id, owner, entry_ids)
     parameters = {"lane": lane.lane_id, "owner": owner, "request_at": now, "request_ms": request_ms}
     if removed:
@@ -355,7 +360,88 @@ async def acknowledge(
     if held != 1 and removed:
         # Cannot be: the delete found the lease ours and holds the lane's row (SQLite: the write lock) until commit.
         raise RuntimeError(f"webhook lane {lane.lane_id}: the lease changed within a transaction that holds it")
+    if held == 1:
+        await record_attempts(session, lane.webhook_id, lane.event_type, attempts)
     return held == 1
+
+
+# `acknowledge` and `record_attempts` of the same acknowledgements as one statement on PostgreSQL, a data-modifying
+# CTE: one round trip where they were three (the delete of the entries 0.44 ms, the delivery log's insert 0.24 ms,
+# the lane's update 0.18 ms, each a round trip to a server on the same cores). `held` checks the lease and locks the
+# lane's row as `_LEASE_HELD` does; nothing is deleted, updated or logged when the lease is not `owner`'s.
+_ACKNOWLEDGE_AND_LOG_PG = text(
+    """
+    WITH held AS (
+        SELECT id FROM webhook_lanes WHERE id = :lane AND lease_owner = :owner FOR NO KEY UPDATE
+    ), removed AS (
+        DELETE FROM webhook_lane_entries
+        WHERE lane_id = (SELECT id FROM held) AND id = ANY(CAST(:entry_ids AS bigint[]))
+        RETURNING id
+    ), counted AS (
+        SELECT count(*) AS n FROM removed
+    ), lane AS (
+        UPDATE webhook_lanes SET
+            size = size - (SELECT n FROM counted),
+            head_attempts = CASE WHEN (SELECT n FROM counted) > 0 THEN 0 ELSE head_attempts END,
+            next_attempt_at = CASE WHEN (SELECT n FROM counted) > 0 THEN NULL ELSE next_attempt_at END,
+            last_error = CASE WHEN (SELECT n FROM counted) > 0 THEN NULL ELSE last_error END,
+            last_consumed_at = CASE
+                WHEN (SELECT n FROM counted) > 0 THEN CAST(:now AS timestamptz) ELSE last_consumed_at
+            END,
+            last_request_at = CAST(:request_at AS timestamptz),
+            last_request_ms = CAST(:request_ms AS double precision),
+            consecutive_failures = 0
+        WHERE id = (SELECT id FROM held)
+        RETURNING id
+    ), logged AS (
+        INSERT INTO webhook_deliveries
+            (webhook_id, event_type, event_id, attempt, request_id, at, duration_ms, delivered, status, error, response)
+        SELECT CAST(:webhook_id AS varchar), CAST(:event_type AS varchar), attempt.*
+        FROM unnest(
+            CAST(:event_ids AS varchar[]), CAST(:attempts AS integer[]), CAST(:request_ids AS varchar[]),
+            CAST(:ats AS timestamptz[]), CAST(:durations AS double precision[]), CAST(:delivered AS boolean[]),
+            CAST(:statuses AS integer[]), CAST(:errors AS text[]), CAST(:responses AS text[])
+        ) AS attempt
+        WHERE EXISTS (SELECT 1 FROM held)
+    )
+    SELECT (SELECT count(*) FROM lane)
+    """
+)
+
+
+async def _acknowledge_and_log(
+    session: AsyncSession,
+    lane: LaneSnapshot,
+    owner: str,
+    entry_ids: Sequence[int],
+    attempts: Sequence[Attempt],
+    *,
+    now: datetime,
+    request_ms: float,
+) -> bool:
+    held = await session.scalar(
+        _ACKNOWLEDGE_AND_LOG_PG,
+        {
+            "lane": lane.lane_id,
+            "owner": owner,
+            "entry_ids": list(entry_ids),
+            "now": now,
+            "request_at": now,
+            "request_ms": request_ms,
+            "webhook_id": lane.webhook_id,
+            "event_type": lane.event_type,
+            "event_ids": [a.event_id for a in attempts],
+            "attempts": [a.attempt for a in attempts],
+            "request_ids": [a.sent.request_id for a in attempts],
+            "ats": [a.sent.started_at for a in attempts],
+            "durations": [a.sent.duration_ms for a in attempts],
+            "delivered": [a.sent.error is None for a in attempts],
+            "statuses": [a.sent.status for a in attempts],
+            "errors": [a.sent.error for a in attempts],
+            "responses": [a.sent.response for a in attempts],
+        },
+    )
+    return bool(held == 1)
 
 
 async def _execute(session: AsyncSession, statement: Any, parameters: dict[str, Any]) -> int:

@@ -88,6 +88,8 @@ async def test_rotated_secret_stops_working_at_once(served: Served) -> None:
 
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)
+    # Granted once before: what the process kept of the application must not outlive the rotation.
+    assert (await served.http.post(served.token_url, data=GRANT, auth=(app.client_id, app.client_secret))).is_success
     async with served.context.store.transaction() as session:
         new = await applications.rotate_secret(
             session, OPERATOR, served.context.keys.secret_hasher(), app.client_id, now=served.clock.now()

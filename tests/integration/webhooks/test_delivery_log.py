@@ -14,6 +14,7 @@ from sqlalchemy import event, func, select
 
 from chargenet.clock import ManualClock
 from chargenet.outbox.retention import EventRetention
+from chargenet.ports import SentRequest
 from chargenet.store.db import Store
 from chargenet.store.models import WebhookDelivery, WebhookLane, WebhookLaneEntry
 from chargenet.webhooks import queue
@@ -219,3 +220,49 @@ async def test_a_lane_counts_its_failures_since_it_last_delivered_across_dead_le
         await engine.sender.aclose()
     # A failed twice and was dead-lettered (the head's count starts again for B); B failed once, then delivered.
     assert failures == [(1, 1), (2, 0), (3, 1), (0, 0)]
+
+
+async def test_acknowledgements_and_their_attempts_are_written_together_only_under_the_lease(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    harness = await make_harness(store, clock, tmp_path)
+    webhook_id = await harness.webhook("http://127.0.0.1:9/hook")
+    await harness.publish("A", "B", "C")
+    engine = await harness.filled_engine()
+    lane_id = await harness.lane_id(webhook_id)
+    async with store.transaction() as session:
+        lane = await queue.snapshot(session, lane_id, engine.owner, window=3)
+    assert lane is not None and lane.view.head is not None
+    entries = [lane.view.head.entry_id, *(entry.entry_id for entry in lane.following)]
+    events = [lane.view.head.event_id, *(entry.event_id for entry in lane.following)]
+
+    def attempt(n: int) -> queue.Attempt:
+        sent = SentRequest(f"request-{n}", clock.now(), 3.5, 204, None, "ok")
+        return queue.Attempt(events[n], 1, sent)
+
+    async with store.transaction() as session:
+        lost = await queue.acknowledge(
+            session, lane, "another-process", entries[:2], now=clock.now(), request_ms=3.5, attempts=[attempt(0)]
+        )
+    assert lost is False
+    assert await _log(store) == []
+    async with store.transaction() as session:
+        held = await queue.acknowledge(
+            session,
+            lane,
+            engine.owner,
+            entries[:2],
+            now=clock.now(),
+            request_ms=3.5,
+            attempts=[attempt(0), attempt(1)],
+        )
+        left = await session.scalar(select(WebhookLane.size).where(WebhookLane.id == lane_id))
+    assert held is True
+    assert left == 1
+    logged = await _log(store)
+    assert [(row.event_id, row.request_id, row.status, row.delivered, row.response) for row in logged] == [
+        (events[0], "request-0", 204, True, "ok"),
+        (events[1], "request-1", 204, True, "ok"),
+    ]
+    assert {(row.webhook_id, row.at) for row in logged} == {(webhook_id, clock.now())}
+    await engine.sender.aclose()
