@@ -40,7 +40,7 @@ from chargenet.edge.ocpp201 import parse, render
 from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
 from chargenet.edge.ocpp201.frames import STATION_ACTIONS
 from chargenet.edge.station import CloseTransport, EdgeRuntime, LinkBase
-from chargenet.store.models import EdgeTransaction
+from chargenet.store.models import EdgeTransaction, UnstartedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +55,6 @@ NOTICES = frozenset(
         "ReservationStatusUpdate",
     }
 )
-
-
-MAX_UNSTARTED = 64  # transactions a connection remembers before they start (a station runs one per EVSE)
 
 
 class SecurityEvents:
@@ -80,7 +77,6 @@ class Station201Link(LinkBase):
     ):
         super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
         self._evse: dict[ConnectorAddress, EvseConnector] = {}
-        self._unstarted: dict[str, te.Unstarted] = {}  # by the station's transaction id (transaction_events Rule 6)
         self._security_events = security_events
 
     @property
@@ -203,40 +199,30 @@ class Station201Link(LinkBase):
         """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
         plugins to ask about a start's token, a unit that reads before them and one that writes after, which
         plans again on what it reads (as a 1.6 StartTransaction)."""
-        report = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
-        report = te.with_earlier(report, self._unstarted.get(report.station_transaction_id))
-        station_id = self.station.station_id
+        received = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         decision: auth.AuthDecision | None = None
         async with self.edge.unit() as session:
-            row = await records.station_transaction(session, station_id, report.station_transaction_id)
-            planned = te.plan(report, records.known_transaction(row) if row else None)
+            report, planned, row, unstarted = await self._plan(session, received)
             if isinstance(planned, te.Start):
                 assert report.token is not None
                 step = auth.begin(await self._authorize_context(session, report.token.value))
                 decision = step if isinstance(step, auth.AuthDecision) else None
             written = None
             if decision is not None or not isinstance(planned, te.Start):
-                written = await self._write_transaction(session, report, planned, row, decision)
+                written = await self._write_transaction(session, report, planned, row, unstarted, decision)
         if isinstance(planned, te.Start) and decision is None:
             assert report.token is not None
             decision = await self._decide(report.token, publish=False)
             async with self.edge.unit() as session:
-                row = await records.station_transaction(session, station_id, report.station_transaction_id)
-                planned = te.plan(report, records.known_transaction(row) if row else None)
-                written = await self._write_transaction(session, report, planned, row, decision)
+                report, planned, row, unstarted = await self._plan(session, received)
+                written = await self._write_transaction(session, report, planned, row, unstarted, decision)
         self._log_plan(report, planned)
-        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
-            if len(self._unstarted) >= MAX_UNSTARTED:
-                del self._unstarted[next(iter(self._unstarted))]  # the oldest: never started
-            self._unstarted[report.station_transaction_id] = te.remembered(report)
-        else:
-            self._unstarted.pop(report.station_transaction_id, None)
         if written is None:
             return {}
         transaction_id, connector, meter_start = written
         readings = parse.energy_readings(call.payload.get("meterValue"))
         ended = report.kind is TransactionEventKind.ENDED
-        self.edge.message_log.samples(station_id, transaction_id, parse.samples(readings), last=ended)
+        self.edge.message_log.samples(self.station.station_id, transaction_id, parse.samples(readings), last=ended)
         flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > meter_start for r in readings)
         state = self._evse.get(connector.address, EvseConnector())
         self._evse[connector.address] = transaction_reported(
@@ -247,17 +233,38 @@ class Station201Link(LinkBase):
             return {"idTokenInfo": render.id_token_info(decision)}
         return {}
 
+    async def _plan(
+        self, session: AsyncSession, received: TransactionReport
+    ) -> tuple[TransactionReport, te.TransactionPlan, EdgeTransaction | None, UnstartedTransaction | None]:
+        """The event with what earlier ones said of its transaction while unstarted (Rule 6), and its plan."""
+        station_id, station_transaction_id = self.station.station_id, received.station_transaction_id
+        row = await records.station_transaction(session, station_id, station_transaction_id)
+        unstarted = None
+        report = received
+        if row is None:
+            unstarted = await records.unstarted_transaction(session, station_id, station_transaction_id)
+            report = te.with_earlier(received, records.unstarted_of(unstarted) if unstarted else None)
+        return report, te.plan(report, records.known_transaction(row) if row else None), row, unstarted
+
     async def _write_transaction(
         self,
         session: AsyncSession,
         report: TransactionReport,
         planned: te.TransactionPlan,
         row: EdgeTransaction | None,
+        unstarted: UnstartedTransaction | None,
         decision: auth.AuthDecision | None,
     ) -> tuple[int, ConnectorRef, int] | None:
         """What the plan says, in the caller's unit; the transaction's id, connector and meterStart when it is
         the edge's."""
         outbox, station, now = self.edge.outbox, self.station, self.edge.clock.now()
+        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
+            await records.remember_unstarted(
+                session, station.station_id, report.station_transaction_id, unstarted, te.remembered(report), now
+            )
+            return None
+        if unstarted is not None:  # started, or ended before it could start
+            await records.forget_unstarted(session, unstarted)
         if isinstance(planned, te.Start):
             # A start is planned only for a transaction still unknown, so its token was decided on.
             assert report.connector is not None and report.token is not None and decision is not None

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         StationNotice,
         StationPresence,
         UnknownStop,
+        UnstartedTransaction,
         UpstreamMessage,
     )
     from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
@@ -93,6 +94,7 @@ else:
         "StationPresence": "edge",
         "StoreSetting": "meta",
         "UnknownStop": "edge",
+        "UnstartedTransaction": "edge",
         "UpstreamMessage": "edge",
         "UsedAssertion": "applications",
         "UtcDateTime": "base",
@@ -155,6 +157,7 @@ __all__ = [
     "StationPresence",
     "StoreSetting",
     "UnknownStop",
+    "UnstartedTransaction",
     "UpstreamMessage",
     "UsedAssertion",
     "UtcDateTime",

@@ -74,6 +74,27 @@ class EdgeTransaction(Base):
     id_token_type: Mapped[str | None] = mapped_column(String(20), default=None)
 
 
+class UnstartedTransaction(Base):
+    """A 2.0.1 station's transaction the edge has not started yet (no token or no reading so far): what its events
+    said of it, for the event that starts it, on this connection or a later one (`core.transaction_events`
+    Rule 6). Removed when it starts or ends."""
+
+    __tablename__ = "edge_unstarted_transactions"
+    __table_args__ = (Index("ix_edge_unstarted_station", "station_id", "updated_at"),)
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    station_transaction_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    began_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    charge_point_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    connector_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    ocpp_connector_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    id_tag: Mapped[str | None] = mapped_column(String(36), default=None)
+    id_token_type: Mapped[str | None] = mapped_column(String(20), default=None)
+    meter_begin: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    meter_first: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
 class UnknownStop(Base):
     """A StopTransaction for a transaction the station does not own: acknowledged and kept here."""
 

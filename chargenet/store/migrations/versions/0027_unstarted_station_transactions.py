@@ -1,0 +1,50 @@
+"""unstarted station transactions: what a 2.0.1 transaction's events said before one could start it
+
+Revision ID: 0027
+Revises: 0026
+Create Date: 2026-11-29 10:10:00.000000
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+import chargenet.store.models.base
+
+revision = "0027"
+down_revision = "0026"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "edge_unstarted_transactions",
+        sa.Column("station_id", sa.String(length=48), nullable=False),
+        sa.Column("station_transaction_id", sa.String(length=36), nullable=False),
+        sa.Column("began_at", chargenet.store.models.base.UtcDateTime(timezone=True), nullable=False),
+        sa.Column("charge_point_id", sa.String(length=64), nullable=True),
+        sa.Column("connector_id", sa.Integer(), nullable=True),
+        sa.Column("ocpp_connector_id", sa.Integer(), nullable=True),
+        sa.Column("id_tag", sa.String(length=36), nullable=True),
+        sa.Column("id_token_type", sa.String(length=20), nullable=True),
+        sa.Column("meter_begin", sa.BigInteger(), nullable=True),
+        sa.Column("meter_first", sa.BigInteger(), nullable=True),
+        sa.Column("updated_at", chargenet.store.models.base.UtcDateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["station_id"],
+            ["stations.id"],
+            name=op.f("fk_edge_unstarted_transactions_station_id_stations"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("station_id", "station_transaction_id", name=op.f("pk_edge_unstarted_transactions")),
+    )
+    with op.batch_alter_table("edge_unstarted_transactions", schema=None) as batch_op:
+        batch_op.create_index("ix_edge_unstarted_station", ["station_id", "updated_at"], unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("edge_unstarted_transactions", schema=None) as batch_op:
+        batch_op.drop_index("ix_edge_unstarted_station")
+    op.drop_table("edge_unstarted_transactions")
