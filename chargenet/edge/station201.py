@@ -292,7 +292,9 @@ class Station201Link(LinkBase):
             "event": report.kind.value,
         }
         if isinstance(planned, te.Ignore):
-            log.warning(f"transaction event ignored: {planned.why.value}", extra={"fields": fields})
+            # A plug-first transaction waits for its token: the way of things, not a warning.
+            level = logging.INFO if planned.why is te.Ignored.NOT_STARTED else logging.WARNING
+            log.log(level, f"transaction event ignored: {planned.why.value}", extra={"fields": fields})
         elif isinstance(planned, te.Update | te.Stop) and planned.gap:
             log.warning(
                 "transaction events missing before this one", extra={"fields": {**fields, "missing": planned.gap}}
