@@ -233,6 +233,7 @@ async def _find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransactio
             EdgeTransaction.id_tag == key.id_tag,
             EdgeTransaction.started_at == key.timestamp,
             EdgeTransaction.meter_start == key.meter_start,
+            EdgeTransaction.station_transaction_id.is_(None),  # a 1.6 start (and the partial unique index)
         )
     )
     return result

@@ -14,7 +14,6 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
-    UniqueConstraint,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -30,8 +29,18 @@ class EdgeTransaction(Base):
     __tablename__ = "edge_transactions"
     # AUTOINCREMENT on SQLite: an id is never handed out twice, even after the newest row is deleted.
     __table_args__ = (
-        UniqueConstraint(
-            "station_id", "ocpp_connector_id", "id_tag", "started_at", "meter_start", name="uq_edge_tx_start"
+        # A 1.6 start is known by what it says, so a resent one is found; a 2.0.1 transaction by the name its station
+        # gives it (below), and two of them may begin alike.
+        Index(
+            "uq_edge_tx_start",
+            "station_id",
+            "ocpp_connector_id",
+            "id_tag",
+            "started_at",
+            "meter_start",
+            unique=True,
+            sqlite_where=text("station_transaction_id IS NULL"),
+            postgresql_where=text("station_transaction_id IS NULL"),
         ),
         Index("ix_edge_tx_active", "station_id", "stopped_at"),
         # The sessions list: those in progress newest first (few among a long history), and a period by start.

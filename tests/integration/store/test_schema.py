@@ -255,7 +255,7 @@ async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_
         await store.dispose()
 
 
-async def test_unstarted_2_0_1_transactions_are_kept_per_station_and_go_with_a_downgrade(
+async def test_unstarted_2_0_1_transactions_are_kept_and_2_0_1_ones_may_begin_alike(
     empty_database_url: str,
 ) -> None:
     store = Store(empty_database_url)
@@ -280,6 +280,17 @@ async def test_unstarted_2_0_1_transactions_are_kept_per_station_and_go_with_a_d
                     f" 'TX-1', {at}, 'CS-1', 1, 1, 2000, {at})"
                 )
             )
+            for number, station_transaction_id in ((1, "'TX-1'"), (2, "'TX-2'"), (3, "NULL")):
+                # 2.0.1 transactions that began alike, and a 1.6 one that began like them
+                await connection.execute(
+                    text(
+                        "INSERT INTO edge_transactions (id, station_id, site_id, charge_point_id, connector_id,"
+                        " ocpp_connector_id, id_tag, started_at, meter_start, upstream_refused, created_at,"
+                        f" station_transaction_id) VALUES ({number}, 'CS-1', 'site_1', 'CS-1', 1, 1, 'TAG', {at}, 0,"
+                        f" false, {at}, {station_transaction_id})"
+                    )
+                )
+            await connection.execute(text("DELETE FROM edge_transactions"))
             await connection.execute(text("DELETE FROM stations"))  # its unstarted transactions go with it
             left = (await connection.execute(text("SELECT count(*) FROM edge_unstarted_transactions"))).scalar_one()
         assert left == 0

@@ -1,4 +1,5 @@
-"""unstarted station transactions: what a 2.0.1 transaction's events said before one could start it
+"""unstarted station transactions: what a 2.0.1 transaction's events said before one could start it, and the
+start key unique among 1.6 transactions only
 
 Revision ID: 0027
 Revises: 0026
@@ -16,6 +17,8 @@ revision = "0027"
 down_revision = "0026"
 branch_labels = None
 depends_on = None
+
+_START_KEY = ["station_id", "ocpp_connector_id", "id_tag", "started_at", "meter_start"]
 
 
 def upgrade() -> None:
@@ -42,9 +45,24 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("edge_unstarted_transactions", schema=None) as batch_op:
         batch_op.create_index("ix_edge_unstarted_station", ["station_id", "updated_at"], unique=False)
+    # Two 2.0.1 transactions (or a 2.0.1 and a 1.6 one) may begin alike: the station's name tells them apart.
+    with op.batch_alter_table("edge_transactions", schema=None) as batch_op:
+        batch_op.drop_constraint("uq_edge_tx_start", type_="unique")
+        batch_op.create_index(
+            "uq_edge_tx_start",
+            _START_KEY,
+            unique=True,
+            sqlite_where=sa.text("station_transaction_id IS NULL"),
+            postgresql_where=sa.text("station_transaction_id IS NULL"),
+        )
 
 
 def downgrade() -> None:
+    # Refused (the constraint cannot be made) while two transactions that began alike are stored: the older schema
+    # cannot hold them, and no transaction is dropped to make it fit.
+    with op.batch_alter_table("edge_transactions", schema=None) as batch_op:
+        batch_op.drop_index("uq_edge_tx_start")
+        batch_op.create_unique_constraint("uq_edge_tx_start", _START_KEY)
     with op.batch_alter_table("edge_unstarted_transactions", schema=None) as batch_op:
         batch_op.drop_index("ix_edge_unstarted_station")
     op.drop_table("edge_unstarted_transactions")
