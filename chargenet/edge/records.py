@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, select
+from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -705,6 +705,24 @@ async def start_station_transaction(
     if start.stop is not None:
         await stop_station_transaction(session, outbox, station, row, report, start.stop)
     return transaction_id
+
+
+async def note_progress(session: AsyncSession, transaction_id: int, seq_no: int, meter_last_wh: int | None) -> None:
+    """A running 2.0.1 transaction's latest seqNo and reading, written behind its answers: never back over a later
+    one or a stop, whichever commits first."""
+    values: dict[str, int] = {"seq_no": seq_no}
+    if meter_last_wh is not None:
+        values["meter_last"] = meter_last_wh
+    await session.execute(
+        update(EdgeTransaction)
+        .where(
+            EdgeTransaction.id == transaction_id,
+            EdgeTransaction.stopped_at.is_(None),
+            func.coalesce(EdgeTransaction.seq_no, -1) < seq_no,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)  # no object of it is loaded in the unit that writes behind
+    )
 
 
 def update_station_transaction(row: EdgeTransaction, report: TransactionReport) -> None:
