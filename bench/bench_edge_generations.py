@@ -12,9 +12,11 @@ connections; each path is measured for one fleet and then the other, so both mee
   token, EVSE and begin reading, ROUNDS Updated with a reading, Ended). At the edge each is authorized (the tag is
   in no list: Invalid, and stored all the same), stored and raises its events.
 
-Each 2.0.1 figure at the edge is compared with the 1.6 figure of the same run (target: at least 0.9), and each
-figure with the bare responder's. `CHARGENET_BENCH_STATIONS` sets N (default 1000). The edge runs on SQLite, then
-on a fresh PostgreSQL database when `make bench` has a server (as `bench_edge`).
+Each figure is compared with the bare responder's for the same generation, and 2.0.1's ratio with 1.6's of the
+same run (target: at least 0.9): the bare responder too is slower with 2.0.1's larger frames and richer schemas,
+so the ratios, not the raw rates, say what the edge's 2.0.1 face costs beside its 1.6 one.
+`CHARGENET_BENCH_STATIONS` sets N (default 1000). The edge runs on SQLite, then on a fresh PostgreSQL database
+when `make bench` has a server (as `bench_edge`).
 """
 
 from __future__ import annotations
@@ -274,12 +276,14 @@ def _run(database_url: str | None) -> list[Result]:
         for path in PATHS
         for generation, label in ((OCPP16, "1.6"), (OCPP201, "2.0.1"))
     ]
+    # The generations' figures, each as a ratio to the bare responder speaking the same generation: 2.0.1's
+    # frames are larger and its schemas richer, which costs the bare responder too.
     results += [
         Result(
-            f"edge 2.0.1 {path} against 1.6 ({n})",
-            ours[OCPP201, path],
-            ours[OCPP16, path],
-            unit.get(path, "calls/s"),
+            f"edge 2.0.1 {path}, its ratio to the bare responder against 1.6's ({n})",
+            ours[OCPP201, path] / theirs[OCPP201, path],
+            ours[OCPP16, path] / theirs[OCPP16, path],
+            "x bare",
             target=TARGET,
         )
         for path in PATHS
