@@ -29,9 +29,14 @@ class Result:
         target = f" (target >= {self.target:.2f})" if self.target is not None else ""
         failure = f" FAILED: {self.failure}" if self.failure else ""
         return (
-            f"{self.name}: ours {self.ours:,.0f} {self.unit}, baseline {self.baseline:,.0f} {self.unit}, "
+            f"{self.name}: ours {_figure(self.ours)} {self.unit}, baseline {_figure(self.baseline)} {self.unit}, "
             f"ratio {self.ratio:.2f}{target}{failure}"
         )
+
+
+def _figure(value: float) -> str:
+    """Whole numbers for rates; a small figure (a ratio) keeps its first digits."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def rate(count: int, action: Callable[[], object]) -> float:

@@ -1,6 +1,7 @@
-"""The baseline the edge benchmark compares with: a bare `websockets` OCPP responder with the same Basic-auth check
-(keyed hash, constant time) and the same strict schema validation of each CALL, answering from memory, storing
-nothing. Run as `python -m bench.ocpp_baseline PORT KEYS_HEX`."""
+"""The baseline the edge benchmarks compare with: a bare `websockets` OCPP responder with the same Basic-auth check
+(keyed hash, constant time) and the same strict schema validation of each CALL, in the generation the connection
+negotiated (OCPP 1.6J or 2.0.1), answering from memory, storing nothing. Run as
+`python -m bench.ocpp_baseline PORT KEYS_HEX`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from websockets.typing import Subprotocol
 from chargenet.edge.ocpp16.frames import validate_payload
 
 KEY = b"baseline-hash-key"
+# A CALL's schema name and the generation of its schemas, by subprotocol.
+SCHEMAS = {"ocpp1.6": ("{}", "v16"), "ocpp2.0.1": ("{}Request", "v201")}
 
 
 def _hash(secret: bytes) -> str:
@@ -42,19 +45,28 @@ def main() -> None:
         return None
 
     async def handle(connection: ServerConnection) -> None:
+        schema, generation = SCHEMAS[connection.subprotocol or "ocpp1.6"]
+        transactions = 0
         async for message in connection:
             frame = json.loads(message)
-            validate_payload(frame[2], frame[3])
+            validate_payload(schema.format(frame[2]), frame[3], generation)
             now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
             answer: dict[str, object] = {}
             if frame[2] == "Heartbeat":
                 answer = {"currentTime": now}
             elif frame[2] == "BootNotification":
                 answer = {"status": "Accepted", "currentTime": now, "interval": 300}
+            elif frame[2] == "StartTransaction":
+                transactions += 1
+                answer = {"transactionId": transactions, "idTagInfo": {"status": "Accepted"}}
+            elif frame[2] == "TransactionEvent" and "idToken" in frame[3]:
+                answer = {"idTokenInfo": {"status": "Accepted"}}
             await connection.send(json.dumps([3, frame[1], answer]))
 
     async def run() -> None:
-        async with serve(handle, "127.0.0.1", port, subprotocols=[Subprotocol("ocpp1.6")], process_request=check):
+        async with serve(
+            handle, "127.0.0.1", port, subprotocols=[Subprotocol(name) for name in SCHEMAS], process_request=check
+        ):
             print("ready", flush=True)
             await asyncio.Future()
 

@@ -143,7 +143,8 @@ def run_demo(args: argparse.Namespace) -> None:
         context = await open_context(settings)
         try:
             fleet = await fleet_demo.install(context, site_id)
-            sys.stdout.write(f"  upstream CPO    {fleet.central.url} (simulated; stations DEMO-1 and DEMO-2)\n")
+            sys.stdout.write(f"  upstream CPO    {fleet.central.url} (simulated)\n")
+            sys.stdout.write(f"  stations        {fleet.described()}\n")
             await meter_demo.install(context, site_id)
             partner_url = await add_demo_partner(context, site_id)
             sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")

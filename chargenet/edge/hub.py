@@ -7,6 +7,7 @@ a station's link (`station.StationLink`, which answers the station's own CALLs) 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -38,6 +39,7 @@ from chargenet.errors import (
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
+from chargenet.store.group_commit import Work
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,11 @@ class Edge:
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of database work sharing a group commit (see `committer`)."""
         return self._committer.unit()
+
+    def write_behind(self, work: Work[None]) -> None:
+        """Work committed with a coming batch that nobody waits for: bookkeeping whose loss in a crash costs
+        nothing a station's next messages do not set right. A failure is logged."""
+        self._committer.submit(work, now=False).add_done_callback(_log_write_behind_failure)
 
     @property
     def connected_stations(self) -> list[str]:
@@ -187,7 +194,13 @@ class Edge:
         for link in list(self._links.values()):
             await link.shut(1001, "server shutting down")
         self._links.clear()
+        await self._committer.settled()  # what was written behind goes in too
         await self._committer.close()
+
+
+def _log_write_behind_failure(future: asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("a write behind the answers failed", exc_info=future.exception())
 
 
 class IdleSweeper(LoopWorker):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, select
+from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +27,8 @@ from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts, transaction_events
 from chargenet.edge.core import transactions as tx
 from chargenet.edge.core.messages import (
+    ConnectorRef,
+    IdToken,
     MeterReport,
     StationBooted,
     TransactionEnded,
@@ -47,6 +49,7 @@ from chargenet.store.models import (
     StationNotice,
     StationPresence,
     UnknownStop,
+    UnstartedTransaction,
     UpstreamMessage,
 )
 from chargenet.store.sequences import next_transaction_id
@@ -245,6 +248,7 @@ async def _find_start(session: AsyncSession, key: tx.StartKey) -> EdgeTransactio
             EdgeTransaction.id_tag == key.id_tag,
             EdgeTransaction.started_at == key.timestamp,
             EdgeTransaction.meter_start == key.meter_start,
+            EdgeTransaction.station_transaction_id.is_(None),  # a 1.6 start (and the partial unique index)
         )
     )
     return result
@@ -591,6 +595,66 @@ def known_transaction(row: EdgeTransaction) -> transaction_events.KnownTransacti
     )
 
 
+MAX_UNSTARTED = 64  # transactions a station may have unstarted at once (it runs one per EVSE): the oldest go
+
+
+async def unstarted_transaction(
+    session: AsyncSession, station_id: str, station_transaction_id: str
+) -> UnstartedTransaction | None:
+    """What earlier events said of a transaction the edge has not started, locked for the unit that plans on it."""
+    return await session.get(UnstartedTransaction, (station_id, station_transaction_id), with_for_update=True)
+
+
+def unstarted_of(row: UnstartedTransaction) -> transaction_events.Unstarted:
+    token = IdToken(row.id_tag, row.id_token_type) if row.id_tag is not None else None
+    connector = None
+    if row.charge_point_id is not None and row.connector_id is not None and row.ocpp_connector_id is not None:
+        connector = ConnectorRef(ConnectorAddress(row.charge_point_id, row.connector_id), row.ocpp_connector_id)
+    return transaction_events.Unstarted(row.began_at, token, connector, row.meter_begin, row.meter_first)
+
+
+async def remember_unstarted(
+    session: AsyncSession,
+    station_id: str,
+    station_transaction_id: str,
+    row: UnstartedTransaction | None,
+    unstarted: transaction_events.Unstarted,
+    now: datetime,
+) -> None:
+    """Rule 6 of `core.transaction_events`, in the caller's unit: kept for the transaction's later events; a
+    station's oldest beyond `MAX_UNSTARTED` (transactions it never started nor ended) are dropped."""
+    if row is None:
+        stale = (
+            select(UnstartedTransaction.station_transaction_id)
+            .where(UnstartedTransaction.station_id == station_id)
+            .order_by(UnstartedTransaction.updated_at.desc())
+            .offset(MAX_UNSTARTED - 1)
+        )
+        await session.execute(
+            delete(UnstartedTransaction).where(
+                UnstartedTransaction.station_id == station_id,
+                UnstartedTransaction.station_transaction_id.in_(stale.scalar_subquery()),
+            )
+        )
+        row = UnstartedTransaction(station_id=station_id, station_transaction_id=station_transaction_id)
+        session.add(row)
+    row.began_at = unstarted.began_at
+    address = unstarted.connector.address if unstarted.connector is not None else None
+    row.charge_point_id = address.charge_point_id if address is not None else None
+    row.connector_id = address.connector_id if address is not None else None
+    row.ocpp_connector_id = unstarted.connector.station_number if unstarted.connector is not None else None
+    row.id_tag = unstarted.token.value if unstarted.token is not None else None
+    row.id_token_type = unstarted.token.type if unstarted.token is not None else None
+    row.meter_begin = unstarted.meter_begin_wh
+    row.meter_first = unstarted.meter_first_wh
+    row.updated_at = now
+
+
+async def forget_unstarted(session: AsyncSession, row: UnstartedTransaction) -> None:
+    """The transaction started or ended: nothing more to remember of it."""
+    await session.delete(row)
+
+
 def _stop_payload(station: StationInfo, row: EdgeTransaction, stop: transaction_events.Stop) -> StopTransactionPayload:
     return StopTransactionPayload(
         stationId=station.station_id,
@@ -629,7 +693,7 @@ async def start_station_transaction(
         ocpp_connector_id=report.connector.station_number,
         id_tag=report.token.value,
         id_token_type=report.token.type,
-        started_at=report.timestamp,
+        started_at=report.began_at or report.timestamp,
         meter_start=start.meter_start_wh,
         meter_last=report.meter_last_wh,
         reservation_id=report.reservation_id,
@@ -656,6 +720,24 @@ async def start_station_transaction(
     if start.stop is not None:
         await stop_station_transaction(session, outbox, station, row, report, start.stop)
     return transaction_id
+
+
+async def note_progress(session: AsyncSession, transaction_id: int, seq_no: int, meter_last_wh: int | None) -> None:
+    """A running 2.0.1 transaction's latest seqNo and reading, written behind its answers: never back over a later
+    one or a stop, whichever commits first."""
+    values: dict[str, int] = {"seq_no": seq_no}
+    if meter_last_wh is not None:
+        values["meter_last"] = meter_last_wh
+    await session.execute(
+        update(EdgeTransaction)
+        .where(
+            EdgeTransaction.id == transaction_id,
+            EdgeTransaction.stopped_at.is_(None),
+            func.coalesce(EdgeTransaction.seq_no, -1) < seq_no,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)  # no object of it is loaded in the unit that writes behind
+    )
 
 
 def update_station_transaction(row: EdgeTransaction, report: TransactionReport) -> None:

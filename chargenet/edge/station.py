@@ -40,6 +40,7 @@ from chargenet.edge.upstream import UpstreamLink, UpstreamLinks, UpstreamSetting
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
+from chargenet.store.group_commit import Work
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class EdgeRuntime(Protocol):
     time_upstream_call: CallTimer | None
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]: ...
+
+    def write_behind(self, work: Work[None]) -> None: ...
 
     async def write_status(self, write: statuses.StatusWrite) -> None: ...
 
@@ -156,9 +159,10 @@ class LinkBase:
             return auth.UpstreamState.NONE
         return auth.UpstreamState.CONNECTED if self.upstream.connected else auth.UpstreamState.AWAY
 
-    async def _record_status(self, report: StatusReport) -> None:
+    async def _record_status(self, report: StatusReport, session: AsyncSession | None = None) -> None:
         """A connector's status, decided against its last known one and written in the group commit's next batch
-        with its ChargePointStatus event (the pre-status-notification hook: before anything goes upstream)."""
+        with its ChargePointStatus event (the pre-status-notification hook: before anything goes upstream), or in
+        `session`, the caller's unit, which then drops `_connectors` if it fails."""
         now = self.edge.clock.now()
         address = report.connector.address
         key = (address.charge_point_id, address.connector_id)
@@ -173,7 +177,10 @@ class LinkBase:
             self.station.station_id, self.station.site_id, address, loaded, reported, now
         )
         try:
-            await self.edge.write_status(write)
+            if session is None:
+                await self.edge.write_status(write)
+            else:
+                await statuses.write_statuses(session, self.edge.outbox, [write])
         except BaseException:
             self._connectors.pop(key, None)  # the store is the truth again after a failed write
             raise

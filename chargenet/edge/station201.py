@@ -16,10 +16,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.events import ConnectorStatus
 from chargenet.domain.evse import (
     ChargingState,
     EvseConnector,
@@ -40,7 +42,7 @@ from chargenet.edge.ocpp201 import parse, render
 from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
 from chargenet.edge.ocpp201.frames import STATION_ACTIONS
 from chargenet.edge.station import CloseTransport, EdgeRuntime, LinkBase
-from chargenet.store.models import EdgeTransaction
+from chargenet.store.models import EdgeTransaction, UnstartedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ NOTICES = frozenset(
 )
 
 
-MAX_UNSTARTED = 64  # transactions a connection remembers before they start (a station runs one per EVSE)
+MAX_RUNNING = 64  # transactions a connection keeps running in memory (a station runs one per EVSE)
 
 
 class SecurityEvents:
@@ -80,7 +82,10 @@ class Station201Link(LinkBase):
     ):
         super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
         self._evse: dict[ConnectorAddress, EvseConnector] = {}
-        self._unstarted: dict[str, te.Unstarted] = {}  # by the station's transaction id (transaction_events Rule 6)
+        self._derived: dict[ConnectorAddress, ConnectorStatus] = {}  # the status last written for each
+        # The transactions running on this connection, by the station's id for them: their Updated events are
+        # planned here and their progress written behind the answers (`_progress`).
+        self._running: dict[str, _Running] = {}
         self._security_events = security_events
 
     @property
@@ -131,16 +136,25 @@ class Station201Link(LinkBase):
         report = parse.connector_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         address = report.connector.address
         self._evse[address] = connector_reported(self._evse.get(address, EvseConnector()), report.state)
-        await self._derive(report.connector, report.timestamp)
+        await self._derive(report.connector, report.timestamp, reported=True)
         return {}
 
-    async def _derive(self, connector: ConnectorRef, timestamp: datetime) -> None:
+    async def _derive(
+        self,
+        connector: ConnectorRef,
+        timestamp: datetime,
+        *,
+        reported: bool = False,
+        session: AsyncSession | None = None,
+    ) -> None:
         """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
-        when it changes (`LinkBase._record_status`)."""
+        when it changes (`LinkBase._record_status`). A StatusNotification is written as a report even when the
+        status stays; a TransactionEvent that leaves it as it was writes nothing."""
         status = derive_status(self._evse.get(connector.address, EvseConnector()))
-        if status is None:
+        if status is None or (not reported and self._derived.get(connector.address) is status):
             return
-        await self._record_status(StatusReport(connector, parse.known_status(status, timestamp)))
+        await self._record_status(StatusReport(connector, parse.known_status(status, timestamp)), session)
+        self._derived[connector.address] = status
 
     # Authorization -----------------------------------------------------------------------------------------
 
@@ -203,49 +217,119 @@ class Station201Link(LinkBase):
         """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
         plugins to ask about a start's token, a unit that reads before them and one that writes after, which
         plans again on what it reads (as a 1.6 StartTransaction)."""
-        report = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
-        report = te.with_earlier(report, self._unstarted.get(report.station_transaction_id))
-        station_id = self.station.station_id
+        received = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
+        running = self._running.get(received.station_transaction_id)
+        if running is not None and received.kind is TransactionEventKind.UPDATED:
+            return await self._progress(call, received, running)
         decision: auth.AuthDecision | None = None
-        async with self.edge.unit() as session:
-            row = await records.station_transaction(session, station_id, report.station_transaction_id)
-            planned = te.plan(report, records.known_transaction(row) if row else None)
-            if isinstance(planned, te.Start):
-                assert report.token is not None
-                step = auth.begin(await self._authorize_context(session, report.token.value))
-                decision = step if isinstance(step, auth.AuthDecision) else None
-            written = None
-            if decision is not None or not isinstance(planned, te.Start):
-                written = await self._write_transaction(session, report, planned, row, decision)
-        if isinstance(planned, te.Start) and decision is None:
-            assert report.token is not None
-            decision = await self._decide(report.token, publish=False)
+        try:
             async with self.edge.unit() as session:
-                row = await records.station_transaction(session, station_id, report.station_transaction_id)
-                planned = te.plan(report, records.known_transaction(row) if row else None)
-                written = await self._write_transaction(session, report, planned, row, decision)
-        self._log_plan(report, planned)
-        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
-            if len(self._unstarted) >= MAX_UNSTARTED:
-                del self._unstarted[next(iter(self._unstarted))]  # the oldest: never started
-            self._unstarted[report.station_transaction_id] = te.remembered(report)
-        else:
-            self._unstarted.pop(report.station_transaction_id, None)
-        if written is None:
-            return {}
-        transaction_id, connector, meter_start = written
-        readings = parse.energy_readings(call.payload.get("meterValue"))
-        ended = report.kind is TransactionEventKind.ENDED
-        self.edge.message_log.samples(station_id, transaction_id, parse.samples(readings), last=ended)
-        flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > meter_start for r in readings)
-        state = self._evse.get(connector.address, EvseConnector())
-        self._evse[connector.address] = transaction_reported(
-            state, ended=ended or isinstance(planned, te.Stop), charging=report.charging, energy_flowed=flowed
-        )
-        await self._derive(connector, report.timestamp)
+                report, planned, row, unstarted = await self._plan(session, received)
+                if isinstance(planned, te.Start):
+                    assert report.token is not None
+                    step = auth.begin(await self._authorize_context(session, report.token.value))
+                    decision = step if isinstance(step, auth.AuthDecision) else None
+                if decision is not None or not isinstance(planned, te.Start):
+                    await self._apply(session, call, report, planned, row, unstarted, decision)
+            if isinstance(planned, te.Start) and decision is None:
+                assert report.token is not None
+                decision = await self._decide(report.token, publish=False)
+                async with self.edge.unit() as session:
+                    report, planned, row, unstarted = await self._plan(session, received)
+                    await self._apply(session, call, report, planned, row, unstarted, decision)
+        except BaseException:
+            # What this link knew of the transaction and its connectors may not have been written: the store is
+            # the truth again.
+            self._running.pop(received.station_transaction_id, None)
+            self._connectors.clear()
+            self._derived.clear()
+            raise
         if isinstance(planned, te.Start) and decision is not None:
             return {"idTokenInfo": render.id_token_info(decision)}
         return {}
+
+    async def _apply(
+        self,
+        session: AsyncSession,
+        call: Call,
+        report: TransactionReport,
+        planned: te.TransactionPlan,
+        row: EdgeTransaction | None,
+        unstarted: UnstartedTransaction | None,
+        decision: auth.AuthDecision | None,
+    ) -> None:
+        """The plan written in the caller's unit, with the status its connector derives from it (one commit for
+        both), and what the link keeps of a running transaction."""
+        self._log_plan(report, planned)
+        written = await self._write_transaction(session, report, planned, row, unstarted, decision)
+        if written is None:
+            return
+        known, connector = written
+        if known.ended:
+            self._running.pop(report.station_transaction_id, None)
+        else:
+            if len(self._running) >= MAX_RUNNING and report.station_transaction_id not in self._running:
+                del self._running[next(iter(self._running))]  # the oldest: its station never ended it
+            self._running[report.station_transaction_id] = _Running(known, connector)
+        await self._applied(call, report, known, connector, ended=known.ended, session=session)
+
+    async def _progress(self, call: Call, report: TransactionReport, running: _Running) -> Payload:
+        """An Updated event of a transaction running on this connection: planned on what the link knows of it,
+        answered at once, its seqNo and reading written behind the answer (`records.note_progress`). Nothing it
+        changes raises an event, and a station's resend of it after a crash would be applied again harmlessly."""
+        planned = te.plan(report, running.known)
+        self._log_plan(report, planned)
+        if not isinstance(planned, te.Update):
+            return {}
+        meter_last = planned.meter_last_wh if planned.meter_last_wh is not None else running.known.meter_last_wh
+        known = replace(running.known, last_seq_no=report.seq_no, meter_last_wh=meter_last)
+        self._running[report.station_transaction_id] = _Running(known, running.connector)
+
+        async def write(session: AsyncSession) -> None:
+            await records.note_progress(session, known.transaction_id, report.seq_no, planned.meter_last_wh)
+
+        self.edge.write_behind(write)
+        await self._applied(call, report, known, running.connector, ended=False)
+        return {}
+
+    async def _applied(
+        self,
+        call: Call,
+        report: TransactionReport,
+        known: te.KnownTransaction,
+        connector: ConnectorRef,
+        *,
+        ended: bool,
+        session: AsyncSession | None = None,
+    ) -> None:
+        """What an applied event tells beyond its transaction: its readings to the session's samples, and the status
+        its connector derives (written in `session` when given)."""
+        readings = parse.energy_readings(call.payload.get("meterValue"))
+        station_id = self.station.station_id
+        self.edge.message_log.samples(station_id, known.transaction_id, parse.samples(readings), last=ended)
+        flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > known.meter_start_wh for r in readings)
+        state = self._evse.get(connector.address, EvseConnector())
+        self._evse[connector.address] = transaction_reported(
+            state, ended=ended, charging=report.charging, energy_flowed=flowed
+        )
+        await self._derive(connector, report.timestamp, session=session)
+
+    async def _plan(
+        self, session: AsyncSession, received: TransactionReport
+    ) -> tuple[TransactionReport, te.TransactionPlan, EdgeTransaction | None, UnstartedTransaction | None]:
+        """The event with what earlier ones said of its transaction while unstarted (Rule 6), and its plan."""
+        station_id, station_transaction_id = self.station.station_id, received.station_transaction_id
+        row = await records.station_transaction(session, station_id, station_transaction_id)
+        unstarted = None
+        report = received
+        if row is None:
+            unstarted = await records.unstarted_transaction(session, station_id, station_transaction_id)
+            report = te.with_earlier(received, records.unstarted_of(unstarted) if unstarted else None)
+        known = records.known_transaction(row) if row else None
+        running = self._running.get(station_transaction_id)
+        if known is not None and running is not None and running.known.transaction_id == known.transaction_id:
+            known = _newer(known, running.known)  # its progress may still be on its way to the store
+        return report, te.plan(report, known), row, unstarted
 
     async def _write_transaction(
         self,
@@ -253,11 +337,19 @@ class Station201Link(LinkBase):
         report: TransactionReport,
         planned: te.TransactionPlan,
         row: EdgeTransaction | None,
+        unstarted: UnstartedTransaction | None,
         decision: auth.AuthDecision | None,
-    ) -> tuple[int, ConnectorRef, int] | None:
-        """What the plan says, in the caller's unit; the transaction's id, connector and meterStart when it is
-        the edge's."""
+    ) -> tuple[te.KnownTransaction, ConnectorRef] | None:
+        """What the plan says, in the caller's unit; what is known of the transaction after it, and its connector,
+        when it is the edge's."""
         outbox, station, now = self.edge.outbox, self.station, self.edge.clock.now()
+        if isinstance(planned, te.Ignore) and planned.why is te.Ignored.NOT_STARTED:
+            await records.remember_unstarted(
+                session, station.station_id, report.station_transaction_id, unstarted, te.remembered(report), now
+            )
+            return None
+        if unstarted is not None:  # started, or ended before it could start
+            await records.forget_unstarted(session, unstarted)
         if isinstance(planned, te.Start):
             # A start is planned only for a transaction still unknown, so its token was decided on.
             assert report.connector is not None and report.token is not None and decision is not None
@@ -265,7 +357,11 @@ class Station201Link(LinkBase):
                 session, outbox, station, report, planned, decision.status, now
             )
             await self._publish(session, report.token, decision, report.connector.address)
-            return transaction_id, report.connector, planned.meter_start_wh
+            meter_last = planned.stop.meter_stop_wh if planned.stop is not None else report.meter_last_wh
+            known = te.KnownTransaction(
+                transaction_id, report.seq_no, planned.stop is not None, planned.meter_start_wh, meter_last
+            )
+            return known, report.connector
         if row is None:
             return None
         if isinstance(planned, te.Update):
@@ -275,7 +371,7 @@ class Station201Link(LinkBase):
         else:
             return None
         address = ConnectorAddress(row.charge_point_id, row.connector_id)
-        return row.id, ConnectorRef(address, row.ocpp_connector_id), row.meter_start
+        return records.known_transaction(row), ConnectorRef(address, row.ocpp_connector_id)
 
     def _log_plan(self, report: TransactionReport, planned: te.TransactionPlan) -> None:
         fields = {
@@ -285,7 +381,9 @@ class Station201Link(LinkBase):
             "event": report.kind.value,
         }
         if isinstance(planned, te.Ignore):
-            log.warning(f"transaction event ignored: {planned.why.value}", extra={"fields": fields})
+            # A plug-first transaction waits for its token: the way of things, not a warning.
+            level = logging.INFO if planned.why is te.Ignored.NOT_STARTED else logging.WARNING
+            log.log(level, f"transaction event ignored: {planned.why.value}", extra={"fields": fields})
         elif isinstance(planned, te.Update | te.Stop) and planned.gap:
             log.warning(
                 "transaction events missing before this one", extra={"fields": {**fields, "missing": planned.gap}}
@@ -296,6 +394,16 @@ class Station201Link(LinkBase):
         station's), logged with the frame, and kept nowhere else."""
         parse.connector(self.station.layout, call.payload["evseId"], None)
         return {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    known: te.KnownTransaction
+    connector: ConnectorRef
+
+
+def _newer(stored: te.KnownTransaction, running: te.KnownTransaction) -> te.KnownTransaction:
+    return running if running.last_seq_no > stored.last_seq_no and not stored.ended else stored
 
 
 _Handler = Callable[[Station201Link, Call], Awaitable[Payload]]

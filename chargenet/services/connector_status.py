@@ -112,6 +112,7 @@ _PRESENCE = (
     StationPresence.connected_at,
     StationPresence.disconnected_at,
     StationPresence.last_heartbeat_at,
+    StationPresence.ocpp_version,
 )
 
 

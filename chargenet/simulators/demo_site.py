@@ -12,9 +12,16 @@ from chargenet.services.callers import OPERATOR
 
 
 async def ensure_station(
-    context: AppContext, session: AsyncSession, site_id: str, station_id: str, *, password: str | None = None
+    context: AppContext,
+    session: AsyncSession,
+    site_id: str,
+    station_id: str,
+    *,
+    password: str | None = None,
+    ocpp201: bool = False,
 ) -> None:
-    """The station `station_id` of the demo site, with two connectors, unless it exists already."""
+    """The station `station_id` of the demo site, with two connectors, unless it exists already. A 2.0.1 station's
+    two are two EVSEs of one connector each: an EVSE is a charge point (docs/edge.md, "The tree")."""
     try:
         await stations.get_station(session, OPERATOR, station_id)
     except NotFound:
@@ -26,6 +33,7 @@ async def ensure_station(
             site_id=site_id,
             station_id=station_id,
             password=password,
-            connectors=2,
+            charge_points=2 if ocpp201 else 1,
+            connectors=1 if ocpp201 else 2,
             now=context.clock.now(),
         )

@@ -8,8 +8,9 @@ Available; they alternate plug-first and tag-first sessions and connectors 1 and
 ChargePointStatus, StartTransaction and StopTransaction events flow, the live page shows a connector Charging at
 any moment, and each session has a curve of meter values to draw.
 
-With `OCPP201_STATION` on, a third station, DEMO-3, takes its turns beside them speaking OCPP 2.0.1 (a station's
-generation is its own: the same story, told in TransactionEvents), charging with the local tag.
+With `OCPP201_STATION` on (as it is), a third station, DEMO-3, takes its turns beside them speaking OCPP 2.0.1 (a
+station's generation is its own: the same story, told in TransactionEvents), charging with the local tag. It takes
+the first turn, so the newest generation is on show from the start.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ DEMO_STATIONS = (("DEMO-1", "DEMO-LOCAL-TAG"), ("DEMO-2", "DEMO-UPSTREAM-TAG"))
 # The OCPP 2.0.1 station and its tag (the local one: the simulated upstream speaks 1.6 only, so the edge is its
 # central system), in the demo when OCPP201_STATION is on.
 DEMO_STATION_201 = ("DEMO-3", "DEMO-LOCAL-TAG")
-OCPP201_STATION = False
+OCPP201_STATION = True
 CONNECTORS = 2
 DEMO_AUTHORIZATION_KEY = "demo-authorization-key"
 CHARGING_S = 30.0  # a session's length
@@ -51,7 +52,17 @@ class DemoFleet:
         # (station id, tag, speaks 2.0.1)
         self.stations = [(station_id, tag, False) for station_id, tag in DEMO_STATIONS]
         if ocpp201:
-            self.stations.append((*DEMO_STATION_201, True))
+            self.stations.insert(0, (*DEMO_STATION_201, True))
+
+    def described(self) -> str:
+        """The stations for the demo's banner, by generation: the 1.6 ones go through the upstream CPO, and the edge
+        is the 2.0.1 station's central system (there is no 2.0.1 upstream link)."""
+        by_16 = [station_id for station_id, _, speaks_201 in self.stations if not speaks_201]
+        by_201 = [station_id for station_id, _, speaks_201 in self.stations if speaks_201]
+        parts = [f"{' and '.join(by_16)} (OCPP 1.6J, through the upstream CPO)"]
+        if by_201:
+            parts.append(f"{' and '.join(by_201)} (OCPP 2.0.1, answered by the edge)")
+        return "; ".join(parts)
 
     async def setup(self) -> None:
         context = self._context
@@ -66,9 +77,9 @@ class DemoFleet:
                 now=now,
                 upstream_url=self.central.url,
             )
-            for station_id, _, _ in self.stations:
+            for station_id, _, speaks_201 in self.stations:
                 await demo_site.ensure_station(
-                    context, session, self._site_id, station_id, password=DEMO_AUTHORIZATION_KEY
+                    context, session, self._site_id, station_id, password=DEMO_AUTHORIZATION_KEY, ocpp201=speaks_201
                 )
             await localauth.add_entry(session, OPERATOR, site_id=self._site_id, id_tag=DEMO_STATIONS[0][1], now=now)
         context.on_shutdown.append(self.central.stop)

@@ -14,16 +14,20 @@ Rules (decisions.md §5, "Events from 2.0.1"):
   transaction is a resend (Rule 2's answer).
 - Rule 4: an event naming a transaction the edge never started and that cannot start it (no token, no
   reading) is acknowledged and logged: a station that lost its transaction must not be told to resend forever.
+  An Ended that cannot start it ends it unstarted: what earlier events said of it is forgotten.
 - Rule 5: `offline` events, replayed by the station after a reconnect, are applied in the order they come, as
   any other: their timestamps are the station's.
-- Rule 6: a transaction's token and connector, once an event of it said them, count for its later events (a
-  station sends the token in Started and its first reading in the next Updated), for as long as the station's
-  connection lasts (`Unstarted`).
+- Rule 6: what earlier events of a transaction not yet started said counts for its later events (`Unstarted`):
+  its token and connector (OCPP 2.0.1 sends the EVSE in the first event only, so a plug-first Started names it and
+  a later Updated brings the token), its Transaction.Begin and earliest readings (the start's meterStart is the
+  reading the transaction began at, not the one of the event that carried the token), and when it began (the
+  start's time). It is kept in the store, so it counts across a reconnect too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 
 from chargenet.domain.events import StopReason
@@ -44,6 +48,7 @@ class KnownTransaction:
 class Ignored(StrEnum):
     RESENT = "resent"  # Rule 2 / Rule 3: at or below the last applied seqNo, or after the end
     NOT_STARTED = "not started"  # Rule 4: no token or reading yet to start it with
+    ENDED_UNSTARTED = "ended before it started"  # Rule 4: an Ended with nothing to start it with
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,8 @@ def plan(report: TransactionReport, known: KnownTransaction | None) -> Transacti
     if known is None:
         meter = report.meter_begin_wh if report.meter_begin_wh is not None else report.meter_first_wh
         if report.token is None or meter is None or report.connector is None:
-            return Ignore(Ignored.NOT_STARTED)
+            ended = report.kind is TransactionEventKind.ENDED
+            return Ignore(Ignored.ENDED_UNSTARTED if ended else Ignored.NOT_STARTED)
         stop = _stop(report, 0, meter) if report.kind is TransactionEventKind.ENDED else None
         return Start(meter, stop)
     if known.ended or report.seq_no <= known.last_seq_no:
@@ -104,18 +110,36 @@ def plan(report: TransactionReport, known: KnownTransaction | None) -> Transacti
 
 @dataclass(frozen=True, slots=True)
 class Unstarted:
-    """Rule 6: what earlier events of a transaction not yet started said of its token and connector."""
+    """Rule 6: what earlier events of a transaction not yet started said."""
 
+    began_at: datetime  # the earliest event's timestamp
     token: IdToken | None = None
     connector: ConnectorRef | None = None
+    meter_begin_wh: int | None = None
+    meter_first_wh: int | None = None
 
 
 def with_earlier(report: TransactionReport, earlier: Unstarted | None) -> TransactionReport:
-    """Rule 6: the report, with the token and connector earlier events gave where it gives none."""
+    """Rule 6: the report, with what earlier events gave: the token and connector where it gives none, their
+    readings before its own, and the time the transaction began."""
     if earlier is None:
         return report
-    return replace(report, token=report.token or earlier.token, connector=report.connector or earlier.connector)
+    return replace(
+        report,
+        token=report.token or earlier.token,
+        connector=report.connector or earlier.connector,
+        meter_begin_wh=earlier.meter_begin_wh if earlier.meter_begin_wh is not None else report.meter_begin_wh,
+        meter_first_wh=earlier.meter_first_wh if earlier.meter_first_wh is not None else report.meter_first_wh,
+        began_at=min(earlier.began_at, report.began_at or report.timestamp),
+    )
 
 
 def remembered(report: TransactionReport) -> Unstarted:
-    return Unstarted(report.token, report.connector)
+    """Rule 6: what a report (with what earlier events gave) leaves for the transaction's later events."""
+    return Unstarted(
+        report.began_at or report.timestamp,
+        report.token,
+        report.connector,
+        report.meter_begin_wh,
+        report.meter_first_wh,
+    )

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         StationNotice,
         StationPresence,
         UnknownStop,
+        UnstartedTransaction,
         UpstreamMessage,
     )
     from chargenet.store.models.events import EventStream, OutboxCursor, OutboxEvent
@@ -97,6 +98,7 @@ else:
         "StationPresence": "edge",
         "StoreSetting": "meta",
         "UnknownStop": "edge",
+        "UnstartedTransaction": "edge",
         "UpstreamMessage": "edge",
         "UsedAssertion": "applications",
         "UtcDateTime": "base",
@@ -162,6 +164,7 @@ __all__ = [
     "StationPresence",
     "StoreSetting",
     "UnknownStop",
+    "UnstartedTransaction",
     "UpstreamMessage",
     "UsedAssertion",
     "UtcDateTime",

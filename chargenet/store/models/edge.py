@@ -14,7 +14,6 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
-    UniqueConstraint,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -30,8 +29,18 @@ class EdgeTransaction(Base):
     __tablename__ = "edge_transactions"
     # AUTOINCREMENT on SQLite: an id is never handed out twice, even after the newest row is deleted.
     __table_args__ = (
-        UniqueConstraint(
-            "station_id", "ocpp_connector_id", "id_tag", "started_at", "meter_start", name="uq_edge_tx_start"
+        # A 1.6 start is known by what it says, so a resent one is found; a 2.0.1 transaction by the name its station
+        # gives it (below), and two of them may begin alike.
+        Index(
+            "uq_edge_tx_start",
+            "station_id",
+            "ocpp_connector_id",
+            "id_tag",
+            "started_at",
+            "meter_start",
+            unique=True,
+            sqlite_where=text("station_transaction_id IS NULL"),
+            postgresql_where=text("station_transaction_id IS NULL"),
         ),
         Index("ix_edge_tx_active", "station_id", "stopped_at"),
         # The sessions list: those in progress newest first (few among a long history), and a period by start.
@@ -72,6 +81,27 @@ class EdgeTransaction(Base):
     seq_no: Mapped[int | None] = mapped_column(Integer, default=None)
     meter_last: Mapped[int | None] = mapped_column(BigInteger, default=None)
     id_token_type: Mapped[str | None] = mapped_column(String(20), default=None)
+
+
+class UnstartedTransaction(Base):
+    """A 2.0.1 station's transaction the edge has not started yet (no token or no reading so far): what its events
+    said of it, for the event that starts it, on this connection or a later one (`core.transaction_events`
+    Rule 6). Removed when it starts or ends."""
+
+    __tablename__ = "edge_unstarted_transactions"
+    __table_args__ = (Index("ix_edge_unstarted_station", "station_id", "updated_at"),)
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    station_transaction_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    began_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    charge_point_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    connector_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    ocpp_connector_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    id_tag: Mapped[str | None] = mapped_column(String(36), default=None)
+    id_token_type: Mapped[str | None] = mapped_column(String(20), default=None)
+    meter_begin: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    meter_first: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class UnknownStop(Base):

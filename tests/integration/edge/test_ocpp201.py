@@ -24,7 +24,13 @@ from websockets.typing import Subprotocol
 from chargenet.errors import CommandNotForGeneration
 from chargenet.services import charge_points, stations
 from chargenet.services.callers import OPERATOR
-from chargenet.store.models import EdgeTransaction, LocalAuthEntry, StationNotice, StationPresence
+from chargenet.store.models import (
+    EdgeTransaction,
+    LocalAuthEntry,
+    StationNotice,
+    StationPresence,
+    UnstartedTransaction,
+)
 from tests.integration.edge.conftest import PASSWORD, Served
 from tests.integration.edge.test_charge_point_state import charge_points as listed_charge_points
 
@@ -209,6 +215,57 @@ async def test_a_2_0_1_station_charges_and_partners_get_the_events_a_1_6_station
         view = await stations.get_station(session, OPERATOR, "CS-1")
         assert (view.ocpp_version, view.ocpp_versions) == ("ocpp2.0.1", ["ocpp2.0.1", "ocpp1.6"])
     assert served.edge.security_events.counts["SettingSystemTime"] == 1
+
+
+async def test_a_plug_first_transaction_starts_at_its_first_token_even_after_a_reconnect(served: Served) -> None:
+    async with served.context.store.transaction() as session:
+        site = served.tenant.site_id
+        session.add(LocalAuthEntry(site_id=site, id_tag=TOKEN["idToken"], status="Accepted", created_at=T0))
+    plugged_in: dict[str, Any] = {"trigger_reason": "CablePluggedIn", "evse": {"id": 1, "connectorId": 1}}
+    async with station_201(served) as (point, _):
+        # Cable in: the EVSE and the begin reading, no token yet (OCPP 2.0.1 names the EVSE in the first event only).
+        started = await transaction_event(
+            point, "Started", 0, meter_value=energy(2000, "Transaction.Begin", 0), **plugged_in
+        )
+        assert started.id_token_info is None
+        # A cable plugged in and pulled out again without a token: a transaction that never starts.
+        left = {"info": {"transactionId": "TX-9"}}
+        await transaction_event(point, "Started", 0, **plugged_in, **left)
+        await transaction_event(point, "Ended", 1, trigger_reason="EVDeparted", **left)
+    async with station_201(served) as (point, _):
+        # Back on a new connection, the driver badges: this event carries the token and no EVSE.
+        badged = await transaction_event(
+            point,
+            "Updated",
+            1,
+            trigger_reason="Authorized",
+            id_token=TOKEN,
+            meter_value=energy(2100, "Sample.Periodic", 1),
+            info={"chargingState": "Charging"},
+        )
+        assert badged.id_token_info["status"] == "Accepted"
+        await transaction_event(point, "Updated", 2, meter_value=energy(3000, "Sample.Periodic", 2))
+    async with station_201(served) as (point, _):
+        # Ended without a reading, on a third connection: it stops at the latest reading the edge was given.
+        await transaction_event(point, "Ended", 3, trigger_reason="EVDeparted")
+
+    [start] = await served.events("StartTransaction")
+    [stop] = await served.events("StopTransaction")
+    assert start["payload"] == {
+        "stationId": "CS-1",
+        "chargePointId": "CS-1",
+        "connectorId": 1,
+        "idTag": TOKEN["idToken"],
+        "meterStart": 2.0,
+        "transactionId": start["payload"]["transactionId"],
+        "idTokenType": "ISO14443",
+        "stationTransactionId": "TX-7",
+    }
+    assert (stop["payload"]["transactionId"], stop["payload"]["meterStop"]) == (start["payload"]["transactionId"], 3.0)
+    async with served.context.store.transaction() as session:
+        row = await session.get(EdgeTransaction, start["payload"]["transactionId"])
+        assert row is not None and row.started_at == T0  # when the cable went in
+        assert (await session.scalars(select(UnstartedTransaction))).all() == []
 
 
 async def test_the_station_record_decides_which_generations_may_connect(served: Served) -> None:

@@ -255,6 +255,51 @@ async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_
         await store.dispose()
 
 
+async def test_unstarted_2_0_1_transactions_are_kept_and_2_0_1_ones_may_begin_alike(
+    empty_database_url: str,
+) -> None:
+    store = Store(empty_database_url)
+    at = "'2026-01-01 00:00:00+00:00'"
+    try:
+        await schema.upgrade(store, "0028")
+        async with store.engine.begin() as connection:
+            for statement in (
+                f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {at}, 'UTC')",
+                f"INSERT INTO sites (id, company_id, name, created_at, version) VALUES ('site_1', 'co_1', 'D', {at},"
+                " 1)",
+                f"INSERT INTO stations (id, site_id, charge_points, version, created_at) VALUES ('CS-1', 'site_1', 1,"
+                f" 1, {at})",
+            ):
+                await connection.execute(text(statement))
+        await schema.upgrade(store, "0029")
+        async with store.engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO edge_unstarted_transactions (station_id, station_transaction_id, began_at,"
+                    f" charge_point_id, connector_id, ocpp_connector_id, meter_begin, updated_at) VALUES ('CS-1',"
+                    f" 'TX-1', {at}, 'CS-1', 1, 1, 2000, {at})"
+                )
+            )
+            for number, station_transaction_id in ((1, "'TX-1'"), (2, "'TX-2'"), (3, "NULL")):
+                # 2.0.1 transactions that began alike, and a 1.6 one that began like them
+                await connection.execute(
+                    text(
+                        "INSERT INTO edge_transactions (id, station_id, site_id, charge_point_id, connector_id,"
+                        " ocpp_connector_id, id_tag, started_at, meter_start, upstream_refused, created_at,"
+                        f" station_transaction_id) VALUES ({number}, 'CS-1', 'site_1', 'CS-1', 1, 1, 'TAG', {at}, 0,"
+                        f" false, {at}, {station_transaction_id})"
+                    )
+                )
+            await connection.execute(text("DELETE FROM edge_transactions"))
+            await connection.execute(text("DELETE FROM stations"))  # its unstarted transactions go with it
+            left = (await connection.execute(text("SELECT count(*) FROM edge_unstarted_transactions"))).scalar_one()
+        assert left == 0
+        await schema.downgrade(store, "0028")
+        assert "edge_unstarted_transactions" not in await table_names(store)
+    finally:
+        await store.dispose()
+
+
 async def test_a_store_from_a_newer_chargenet_is_refused(empty_database_url: str) -> None:
     store = Store(empty_database_url)
     try:

@@ -1,9 +1,9 @@
-"""Transactions the station names itself, planned (core.transaction_events Rules 1-4)."""
+"""Transactions the station names itself, planned (core.transaction_events Rules 1-4 and 6)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -101,3 +101,46 @@ def test_a_token_given_before_the_first_reading_starts_the_transaction_with_it()
     assert te.plan(started, None) == te.Ignore(te.Ignored.NOT_STARTED)
     updated = replace(STARTED, kind=TransactionEventKind.UPDATED, seq_no=1, token=None, connector=None)
     assert te.plan(te.with_earlier(updated, te.remembered(started)), None) == te.Start(1000, None)
+
+
+PLUGGED_IN = replace(STARTED, trigger="CablePluggedIn", token=None, meter_first_wh=1000)
+BADGED = replace(
+    STARTED,
+    kind=TransactionEventKind.UPDATED,
+    seq_no=1,
+    timestamp=T0 + timedelta(minutes=2),
+    trigger="Authorized",
+    connector=None,
+    meter_begin_wh=None,
+    meter_first_wh=1100,
+    meter_last_wh=1100,
+)
+
+
+def test_a_plug_first_started_without_a_token_waits_for_one() -> None:
+    assert te.plan(PLUGGED_IN, None) == te.Ignore(te.Ignored.NOT_STARTED)
+
+
+def test_the_token_of_a_later_event_starts_a_plug_first_transaction_on_the_evse_started_named() -> None:
+    report = te.with_earlier(BADGED, te.remembered(PLUGGED_IN))
+    assert (report.connector, report.token) == (STARTED.connector, STARTED.token)
+    assert te.plan(report, None) == te.Start(1000, None)
+
+
+def test_a_plug_first_transaction_starts_at_the_reading_and_time_it_began_with() -> None:
+    report = te.with_earlier(BADGED, te.remembered(PLUGGED_IN))
+    assert (report.meter_begin_wh, report.meter_first_wh, report.meter_last_wh) == (1000, 1000, 1100)
+    assert (report.began_at, report.timestamp) == (T0, BADGED.timestamp)
+
+
+def test_what_earlier_events_said_adds_up_over_several_unstarted_events() -> None:
+    no_reading = replace(PLUGGED_IN, meter_begin_wh=None, meter_first_wh=None, meter_last_wh=None)
+    charging = replace(BADGED, token=None, seq_no=1, meter_first_wh=1200)
+    kept = te.remembered(te.with_earlier(charging, te.remembered(no_reading)))
+    assert kept == te.Unstarted(T0, None, STARTED.connector, None, 1200)
+    assert te.plan(te.with_earlier(replace(BADGED, seq_no=2, meter_first_wh=1300), kept), None) == te.Start(1200, None)
+
+
+def test_an_ended_that_cannot_start_its_transaction_ends_it_unstarted() -> None:
+    ended = replace(PLUGGED_IN, kind=TransactionEventKind.ENDED, seq_no=1, stopped=map_stop_reason("EVDisconnected"))
+    assert te.plan(ended, None) == te.Ignore(te.Ignored.ENDED_UNSTARTED)
