@@ -122,3 +122,4 @@ class TransactionReport:
     meter_first_wh: int | None  # the earliest and latest energy register readings of any context
     meter_last_wh: int | None
     reservation_id: int | None = None
+    remote_start_id: int | None = None  # the RequestStartTransaction it follows, when the station says
