@@ -52,6 +52,8 @@ from chargenet.services.views import View, optional
 from chargenet.store.db import Transactions
 from chargenet.store.models import ChargePoint, EdgeTransaction, MeterSession, Station, StationPresence
 
+MAX_SESSION_ID_TAG = 36  # OCPP 2.0.1's IdToken is 36 characters; 1.6's idTag 20
+
 
 class CommandAnswer(View):
     """The station's answer to a command (its `status`)."""
@@ -168,8 +170,10 @@ def new_station_request_id() -> int:
 
 
 def check_session_start(connector_id: int, id_tag: str) -> None:
-    """`InvalidInput` for a session that cannot start: an idTag that is none, or no numbered connector."""
-    validate_id_tag(id_tag)
+    """`InvalidInput` for a session that cannot start: an idTag that is none or over 2.0.1's 36 characters, or no
+    numbered connector. A 1.6 station takes 20 at most (`check_tag_for`)."""
+    if not 1 <= len(id_tag) <= MAX_SESSION_ID_TAG:
+        raise InvalidInput(f"must be 1 to {MAX_SESSION_ID_TAG} characters", field="idTag")
     if connector_id < 1:
         raise InvalidInput("a session starts on a connector numbered from 1", field="connectorId")
 
@@ -179,11 +183,18 @@ async def session_target(session: AsyncSession, caller: Caller, charge_point_id:
     return await _target(session, caller, Scope.SESSIONS_WRITE, charge_point_id, connector_id)
 
 
+def check_tag_for(target: Target, id_tag: str) -> None:
+    """A tag longer than 20 characters never reaches a 1.6 station (decisions.md §5 "idTokens")."""
+    if target.generation == OCPP16:
+        validate_id_tag(id_tag)
+
+
 async def _remote_start(
     edge: StationCommands, target: Target, id_tag: str, remote_start_id: int, id_token_type: str | None = None
 ) -> CommandAnswer:
-    """RemoteStartTransaction (RequestStartTransaction, with `remote_start_id`, to a 2.0.1 station) to `target`;
-    `StationRejected` unless the station accepted it."""
+    """RemoteStartTransaction (RequestStartTransaction, with `remote_start_id` and the token's type, to a 2.0.1
+    station) to `target`; `StationRejected` unless the station accepted it."""
+    check_tag_for(target, id_tag)
     if target.generation == OCPP201:
         command = commands201.request_start(id_tag, remote_start_id, target.evse, id_token_type)
         answer = await edge.command(target.station_id, command.action, command.payload)
@@ -219,6 +230,7 @@ async def request_session(
     charge_point_id: str,
     connector_id: int,
     id_tag: str,
+    id_token_type: str | None = None,
 ) -> SessionRequested:
     """RemoteStartTransaction for a partner, followed by a session request (`session_requests`): stored before
     the station is asked, its answer recorded after, each in a unit of its own. A refusal, a station not connected
@@ -227,6 +239,7 @@ async def request_session(
     remote_start_id = new_station_request_id()
     async with transaction() as session:
         target = await session_target(session, caller, charge_point_id, connector_id)
+        check_tag_for(target, id_tag)  # before the request is stored: refused input stores nothing
         request_id = await session_requests.open_request(
             session,
             caller,
@@ -240,7 +253,7 @@ async def request_session(
             remote_start_id=remote_start_id if target.generation == OCPP201 else None,
         )
     try:
-        answer = await _remote_start(edge, target, id_tag, remote_start_id)
+        answer = await _remote_start(edge, target, id_tag, remote_start_id, id_token_type)
     except StationCommandError as exc:
         async with transaction() as session:
             await session_requests.record_answer(session, request_id, _request_status(exc), now=clock.now())

@@ -11,11 +11,13 @@ before anything is sent: a trigger only 1.6 has, and the 1.6 configuration comma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import InvalidInput
+
+IdTokenType = Literal["Central", "eMAID", "ISO14443", "ISO15693", "KeyCode", "Local", "MacAddress", "NoAuthorization"]
 
 RESET_TYPES = {"Soft": "OnIdle", "Hard": "Immediate"}
 

@@ -18,7 +18,7 @@ from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_ocpp201 import T0, at, energy, station_201
 
-TOKEN = "04A2B3C4D5E6F7A8B9"
+TOKEN = "EMA-NL-TNM-012345678-9ABCDEF0123"  # over 1.6's 20 characters, within 2.0.1's 36
 
 
 class Answering(ChargePoint):
@@ -136,13 +136,14 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
         await served.edge.message_log.run_once()  # the store shows it connected over 2.0.1 now
 
         # A session: RequestStartTransaction with a fresh remoteStartId, and the start naming it links the request.
-        requested = await api.post("/sessions", json={"chargePointId": "CS-1", "connectorId": 2, "idTag": TOKEN})
+        body = {"chargePointId": "CS-1", "connectorId": 2, "idTag": TOKEN, "idTokenType": "eMAID"}
+        requested = await api.post("/sessions", json=body)
         assert requested.status_code == 202 and requested.json()["status"] == "Accepted"
         [(action, start)] = point.received
         remote_start_id = start["remoteStartId"]
         assert (action, start["idToken"], start["evseId"]) == (
             "RequestStartTransaction",
-            {"idToken": TOKEN, "type": "Central"},
+            {"idToken": TOKEN, "type": "eMAID"},
             1,
         )
         await point.call(
@@ -153,7 +154,7 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
                 seq_no=0,
                 transaction_info={"transactionId": "TX-R", "remoteStartId": remote_start_id},
                 evse={"id": 1, "connectorId": 2},
-                id_token={"idToken": TOKEN, "type": "Central"},
+                id_token={"idToken": TOKEN, "type": "eMAID"},
                 meter_value=energy(1000, "Transaction.Begin", 1),
             )
         )
