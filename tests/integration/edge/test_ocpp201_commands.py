@@ -228,9 +228,16 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
             ("EVSE", "Power", {"Actual": "22000"}),
         ]
 
+        # On a site with an upstream, that system owns the variables; a reset stays the operator's.
+        await served.set_upstream("ws://127.0.0.1:9/nobody")
+        owned = await answered("POST", "/stations/CS-1/get-variables", {"variables": [variable]})
+        assert owned[0] == 409
+        assert await answered("POST", "/stations/CS-1/reset", {"type": "Soft"}) == (200, {"status": "Scheduled"})
+
     sent = dict(point.received[1:])
     assert sent["RequestStopTransaction"] == {"transactionId": "TX-R"}
-    assert sent["Reset"] == {"type": "Immediate"}
+    resets = [payload for action, payload in point.received if action == "Reset"]
+    assert resets == [{"type": "Immediate"}, {"type": "OnIdle"}]
     assert sent["UnlockConnector"] == {"evseId": 1, "connectorId": 2}
     assert sent["ChangeAvailability"] == {"operationalStatus": "Inoperative", "evse": {"id": 1}}
     assert sent["TriggerMessage"] == {"requestedMessage": "StatusNotification", "evse": {"id": 1, "connectorId": 1}}
