@@ -100,13 +100,16 @@ def worded(generation: str, action: str, payload: Payload, evse: commands201.Evs
     over 1.6's 20 characters, a trigger the generation does not have). `evse` is where the body's connector is on
     a 2.0.1 station; None for the whole station."""
     if generation == OCPP201:
-        command = commands201.command(action, payload, evse)
-        build = frames201.build_call
-    else:
-        if action == "TriggerMessage":
-            commands201.check_trigger_for_16(str(payload.get("requestedMessage")))
-        command = commands201.Command(action, payload)
-        build = frames.build_call
+        return checked(OCPP201, commands201.command(action, payload, evse))
+    if action == "TriggerMessage":
+        commands201.check_trigger_for_16(str(payload.get("requestedMessage")))
+    return checked(OCPP16, commands201.Command(action, payload))
+
+
+def checked(generation: str, command: commands201.Command) -> commands201.Command:
+    """`command` as `generation`'s schema takes it, or `InvalidInput` naming the field (its values come from an
+    operator or a partner)."""
+    build = frames201.build_call if generation == OCPP201 else frames.build_call
     try:
         build("check", command.action, command.payload)
     except LocalProtocolError as exc:

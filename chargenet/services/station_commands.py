@@ -23,16 +23,15 @@ from typing import Literal
 from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.domain.scopes import Scope
 from chargenet.edge.ocpp16 import frames
-from chargenet.edge.ocpp16.errors import LocalProtocolError, PayloadViolation
+from chargenet.edge.ocpp16.errors import LocalProtocolError
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import ocpp_time
 from chargenet.edge.ocpp201 import commands as commands201
-from chargenet.edge.ocpp201 import frames as frames201
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
-from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer, generation_of, worded
+from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer, checked, generation_of, worded
 from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
@@ -326,10 +325,4 @@ async def request_base_report(
 
 
 async def _send_201(edge: StationCommands, station_id: str, command: commands201.Command) -> Payload:
-    try:
-        frames201.build_call("check", command.action, command.payload)
-    except LocalProtocolError as exc:
-        cause = exc.__cause__
-        field = cause.field if isinstance(cause, PayloadViolation) else None
-        raise InvalidInput(f"{command.action}: {exc.message}", field=field or None) from None
-    return await edge.command(station_id, command.action, command.payload)
+    return await edge.command(station_id, command.action, checked(OCPP201, command).payload)
