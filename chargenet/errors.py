@@ -145,11 +145,11 @@ class StationRejected(Conflict, StationCommandError):
 
 
 class CommandNotForGeneration(Conflict):
-    """A command the station's OCPP generation does not take from chargenet (an OCPP 2.0.1 station takes none yet:
-    the API's command bodies are not yet mapped to 2.0.1's messages)."""
+    """A command worded for the other OCPP generation than the one the station's connection speaks (it reconnected
+    speaking the other one since its presence was read)."""
 
     def __init__(self, station_id: str, action: str, generation: str) -> None:
-        super().__init__(f"station {station_id!r} speaks {generation}, which takes no {action} from chargenet yet")
+        super().__init__(f"station {station_id!r} speaks {generation} now; {action} was worded for the other one")
         self.station_id = station_id
         self.action = action
 

@@ -25,8 +25,9 @@ from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
 from chargenet.edge.core.status import TransitionCounts
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16 import frames, proxy
-from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
+from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, LocalProtocolError, PayloadViolation
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
+from chargenet.edge.ocpp201 import frames as frames201
 from chargenet.edge.station import CloseTransport, LinkBase, StationLink
 from chargenet.edge.station201 import SecurityEvents, Station201Link
 from chargenet.edge.upstream import UpstreamLinks
@@ -45,6 +46,8 @@ from chargenet.workers import LoopWorker
 log = logging.getLogger(__name__)
 
 IDLE_SWEEP_INTERVAL = 10.0
+
+_COMMANDS_OF = {OCPP16: frames.CENTRAL_ACTIONS, OCPP201: frames201.CENTRAL_ACTIONS}
 
 
 class Edge:
@@ -154,10 +157,15 @@ class Edge:
         link = self._links.get(station_id)
         if link is None:
             raise StationNotConnected(station_id)
-        if link.generation != OCPP16:
+        # The use cases word each command for the generation the station's stored presence names; a station that
+        # has since reconnected speaking the other one is refused rather than sent words it does not speak.
+        if action not in _COMMANDS_OF[link.generation]:
             raise CommandNotForGeneration(station_id, action, link.generation)
         try:
             return await link.call_station(action, payload)
+        except LocalProtocolError:
+            # The same action in both generations, worded for the other one (its schema here refuses it).
+            raise CommandNotForGeneration(station_id, action, link.generation) from None
         except CallTimedOut:
             raise StationDidNotAnswer(station_id, action, "timed out") from None
         except ConnectionLost:

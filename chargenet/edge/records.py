@@ -681,7 +681,8 @@ async def start_station_transaction(
     now: datetime,
 ) -> int:
     """Rule 1 of `core.transaction_events`: the transaction stored with its StartTransaction event (and, for an
-    Ended that starts it, its stop and StopTransaction event), in the caller's unit."""
+    Ended that starts it, its stop and StopTransaction event), in the caller's unit. A start that names the
+    `remoteStartId` of a session request of the API is linked to that request alone, and its event names it."""
     assert report.connector is not None and report.token is not None  # the plan says so
     address = report.connector.address
     row = EdgeTransaction(
@@ -705,6 +706,17 @@ async def start_station_transaction(
     session.add(row)
     await session.flush()
     transaction_id = tx.check_transaction_id(row.id)
+    request_id = None
+    if report.remote_start_id is not None:
+        request_id = await link_request(
+            session,
+            station_id=station.station_id,
+            ocpp_connector_id=report.connector.station_number,
+            id_tag=report.token.value,
+            transaction_id=transaction_id,
+            now=now,
+            remote_start_id=report.remote_start_id,
+        )
     event = StartTransactionPayload(
         stationId=station.station_id,
         chargePointId=address.charge_point_id,
@@ -715,6 +727,7 @@ async def start_station_transaction(
         stationTransactionId=report.station_transaction_id,
         **({"idTokenType": report.token.type} if report.token.type else {}),
         **({"reservationId": report.reservation_id} if report.reservation_id is not None else {}),
+        **({"requestId": request_id} if request_id is not None else {}),
     )
     await outbox.publish(session, site_id=station.site_id, payload=event)
     if start.stop is not None:

@@ -57,8 +57,10 @@ async def open_request(
     ocpp_connector_id: int,
     id_tag: str,
     now: datetime,
+    remote_start_id: int | None = None,
 ) -> str:
-    """Store a new pending request, before its station is asked; returns its id."""
+    """Store a new pending request, before its station is asked; returns its id. `remote_start_id` is the
+    `remoteStartId` a 2.0.1 station is sent, by which the transaction it starts names this request."""
     request_id = new_id(REQUEST_ID_PREFIX, 20)
     session.add(
         SessionRequest(
@@ -72,6 +74,7 @@ async def open_request(
             requested_by=caller.actor.who[:300],
             requested_at=now,
             status=RequestStatus.PENDING.value,
+            remote_start_id=remote_start_id,
         )
     )
     await session.flush()

@@ -20,16 +20,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.domain.scopes import Scope
 from chargenet.edge.ocpp16 import frames
-from chargenet.edge.ocpp16.errors import LocalProtocolError, PayloadViolation
+from chargenet.edge.ocpp16.errors import LocalProtocolError
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import ocpp_time
+from chargenet.edge.ocpp201 import commands as commands201
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
-from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer
+from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer, checked, generation_of, worded
 from chargenet.services.localauth import entries_of_site, validate_id_tag
 from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
@@ -44,6 +46,7 @@ class StationTarget:
     site_id: str
     charge_point_ids: list[str]
     has_upstream: bool
+    generation: str = OCPP16
 
     def charge_point(self, charge_point_id: str | None) -> str:
         """The charge point named, or the station's only one when none is."""
@@ -73,7 +76,10 @@ async def _station(
     async with reading() as session:
         row = await reachable_station(session, caller, Scope.CHARGE_POINTS_WRITE, station_id)
         site = await site_of(session, row)
-        target = StationTarget(row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None)
+        generation = await generation_of(session, row.id)
+        target = StationTarget(
+            row.id, row.site_id, row.layout().charge_point_ids, site.upstream_url is not None, generation
+        )
     if central_only and target.has_upstream:
         raise Conflict(
             f"station {station_id}'s site has an upstream central system, which owns its configuration, local "
@@ -82,27 +88,22 @@ async def _station(
     return target
 
 
-def _checked(action: str, payload: Payload) -> Payload:
-    """The command as OCPP allows it, or `InvalidInput` naming the field (the values come from an operator)."""
-    try:
-        frames.build_call("check", action, payload)
-    except LocalProtocolError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, PayloadViolation):
-            raise InvalidInput(f"{action}: {cause.message}", field=cause.field or None) from None
-        raise InvalidInput(exc.message) from None
-    return payload
+async def _to_station(edge: StationCommands, target: StationTarget, action: str, payload: Payload) -> Payload:
+    """`action` to the station as a whole, in its generation's words (`charge_point_commands.worded`)."""
+    return await _ask(edge, target, worded(target.generation, action, payload, None))
 
 
-async def _to_station(edge: StationCommands, station_id: str, action: str, payload: Payload) -> Payload:
-    return await edge.command(station_id, action, _checked(action, payload))
+async def _ask(edge: StationCommands, target: StationTarget, command: commands201.Command) -> Payload:
+    """The command sent, and the station's answer in the API's words (`ocpp201.commands.answer_in_api_words`)."""
+    answer = await edge.command(target.station_id, command.action, command.payload)
+    return commands201.answer_in_api_words(command.action, answer) if target.generation == OCPP201 else answer
 
 
 async def _to_charge_point(
     reading: Transactions, edge: StationCommands, caller: Caller, charge_point_id: str, action: str, payload: Payload
 ) -> CommandAnswer:
     """`action` to one charge point as the API sends it (`charge_point_commands`), to the connector its payload
-    names, the payload checked first."""
+    names."""
     connector_id = int(payload.get("connectorId", 0))
     return await charge_point_commands.charge_point_command(
         reading,
@@ -110,14 +111,14 @@ async def _to_charge_point(
         caller,
         charge_point_id=charge_point_id,
         action=action,
-        payload=_checked(action, payload),
+        payload=payload,
         connector_id=connector_id,
     )
 
 
 async def reset(reading: Transactions, edge: StationCommands, caller: Caller, *, station_id: str, kind: str) -> Payload:
-    await _station(reading, caller, station_id)
-    return await _to_station(edge, station_id, "Reset", {"type": kind})
+    target = await _station(reading, caller, station_id)
+    return await _to_station(edge, target, "Reset", {"type": kind})
 
 
 async def unlock(
@@ -144,7 +145,7 @@ async def change_availability(
     target = await _station(reading, caller, station_id)
     if charge_point_id is None and connector_id is None:
         payload = {"connectorId": 0, "type": availability}
-        return await _to_station(edge, station_id, "ChangeAvailability", payload)
+        return await _to_station(edge, target, "ChangeAvailability", payload)
     return await charge_point_commands.change_availability(
         reading,
         edge,
@@ -168,7 +169,7 @@ async def trigger(
     target = await _station(reading, caller, station_id)
     payload: Payload = {"requestedMessage": requested_message}
     if connector_id is None:
-        return await _to_station(edge, station_id, "TriggerMessage", payload)
+        return await _to_station(edge, target, "TriggerMessage", payload)
     charge_point = target.charge_point(charge_point_id)
     return await _to_charge_point(
         reading, edge, caller, charge_point, "TriggerMessage", {**payload, "connectorId": connector_id}
@@ -188,12 +189,13 @@ async def central_command(
     """GetConfiguration, ChangeConfiguration, ClearCache, GetLocalListVersion, CancelReservation or DataTransfer,
     to a station without an upstream; the station's answer as it came. A command that does not fit in one frame
     (`limits`) is the caller's to shorten: `InvalidInput`, before the station is asked."""
-    await _station(reading, caller, station_id, central_only=True)
+    target = await _station(reading, caller, station_id, central_only=True)
+    command = worded(target.generation, action, payload, None)
     try:
-        frames.serialize_frame(Call("x" * 36, action, _checked(action, payload)), limits)
+        frames.serialize_frame(Call("x" * 36, command.action, command.payload), limits)
     except LocalProtocolError:
         raise InvalidInput(f"{action} does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)") from None
-    return await _to_station(edge, station_id, action, payload)
+    return await _ask(edge, target, command)
 
 
 async def send_local_list(
@@ -226,14 +228,15 @@ async def send_local_list(
         "updateType": update_type,
         "localAuthorizationList": authorization,
     }
+    command = worded(target.generation, "SendLocalList", payload, None)
     try:
-        frames.serialize_frame(Call("x" * 36, "SendLocalList", _checked("SendLocalList", payload)), limits)
+        frames.serialize_frame(Call("x" * 36, command.action, command.payload), limits)
     except LocalProtocolError:
         raise InvalidInput(
             f"the site's list of {len(entries)} tags does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)",
             field="localAuthorizationList",
         ) from None
-    return await edge.command(station_id, "SendLocalList", payload)
+    return await _ask(edge, target, command)
 
 
 async def reserve_now(
@@ -265,3 +268,61 @@ async def reserve_now(
     return await _to_charge_point(
         reading, edge, caller, target.charge_point(connector.charge_point_id), "ReserveNow", payload
     )
+
+
+# OCPP 2.0.1's own: the device model's variables and its report ---------------------------------------------
+
+
+async def _station_201(reading: Transactions, caller: Caller, station_id: str, action: str) -> StationTarget:
+    """A station without an upstream (variables are the central system's, as 1.6's configuration is) that speaks
+    2.0.1: `InvalidInput` for a 1.6 one, whose configuration keys are read and changed instead."""
+    target = await _station(reading, caller, station_id, central_only=True)
+    if target.generation != OCPP201:
+        raise InvalidInput(
+            f"{action} is OCPP 2.0.1's; station {station_id} speaks OCPP 1.6: read or change its configuration instead"
+        )
+    return target
+
+
+async def get_variables(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    variables: list[commands201.VariableRef],
+    attribute_type: str | None = None,
+) -> Payload:
+    """GetVariables; the station's answer (`getVariableResult`) as it came."""
+    await _station_201(reading, caller, station_id, "GetVariables")
+    return await _send_201(edge, station_id, commands201.get_variables(variables, attribute_type))
+
+
+async def set_variables(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: Caller,
+    *,
+    station_id: str,
+    values: list[tuple[commands201.VariableRef, str]],
+    attribute_type: str | None = None,
+) -> Payload:
+    """SetVariables; the station's answer (`setVariableResult`, a status per variable) as it came."""
+    await _station_201(reading, caller, station_id, "SetVariables")
+    return await _send_201(edge, station_id, commands201.set_variables(values, attribute_type))
+
+
+async def request_base_report(
+    reading: Transactions, edge: StationCommands, caller: Caller, *, station_id: str, report_base: str
+) -> Payload:
+    """GetBaseReport with a fresh `requestId`: the station's answer and that id (`{"status", "requestId"}`). The
+    report itself comes in NotifyReport parts, stored as they arrive and read assembled
+    (`station_notices.device_model_report`)."""
+    await _station_201(reading, caller, station_id, "GetBaseReport")
+    request_id = charge_point_commands.new_station_request_id()
+    answer = await _send_201(edge, station_id, commands201.get_base_report(request_id, report_base))
+    return {**answer, "requestId": request_id}
+
+
+async def _send_201(edge: StationCommands, station_id: str, command: commands201.Command) -> Payload:
+    return await edge.command(station_id, command.action, checked(OCPP201, command).payload)

@@ -5,15 +5,30 @@ Waits are on conditions, never on time."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from ocpp.v201 import call
 from playwright.async_api import Browser, expect
+from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
 
-from tests.browser.console import ServedConsole, assert_accessible, csp_complaints, sign_in, station_on_a_new_site
+from tests.browser.console import (
+    ServedConsole,
+    a_site,
+    assert_accessible,
+    csp_complaints,
+    sign_in,
+    station_on_a_new_site,
+)
+from tests.factories import add_station
+from tests.integration.edge.test_ocpp201 import basic
+from tests.integration.edge.test_ocpp201_commands import Answering
 
 BRUSSELS = ZoneInfo("Europe/Brussels")  # the console's default zone, the test company's
+STATION_PASSWORD = "0123456789abcdef"  # a 2.0.1 station has one (security profile 1)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -84,3 +99,42 @@ async def test_reservations_the_local_list_and_a_data_transfer_are_sent_from_the
     finally:
         await page.context.close()
         await station.close()
+
+
+async def test_a_2_0_1_station_has_its_variables_read_from_the_station_page(
+    browser: Browser, console: ServedConsole
+) -> None:
+    site_id = await a_site(console, "Quay")
+    context = console.context
+    async with context.store.transaction() as session:
+        await add_station(session, context.keys, site_id, "CS-201", context.clock.now(), password=STATION_PASSWORD)
+    socket = await connect(
+        console.url.replace("http://", "ws://").removesuffix("/console") + "/ocpp/CS-201",
+        subprotocols=[Subprotocol("ocpp2.0.1")],
+        additional_headers=basic("CS-201", STATION_PASSWORD),
+    )
+    point = Answering("CS-201", socket)
+    reader = asyncio.create_task(point.start())
+    page = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    complaints = csp_complaints(page)
+    try:
+        await point.call(call.BootNotification(charging_station={"vendorName": "V", "model": "M"}, reason="PowerUp"))
+        assert context.edge is not None
+        await context.edge.message_log.run_once()  # the store shows it connected over 2.0.1 now
+        await sign_in(page, console)
+        await page.goto(f"{console.url}/stations/CS-201")
+        await expect(page.locator("#connection")).to_contain_text("Connected")
+        await assert_accessible(page, "station of OCPP 2.0.1, variables")
+
+        read = page.get_by_role("form", name="Read a variable")
+        await read.get_by_label("Component").fill("OCPPCommCtrlr")
+        await read.get_by_label("Variable").fill("HeartbeatInterval")
+        await read.get_by_role("button", name="Read variable").click()
+        await expect(read.get_by_role("status")).to_contain_text("OCPPCommCtrlr.HeartbeatInterval")
+        await assert_accessible(page, "station of OCPP 2.0.1, a variable read")
+        assert point.received[-1][0] == "GetVariables"
+        assert complaints == []
+    finally:
+        await page.context.close()
+        reader.cancel()
+        await socket.close()

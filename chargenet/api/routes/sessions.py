@@ -6,17 +6,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from chargenet.api.bounds import Int32Path
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import IdTag, NumberedConnectorId, ObjectId
+from chargenet.api.fields import NumberedConnectorId, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.edge.ocpp201.commands import IdTokenType
 from chargenet.services import charge_point_commands, session_requests, transactions
 from chargenet.services.callers import ApiApplication
-from chargenet.services.charge_point_commands import CommandAnswer, SessionRequested
+from chargenet.services.charge_point_commands import MAX_SESSION_ID_TAG, CommandAnswer, SessionRequested
 from chargenet.services.pages import Page
 from chargenet.services.session_requests import SessionRequestView
 from chargenet.services.transactions import SampleView, TransactionView
@@ -38,7 +39,12 @@ class StartSession(BaseModel):
 
     chargePointId: ObjectId
     connectorId: NumberedConnectorId
-    idTag: IdTag
+    idTag: Annotated[StrictStr, Field(min_length=1, max_length=MAX_SESSION_ID_TAG)] = Field(
+        description="At most 20 characters for an OCPP 1.6 station (422 otherwise), 36 for a 2.0.1 one"
+    )
+    idTokenType: IdTokenType | None = Field(
+        default=None, description="The token's type for an OCPP 2.0.1 station (default Central); 1.6 has none"
+    )
 
 
 @router.post("/sessions", status_code=202, response_model=SessionRequested)
@@ -51,6 +57,7 @@ async def start_session(body: StartSession, context: Context, caller: SessionWri
         charge_point_id=body.chargePointId,
         connector_id=body.connectorId,
         id_tag=body.idTag,
+        id_token_type=body.idTokenType,
     )
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictStr
 
 from chargenet.api.bounds import Bounds, Int32, Integral
 from chargenet.api.dependencies import Context
@@ -24,7 +24,8 @@ from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.triggers import MessageTrigger
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
-from chargenet.services import station_commands
+from chargenet.edge.ocpp201 import commands as commands201
+from chargenet.services import station_commands, station_notices
 from chargenet.services.callers import ApiApplication
 from chargenet.services.charge_point_commands import CommandAnswer
 from chargenet.services.station_commands import LocalListUpdate
@@ -32,6 +33,7 @@ from chargenet.services.station_commands import LocalListUpdate
 router = APIRouter(tags=["station commands"])
 
 Commander = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_WRITE))]
+Reader = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_READ))]
 # A station leaves out what it has nothing to say about (DataTransfer's data, GetConfiguration's unknownKey): so do we.
 command = functools.partial(router.post, response_model_exclude_none=True)
 
@@ -66,7 +68,19 @@ class LocalListVersionAnswer(_Answer):
 
 class DataTransferAnswer(_Answer):
     status: str
-    data: str | None = None
+    data: JsonValue = Field(default=None, description="A string from a 1.6 station; any JSON from a 2.0.1 one")
+
+
+class VariableResults(_Answer):
+    """GetVariables' or SetVariables' answer as the station gave it: one result per variable asked."""
+
+    getVariableResult: list[dict[str, JsonValue]] | None = None
+    setVariableResult: list[dict[str, JsonValue]] | None = None
+
+
+class BaseReportAnswer(_Answer):
+    status: str
+    requestId: int = Field(description="The id the station's NotifyReport parts carry")
 
 
 class ResetBody(_Body):
@@ -139,6 +153,60 @@ class ReserveBody(_Body):
     parentIdTag: IdTag | None = None
     expiryDate: DateTime
     reservationId: Int32
+
+
+class VariableName(_Body):
+    component: Annotated[StrictStr, Field(min_length=1, max_length=50)]
+    variable: Annotated[StrictStr, Field(min_length=1, max_length=50)]
+    componentInstance: Annotated[StrictStr, Field(min_length=1, max_length=50)] | None = None
+    variableInstance: Annotated[StrictStr, Field(min_length=1, max_length=50)] | None = None
+    evseId: Annotated[int, Bounds(ge=0), Integral] | None = Field(default=None, description="The component's EVSE")
+    connectorId: Annotated[int, Bounds(ge=1), Integral] | None = Field(default=None, description="... and connector")
+
+    def ref(self) -> commands201.VariableRef:
+        evse = None if self.evseId is None else commands201.Evse(self.evseId, self.connectorId)
+        return commands201.VariableRef(
+            self.component, self.variable, self.componentInstance, self.variableInstance, evse
+        )
+
+
+_HEARTBEAT_INTERVAL = {"component": "OCPPCommCtrlr", "variable": "HeartbeatInterval"}
+AttributeType = Literal["Actual", "Target", "MinSet", "MaxSet"]
+MAX_VARIABLES = 50
+
+
+class GetVariablesBody(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"variables": [{"component": "OCPPCommCtrlr", "variable": "HeartbeatInterval"}]}]
+        }
+    )
+
+    variables: list[VariableName] = Field(min_length=1, max_length=MAX_VARIABLES)
+    attributeType: AttributeType | None = None
+
+
+class VariableValue(VariableName):
+    value: Annotated[StrictStr, Field(max_length=1000)]
+
+
+class SetVariablesBody(_Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"variables": [{"component": "OCPPCommCtrlr", "variable": "HeartbeatInterval", "value": "60"}]}
+            ]
+        }
+    )
+
+    variables: list[VariableValue] = Field(min_length=1, max_length=MAX_VARIABLES)
+    attributeType: AttributeType | None = None
+
+
+class BaseReportBody(_Body):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"reportBase": "FullInventory"}]})
+
+    reportBase: Literal["ConfigurationInventory", "FullInventory", "SummaryInventory"]
 
 
 class CancelReservationBody(_Body):
@@ -292,3 +360,58 @@ async def data_transfer(
 ) -> DataTransferAnswer:
     payload: Payload = body.model_dump(exclude_none=True)
     return _as(DataTransferAnswer, await _central(context, caller, station_id, "DataTransfer", payload))
+
+
+@command("/stations/{station_id}/get-variables", response_model=VariableResults)
+async def get_variables(
+    station_id: str, body: GetVariablesBody, context: Context, caller: Commander
+) -> VariableResults:
+    """OCPP 2.0.1's counterpart of get-configuration (which answers 422 for a 2.0.1 station, as this does for a
+    1.6 one)."""
+    answer = await station_commands.get_variables(
+        context.store.read,
+        context.stations,
+        caller,
+        station_id=station_id,
+        variables=[name.ref() for name in body.variables],
+        attribute_type=body.attributeType,
+    )
+    return _as(VariableResults, answer)
+
+
+@command("/stations/{station_id}/set-variables", response_model=VariableResults)
+async def set_variables(
+    station_id: str, body: SetVariablesBody, context: Context, caller: Commander
+) -> VariableResults:
+    """OCPP 2.0.1's counterpart of change-configuration; the station's status for each variable."""
+    answer = await station_commands.set_variables(
+        context.store.read,
+        context.stations,
+        caller,
+        station_id=station_id,
+        values=[(item.ref(), item.value) for item in body.variables],
+        attribute_type=body.attributeType,
+    )
+    return _as(VariableResults, answer)
+
+
+@command("/stations/{station_id}/get-base-report", response_model=BaseReportAnswer)
+async def get_base_report(
+    station_id: str, body: BaseReportBody, context: Context, caller: Commander
+) -> BaseReportAnswer:
+    """Asks a 2.0.1 station for its device model; the report arrives in parts, read assembled at
+    `GET /stations/{stationId}/device-model-report`."""
+    answer = await station_commands.request_base_report(
+        context.store.read, context.stations, caller, station_id=station_id, report_base=body.reportBase
+    )
+    return _as(BaseReportAnswer, answer)
+
+
+@router.get("/stations/{station_id}/device-model-report", response_model=station_notices.DeviceModelReportView)
+async def device_model_report(
+    station_id: str, context: Context, caller: Reader
+) -> station_notices.DeviceModelReportView:
+    """The station's latest device model report, assembled from the NotifyReport parts stored so far
+    (`complete` once every part arrived). 404 when it sent none."""
+    async with context.store.read() as session:
+        return await station_notices.device_model_report(session, caller, station_id)

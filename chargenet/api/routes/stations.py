@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt
 
 from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
@@ -106,7 +106,8 @@ class StationChange(BaseModel):
     serialNumber: str | None = Field(
         default=None, max_length=64, description="the CN of its profile 3 certificate in place of its id; '' removes it"
     )
-    securityProfile: Literal[0, 1, 2, 3] | None = Field(
+    # A strict integer: JSON's false is no profile 0 (a Literal of integers takes booleans as their values).
+    securityProfile: Annotated[StrictInt, Field(ge=0, le=3)] | None = Field(
         default=None,
         description="0: no password, 1: Basic over ws, 2: Basic over TLS, 3: TLS client certificate. Raising is "
         "allowed; lowering is an owner's act in the console or the command line (403 here), and the station must "

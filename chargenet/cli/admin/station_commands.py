@@ -1,4 +1,6 @@
-"""`chargenet admin station reset|unlock|availability|trigger|...`: commands to a connected station.
+"""`chargenet admin station reset|unlock|availability|trigger|...`: commands to a connected station, of either
+OCPP generation (the use cases word them for it; `get-variables`, `set-variables` and `get-base-report` are
+2.0.1's own).
 
 The station is connected to a `chargenet serve` process, never to the CLI: the command travels through the
 store to that process and its answer comes back the same way (`chargenet.edge.relay`), so this works while
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
     from chargenet.context import AppContext
     from chargenet.edge.ocpp16.frames import Payload
+    from chargenet.edge.ocpp201.commands import VariableRef
     from chargenet.services.station_commands import StationConnector
 
 
@@ -110,10 +113,44 @@ def register_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     cancel = verb("cancel-reservation", "cancel a reservation", _cancel_reservation)
     cancel.add_argument("--reservation-id", dest="reservation_id", required=True, type=_number(0), metavar="N")
 
+    # OCPP 2.0.1's own, for stations without an upstream: the device model's variables and its report.
+    get_variables = verb("get-variables", "read variables of an OCPP 2.0.1 station", _get_variables)
+    get_variables.add_argument(
+        "--variable", dest="variables", action="append", required=True, type=_variable, metavar="COMPONENT.VARIABLE"
+    )
+    set_variables = verb("set-variables", "set variables of an OCPP 2.0.1 station", _set_variables)
+    set_variables.add_argument(
+        "--set", dest="values", action="append", required=True, type=_variable_value, metavar="COMPONENT.VARIABLE=V"
+    )
+    report = verb("get-base-report", "ask an OCPP 2.0.1 station for its device model report", _get_base_report)
+    report.add_argument(
+        "--report-base",
+        dest="report_base",
+        choices=["ConfigurationInventory", "FullInventory", "SummaryInventory"],
+        default="FullInventory",
+    )
+
     transfer = verb("data-transfer", "send a vendor-specific DataTransfer", _data_transfer)
     transfer.add_argument("--vendor-id", dest="vendor_id", required=True, metavar="V")
     transfer.add_argument("--message-id", dest="message_id", metavar="M")
     transfer.add_argument("--data", metavar="D")
+
+
+def _variable(text: str) -> VariableRef:
+    """`COMPONENT.VARIABLE`: a variable of a component without instance or EVSE (the API names those too)."""
+    from chargenet.edge.ocpp201.commands import VariableRef
+
+    component, dot, variable = text.partition(".")
+    if not (component and dot and variable):
+        raise argparse.ArgumentTypeError(f"{text!r} is not COMPONENT.VARIABLE")
+    return VariableRef(component, variable)
+
+
+def _variable_value(text: str) -> tuple[VariableRef, str]:
+    name, equals, value = text.partition("=")
+    if not equals:
+        raise argparse.ArgumentTypeError(f"{text!r} is not COMPONENT.VARIABLE=VALUE")
+    return _variable(name), value
 
 
 def _run(args: argparse.Namespace, action: str, use_case: str, /, **fields: Any) -> None:
@@ -215,6 +252,18 @@ def _data_transfer(args: argparse.Namespace) -> None:
     if args.data is not None:
         payload["data"] = args.data
     _central(args, "DataTransfer", payload)
+
+
+def _get_variables(args: argparse.Namespace) -> None:
+    _run(args, "GetVariables", "get_variables", variables=args.variables)
+
+
+def _set_variables(args: argparse.Namespace) -> None:
+    _run(args, "SetVariables", "set_variables", values=args.values)
+
+
+def _get_base_report(args: argparse.Namespace) -> None:
+    _run(args, "GetBaseReport", "request_base_report", report_base=args.report_base)
 
 
 def _send_local_list(args: argparse.Namespace) -> None:

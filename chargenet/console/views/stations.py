@@ -12,6 +12,7 @@ it; a plain form post gets the whole page with the outcome in that region.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,7 @@ from chargenet.console.views.sites import (
     key_choice,
     key_page,
 )
+from chargenet.domain.generations import OCPP201
 from chargenet.domain.local_time import LocalTime
 from chargenet.domain.operators import Role
 from chargenet.domain.security_profiles import Refusal
@@ -48,6 +50,7 @@ from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.domain.text import INT32_MAX
 from chargenet.edge.ocpp16 import frames
 from chargenet.edge.ocpp16.frames import Payload
+from chargenet.edge.ocpp201 import commands as commands201
 from chargenet.errors import (
     Conflict,
     InvalidInput,
@@ -90,6 +93,23 @@ TRIGGERS = (
     "FirmwareStatusNotification",
 )
 CONNECTOR_TRIGGERS = ("StatusNotification", "MeterValues")  # the messages OCPP 1.6 sends about one connector
+# OCPP 2.0.1's: a StatusNotification is about one connector only; a TransactionEvent about the connector's session.
+TRIGGERS_201 = (
+    "MeterValues",
+    "Heartbeat",
+    "BootNotification",
+    "FirmwareStatusNotification",
+    "LogStatusNotification",
+    "TransactionEvent",
+)
+CONNECTOR_TRIGGERS_201 = ("StatusNotification", "MeterValues", "TransactionEvent")
+REPORT_BASES = (
+    ("FullInventory", "Full inventory: every variable"),
+    ("ConfigurationInventory", "Configuration: the variables that can be set"),
+    ("SummaryInventory", "Summary: availability and problems"),
+)
+MAX_VARIABLE_NAME = 50
+MAX_VARIABLE_VALUE = 1000
 COMMAND_FIELDS = {
     "idTag": "id_tag",
     "id-tag": "id_tag",
@@ -108,6 +128,9 @@ COMMAND_FIELDS = {
     "vendorId": "vendor_id",
     "messageId": "message_id",
     "data": "data",
+    "component": "component",
+    "variable": "variable",
+    "reportBase": "report_base",
 }
 # The bounds of the API's bodies (`api.routes.station_commands`), so that the page refuses what the API refuses.
 MAX_VENDOR_ID = 255
@@ -201,7 +224,15 @@ async def _station_page(
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
         active = await transactions.active_on_station(session, signed.caller, station_id)
         notices = await station_notices.recent_notices(session, signed.caller, station_id)
+        speaks_201 = state.ocpp_version == OCPP201
+        device_model = None
+        if speaks_201:
+            with contextlib.suppress(NotFound):  # none asked for yet
+                device_model = await station_notices.device_model_report(session, signed.caller, station_id)
     in_progress = {(tx.charge_point_id, tx.connector_id): tx for tx in active}
+    triggers, connector_triggers = (
+        (TRIGGERS_201, CONNECTOR_TRIGGERS_201) if speaks_201 else (TRIGGERS, CONNECTOR_TRIGGERS)
+    )
     values = {
         "company": company,
         "site": site,
@@ -216,8 +247,11 @@ async def _station_page(
         "reset_types": RESET_TYPES,
         "list_updates": LIST_UPDATES,
         "availability": AVAILABILITY,
-        "triggers": [(message, message) for message in TRIGGERS],
-        "connector_triggers": [(message, message) for message in CONNECTOR_TRIGGERS],
+        "triggers": [(message, message) for message in triggers],
+        "connector_triggers": [(message, message) for message in connector_triggers],
+        "speaks_201": speaks_201,
+        "device_model": device_model,
+        "report_bases": REPORT_BASES,
         "local_list_empty": not local_list.items,
         "reservation_expires": signed.reads_in.wall(
             console.clock.now() + timedelta(hours=RESERVATION_HOURS)
@@ -615,6 +649,84 @@ async def _data_transfer(
     )
 
 
+def _variable(form: Mapping[str, str]) -> commands201.VariableRef:
+    component = _bounded_text(form, "component", MAX_VARIABLE_NAME, required="type the component's name")
+    variable = _bounded_text(form, "variable", MAX_VARIABLE_NAME, required="type the variable's name")
+    assert component is not None and variable is not None
+    return commands201.VariableRef(component.strip(), variable.strip())
+
+
+def _name_of(named: Any) -> str:
+    return str(named.get("name", "?")) if isinstance(named, dict) else "?"
+
+
+def _variable_rows(results: Any) -> list[dict[str, Any]]:
+    """GetVariables' or SetVariables' results as rows of the configuration table: the variable, its value (or the
+    station's status for it when it gave no value), and whether it can be changed."""
+    rows: list[dict[str, Any]] = []
+    for item in results if isinstance(results, list) else []:
+        if isinstance(item, dict):
+            value = item.get("attributeValue")
+            status = str(item.get("attributeStatus", ""))
+            rows.append(
+                {
+                    "key": f"{_name_of(item.get('component'))}.{_name_of(item.get('variable'))}",
+                    "value": str(value) if value is not None else status,
+                    "readonly": status == "Rejected",
+                }
+            )
+    return rows
+
+
+async def _get_variables(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    answer = await station_commands.get_variables(
+        reading, edge, caller, station_id=station_id, variables=[_variable(form)]
+    )
+    return Answered(None, configuration=_variable_rows(answer.get("getVariableResult")), unknown_keys=[])
+
+
+async def _set_variables(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    value = form.get("value", "")
+    if len(value) > MAX_VARIABLE_VALUE:
+        raise InvalidInput(f"must be at most {MAX_VARIABLE_VALUE} characters", field="value")
+    answer = await station_commands.set_variables(
+        reading, edge, caller, station_id=station_id, values=[(_variable(form), value)]
+    )
+    results = answer.get("setVariableResult")
+    first = results[0] if isinstance(results, list) and results else None
+    return Answered(str(first.get("attributeStatus")) if isinstance(first, dict) else None)
+
+
+async def _get_base_report(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    base = _choice(form, "report_base", tuple(value for value, _ in REPORT_BASES))
+    answer = await station_commands.request_base_report(reading, edge, caller, station_id=station_id, report_base=base)
+    return Answered(
+        str(answer.get("status", "")) or None,
+        detail=f"report {answer.get('requestId')}; it shows below as its parts arrive (reload the page)",
+    )
+
+
 COMMANDS: dict[str, Command] = {
     "remote-start": Command("Start charging", "RemoteStartTransaction", _remote_start, False),
     "remote-stop": Command("Stop charging", "RemoteStopTransaction", _remote_stop, False),
@@ -627,6 +739,9 @@ COMMANDS: dict[str, Command] = {
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
+    "get-variables": Command("Read variable", "GetVariables", _get_variables, True),
+    "set-variables": Command("Change variable", "SetVariables", _set_variables, True),
+    "get-base-report": Command("Device model report", "GetBaseReport", _get_base_report, True),
     "reserve": Command("Reserve", "ReserveNow", _reserve, False),
     "cancel-reservation": Command("Cancel reservation", "CancelReservation", _cancel_reservation, True),
     "send-local-list": Command("Send local list", "SendLocalList", _send_local_list, True),

@@ -123,3 +123,4 @@ class TransactionReport:
     meter_last_wh: int | None
     reservation_id: int | None = None
     began_at: datetime | None = None  # when the transaction's earliest event was sent, when an earlier one was
+    remote_start_id: int | None = None  # the RequestStartTransaction it follows, when the station says

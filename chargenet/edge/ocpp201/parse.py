@@ -166,4 +166,5 @@ def transaction_report(layout: StationLayout, payload: Payload) -> TransactionRe
         meter_first_wh=readings[0].energy_wh if readings else None,
         meter_last_wh=readings[-1].energy_wh if readings else None,
         reservation_id=payload.get("reservationId"),
+        remote_start_id=info.get("remoteStartId"),
     )

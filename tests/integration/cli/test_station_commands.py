@@ -10,12 +10,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from ocpp.v201 import call
 
 from chargenet.cli.main import main
 from chargenet.services import localauth
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from tests.integration.edge.conftest import Served
+from tests.integration.edge.test_ocpp201 import station_201
+from tests.integration.edge.test_ocpp201_commands import Answering
 
 
 async def connected(served: Served, station_id: str = "CS-1") -> SimulatedStation:
@@ -243,3 +246,19 @@ def test_a_configuration_change_without_a_value_is_a_usage_error(capsys: pytest.
         main(["admin", "station", "change-configuration", "CS-1", "--key", "HeartbeatInterval"])
     assert exited.value.code == 2
     assert "one of the arguments --value --value-stdin --value-file is required" in capsys.readouterr().err
+
+
+async def test_the_station_commands_reach_a_2_0_1_station_in_its_words(cli, served) -> None:  # type: ignore[no-untyped-def]
+    async with station_201(served, kind=Answering) as (point, _):
+        await point.call(call.BootNotification(charging_station={"vendorName": "V", "model": "M"}, reason="PowerUp"))
+        await served.edge.message_log.run_once()  # the store shows it connected over 2.0.1 now
+        reset = await cli("admin", "station", "reset", "CS-1", "--type", "Hard", "--json")
+        assert (reset.code, reset.json()) == (0, {"status": "Scheduled"})
+        variables = await cli(
+            "admin", "station", "get-variables", "CS-1", "--variable", "OCPPCommCtrlr.HeartbeatInterval"
+        )
+        assert variables.code == 0 and "OCPPCommCtrlr" in variables.out
+        configuration = await cli("admin", "station", "get-configuration", "CS-1")
+        assert configuration.code == 2  # 2.0.1 has variables instead
+    heartbeat = {"component": {"name": "OCPPCommCtrlr"}, "variable": {"name": "HeartbeatInterval"}}
+    assert point.received == [("Reset", {"type": "Immediate"}), ("GetVariables", {"getVariableData": [heartbeat]})]

@@ -12,11 +12,14 @@ from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
+from ocpp.v201 import call
 
 from chargenet.services import localauth
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import AnswerWithError, SimulatedStation
 from tests.integration.edge.conftest import Served, served, station  # noqa: F401  (fixtures)
+from tests.integration.edge.test_ocpp201 import at, station_201
+from tests.integration.edge.test_ocpp201_commands import Answering, report_item
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 
 # The words of `station_commands`' refusal, which the API answers 409 with.
@@ -299,3 +302,32 @@ async def test_a_plain_form_post_shows_the_page_with_the_answer_beside_its_form(
     before, region = response.text.split('id="answer-list-version"', 1)
     assert "the station answered 0: its local list is empty" in text_of(region.split("</form>", 1)[0])
     assert "local list is empty" not in before
+
+
+async def test_a_2_0_1_stations_page_reads_variables_and_shows_its_device_model_report(
+    served: Served,  # noqa: F811
+    admin: httpx.AsyncClient,
+) -> None:
+    async with station_201(served, kind=Answering) as (point, _):
+        await point.call(call.BootNotification(charging_station={"vendorName": "V", "model": "M"}, reason="PowerUp"))
+        await served.edge.message_log.run_once()  # the store shows it connected over 2.0.1 now
+        page = text_of((await admin.get("/console/stations/CS-1")).text)
+        assert "Read a variable" in page and "Read configuration" not in page
+        assert "DiagnosticsStatusNotification" not in page  # a trigger 2.0.1 does not have is not offered
+        variable = {"component": "OCPPCommCtrlr", "variable": "HeartbeatInterval"}
+        read = await send(admin, {"command": "get-variables", "region": "answer-config", **variable})
+        assert "OCPPCommCtrlr.HeartbeatInterval" in text_of(read.text) and "300" in text_of(read.text)
+        asked = await send(
+            admin, {"command": "get-base-report", "region": "answer-report", "report_base": "FullInventory"}
+        )
+        assert "answered Accepted" in text_of(asked.text)
+        [(_, request)] = [(action, payload) for action, payload in point.received if action == "GetBaseReport"]
+        item = report_item("EVSE", "Power", "22000")
+        await point.call(
+            call.NotifyReport(
+                request_id=request["requestId"], generated_at=at(2), seq_no=0, tbc=False, report_data=[item]
+            )
+        )
+        page_html = (await admin.get("/console/stations/CS-1")).text
+        assert f"Report {request['requestId']}, 1 part" in text_of(page_html)
+        assert "<code>Power</code>" in page_html and "<code>22000</code>" in page_html

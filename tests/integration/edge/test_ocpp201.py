@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from ocpp.v201 import ChargePoint, call
@@ -34,6 +34,7 @@ from chargenet.store.models import (
 from tests.integration.edge.conftest import PASSWORD, Served
 from tests.integration.edge.test_charge_point_state import charge_points as listed_charge_points
 
+PointT = TypeVar("PointT", bound=ChargePoint)
 TOKEN = {"idToken": "04A2B3C4D5E6F7A8B9", "type": "ISO14443"}
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
@@ -52,14 +53,16 @@ def basic(station_id: str, password: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def station_201(served: Served, station_id: str = "CS-1") -> AsyncIterator[tuple[ChargePoint, ClientConnection]]:
-    """The `ocpp` package's v201 charge point, connected offering 2.0.1 first and 1.6 second."""
+async def station_201(
+    served: Served, station_id: str = "CS-1", kind: type[PointT] = ChargePoint
+) -> AsyncIterator[tuple[PointT, ClientConnection]]:
+    """The `ocpp` package's v201 charge point (or `kind` of it), connected offering 2.0.1 first and 1.6 second."""
     socket = await connect(
         f"{served.ocpp_url}/{station_id}",
         subprotocols=[Subprotocol("ocpp2.0.1"), Subprotocol("ocpp1.6")],
         additional_headers=basic(station_id, PASSWORD),
     )
-    point = ChargePoint(station_id, socket)
+    point = kind(station_id, socket)
     reader = asyncio.create_task(point.start())
     try:
         yield point, socket

@@ -96,7 +96,13 @@ async def test_refused_starts_name_their_request_and_bad_input_stores_none(
         await station.close()
 
     stored = await stored_requests(served)
-    for body in ({**START, "chargePointId": "NOPE"}, {**START, "connectorId": 0}, {**START, "idTag": ""}):
+    too_long_for_1_6 = {**START, "idTag": "T" * 21}
+    for body in (
+        {**START, "chargePointId": "NOPE"},
+        {**START, "connectorId": 0},
+        {**START, "idTag": ""},
+        too_long_for_1_6,
+    ):
         assert (await api.post("/sessions", json=body)).status_code in (404, 422)
     assert await stored_requests(served) == stored
 
