@@ -8,6 +8,7 @@ back in 1.6 words (`ocpp16.render`) per the relay rules of `ocpp16.proxy`. What 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
@@ -79,7 +80,7 @@ class EdgeRuntime(Protocol):
     def gave_interval(self, station_id: str, interval: int) -> None: ...
 
 
-class LinkBase:
+class LinkBase(abc.ABC):
     """What a station's link is whichever generation it speaks: its RPC connection, its liveness, the commands
     sent to it, and its connectors' statuses written through the status table."""
 
@@ -113,9 +114,11 @@ class LinkBase:
         self._shut = False
         self._connectors: dict[tuple[str, int], statuses.LoadedConnector] = {}
 
+    @abc.abstractmethod
     async def handle(self, call: Call) -> Payload | None:
-        raise NotImplementedError
+        """Answer one CALL from the station, in its generation's words (None: answered already)."""
 
+    @abc.abstractmethod
     async def open_upstream(self) -> None:
         """Open the station's link to its site's upstream, when it has one."""
 

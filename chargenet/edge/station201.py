@@ -97,6 +97,10 @@ class Station201Link(LinkBase):
     def upstream_state(self) -> auth.UpstreamState:
         return auth.UpstreamState.AWAY if self.answers_for_upstream else auth.UpstreamState.NONE
 
+    async def open_upstream(self) -> None:
+        """Nothing to open: a 2.0.1 station's upstream link is not built yet, so the edge is its central system
+        (`answers_for_upstream`), as docs/edge.md says and the station page shows."""
+
     async def handle(self, call: Call) -> Payload | None:
         self.heard()
         if call.action not in STATION_ACTIONS or call.action in render.NOT_SUPPORTED:
