@@ -20,6 +20,22 @@ async def table_names(store: Store) -> set[str]:
         return set(await connection.run_sync(lambda c: inspect(c).get_table_names()))
 
 
+# A company and its application, as the schemas before client keys and rate limits stored them.
+AN_APPLICATION = (
+    "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+    "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
+    " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
+    " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+)
+
+
+async def execute(store: Store, *statements: str) -> None:
+    """Rows written as an older schema had them, in one transaction."""
+    async with store.engine.begin() as connection:
+        for statement in statements:
+            await connection.execute(text(statement))
+
+
 async def test_a_new_store_is_created_at_the_latest_schema(empty_database_url: str) -> None:
     store = Store(empty_database_url)
     try:
@@ -97,15 +113,14 @@ async def test_local_list_entries_stored_before_their_versions_are_at_version_1(
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0018")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO sites (id, company_id, name, created_at)"
-                " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO local_auth_entries (site_id, id_tag, status, created_at)"
-                " VALUES ('site_1', 'TAG-1', 'Blocked', '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+            "INSERT INTO sites (id, company_id, name, created_at)"
+            " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00')",
+            "INSERT INTO local_auth_entries (site_id, id_tag, status, created_at)"
+            " VALUES ('site_1', 'TAG-1', 'Blocked', '2026-01-01 00:00:00+00:00')",
+        )
         await schema.upgrade(store)
         async with store.engine.connect() as connection:
             rows = (await connection.execute(text("SELECT id_tag, status, version FROM local_auth_entries"))).all()
@@ -120,14 +135,13 @@ async def test_companies_stored_before_time_zones_are_in_brussels_and_operators_
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0019")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO operators (id, company_id, email, password_hash, role, enabled, version, created_at,"
-                " updated_at) VALUES ('op_1', 'co_1', 'ana@example.org', 'x', 'owner', true, 1,"
-                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+            "INSERT INTO operators (id, company_id, email, password_hash, role, enabled, version, created_at,"
+            " updated_at) VALUES ('op_1', 'co_1', 'ana@example.org', 'x', 'owner', true, 1,"
+            " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
+        )
         await schema.upgrade(store, "0020")
         async with store.engine.connect() as connection:
             assert (await connection.execute(text("SELECT time_zone FROM companies"))).scalar_one() == "Europe/Brussels"
@@ -142,14 +156,10 @@ async def test_applications_stored_before_client_keys_have_none_and_revocations_
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0021")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
-                " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
-                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            *AN_APPLICATION,
+        )
         await schema.upgrade(store, "0022")
         async with store.engine.connect() as connection:
             rows = (await connection.execute(text("SELECT client_id, jwks, jwks_url FROM applications"))).all()
@@ -169,14 +179,10 @@ async def test_applications_stored_before_rate_limits_keep_the_default_and_share
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0022")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO applications (client_id, company_id, name, secret_hash, secret_generation, enabled,"
-                " version, created_at, updated_at) VALUES ('app_1', 'co_1', 'Partner', 'h', 1, true, 1,"
-                " '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            *AN_APPLICATION,
+        )
         await schema.upgrade(store, "0025")
         async with store.engine.connect() as connection:
             rows = (await connection.execute(text("SELECT client_id, rate_limit FROM applications"))).all()
@@ -196,16 +202,15 @@ async def test_webhooks_stored_before_webhook_care_have_no_custom_headers_filter
     at = "'2026-01-01 00:00:00+00:00'"
     try:
         await schema.upgrade(store, "0022")
-        async with store.engine.begin() as connection:
-            for statement in (
-                f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {at})",
-                "INSERT INTO sites (id, company_id, name, version, created_at)"
-                f" VALUES ('site_1', 'co_1', 'Depot', 1, {at})",
-                "INSERT INTO webhooks (id, site_id, url, event_types, auth_type, signature_algorithm, signature_format,"
-                " enabled, version, created_at, updated_at) VALUES ('wh_1', 'site_1', 'https://partner.example/h',"
-                f" 'Authorize', 'none', 'ed25519', 'rfc9421', true, 1, {at}, {at})",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {at})",
+            "INSERT INTO sites (id, company_id, name, version, created_at)"
+            f" VALUES ('site_1', 'co_1', 'Depot', 1, {at})",
+            "INSERT INTO webhooks (id, site_id, url, event_types, auth_type, signature_algorithm, signature_format,"
+            " enabled, version, created_at, updated_at) VALUES ('wh_1', 'site_1', 'https://partner.example/h',"
+            f" 'Authorize', 'none', 'ed25519', 'rfc9421', true, 1, {at}, {at})",
+        )
         await schema.upgrade(store, "0026")
         columns = (
             "custom_headers, station_filter, charge_point_filter, previous_credentials, previous_credentials_until"
@@ -226,16 +231,15 @@ async def test_stations_stored_before_ocpp_versions_may_use_both_and_take_2_0_1_
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0022")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at, time_zone)"
-                " VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00', 'Europe/Brussels')",
-                "INSERT INTO sites (id, company_id, name, created_at, version)"
-                " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00', 1)",
-                "INSERT INTO stations (id, site_id, charge_points, version, created_at)"
-                " VALUES ('CS-1', 'site_1', 1, 1, '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            "INSERT INTO companies (id, name, created_at, time_zone)"
+            " VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00', 'Europe/Brussels')",
+            "INSERT INTO sites (id, company_id, name, created_at, version)"
+            " VALUES ('site_1', 'co_1', 'Depot', '2026-01-01 00:00:00+00:00', 1)",
+            "INSERT INTO stations (id, site_id, charge_points, version, created_at)"
+            " VALUES ('CS-1', 'site_1', 1, 1, '2026-01-01 00:00:00+00:00')",
+        )
         await schema.upgrade(store, "0023")
         async with store.engine.begin() as connection:
             versions = (await connection.execute(text("SELECT ocpp_versions FROM stations"))).scalar_one()
@@ -262,15 +266,13 @@ async def test_unstarted_2_0_1_transactions_are_kept_and_2_0_1_ones_may_begin_al
     at = "'2026-01-01 00:00:00+00:00'"
     try:
         await schema.upgrade(store, "0028")
-        async with store.engine.begin() as connection:
-            for statement in (
-                f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {at}, 'UTC')",
-                f"INSERT INTO sites (id, company_id, name, created_at, version) VALUES ('site_1', 'co_1', 'D', {at},"
-                " 1)",
-                f"INSERT INTO stations (id, site_id, charge_points, version, created_at) VALUES ('CS-1', 'site_1', 1,"
-                f" 1, {at})",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {at}, 'UTC')",
+            f"INSERT INTO sites (id, company_id, name, created_at, version) VALUES ('site_1', 'co_1', 'D', {at}, 1)",
+            f"INSERT INTO stations (id, site_id, charge_points, version, created_at) VALUES ('CS-1', 'site_1', 1,"
+            f" 1, {at})",
+        )
         await schema.upgrade(store, "0029")
         async with store.engine.begin() as connection:
             await connection.execute(
@@ -448,13 +450,12 @@ async def test_sites_stored_before_circuits_have_none_and_their_stations_hang_on
     store = Store(empty_database_url)
     try:
         await schema.upgrade(store, "0022")
-        async with store.engine.begin() as connection:
-            for statement in (
-                "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
-                "INSERT INTO sites (id, company_id, name, created_at) VALUES ('site_1', 'co_1', 'Depot',"
-                " '2026-01-01 00:00:00+00:00')",
-            ):
-                await connection.execute(text(statement))
+        await execute(
+            store,
+            "INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', '2026-01-01 00:00:00+00:00')",
+            "INSERT INTO sites (id, company_id, name, created_at) VALUES ('site_1', 'co_1', 'Depot',"
+            " '2026-01-01 00:00:00+00:00')",
+        )
         await schema.upgrade(store, "0027")
         async with store.engine.connect() as connection:
             counts = [
