@@ -137,7 +137,8 @@ class Station201Link(LinkBase):
         if call.action == "Authorize":
             return await self._authorize(call)
         if call.action == "TransactionEvent":
-            return await self._send_up(call, route, await self._transaction_event(call))
+            local, sequence = await self._transaction_event(call, queue=route is Handling.QUEUE)
+            return await self._send_up(call, route, local, sequence)
         if call.action in render.NOT_SUPPORTED:
             return await self._forward_or_local(call, route, None)  # forwarded: the route says so
         handler = _HANDLERS.get(call.action)
@@ -168,15 +169,15 @@ class Station201Link(LinkBase):
                 raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
             return local
 
-    async def _send_up(self, call: Call, route: Handling, local: Payload) -> Payload:
-        """A TransactionEvent after the edge applied it: kept (no upstream), queued, or forwarded, whatever the edge
-        made of it, since the upstream follows the station's transaction by the station's own id. Forwarded, the
-        station gets the upstream's answer, with the edge's idTokenInfo when the upstream gave none; not answered in
-        time, it is queued (proxy Rule 4)."""
+    async def _send_up(self, call: Call, route: Handling, local: Payload, sequence: int | None) -> Payload:
+        """A TransactionEvent after the edge applied it: kept (no upstream), queued (at `sequence`, when its own unit
+        queued it), or forwarded, whatever the edge made of it, since the upstream follows the station's
+        transaction by the station's own id. Forwarded, the station gets the upstream's answer, with the edge's
+        idTokenInfo when the upstream gave none; not answered in time, it is queued (proxy Rule 4)."""
         if route is Handling.LOCAL:
             return local
         if route is Handling.QUEUE:
-            self._queued(await self._enqueue(call))
+            self._queued(sequence if sequence is not None else await self._enqueue(call))
             return local
         try:
             answer = await self._upstream_call(call.action, call.payload, listen_late=True)
@@ -188,9 +189,12 @@ class Station201Link(LinkBase):
 
     async def _enqueue(self, call: Call) -> int:
         async with self.edge.unit() as session:
-            return await records.enqueue(
-                session, self.station.station_id, call.action, call.payload, None, self.edge.clock.now()
-            )
+            return await self._enqueue_in(session, call)
+
+    async def _enqueue_in(self, session: AsyncSession, call: Call) -> int:
+        return await records.enqueue(
+            session, self.station.station_id, call.action, call.payload, None, self.edge.clock.now()
+        )
 
     async def _boot(self, call: Call) -> Payload:
         booted = parse.station_booted(call.payload)
@@ -322,15 +326,17 @@ class Station201Link(LinkBase):
 
     # Transactions ------------------------------------------------------------------------------------------
 
-    async def _transaction_event(self, call: Call) -> Payload:
-        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
-        plugins to ask about a start's token, a unit that reads before them and one that writes after, which
-        plans again on what it reads (as a 1.6 StartTransaction)."""
+    async def _transaction_event(self, call: Call, *, queue: bool) -> tuple[Payload, int | None]:
+        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes, and with
+        `queue` puts the event in the upstream queue; with plugins to ask about a start's token, a unit that reads
+        before them and one that writes after, which plans again on what it reads (as a 1.6 StartTransaction).
+        Returns the edge's answer and the event's place in the queue when it was queued here."""
         received = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         running = self._running.get(received.station_transaction_id)
         if running is not None and received.kind is TransactionEventKind.UPDATED:
-            return await self._progress(call, received, running)
+            return await self._progress(call, received, running), None  # no unit of its own to queue it in
         decision: auth.AuthDecision | None = None
+        sequence: int | None = None
         try:
             async with self.edge.unit() as session:
                 report, planned, row, unstarted = await self._plan(session, received)
@@ -341,12 +347,14 @@ class Station201Link(LinkBase):
                     decision = step if isinstance(step, auth.AuthDecision) else None
                 if decision is not None or not isinstance(planned, te.Start):
                     await self._apply(session, call, report, planned, row, unstarted, decision)
+                    sequence = await self._enqueue_in(session, call) if queue else None
             if isinstance(planned, te.Start) and decision is None:
                 assert report.token is not None
                 decision, _ = await self._decide(report.token, publish=False)
                 async with self.edge.unit() as session:
                     report, planned, row, unstarted = await self._plan(session, received)
                     await self._apply(session, call, report, planned, row, unstarted, decision)
+                    sequence = await self._enqueue_in(session, call) if queue else None
         except BaseException:
             # What this link knew of the transaction and its connectors may not have been written: the store is
             # the truth again.
@@ -355,8 +363,8 @@ class Station201Link(LinkBase):
             self._derived.clear()
             raise
         if isinstance(planned, te.Start) and decision is not None:
-            return {"idTokenInfo": render.id_token_info(decision)}
-        return {}
+            return {"idTokenInfo": render.id_token_info(decision)}, sequence
+        return {}, sequence
 
     async def _apply(
         self,
@@ -517,11 +525,11 @@ def _newer(stored: te.KnownTransaction, running: te.KnownTransaction) -> te.Know
 
 
 _Handler = Callable[[Station201Link, Call], Awaitable[Payload]]
+# The edge's part of a message before it goes up or is answered (Authorize and TransactionEvent, which decide what
+# goes up, take their own way in `handle`).
 _HANDLERS: dict[str, _Handler] = {
     "BootNotification": Station201Link._boot,
     "Heartbeat": Station201Link._heartbeat,
     "StatusNotification": Station201Link._status,
-    "Authorize": Station201Link._authorize,
-    "TransactionEvent": Station201Link._transaction_event,
     "MeterValues": Station201Link._meter_values,
 }
