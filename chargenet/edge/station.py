@@ -37,7 +37,14 @@ from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, Payloa
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.ocpp16.session import SessionLimits
-from chargenet.edge.upstream import UpstreamLink, UpstreamLinks, UpstreamSettings, UpstreamUnavailable
+from chargenet.edge.upstream import (
+    OCPP16_UPSTREAM,
+    UpstreamFace,
+    UpstreamLink,
+    UpstreamLinks,
+    UpstreamSettings,
+    UpstreamUnavailable,
+)
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -120,7 +127,40 @@ class LinkBase(abc.ABC):
 
     @abc.abstractmethod
     async def open_upstream(self) -> None:
-        """Open the station's link to its site's upstream, when it has one."""
+        """Open the station's link to its site's upstream, when it has one that takes the station's generation."""
+
+    @property
+    def upstream_takes_generation(self) -> bool:
+        """The site has an upstream, and it takes the generation this station speaks (generations Rule 4)."""
+        return bool(self.station.upstream_url) and self.generation in self.station.upstream_versions
+
+    async def _link_upstream(self, face: UpstreamFace) -> None:
+        """Open the link to the site's upstream in `face`'s generation, with the station's upstream credentials."""
+        assert self.station.upstream_url is not None
+        password = None
+        if self.station.upstream_password is not None:
+            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
+        edge = self.edge
+        settings = UpstreamSettings(
+            edge.store,
+            edge.clock,
+            edge.limits,
+            edge.upstream_timeout,
+            edge.upstream_late_wait,
+            edge.message_log,
+            edge.own_faults,
+            edge.upstream_links,
+            edge.time_upstream_call,
+        )
+        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
+        self.upstream = UpstreamLink(
+            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face
+        )
+        await self.upstream.start()
+
+    @abc.abstractmethod
+    async def relay_to_station(self, call: Call) -> Payload | None:
+        """A CALL from the upstream, relayed to the station; its answer, or None to leave it unanswered."""
 
     async def shut(self, code: int | None, reason: str) -> None:
         if self._shut:
@@ -161,6 +201,23 @@ class LinkBase(abc.ABC):
         if self.upstream is None:
             return auth.UpstreamState.NONE
         return auth.UpstreamState.CONNECTED if self.upstream.connected else auth.UpstreamState.AWAY
+
+    async def _upstream_call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
+        """The upstream's answer, or `UpstreamFailed`; with `listen_late`, a call that timed out after it was sent
+        fails carrying the answer still listened for (proxy Rule 4a)."""
+        assert self.upstream is not None
+        try:
+            return await self.upstream.call(action, payload, listen_late=listen_late)
+        except CallErrorReceived as exc:
+            raise UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
+        except AnswerLate as exc:
+            raise UpstreamFailed(UpstreamFailure.TIMEOUT, None, exc.answer) from None
+        except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
+            raise UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
+
+    def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
+        if self.upstream is not None:
+            self.upstream.enqueued(sequence, late_answer)
 
     async def _record_status(self, report: StatusReport, session: AsyncSession | None = None) -> None:
         """A connector's status, decided against its last known one and written in the group commit's next batch
@@ -210,26 +267,9 @@ class StationLink(LinkBase):
         super().__init__(edge, station, send, close, Ocpp16Dialect(edge.limits))
 
     async def open_upstream(self) -> None:
-        if not self.station.upstream_url:
-            return
-        password = None
-        if self.station.upstream_password is not None:
-            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
-        edge = self.edge
-        settings = UpstreamSettings(
-            edge.store,
-            edge.clock,
-            edge.limits,
-            edge.upstream_timeout,
-            edge.upstream_late_wait,
-            edge.message_log,
-            edge.own_faults,
-            edge.upstream_links,
-            edge.time_upstream_call,
-        )
-        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
-        self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
-        await self.upstream.start()
+        # An upstream that does not take 1.6 is no upstream to this station: the edge is its central system.
+        if self.upstream_takes_generation:
+            await self._link_upstream(OCPP16_UPSTREAM)
 
     # Upstream -> station ---------------------------------------------------------------------------------
 
@@ -268,25 +308,12 @@ class StationLink(LinkBase):
             return answer
         try:
             return await self._upstream_call(call.action, call.payload)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             if proxy.fallback(call.action, failed.kind) is Fallback.RELAY_ERROR:
                 if failed.error is not None:
                     raise failed.error from None
                 raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
             return answer
-
-    async def _upstream_call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
-        """The upstream's answer, or `_UpstreamFailed`; with `listen_late`, a call that timed out after it was sent
-        fails carrying the answer still listened for (proxy Rule 4a)."""
-        assert self.upstream is not None
-        try:
-            return await self.upstream.call(action, payload, listen_late=listen_late)
-        except CallErrorReceived as exc:
-            raise _UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
-        except AnswerLate as exc:
-            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None, exc.answer) from None
-        except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
-            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
     async def _boot(self, call: Call, route: Handling) -> Payload:
         booted = parse.station_booted(call.payload)
@@ -325,7 +352,7 @@ class StationLink(LinkBase):
         else:
             try:
                 answer = await self._upstream_call("Authorize", {"idTag": id_tag})
-            except _UpstreamFailed:
+            except UpstreamFailed:
                 decision = auth.after_upstream(ctx, None)
             else:
                 verdict = parse.upstream_verdict(answer["idTagInfo"])
@@ -387,7 +414,7 @@ class StationLink(LinkBase):
         address = started.connector.address
         try:
             upstream_answer = await self._upstream_call(call.action, call.payload, listen_late=True)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
             sequence = None
             async with self.edge.unit() as session:
@@ -526,7 +553,7 @@ class StationLink(LinkBase):
         payload = relaying.rewrite_for_upstream(call.action, call.payload, ids)
         try:
             await self._upstream_call(call.action, payload, listen_late=True)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             if proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE:
                 now = self.edge.clock.now()
                 async with self.edge.unit() as session:
@@ -536,12 +563,10 @@ class StationLink(LinkBase):
                 self._queued(sequence, failed.late_answer)
         return {}
 
-    def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
-        if self.upstream is not None:
-            self.upstream.enqueued(sequence, late_answer)
 
+class UpstreamFailed(Exception):
+    """A call to the upstream got no answer the station can have: `kind` says why (proxy Rule 4)."""
 
-class _UpstreamFailed(Exception):
     def __init__(
         self,
         kind: UpstreamFailure,

@@ -56,7 +56,7 @@ class DemoFleet:
 
     def described(self) -> str:
         """The stations for the demo's banner, by generation: the 1.6 ones go through the upstream CPO, and the edge
-        is the 2.0.1 station's central system (there is no 2.0.1 upstream link)."""
+        is the 2.0.1 station's central system (the demo's upstream, a 1.6 simulator, takes 1.6 only)."""
         by_16 = [station_id for station_id, _, speaks_201 in self.stations if not speaks_201]
         by_201 = [station_id for station_id, _, speaks_201 in self.stations if speaks_201]
         parts = [f"{' and '.join(by_16)} (OCPP 1.6J, through the upstream CPO)"]
