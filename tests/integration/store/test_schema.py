@@ -467,3 +467,21 @@ async def test_sites_stored_before_circuits_have_none_and_their_stations_hang_on
         assert not {"circuits", "grid_meters", "station_circuits"} & await table_names(store)
     finally:
         await store.dispose()
+
+
+async def test_stores_before_power_allowances_start_with_none_and_roll_back_cleanly(empty_database_url: str) -> None:
+    tables = {"power_allowances", "station_profile_answers", "upstream_charging_profiles", "power_leases"}
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0029")
+        await execute(store, *AN_APPLICATION[:1])
+        await schema.upgrade(store, "0032")
+        async with store.engine.connect() as connection:
+            counts = [
+                (await connection.execute(text(f"SELECT count(*) FROM {t}"))).scalar_one() for t in sorted(tables)
+            ]
+        assert counts == [0, 0, 0, 0]
+        await schema.downgrade(store, "0029")
+        assert not tables & await table_names(store)
+    finally:
+        await store.dispose()
