@@ -1,0 +1,113 @@
+"""Site power on the wire (decisions.md "Site power"): the allocator's decisions reach real 1.6 connections as
+charging profiles, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from chargenet.domain.charging_profiles import TX, TX_DEFAULT
+from chargenet.edge.power import PowerController
+from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.station import SimulatedStation
+from chargenet.store.models import Circuit, PowerAllowance, StationCircuit
+from tests.integration.edge.conftest import Served, manual_clock
+from tests.support.processes import eventually
+
+LIMIT_A = 20.0
+
+
+async def limit_the_site(served: Served, station_id: str = "CS-1") -> None:
+    """A grid connection of 20 A per phase, the station on it with its three phases."""
+    now = served.context.clock.now()
+    async with served.context.store.transaction() as session:
+        session.add(
+            Circuit(
+                id="circuit_grid",
+                site_id=served.tenant.site_id,
+                name="Grid",
+                limit_a=LIMIT_A,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        await session.flush()
+        session.add(StationCircuit(station_id=station_id, circuit_id="circuit_grid", phases="L1L2L3", updated_at=now))
+
+
+def limit_on(station: SimulatedStation, connector_id: int, purpose: str) -> float | None:
+    profile = station.profiles.in_force(connector_id, purpose)
+    if profile is None:
+        return None
+    return float(profile["chargingSchedule"]["chargingSchedulePeriod"][0]["limit"])
+
+
+async def test_sessions_on_a_limited_circuit_share_it_and_a_restart_keeps_their_allowances(
+    served_manual: Served,
+) -> None:
+    served = served_manual
+    await limit_the_site(served)
+    station = served.station()
+    await station.connect()
+    await station.boot()
+    # Every connector holds a safe default: as many 6 A as fit under the limit.
+    await eventually(lambda: [limit_on(station, c, TX_DEFAULT) for c in (1, 2)] == [6.0, 6.0])
+
+    first = int((await station.start(1, "TAG1"))["transactionId"])
+    second = int((await station.start(2, "TAG2"))["transactionId"])
+    await eventually(lambda: [limit_on(station, c, TX) for c in (1, 2)] == [10.0, 10.0])
+    assert station.current_a(1) + station.current_a(2) <= LIMIT_A
+
+    # One ends: the other gets what it leaves once the station may be sent an increase (30 s after the last).
+    await station.stop(first, 1000)
+    await asyncio.sleep(0)
+    manual_clock(served).advance(31)
+    await eventually(lambda: limit_on(station, 2, TX) == 20.0)
+    assert station.current_a(2) == 20.0
+
+    # A process started afresh resumes from the stored allowances: nothing to send, the site still under its limit.
+    async with served.context.store.read() as session:
+        stored = {row.transaction_id: row.amps for row in await session.scalars(select(PowerAllowance))}
+    assert stored == {second: 20.0}
+    restarted = PowerController(served.edge, owner="another-process")
+    sent_before = len(station.received_calls)
+    result = await restarted.run_site(served.tenant.site_id)
+    assert [(a.session_id, a.amps, a.send) for a in result.allowances] == [(str(second), 20.0, False)]
+    assert len(station.received_calls) == sent_before
+    await station.close()
+
+
+async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cpo: SimulatedCentralSystem) -> None:
+    await limit_the_site(served)
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    await station.boot()
+    started = int((await station.start(1, "TAG1"))["transactionId"])
+    await eventually(lambda: limit_on(station, 1, TX) == LIMIT_A)
+    upstream_id = 90001  # the upstream simulator's first transaction id
+    lower = {
+        "connectorId": 1,
+        "csChargingProfiles": {
+            "chargingProfileId": 5,
+            "transactionId": upstream_id,
+            "stackLevel": 2,
+            "chargingProfilePurpose": TX,
+            "chargingProfileKind": "Relative",
+            "chargingSchedule": {"chargingRateUnit": "A", "chargingSchedulePeriod": [{"startPeriod": 0, "limit": 8}]},
+        },
+    }
+    answer = await cpo.call("CS-1", "SetChargingProfile", lower)
+    assert answer[2] == {"status": "Accepted"}
+    assert limit_on(station, 1, TX) == 8.0
+    assert station.current_a(1) == 8.0
+    # One profile per purpose: the merge replaced the edge's, it did not stack beside it.
+    assert [p.profile["transactionId"] for p in station.profiles.kept if p.purpose == TX] == [started]
+
+    # Cleared by the upstream: the edge's own limit comes back rather than none.
+    answer = await cpo.call("CS-1", "ClearChargingProfile", {"id": 5})
+    assert answer[2] == {"status": "Accepted"}
+    assert limit_on(station, 1, TX) == LIMIT_A
+    await station.close()
