@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from chargenet.domain.charging_profiles import TX, TX_DEFAULT
@@ -36,6 +38,14 @@ async def limit_the_site(served: Served, station_id: str = "CS-1") -> None:
         session.add(StationCircuit(station_id=station_id, circuit_id="circuit_grid", phases="L1L2L3", updated_at=now))
 
 
+def sample(metrics: str, name: str, labels: dict[str, str]) -> float | None:
+    for family in text_string_to_metric_families(metrics):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return float(found.value)
+    return None
+
+
 def limit_on(station: SimulatedStation, connector_id: int, purpose: str) -> float | None:
     profile = station.profiles.in_force(connector_id, purpose)
     if profile is None:
@@ -58,6 +68,12 @@ async def test_sessions_on_a_limited_circuit_share_it_and_a_restart_keeps_their_
     second = int((await station.start(2, "TAG2"))["transactionId"])
     await eventually(lambda: [limit_on(station, c, TX) for c in (1, 2)] == [10.0, 10.0])
     assert station.current_a(1) + station.current_a(2) <= LIMIT_A
+    async with httpx.AsyncClient() as client:
+        metrics = (await client.get(f"{served.http_url}/metrics")).text
+    circuit = {"site": served.tenant.site_id, "circuit": "circuit_grid"}
+    assert sample(metrics, "chargenet_site_power_limit_amperes", circuit) == LIMIT_A
+    assert sample(metrics, "chargenet_site_power_allocated_amperes", {**circuit, "phase": "L2"}) == 20.0
+    assert sample(metrics, "chargenet_site_sessions_paused", circuit) == 0
 
     # One ends: the other gets what it leaves once the station may be sent an increase (30 s after the last).
     await station.stop(first, 1000)
