@@ -155,7 +155,7 @@ class PowerController(LoopWorker):
                 )
         async with self.store.read() as session:
             site_ids = sorted(set(await session.scalars(select(Circuit.site_id))))
-        held = await self._hold(site_ids, now)
+        held = await self.hold(site_ids, now)
         for gone in set(self.figures) - set(held):
             del self.figures[gone]
         for site_id in held:
@@ -171,7 +171,9 @@ class PowerController(LoopWorker):
                 update(PowerLease).where(PowerLease.owner == self.owner).values(owner=None, expires_at=None)
             )
 
-    async def _hold(self, site_ids: list[str], now: datetime) -> list[str]:
+    async def hold(self, site_ids: list[str], now: datetime) -> list[str]:
+        """The sites of `site_ids` whose rounds this process runs now: on PostgreSQL those whose lease it renewed
+        or took; on SQLite, every one."""
         if self.store.dialect != "postgresql" or not site_ids:
             return site_ids
         async with self.store.transaction() as session:

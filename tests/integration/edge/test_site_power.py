@@ -82,13 +82,22 @@ async def test_sessions_on_a_limited_circuit_share_it_and_a_restart_keeps_their_
     await eventually(lambda: limit_on(station, 2, TX) == 20.0)
     assert station.current_a(2) == 20.0
 
-    # A process started afresh resumes from the stored allowances: nothing to send, the site still under its limit.
+    # Another process runs the site's rounds only once this one has let it go (PostgreSQL; SQLite is one process),
+    # and resumes from the stored allowances: nothing to send, the site still under its limit.
     async with served.context.store.read() as session:
         stored = {row.transaction_id: row.amps for row in await session.scalars(select(PowerAllowance))}
     assert stored == {second: 20.0}
+    site_id, now = served.tenant.site_id, served.context.clock.now()
     restarted = PowerController(served.edge, owner="another-process")
+    running = served.edge.power
+    assert running is not None
+    if served.context.store.dialect == "postgresql":
+        assert await running.hold([site_id], now) == [site_id]  # renewed, as each of its rounds does
+        assert await restarted.hold([site_id], now) == []
+        await running.release()
+    assert await restarted.hold([site_id], now) == [site_id]
     sent_before = len(station.received_calls)
-    result = await restarted.run_site(served.tenant.site_id)
+    result = await restarted.run_site(site_id)
     assert [(a.session_id, a.amps, a.send) for a in result.allowances] == [(str(second), 20.0, False)]
     assert len(station.received_calls) == sent_before
     await station.close()
