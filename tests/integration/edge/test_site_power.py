@@ -12,9 +12,10 @@ from sqlalchemy import select
 from chargenet.domain.charging_profiles import TX, TX_DEFAULT
 from chargenet.edge.power import PowerController
 from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import Circuit, PowerAllowance, StationCircuit
-from tests.integration.edge.conftest import Served, manual_clock
+from tests.integration.edge.conftest import PASSWORD, Served, manual_clock
 from tests.support.processes import eventually
 
 LIMIT_A = 20.0
@@ -44,6 +45,11 @@ def sample(metrics: str, name: str, labels: dict[str, str]) -> float | None:
             if found.name == name and found.labels == labels:
                 return float(found.value)
     return None
+
+
+def watts(amps: float) -> float:
+    """What a three-phase vehicle held to `amps` per phase draws, as the 2.0.1 simulator counts it."""
+    return amps * 230.0 * 3
 
 
 def limit_on(station: SimulatedStation, connector_id: int, purpose: str) -> float | None:
@@ -135,4 +141,20 @@ async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cp
     answer = await cpo.call("CS-1", "ClearChargingProfile", {"id": 5})
     assert answer[2] == {"status": "Accepted"}
     assert limit_on(station, 1, TX) == LIMIT_A
+    await station.close()
+
+
+async def test_a_2_0_1_station_holds_its_safe_defaults_and_charges_within_its_allowance(served: Served) -> None:
+    await served.add_station("CS-201", password=PASSWORD, charge_points=2, connectors=1)
+    await limit_the_site(served, "CS-201")
+    station = SimulatedStation201(served.ocpp_url, "CS-201", PASSWORD)
+    await station.connect()
+    await station.boot()
+    await eventually(lambda: [station.power_w(evse) for evse in (1, 2)] == [watts(6.0), watts(6.0)])
+
+    await station.cable_in(1)
+    await station.badge(1, "TAG1")
+    await station.begin(1, "TAG1")
+    await eventually(lambda: station.power_w(1) == watts(LIMIT_A))
+    assert station.power_w(2) == watts(6.0)
     await station.close()
