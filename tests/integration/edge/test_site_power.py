@@ -3,14 +3,14 @@ charging profiles, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from chargenet.domain.charging_profiles import TX, TX_DEFAULT
 from chargenet.edge.power import PowerController
+from chargenet.services.callers import OPERATOR
+from chargenet.services.site_power import site_power
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.station import SimulatedStation
@@ -83,8 +83,13 @@ async def test_sessions_on_a_limited_circuit_share_it_and_a_restart_keeps_their_
 
     # One ends: the other gets what it leaves once the station may be sent an increase (30 s after the last).
     await station.stop(first, 1000)
-    await asyncio.sleep(0)
+    await served.edge.message_log.run_once()  # the store shows the station connected now, not within a second
+    async with served.context.store.read() as session:
+        view = await site_power(session, OPERATOR, served.tenant.site_id, now=served.context.clock.now())
+    assert [(s.transaction_id, s.allowance_amps) for s in view.sessions] == [(second, 10.0)]  # what it holds yet
     manual_clock(served).advance(31)
+    assert served.edge.power is not None
+    served.edge.power.poke(served.tenant.site_id)  # its next timed round, whether or not its sleep had begun
     await eventually(lambda: limit_on(station, 2, TX) == 20.0)
     assert station.current_a(2) == 20.0
 
