@@ -14,7 +14,7 @@ from chargenet.services.site_power import site_power
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.station import SimulatedStation
-from chargenet.store.models import Circuit, PowerAllowance, StationCircuit
+from chargenet.store.models import Circuit, PowerAllowance, StationCircuit, StationProfileAnswer
 from tests.integration.edge.conftest import PASSWORD, Served, manual_clock
 from tests.support.processes import eventually
 
@@ -35,7 +35,13 @@ async def limit_the_site(served: Served, station_id: str = "CS-1") -> None:
                 updated_at=now,
             )
         )
-        await session.flush()
+    await place(served, station_id)
+
+
+async def place(served: Served, station_id: str) -> None:
+    """The station on the site's grid connection, with its three phases."""
+    now = served.context.clock.now()
+    async with served.context.store.transaction() as session:
         session.add(StationCircuit(station_id=station_id, circuit_id="circuit_grid", phases="L1L2L3", updated_at=now))
 
 
@@ -149,7 +155,7 @@ async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cp
     await station.close()
 
 
-async def test_a_2_0_1_station_holds_its_safe_defaults_and_charges_within_its_allowance(served: Served) -> None:
+async def test_a_2_0_1_station_charges_within_its_allowance_beside_one_that_refuses_profiles(served: Served) -> None:
     await served.add_station("CS-201", password=PASSWORD, charge_points=2, connectors=1)
     await limit_the_site(served, "CS-201")
     station = SimulatedStation201(served.ocpp_url, "CS-201", PASSWORD)
@@ -162,4 +168,17 @@ async def test_a_2_0_1_station_holds_its_safe_defaults_and_charges_within_its_al
     await station.begin(1, "TAG1")
     await eventually(lambda: station.power_w(1) == watts(LIMIT_A))
     assert station.power_w(2) == watts(6.0)
+
+    # A station that refuses profiles is counted at its full rating: a session there leaves no room for this one.
+    await place(served, "CS-1")
+    refusing = served.station()
+    refusing.answers["SetChargingProfile"] = lambda _: {"status": "Rejected"}
+    await refusing.connect()
+    await refusing.boot()
+    await refusing.start(1, "TAG2")
+    await eventually(lambda: station.power_w(1) == 0)
+    async with served.context.store.read() as session:
+        answer = await session.get(StationProfileAnswer, "CS-1")
+    assert answer is not None and answer.answer == "Rejected"
+    await refusing.close()
     await station.close()
