@@ -125,7 +125,6 @@ class PowerController(LoopWorker):
         self.settings = settings
         self.owner = owner or process_owner()
         self.figures: dict[str, SiteFigures] = {}
-        self.rounds = 0
         self._wake = asyncio.Event()
         self._reconnected: set[str] = set()
 
@@ -159,8 +158,11 @@ class PowerController(LoopWorker):
         for gone in set(self.figures) - set(held):
             del self.figures[gone]
         for site_id in held:
-            await self.run_site(site_id)
-        self.rounds += 1
+            try:
+                await self.run_site(site_id)
+            except Exception:
+                # One site's failure (logged) leaves the others' rounds running.
+                log.exception("a site power round failed", extra={"fields": {"site": site_id}})
 
     async def release(self) -> None:
         """Give up this process's leases (on shutdown), so that another runs its sites at once."""
