@@ -362,6 +362,7 @@ class Station201Link(LinkBase):
             self._connectors.clear()
             self._derived.clear()
             raise
+        self.edge.power_changed(self.station.site_id)  # a transaction began or ended: the site's rounds run at once
         if isinstance(planned, te.Start) and decision is not None:
             return {"idTokenInfo": render.id_token_info(decision)}, sequence
         return {}, sequence
