@@ -126,6 +126,20 @@ def show(keys: KeyStore, company_id: str) -> CaSummary | None:
     return summary(x509.load_pem_x509_certificate(path.read_bytes()))
 
 
+def signing_pair(
+    keys: KeyStore, company_id: str
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey] | None:
+    """The company's CA certificate and its private key, to sign its stations' certificates; None without a CA."""
+    certificate_path = keys.directory / certificate_name(company_id)
+    if not certificate_path.exists():
+        return None
+    certificate = x509.load_pem_x509_certificate(certificate_path.read_bytes())
+    key = serialization.load_pem_private_key((keys.directory / key_name(company_id)).read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        return None  # `create` and `import_ca` keep no other kind
+    return certificate, key
+
+
 def summary(certificate: x509.Certificate) -> CaSummary:
     digest = hashlib.sha256(certificate.public_bytes(serialization.Encoding.DER)).hexdigest().upper()
     return CaSummary(
