@@ -20,6 +20,7 @@ from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
+from chargenet.edge.certificates import StationCertificates
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
 from chargenet.edge.core.status import TransitionCounts
@@ -85,6 +86,7 @@ class Edge:
         self.time_upstream_call = time_upstream_call
         self.security_events = SecurityEvents()
         self.admission = Admission(store, keys, trusted_proxies)
+        self.certificates = StationCertificates(keys, clock, self.unit)
         self._links: dict[str, LinkBase] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.
@@ -111,6 +113,11 @@ class Edge:
 
     def is_connected(self, station_id: str) -> bool:
         return station_id in self._links
+
+    def generation_of(self, station_id: str) -> str | None:
+        """The generation the station speaks on this process's connection to it; None when it has none."""
+        link = self._links.get(station_id)
+        return None if link is None else link.generation
 
     async def attach(
         self,
