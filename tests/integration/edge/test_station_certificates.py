@@ -1,0 +1,146 @@
+"""Station certificates with an OCPP 2.0.1 station, the `ocpp` package's own v201 `ChargePoint` over real WebSockets,
+on SQLite and on PostgreSQL: its CSR signed and its certificate sent back in CertificateSigned, the certificate
+commands of the API in 2.0.1's words, and the renewal asked ahead of expiry as the clock moves.
+(A 1.6 station's SignCertificate story, over TLS at profile 3, is in test_security_profiles.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from cryptography import x509
+from ocpp.charge_point import snake_to_camel_case
+from ocpp.routing import on
+from ocpp.v201 import ChargePoint, call, call_result
+
+from chargenet.clock import ManualClock
+from chargenet.edge.certificates import CertificateRenewal
+from chargenet.keys import station_ca
+from chargenet.simulators.station import Payload
+from tests.factories import partner_token
+from tests.integration.edge.conftest import Served
+from tests.integration.edge.test_ocpp201 import station_201
+from tests.support.certificates import make_ca, make_csr
+
+HASH_DATA = {"hashAlgorithm": "SHA256", "issuerNameHash": "6f1a", "issuerKeyHash": "9c2b", "serialNumber": "1A2B"}
+
+
+class CertificateStation(ChargePoint):
+    """A 2.0.1 station that takes its certificates and keeps what it was sent, in the payload's own words."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.received: list[tuple[str, dict[str, Any]]] = []
+        self.signed: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def _got(self, action: str, **payload: Any) -> None:
+        self.received.append((action, snake_to_camel_case(payload)))
+
+    @on("CertificateSigned")
+    def certificate_signed(self, **payload: Any) -> call_result.CertificateSigned:
+        self.signed.put_nowait(snake_to_camel_case(payload))
+        return call_result.CertificateSigned(status="Accepted")
+
+    @on("InstallCertificate")
+    def install(self, **payload: Any) -> call_result.InstallCertificate:
+        self._got("InstallCertificate", **payload)
+        return call_result.InstallCertificate(status="Accepted")
+
+    @on("GetInstalledCertificateIds")
+    def installed(self, **payload: Any) -> call_result.GetInstalledCertificateIds:
+        self._got("GetInstalledCertificateIds", **payload)
+        hash_data = {"hash_algorithm": "SHA256", "issuer_name_hash": "6f1a", "issuer_key_hash": "9c2b"}
+        chain = [
+            {"certificate_type": "CSMSRootCertificate", "certificate_hash_data": {**hash_data, "serial_number": "1A2B"}}
+        ]
+        return call_result.GetInstalledCertificateIds(status="Accepted", certificate_hash_data_chain=chain)
+
+    @on("DeleteCertificate")
+    def delete(self, **payload: Any) -> call_result.DeleteCertificate:
+        self._got("DeleteCertificate", **payload)
+        return call_result.DeleteCertificate(status="Accepted")
+
+    @on("TriggerMessage")
+    def trigger(self, **payload: Any) -> call_result.TriggerMessage:
+        self._got("TriggerMessage", **payload)
+        return call_result.TriggerMessage(status="Accepted")
+
+
+async def test_a_2_0_1_station_gets_its_certificate_signed_managed_and_renewed_ahead_of_expiry(served: Served) -> None:
+    station_ca.create(served.context.keys, served.tenant.company_id, "Acme", now=served.context.clock.now())
+    ca = station_ca.show(served.context.keys, served.tenant.company_id)
+    assert ca is not None
+    reader = await partner_token(served.context, served.tenant.company_id, ["charge-points:read"])
+    api = httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {served.token}"}, timeout=10
+    )
+    # The renewal's own clock, moved by the test: the station's connection lives by the served app's.
+    clock = ManualClock(served.context.clock.now())
+    renewal = CertificateRenewal(served.context.store, clock, served.edge, served.edge.certificates)
+    async with api, station_201(served, kind=CertificateStation) as (point, _):
+        await point.call(call.BootNotification(charging_station={"vendorName": "V", "model": "M"}, reason="PowerUp"))
+        await served.edge.message_log.run_once()  # the store shows it connected over 2.0.1 now
+
+        # SignCertificate -> Accepted, then CertificateSigned with the chain; a V2G CSR is never signed here.
+        v2g = await point.call(call.SignCertificate(csr=make_csr("CS-1").pem, certificate_type="V2GCertificate"))
+        assert v2g.status == "Rejected"
+        csr = make_csr("CS-1")
+        assert (await point.call(call.SignCertificate(csr=csr.pem))).status == "Accepted"
+        signed: Payload = await asyncio.wait_for(point.signed.get(), 10)
+        assert signed["certificateType"] == "ChargingStationCertificate"
+        chain = x509.load_pem_x509_certificates(signed["certificateChain"].encode())
+        certificate, issuer = chain
+        assert issuer == x509.load_pem_x509_certificate(ca.certificate_pem.encode())
+        certificate.verify_directly_issued_by(issuer)
+        assert certificate.public_key() == x509.load_pem_x509_csr(csr.pem.encode()).public_key()
+        assert point.signed.empty()
+
+        listed = await api.get("/stations/CS-1/certificates", headers={"Authorization": f"Bearer {reader}"})
+        assert listed.status_code == 200
+        serial = format(certificate.serial_number, "X")
+        assert [(item["serial"], item["notAfter"]) for item in listed.json()] == [
+            (serial, certificate.not_valid_after_utc.isoformat())
+        ]
+
+        # The commands, in 2.0.1's words.
+        root = make_ca("Central system root").certificate_pem.decode()
+        body = {"certificateType": "CentralSystemRootCertificate", "certificate": root}
+        assert (await api.post("/stations/CS-1/install-certificate", json=body)).json() == {"status": "Accepted"}
+        garbage = await api.post("/stations/CS-1/install-certificate", json={**body, "certificate": "not a PEM"})
+        assert garbage.status_code == 422
+        installed = await api.post(
+            "/stations/CS-1/installed-certificates", json={"certificateType": "CentralSystemRootCertificate"}
+        )
+        assert installed.json()["certificateHashDataChain"][0]["certificateHashData"]["serialNumber"] == "1A2B"
+        deleted = await api.post("/stations/CS-1/delete-certificate", json={"certificateHashData": HASH_DATA})
+        assert deleted.json() == {"status": "Accepted"}
+        assert (await api.post("/stations/CS-1/request-csr")).json() == {"status": "Accepted"}
+        assert point.received == [
+            ("InstallCertificate", {"certificateType": "CSMSRootCertificate", "certificate": root}),
+            ("GetInstalledCertificateIds", {"certificateType": ["CSMSRootCertificate"]}),
+            ("DeleteCertificate", {"certificateHashData": HASH_DATA}),
+            ("TriggerMessage", {"requestedMessage": "SignChargingStationCertificate"}),
+        ]
+        point.received.clear()
+
+        # Renewal: not asked early, asked once within 30 days of expiry, and counted within 14.
+        await renewal.run_once()
+        assert point.received == [] and served.edge.certificates.expiring_soon == 0
+        clock.set(certificate.not_valid_after_utc - timedelta(days=29))
+        await renewal.run_once()
+        await renewal.run_once()
+        assert point.received == [("TriggerMessage", {"requestedMessage": "SignChargingStationCertificate"})]
+        assert served.edge.certificates.expiring_soon == 0
+        clock.set(certificate.not_valid_after_utc - timedelta(days=13))
+        await renewal.run_once()
+        assert len(point.received) == 2 and served.edge.certificates.expiring_soon == 1
+
+        # The station renews (signed by the served app's clock, today): on a look the same day, its new
+        # certificate is the latest and nothing is due any more.
+        assert (await point.call(call.SignCertificate(csr=make_csr("CS-1").pem))).status == "Accepted"
+        await asyncio.wait_for(point.signed.get(), 10)
+        clock.set(served.context.clock.now())
+        await renewal.run_once()
+        assert len(point.received) == 2 and served.edge.certificates.expiring_soon == 0
