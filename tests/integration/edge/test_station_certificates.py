@@ -1,7 +1,8 @@
-"""Station certificates with an OCPP 2.0.1 station, the `ocpp` package's own v201 `ChargePoint` over real WebSockets,
-on SQLite and on PostgreSQL: its CSR signed and its certificate sent back in CertificateSigned, the certificate
-commands of the API in 2.0.1's words, and the renewal asked ahead of expiry as the clock moves.
-(A 1.6 station's SignCertificate story, over TLS at profile 3, is in test_security_profiles.py.)"""
+"""Station certificates over real WebSockets, on SQLite and on PostgreSQL: a 2.0.1 station (the `ocpp` package's own
+v201 `ChargePoint`) gets its CSR signed and its certificate in CertificateSigned, the API's certificate commands in
+2.0.1's words, and a renewal asked ahead of expiry as the renewal's clock moves; a 1.6 station (the simulator) gets
+the commands in 1.6's words, and a site that relays CSRs to its upstream keeps them from the edge. (A 1.6 station's
+SignCertificate story, over TLS at profile 3, is in test_security_profiles.py.)"""
 
 from __future__ import annotations
 
@@ -14,15 +15,19 @@ from cryptography import x509
 from ocpp.charge_point import snake_to_camel_case
 from ocpp.routing import on
 from ocpp.v201 import ChargePoint, call, call_result
+from sqlalchemy import select
 
 from chargenet.clock import ManualClock
 from chargenet.edge.certificates import CertificateRenewal
 from chargenet.keys import station_ca
+from chargenet.services import station_certificates
+from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload
+from chargenet.store.models import AuditRecord, Site, StationCertificate
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_ocpp201 import station_201
-from tests.support.certificates import make_ca, make_csr
+from tests.support.certificates import issue, make_ca, make_csr
 
 HASH_DATA = {"hashAlgorithm": "SHA256", "issuerNameHash": "6f1a", "issuerKeyHash": "9c2b", "serialNumber": "1A2B"}
 
@@ -144,3 +149,70 @@ async def test_a_2_0_1_station_gets_its_certificate_signed_managed_and_renewed_a
         clock.set(served.context.clock.now())
         await renewal.run_once()
         assert len(point.received) == 2 and served.edge.certificates.expiring_soon == 0
+
+
+async def test_a_1_6_station_is_sent_the_certificate_commands_in_its_words_and_a_relaying_site_keeps_them(
+    served: Served,
+) -> None:
+    station = served.station()
+    station.answers.update(
+        {
+            "InstallCertificate": lambda _: {"status": "Accepted"},
+            "GetInstalledCertificateIds": lambda _: {"status": "Accepted", "certificateHashData": [HASH_DATA]},
+            "DeleteCertificate": lambda _: {"status": "Accepted"},
+            "ExtendedTriggerMessage": lambda _: {"status": "Accepted"},
+        }
+    )
+    api = httpx.AsyncClient(
+        base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {served.token}"}, timeout=10
+    )
+    root = make_ca("Central system root").certificate_pem.decode()
+    async with api:
+        await station.connect()
+        body = {"certificateType": "CentralSystemRootCertificate", "certificate": root}
+        assert (await api.post("/stations/CS-1/install-certificate", json=body)).json() == {"status": "Accepted"}
+        v2g_root = await api.post(
+            "/stations/CS-1/install-certificate", json={**body, "certificateType": "V2GRootCertificate"}
+        )
+        leaf = await api.post(
+            "/stations/CS-1/install-certificate",
+            json={**body, "certificate": issue(make_ca(), "CS-9").certificate_pem.decode()},
+        )
+        assert (v2g_root.status_code, leaf.status_code) == (422, 422)
+        installed = await api.post(
+            "/stations/CS-1/installed-certificates", json={"certificateType": "ManufacturerRootCertificate"}
+        )
+        assert installed.json() == {"status": "Accepted", "certificateHashData": [HASH_DATA]}
+        await api.post("/stations/CS-1/delete-certificate", json={"certificateHashData": HASH_DATA})
+        assert (await api.post("/stations/CS-1/request-csr")).json() == {"status": "Accepted"}
+        assert station.received_calls == [
+            ("InstallCertificate", {"certificateType": "CentralSystemRootCertificate", "certificate": root}),
+            ("GetInstalledCertificateIds", {"certificateType": "ManufacturerRootCertificate"}),
+            ("DeleteCertificate", {"certificateHashData": HASH_DATA}),
+            ("ExtendedTriggerMessage", {"requestedMessage": "SignChargePointCertificate"}),
+        ]
+        async with served.context.store.read() as session:
+            audited = list(
+                await session.scalars(
+                    select(AuditRecord.detail).where(AuditRecord.action == "station.install-certificate")
+                )
+            )
+        assert len(audited) == 2 and "refused" in audited[1] and "fingerprint" in audited[0]
+        await station.close()
+
+        # A site relaying its stations' CSRs to its upstream: away, the CSR is refused; the upstream manages them.
+        async with served.context.store.transaction() as session:
+            site = await session.get(Site, served.tenant.site_id)
+            assert site is not None
+            site.upstream_url = "ws://127.0.0.1:9/ocpp"  # nobody listens there
+            await station_certificates.set_csr_handling(
+                session, OPERATOR, site_id=site.id, handling="relay", now=served.context.clock.now()
+            )
+        station_ca.create(served.context.keys, served.tenant.company_id, "Acme", now=served.context.clock.now())
+        station = served.station()
+        await station.connect()
+        assert await station.call("SignCertificate", {"csr": make_csr("CS-1").pem}) == {"status": "Rejected"}
+        assert (await api.post("/stations/CS-1/request-csr")).status_code == 409
+        await station.close()
+    async with served.context.store.read() as session:
+        assert list(await session.scalars(select(StationCertificate))) == []
