@@ -69,6 +69,7 @@ from chargenet.services import (
     companies,
     localauth,
     sites,
+    station_certificates,
     station_commands,
     station_notices,
     stations,
@@ -224,6 +225,7 @@ async def _station_page(
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
         active = await transactions.active_on_station(session, signed.caller, station_id)
         notices = await station_notices.recent_notices(session, signed.caller, station_id)
+        certificates = await station_certificates.list_certificates(session, signed.caller, station_id)
         speaks_201 = state.ocpp_version == OCPP201
         device_model = None
         if speaks_201:
@@ -240,6 +242,7 @@ async def _station_page(
         "points": points,
         "state": state,
         "notices": notices,
+        "certificates": certificates,
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,
