@@ -50,6 +50,10 @@ class StationCertificateView(View):
     renewal_asked_at: Instant | None
 
 
+class StationCertificates(View):
+    items: list[StationCertificateView]  # the one expiring last first
+
+
 def _view(row: StationCertificate) -> StationCertificateView:
     return StationCertificateView(
         serial=row.serial,
@@ -61,15 +65,15 @@ def _view(row: StationCertificate) -> StationCertificateView:
     )
 
 
-async def list_certificates(session: AsyncSession, caller: Caller, station_id: str) -> list[StationCertificateView]:
-    """The certificates signed for the station, the one expiring last first."""
+async def list_certificates(session: AsyncSession, caller: Caller, station_id: str) -> StationCertificates:
+    """The certificates signed for the station, the one expiring last first (a station renews about once a year)."""
     await reachable_station(session, caller, Scope.CHARGE_POINTS_READ, station_id)
     rows = await session.scalars(
         select(StationCertificate)
         .where(StationCertificate.station_id == station_id)
         .order_by(StationCertificate.not_after.desc())
     )
-    return [_view(row) for row in rows]
+    return StationCertificates(items=[_view(row) for row in rows])
 
 
 async def set_csr_handling(

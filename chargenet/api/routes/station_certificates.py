@@ -20,7 +20,7 @@ from chargenet.domain.certificate_commands import RootType
 from chargenet.domain.scopes import Scope
 from chargenet.services import station_certificates
 from chargenet.services.callers import ApiApplication
-from chargenet.services.station_certificates import StationCertificateView
+from chargenet.services.station_certificates import StationCertificates
 
 router = APIRouter(tags=["station certificates"])
 
@@ -108,8 +108,8 @@ class CsrHandlingBody(_Body):
     )
 
 
-@router.get("/stations/{station_id}/certificates", response_model=list[StationCertificateView])
-async def certificates(station_id: str, context: Context, caller: Reader) -> list[StationCertificateView]:
+@router.get("/stations/{station_id}/certificates", response_model=StationCertificates)
+async def certificates(station_id: str, context: Context, caller: Reader) -> StationCertificates:
     """The certificates the company's station CA signed for the station, the one expiring last first."""
     async with context.store.read() as session:
         return await station_certificates.list_certificates(session, caller, station_id)

@@ -56,11 +56,11 @@ def _list(args: argparse.Namespace) -> None:
     from chargenet.services import station_certificates
     from chargenet.services.callers import OPERATOR
 
-    async def run(context: AppContext) -> list[station_certificates.StationCertificateView]:
+    async def run(context: AppContext) -> station_certificates.StationCertificates:
         async with context.store.read() as session:
             return await station_certificates.list_certificates(session, OPERATOR, args.station_id)
 
-    emit_views(args, run_with_context(args, run), ["serial", "subject", "not_after", "issued_at"])
+    emit_views(args, run_with_context(args, run).items, ["serial", "subject", "not_after", "issued_at"])
 
 
 def _command(

@@ -225,7 +225,7 @@ async def _station_page(
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
         active = await transactions.active_on_station(session, signed.caller, station_id)
         notices = await station_notices.recent_notices(session, signed.caller, station_id)
-        certificates = await station_certificates.list_certificates(session, signed.caller, station_id)
+        certificates = (await station_certificates.list_certificates(session, signed.caller, station_id)).items
         speaks_201 = state.ocpp_version == OCPP201
         device_model = None
         if speaks_201:

@@ -105,7 +105,7 @@ async def test_a_2_0_1_station_gets_its_certificate_signed_managed_and_renewed_a
         listed = await api.get("/stations/CS-1/certificates", headers={"Authorization": f"Bearer {reader}"})
         assert listed.status_code == 200
         serial = format(certificate.serial_number, "X")
-        assert [(item["serial"], item["notAfter"]) for item in listed.json()] == [
+        assert [(item["serial"], item["notAfter"]) for item in listed.json()["items"]] == [
             (serial, certificate.not_valid_after_utc.isoformat())
         ]
 
