@@ -1,7 +1,8 @@
 """Station certificates over real WebSockets, on SQLite and on PostgreSQL: a 2.0.1 station (the `ocpp` package's own
 v201 `ChargePoint`) gets its CSR signed and its certificate in CertificateSigned, the API's certificate commands in
 2.0.1's words, and a renewal asked ahead of expiry as the renewal's clock moves; a 1.6 station (the simulator) gets
-the commands in 1.6's words, and a site that relays CSRs to its upstream keeps them from the edge. (A 1.6 station's
+the commands in 1.6's words; a site that relays CSRs to its upstream keeps them from the edge, and a 2.0.1 upstream
+gets them. (A 1.6 station's
 SignCertificate story, over TLS at profile 3, is in test_security_profiles.py.)"""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy import select
 
 from chargenet.clock import ManualClock
 from chargenet.edge.certificates import CertificateRenewal
+from chargenet.edge.core.authorize import UpstreamState
 from chargenet.keys import station_ca
 from chargenet.services import station_certificates
 from chargenet.services.callers import OPERATOR
@@ -27,6 +29,8 @@ from chargenet.store.models import AuditRecord, Site, StationCertificate
 from tests.factories import partner_token
 from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_ocpp201 import station_201
+from tests.integration.edge.test_ocpp201_upstream import Csms, Upstream201
+from tests.integration.edge.test_upstream import settle
 from tests.support.certificates import issue, make_ca, make_csr
 
 HASH_DATA = {"hashAlgorithm": "SHA256", "issuerNameHash": "6f1a", "issuerKeyHash": "9c2b", "serialNumber": "1A2B"}
@@ -216,3 +220,48 @@ async def test_a_1_6_station_is_sent_the_certificate_commands_in_its_words_and_a
         await station.close()
     async with served.context.store.read() as session:
         assert list(await session.scalars(select(StationCertificate))) == []
+
+
+class SigningCsms(Csms):
+    """An upstream CSMS with its own CA: it takes a station's CSR and sends CertificateSigned after its answer."""
+
+    @on("SignCertificate")
+    async def on_sign_certificate(self, csr: str, **fields: Any) -> call_result.SignCertificate:
+        self.upstream.received.append(("SignCertificate", fields.get("certificate_type")))
+        return call_result.SignCertificate(status="Accepted")
+
+
+async def test_a_2_0_1_stations_csrs_go_to_the_upstream_where_the_site_relays_them_and_v2g_ones_always(
+    served: Served,
+) -> None:
+    upstream = Upstream201(point_kind=SigningCsms)
+    await upstream.start()
+    await served.set_upstream(upstream.url, "upstream-secret-201", ocpp_versions=["ocpp2.0.1"])
+    station_ca.create(served.context.keys, served.tenant.company_id, "Acme", now=served.context.clock.now())
+    try:
+        async with station_201(served, kind=CertificateStation) as (point, _):
+            await settle(lambda: _linked(served))
+            v2g = await point.call(call.SignCertificate(csr=make_csr("CS-1").pem, certificate_type="V2GCertificate"))
+            assert v2g.status == "Accepted" and upstream.sent("SignCertificate") == ["V2GCertificate"]
+        async with served.context.store.transaction() as session:
+            await station_certificates.set_csr_handling(
+                session, OPERATOR, site_id=served.tenant.site_id, handling="relay", now=served.context.clock.now()
+            )
+        async with station_201(served, kind=CertificateStation) as (point, _):
+            await settle(lambda: _linked(served))
+            assert (await point.call(call.SignCertificate(csr=make_csr("CS-1").pem))).status == "Accepted"
+            assert upstream.sent("SignCertificate") == ["V2GCertificate", None]
+            # The upstream's CertificateSigned reaches the station as any of its CALLs does.
+            csms = upstream.points["CS-1"]
+            chain = make_ca("Upstream CA").certificate_pem.decode()
+            taken = await csms.call(call.CertificateSigned(certificate_chain=chain))
+            assert taken.status == "Accepted" and (await point.signed.get())["certificateChain"] == chain
+    finally:
+        await upstream.stop()
+    async with served.context.store.read() as session:
+        assert list(await session.scalars(select(StationCertificate))) == []  # nothing signed here
+
+
+async def _linked(served: Served) -> bool:
+    link = served.edge._links.get("CS-1")
+    return link is not None and link.upstream_state is UpstreamState.CONNECTED
