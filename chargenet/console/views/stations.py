@@ -467,6 +467,18 @@ async def _clear_cache(
     return _status_of(answer)
 
 
+async def _request_csr(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    answer = await station_certificates.request_csr(reading, edge, caller, station_id=station_id)
+    return _status_of(answer)
+
+
 def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
     """The keys as the station listed them; entries that are not what OCPP says they are shown as they came."""
     keys = answer.get("configurationKey")
@@ -740,6 +752,7 @@ COMMANDS: dict[str, Command] = {
     "station-availability": Command("Change availability", "ChangeAvailability", _availability(True), True),
     "station-trigger": Command("Trigger message", "TriggerMessage", _trigger(True), True),
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
+    "request-csr": Command("Ask for a new certificate", "SignCertificate trigger", _request_csr, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
     "get-variables": Command("Read variable", "GetVariables", _get_variables, True),

@@ -380,6 +380,15 @@ async def test_a_station_page_lists_the_certificates_signed_for_it_with_their_ex
     assert 'id="station-certificates"' in html and "<code>5A1B</code>" in html and "CN=CS-1" in html
 
 
+async def test_a_station_is_asked_for_a_new_certificate_in_its_generations_words(harness: ConsoleHarness) -> None:
+    fake = await _station(harness)
+    fake.connected.add("CS-1")
+    admin = await harness.signed_in("admin@acme.test")
+    asked = await command(admin, {"region": "answer-station", "command": "request-csr"})
+    assert asked.status_code == 200 and "the station answered Accepted" in text_of(asked.text)
+    assert fake.sent == [("CS-1", "ExtendedTriggerMessage", {"requestedMessage": "SignChargePointCertificate"})]
+
+
 # --- who may see and do what ------------------------------------------------------------------------------------
 
 
