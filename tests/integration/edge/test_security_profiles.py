@@ -20,10 +20,10 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.config import load_settings
 from chargenet.edge.tls import station_context_factory
 from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.services import companies, station_ca, stations
+from chargenet.services import companies, station_ca, station_certificates, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.simulators.station import Payload, SimulatedStation
-from chargenet.store.models import AuditRecord, StationCertificate
+from chargenet.store.models import AuditRecord, Site, Station, StationCertificate
 from tests.factories import make_tenant
 from tests.support.certificates import Issued, client_context, issue, make_ca, make_csr
 from tests.support.in_loop import start_serving
@@ -252,3 +252,36 @@ async def test_a_profile_3_station_renews_its_certificate_through_sign_certifica
     ]
     assert [(row.actor, row.face, row.object_id) for row in audited] == [("station CS-1", "ocpp", "CS-1")]
     assert serial in audited[0].detail
+
+
+async def test_a_site_relaying_its_csrs_trusts_its_upstreams_ca_for_its_stations(served: TlsServed) -> None:
+    upstream_ca, own = make_ca("Upstream CPO CA"), make_ca("Acme station CA")
+    await served.import_ca(own)
+    await served.set_profile("CS-1", 3)
+    by_upstream = issue(upstream_ca, "CS-1")
+    async with served.context.store.transaction() as session:
+        record = await session.get(Station, "CS-1")
+        assert record is not None
+        site = await session.get(Site, record.site_id)
+        assert site is not None
+        site.upstream_url = "ws://127.0.0.1:9/ocpp"  # away: nobody listens there
+        await station_ca.import_upstream_ca(
+            session,
+            OPERATOR,
+            served.context.keys,
+            site_id=site.id,
+            certificate_pem=upstream_ca.certificate_pem,
+            now=served.context.clock.now(),
+        )
+        site_id = site.id
+    # Signing its CSRs itself, the site trusts its company's CA alone.
+    assert await served.refusal(served.station("CS-1", by_upstream)) == 403
+    async with served.context.store.transaction() as session:
+        await station_certificates.set_csr_handling(
+            session, OPERATOR, site_id=site_id, handling="relay", now=served.context.clock.now()
+        )
+    for shown in (by_upstream, issue(own, "CS-1")):
+        station = served.station("CS-1", shown)
+        await station.connect()
+        await station.close()
+    assert await served.refusal(served.station("CS-1", issue(upstream_ca, "CS-2"))) == 403
