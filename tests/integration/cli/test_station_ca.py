@@ -54,7 +54,7 @@ async def test_the_certificates_cn_may_be_a_serial_number_and_its_o_the_companys
     assert nothing.code == 2 and "--organisation-name" in nothing.err
 
 
-async def test_a_stations_certificates_are_listed_and_its_sites_csrs_relayed_only_with_an_upstream(
+async def test_a_stations_certificates_are_listed_and_its_sites_csrs_relayed_only_with_an_upstream_whose_ca_it_trusts(
     cli: Cli, tmp_path: Path
 ) -> None:
     _, site = await company_and_site(cli)
@@ -81,3 +81,10 @@ async def test_a_stations_certificates_are_listed_and_its_sites_csrs_relayed_onl
     assert relayed.code == 0 and relayed.json() == {"site_id": site, "station_csrs": "relay"}
     kept = await cli("admin", "station", "request-csr", "ST-1")
     assert kept.code != 0 and "relays its CSRs" in kept.err
+    upstream = make_ca("Upstream CPO CA")
+    ca_file, _ = upstream.write(tmp_path / "upstream", "ca")
+    leaf_file, _ = issue(upstream, "ST-1").write(tmp_path / "upstream", "leaf")
+    not_a_ca = await cli("admin", "station-ca", "import-upstream", "--site", site, "--cert", str(leaf_file))
+    assert not_a_ca.code == 2 and "not a CA certificate" in not_a_ca.err
+    trusted = await cli("admin", "station-ca", "import-upstream", "--site", site, "--cert", str(ca_file), "--json")
+    assert trusted.code == 0 and trusted.json()["subject"] == "CN=Upstream CPO CA"
