@@ -20,6 +20,7 @@ from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
+from chargenet.edge.certificates import StationCertificates
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
 from chargenet.edge.core.status import TransitionCounts
@@ -86,6 +87,7 @@ class Edge:
         self.time_upstream_call = time_upstream_call
         self.security_events = SecurityEvents()
         self.admission = Admission(store, keys, trusted_proxies)
+        self.certificates = StationCertificates(keys, clock, self.unit)
         self._links: dict[str, LinkBase] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.

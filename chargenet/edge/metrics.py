@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from chargenet.domain.certificate_requests import CsrRefusal
 from chargenet.domain.security_profiles import Refusal
 from chargenet.edge.connection import CallTimer
 from chargenet.edge.hub import Edge
@@ -116,6 +117,27 @@ class EdgeCollector(Collector):
         for refusal in Refusal:
             refused.add_metric([refusal.value], edge.admission.refusals[refusal.value])
         yield refused
+        certificates = edge.certificates
+        signed = CounterMetricFamily(
+            "chargenet_station_certificates_signed", "Station CSRs signed by the company's station CA"
+        )
+        signed.add_metric([], certificates.signed)
+        yield signed
+        csrs_refused = CounterMetricFamily(
+            "chargenet_station_csrs_refused",
+            "Station CSRs refused, by reason (each one is logged with its station)",
+            labels=["reason"],
+        )
+        for reason in CsrRefusal:
+            csrs_refused.add_metric([reason.value], certificates.refusals[reason.value])
+        yield csrs_refused
+        expiring = GaugeMetricFamily(
+            "chargenet_station_certificates_expiring",
+            "Stations whose latest certificate signed here expires within 14 days (as of the renewal worker's last "
+            "look, hourly): alert on it above 0",
+        )
+        expiring.add_metric([], certificates.expiring_soon)
+        yield expiring
         yield from _site_power(edge)
 
 

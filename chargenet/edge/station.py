@@ -21,10 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.domain import charging_profiles
+from chargenet.domain.certificate_requests import CertificateKind
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.generations import OCPP16
 from chargenet.edge import power, records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
+from chargenet.edge.certificates import StationCertificates, certificate_signed_logged
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection, RpcDialect
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts
@@ -74,6 +76,7 @@ class EdgeRuntime(Protocol):
     upstream_links: UpstreamLinks
     time_station_call: CallTimer | None
     time_upstream_call: CallTimer | None
+    certificates: StationCertificates
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]: ...
 
@@ -430,6 +433,30 @@ class StationLink(LinkBase):
             has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
         )
 
+    async def _security_event(self, call: Call, route: Handling) -> Payload:
+        """Kept as received, as a 2.0.1 station's, then relayed to a connected upstream."""
+        async with self.edge.unit() as session:
+            await records.record_notice(
+                session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
+            )
+        return await self._forward_or_local(call, route)
+
+    async def _sign_certificate(self, call: Call, route: Handling) -> Payload:
+        """proxy Rule 8: signed here, CertificateSigned sent after the answer; or relayed to the upstream."""
+        if self.station.relays_csrs:
+            if self.upstream_state is not auth.UpstreamState.CONNECTED:
+                return dict(REJECTED)
+            return await self._forward_or_local(call, Handling.FORWARD, local=dict(REJECTED))
+        chain = await self.edge.certificates.sign(self.station, call.payload["csr"], CertificateKind.CHARGING_STATION)
+        if chain is None:
+            return dict(REJECTED)
+        self.rpc.after_answer(lambda: self._send_certificate({"certificateChain": chain}))
+        return {"status": "Accepted"}
+
+    async def _send_certificate(self, payload: Payload) -> None:
+        answer = await self.call_station("CertificateSigned", payload)
+        certificate_signed_logged(self.station.station_id, answer)
+
     async def _start(self, call: Call, route: Handling) -> Payload:
         """One unit that reads, plans (`core.starts`) and writes; with plugins to ask, a unit that reads before
         them. A forwarded start adds one unit for the upstream's answer."""
@@ -648,4 +675,7 @@ _HANDLERS: dict[str, _Handler] = {
     "StartTransaction": StationLink._start,
     "StopTransaction": StationLink._stop,
     "MeterValues": StationLink._meter_values,
+    "SecurityEventNotification": StationLink._security_event,
+    "SignCertificate": StationLink._sign_certificate,
 }
+REJECTED: Payload = {"status": "Rejected"}

@@ -58,6 +58,12 @@ def default_answers() -> dict[str, CallHandler]:
         "CancelReservation": accepted,
         "DataTransfer": lambda _: {"status": "UnknownVendorId"},
         "SetChargingProfile": _accepted_profile,
+        # The Security Whitepaper's: a station that takes its certificates and holds no CA certificate of a type.
+        "CertificateSigned": accepted,
+        "InstallCertificate": accepted,
+        "DeleteCertificate": lambda _: {"status": "NotFound"},
+        "GetInstalledCertificateIds": lambda _: {"status": "NotFound"},
+        "ExtendedTriggerMessage": accepted,
     }
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
+    from chargenet.store.models.certificates import StationCertificate
     from chargenet.store.models.edge import (
         AuthCacheEntry,
         ConnectorStatusHistory,
@@ -102,6 +103,7 @@ else:
         "SessionRequest": "session_requests",
         "Site": "tenants",
         "Station": "tenants",
+        "StationCertificate": "certificates",
         "StationCircuit": "power",
         "StationCommand": "edge",
         "StationNotice": "edge",
@@ -172,6 +174,7 @@ __all__ = [
     "SessionRequest",
     "Site",
     "Station",
+    "StationCertificate",
     "StationCircuit",
     "StationCommand",
     "StationNotice",

@@ -2,7 +2,7 @@
 charging profiles, the upstreams' profiles kept for the merge, and who runs a site's rounds
 
 Revision ID: 0032
-Revises: 0030
+Revises: 0031
 Create Date: 2026-11-29 12:10:00.000000
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 import chargenet.store.models.base
 
 revision = "0032"
-down_revision = "0030"
+down_revision = "0031"
 branch_labels = None
 depends_on = None
 
