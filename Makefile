@@ -28,8 +28,9 @@ typecheck: setup-test
 
 # The store tests start a throwaway PostgreSQL server of their own unless CHARGENET_TEST_DATABASE_URL names one.
 unit: setup-test
-	# Four workers on two cores: most tests wait on sockets, fsync and servers rather than compute.
-	$(BIN)/pytest -q -n 4
+	# Four workers on two cores: most tests wait on sockets, fsync and servers rather than compute. By group: the
+	# tests of a module that shares one server (xdist_group) stay on one worker; every other test is its own group.
+	$(BIN)/pytest -q -n 4 --dist loadgroup
 
 test: lint typecheck unit
 

@@ -30,7 +30,8 @@ from chargenet.simulators.station import SimulatedStation
 from tests.support.ports import free_port
 from tests.support.receiver import Received, Reply, run_receiver
 
-pytestmark = pytest.mark.slow
+# Its tests share one module-scoped server: one worker runs them all (make test distributes by group).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("partners-doc")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "partners.md"

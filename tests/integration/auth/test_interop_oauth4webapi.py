@@ -22,6 +22,9 @@ from chargenet.services import applications
 from chargenet.services.callers import OPERATOR
 from tests.integration.auth.conftest import Served
 
+# Its tests share one module-scoped server: one worker runs them all (make test distributes by group).
+pytestmark = pytest.mark.xdist_group("oauth4webapi")
+
 INTEROP = Path(__file__).resolve().parents[2] / "interop"
 
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Its tests share one module-scoped server: one worker runs them all (make test distributes by group).
+pytestmark = pytest.mark.xdist_group("completion")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # What bash does at a <Tab>: it sets COMP_WORDS, COMP_CWORD, COMP_LINE and COMP_POINT, then calls the function

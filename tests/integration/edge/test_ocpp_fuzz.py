@@ -47,6 +47,9 @@ from chargenet.edge.ocpp201 import frames as frames201
 from tests.factories import make_tenant
 from tests.support.ports import free_port
 
+# Its tests share one module-scoped server: one worker runs them all (make test distributes by group).
+pytestmark = pytest.mark.xdist_group("ocpp-fuzz")
+
 ROOT = Path(__file__).resolve().parents[3]
 STATION = "FZ-1"
 PASSWORD = "0123456789abcdef0123"

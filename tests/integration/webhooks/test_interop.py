@@ -21,6 +21,9 @@ from chargenet.webhooks.signing import SignatureAlgorithm
 from tests.support.keys import signing_keys
 from tests.support.receiver import Received, run_receiver
 
+# Its tests share one module-scoped server: one worker runs them all (make test distributes by group).
+pytestmark = pytest.mark.xdist_group("webhooks-interop")
+
 INTEROP = Path(__file__).resolve().parents[2] / "interop"
 BODY = json.dumps({"eventId": "e-1", "eventType": "Authorize", "siteId": "s", "payload": {"idTag": "é"}}).encode()
 
