@@ -589,6 +589,22 @@ async def station_transaction(
     return found.first()
 
 
+def transaction_open_on(connection: Connection, station_id: str, address: ConnectorAddress) -> bool:
+    """Whether a transaction the station named (2.0.1) is still open on the connector."""
+    found = connection.execute(
+        select(EdgeTransaction.id)
+        .where(
+            EdgeTransaction.station_id == station_id,
+            EdgeTransaction.charge_point_id == address.charge_point_id,
+            EdgeTransaction.connector_id == address.connector_id,
+            EdgeTransaction.stopped_at.is_(None),
+            EdgeTransaction.station_transaction_id.is_not(None),
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
 def known_transaction(row: EdgeTransaction) -> transaction_events.KnownTransaction:
     return transaction_events.KnownTransaction(
         row.id, row.seq_no or 0, row.stopped_at is not None, row.meter_start, row.meter_last

@@ -8,7 +8,8 @@ raises (decisions.md §5).
 No 2.0.1 upstream link exists yet: on a site with an upstream the edge answers as the central system itself, as it
 does for a 1.6 station while its upstream is away (the cache is asked, nothing is queued), and the station page
 says so. The link keeps what it derives statuses from (`domain.evse.EvseConnector`) in memory: a station that
-reconnects restarts it from its next StatusNotification and TransactionEvent.
+reconnects restarts each connector from the status last written for it and the transaction still open on it
+(`domain.evse` Rule 5), so a process other than the one it left restarts it alike.
 """
 
 from __future__ import annotations
@@ -19,19 +20,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain.events import ConnectorStatus
+from chargenet.domain.events import ChargePointErrorCode
 from chargenet.domain.evse import (
     ChargingState,
+    DerivedStatus,
     EvseConnector,
     connector_reported,
-    derive_status,
+    derive,
+    fault_reported,
+    restored,
     transaction_reported,
 )
 from chargenet.domain.generations import OCPP201
 from chargenet.domain.tenants import ConnectorAddress
-from chargenet.edge import records
+from chargenet.edge import records, statuses
 from chargenet.edge.authorizers import AuthorizeRequest, ask_plugins
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import transaction_events as te
@@ -82,7 +87,7 @@ class Station201Link(LinkBase):
     ):
         super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
         self._evse: dict[ConnectorAddress, EvseConnector] = {}
-        self._derived: dict[ConnectorAddress, ConnectorStatus] = {}  # the status last written for each
+        self._derived: dict[ConnectorAddress, DerivedStatus] = {}  # the status last written for each
         # The transactions running on this connection, by the station's id for them: their Updated events are
         # planned here and their progress written behind the answers (`_progress`).
         self._running: dict[str, _Running] = {}
@@ -126,10 +131,22 @@ class Station201Link(LinkBase):
         return render.local_answer(call.action, now)
 
     async def _notice(self, call: Call) -> Payload:
-        async with self.edge.unit() as session:
-            await records.record_notice(
-                session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
-            )
+        """Kept as received; a NotifyEvent's Problems also set their connectors' statuses, in the same unit."""
+        found = parse.problems(self.station.layout, call.payload) if call.action == "NotifyEvent" else []
+        for problem in found:
+            await self._known(problem.connector)
+        try:
+            async with self.edge.unit() as session:
+                await records.record_notice(
+                    session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
+                )
+                for problem in found:
+                    address = problem.connector.address
+                    self._evse[address] = fault_reported(self._evse[address], problem.fault)
+                    await self._derive(problem.connector, problem.timestamp, session=session)
+        except BaseException:
+            self._forget()
+            raise
         if call.action == "SecurityEventNotification":
             self._security_events.counts[call.payload["type"]] += 1
         return {}
@@ -139,9 +156,43 @@ class Station201Link(LinkBase):
     async def _status(self, call: Call) -> Payload:
         report = parse.connector_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         address = report.connector.address
-        self._evse[address] = connector_reported(self._evse.get(address, EvseConnector()), report.state)
+        self._evse[address] = connector_reported(await self._known(report.connector), report.state)
         await self._derive(report.connector, report.timestamp, reported=True)
         return {}
+
+    async def _known(self, connector: ConnectorRef, session: AsyncSession | None = None) -> EvseConnector:
+        """What the link knows of a connector; the first time on this connection, what the store says of it
+        (Rule 5), read in `session` when given."""
+        address = connector.address
+        known = self._evse.get(address)
+        if known is not None:
+            return known
+        station_id, number = self.station.station_id, connector.station_number
+
+        def read(connection: Connection) -> tuple[statuses.LoadedConnector, bool]:
+            loaded = statuses.load_connector(connection, address, number)
+            return loaded, records.transaction_open_on(connection, station_id, address)
+
+        if session is None:
+            loaded, transaction_open = await self.edge.store.read_at_once(read)
+        else:
+            loaded, transaction_open = await session.run_sync(lambda sync: read(sync.connection()))
+        last = loaded.last
+        if last is None:
+            known = restored(None, ChargePointErrorCode.NO_ERROR, None, transaction_open=transaction_open)
+        else:
+            known = restored(last.status, last.error_code, last.info, transaction_open=transaction_open)
+            self._derived[address] = DerivedStatus(last.status, last.error_code, last.info)
+        self._connectors[(address.charge_point_id, address.connector_id)] = loaded
+        self._evse[address] = known
+        return known
+
+    def _forget(self) -> None:
+        """What this link knew of transactions and connectors may not have been written: the store is the truth
+        again."""
+        self._evse.clear()
+        self._connectors.clear()
+        self._derived.clear()
 
     async def _derive(
         self,
@@ -154,11 +205,11 @@ class Station201Link(LinkBase):
         """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
         when it changes (`LinkBase._record_status`). A StatusNotification is written as a report even when the
         status stays; a TransactionEvent that leaves it as it was writes nothing."""
-        status = derive_status(self._evse.get(connector.address, EvseConnector()))
-        if status is None or (not reported and self._derived.get(connector.address) is status):
+        derived = derive(self._evse.get(connector.address, EvseConnector()))
+        if derived is None or (not reported and self._derived.get(connector.address) == derived):
             return
-        await self._record_status(StatusReport(connector, parse.known_status(status, timestamp)), session)
-        self._derived[connector.address] = status
+        await self._record_status(StatusReport(connector, parse.known_status(derived, timestamp)), session)
+        self._derived[connector.address] = derived
 
     # Authorization -----------------------------------------------------------------------------------------
 
@@ -312,7 +363,7 @@ class Station201Link(LinkBase):
         station_id = self.station.station_id
         self.edge.message_log.samples(station_id, known.transaction_id, parse.samples(readings), last=ended)
         flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > known.meter_start_wh for r in readings)
-        state = self._evse.get(connector.address, EvseConnector())
+        state = await self._known(connector, session)
         self._evse[connector.address] = transaction_reported(
             state, ended=ended, charging=report.charging, energy_flowed=flowed
         )
