@@ -54,11 +54,12 @@ def basic(station_id: str, password: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def station_201(
-    served: Served, station_id: str = "CS-1", kind: type[PointT] = ChargePoint
+    served: Served, station_id: str = "CS-1", kind: type[PointT] = ChargePoint, ocpp_url: str | None = None
 ) -> AsyncIterator[tuple[PointT, ClientConnection]]:
-    """The `ocpp` package's v201 charge point (or `kind` of it), connected offering 2.0.1 first and 1.6 second."""
+    """The `ocpp` package's v201 charge point (or `kind` of it), connected offering 2.0.1 first and 1.6 second
+    (to `ocpp_url`, another process's, when given)."""
     socket = await connect(
-        f"{served.ocpp_url}/{station_id}",
+        f"{ocpp_url or served.ocpp_url}/{station_id}",
         subprotocols=[Subprotocol("ocpp2.0.1"), Subprotocol("ocpp1.6")],
         additional_headers=basic(station_id, PASSWORD),
     )
