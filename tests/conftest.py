@@ -28,13 +28,20 @@ from chargenet.clock import ManualClock
 from chargenet.store import schema
 from chargenet.store.db import Store
 from tests.support.postgres import PostgresUnavailable, ThrowawayPostgres
-from tests.support.templates import PG_TEMPLATE_VARIABLE, SQLITE_TEMPLATE_VARIABLE, copy_sqlite_template
+from tests.support.templates import (
+    PG_TEMPLATE_VARIABLE,
+    SQLITE_TEMPLATE_VARIABLE,
+    copy_sqlite_template,
+    seal_sqlite_template,
+    sqlite_template_unchanged,
+)
 
 pytest_plugins = ["tests.support.tracebacks", "pytester"]  # a test fails on a traceback it did not expect
 BACKENDS = ["sqlite", "postgresql"]
 DATABASE_URL_VARIABLE = "CHARGENET_TEST_DATABASE_URL"
 _throwaway: ThrowawayPostgres | None = None
 _STARTED_IN = pytest.StashKey[float]()
+_template_change_reported = False
 
 
 def postgres_url() -> str:
@@ -106,7 +113,7 @@ async def _make_templates() -> None:
     folder = Path(tempfile.mkdtemp(prefix="chargenet-template-"))
     sqlite_path = folder / "chargenet.db"
     await _migrate(f"sqlite+aiosqlite:///{sqlite_path}")
-    os.environ[SQLITE_TEMPLATE_VARIABLE] = str(sqlite_path)
+    seal_sqlite_template(sqlite_path)
     pg_template = await create_pg_database(from_template=False)
     await _migrate(pg_template)
     os.environ[PG_TEMPLATE_VARIABLE] = make_url(pg_template).database or ""
@@ -120,6 +127,17 @@ async def _migrate(url: str) -> None:
         # No connection may stay: PostgreSQL copies a template only while nobody is connected to it, and SQLite's
         # last close folds the WAL into the file that is copied.
         await template.dispose()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # The copies a process makes come from the bytes it read once, so a test writing to the shared template spoils
+    # no other test; it fails itself, named, so that it is found.
+    global _template_change_reported
+    if not _template_change_reported and not sqlite_template_unchanged():
+        _template_change_reported = True  # said once, by the test that did it
+        where = os.environ[SQLITE_TEMPLATE_VARIABLE]
+        pytest.fail(f"{item.nodeid} changed the run's SQLite template {where}, which every test copies")
 
 
 def _remove_templates() -> None:

@@ -8,7 +8,7 @@ of the document at once, as the input check refuses it for every request at once
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BeforeValidator, Field, StrictStr
 
@@ -108,3 +108,6 @@ WebSocketUrl = Annotated[
         description="A ws:// or wss:// URL without query or fragment, its host a name or an IPv4 address",
     ),
 ]
+
+# OCPP generations as the API writes them (decisions.md §5): a station's, and the ones a site's upstream takes.
+OcppVersions = Annotated[list[Literal["ocpp1.6", "ocpp2.0.1"]], Field(min_length=1, max_length=2)]

@@ -4,6 +4,8 @@ Rule 1: the edge speaks `ocpp2.0.1` and `ocpp1.6`. A station record may pin the 
 Rule 2: the first subprotocol of the station's offer that the record allows wins (the client's preference order,
         RFC 6455 §4.2.2).
 Rule 3: a station at security profile 0 (no password, no certificate) may use 1.6 only: 2.0.1 has no profile 0.
+Rule 4: a site's upstream takes the generations its record names; by default 1.6 only. A station's link to the
+        upstream speaks the station's generation, and only when the upstream takes it (decisions.md §4).
 """
 
 from __future__ import annotations
@@ -28,6 +30,25 @@ def parse_versions(text: str | None) -> tuple[str, ...]:
             f"{', '.join(unknown) or text!r} is not an OCPP version; use {OCPP16}, {OCPP201} or both", "ocppVersions"
         )
     return versions
+
+
+UPSTREAM_DEFAULT = (OCPP16,)
+
+
+def parse_upstream_versions(text: str | None) -> tuple[str, ...]:
+    """Rule 4: what a site's record says its upstream takes; None or empty is 1.6 only."""
+    if not text:
+        return UPSTREAM_DEFAULT
+    try:
+        return parse_versions(text)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.detail, "upstreamOcppVersions") from None
+
+
+def stored_upstream_versions(versions: Sequence[str]) -> str | None:
+    """What the store keeps of an upstream's generations: None for 1.6 only."""
+    checked = parse_upstream_versions(",".join(versions))
+    return None if checked == UPSTREAM_DEFAULT else ",".join(checked)
 
 
 def stored_versions(versions: Sequence[str] | None) -> str | None:

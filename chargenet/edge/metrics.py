@@ -116,6 +116,35 @@ class EdgeCollector(Collector):
         for refusal in Refusal:
             refused.add_metric([refusal.value], edge.admission.refusals[refusal.value])
         yield refused
+        yield from _site_power(edge)
+
+
+def _site_power(edge: Edge) -> Iterator[GaugeMetricFamily]:
+    """The last round of each site this process runs the allocator for (its lease holder on PostgreSQL)."""
+    limit = GaugeMetricFamily(
+        "chargenet_site_power_limit_amperes", "A circuit's limit, per phase", labels=["site", "circuit"]
+    )
+    allocated = GaugeMetricFamily(
+        "chargenet_site_power_allocated_amperes",
+        "What the allowances below a circuit add up to on one phase, as the last round shared it",
+        labels=["site", "circuit", "phase"],
+    )
+    paused = GaugeMetricFamily(
+        "chargenet_site_sessions_paused",
+        "Sessions paused on the stations hung on a circuit, as the last round decided",
+        labels=["site", "circuit"],
+    )
+    figures = edge.power.figures if edge.power is not None else {}
+    for site_id, site in sorted(figures.items()):
+        for circuit_id, amps in sorted(site.limits.items()):
+            limit.add_metric([site_id, circuit_id], amps)
+        for (circuit_id, phase), amps in sorted(site.allocated.items()):
+            allocated.add_metric([site_id, circuit_id, phase], amps)
+        for circuit_id, count in sorted(site.paused.items()):
+            paused.add_metric([site_id, circuit_id], count)
+    yield limit
+    yield allocated
+    yield paused
 
 
 def register(registry: CollectorRegistry, edge: Edge) -> None:

@@ -21,7 +21,7 @@ from chargenet.domain.events import (
     StartTransactionPayload,
     StopTransactionPayload,
 )
-from chargenet.domain.generations import GENERATIONS, parse_versions
+from chargenet.domain.generations import GENERATIONS, UPSTREAM_DEFAULT, parse_upstream_versions, parse_versions
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts, transaction_events
@@ -68,6 +68,7 @@ class StationInfo:
     serial_number: str | None
     organisation_name: str | None  # the company's
     ocpp_versions: tuple[str, ...] = GENERATIONS  # the generations it may connect with (domain.generations)
+    upstream_versions: tuple[str, ...] = UPSTREAM_DEFAULT  # the generations its site's upstream takes
 
 
 _STATION = (
@@ -84,6 +85,7 @@ _STATION = (
         Site.company_id,
         Station.serial_number,
         Company.organisation_name,
+        Site.upstream_ocpp_versions,
     )
     .join(Site, Site.id == Station.site_id)
     .join(Company, Company.id == Site.company_id)
@@ -98,7 +100,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     if row is None:
         return None
     found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions, *rest = row
-    profile, company, serial_number, organisation_name = rest
+    profile, company, serial_number, organisation_name, upstream_versions = rest
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -111,6 +113,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         company_id=company,
         serial_number=serial_number,
         organisation_name=organisation_name,
+        upstream_versions=parse_upstream_versions(upstream_versions),
     )
 
 

@@ -20,9 +20,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.domain import charging_profiles
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.generations import OCPP16
-from chargenet.edge import records, statuses
+from chargenet.edge import power, records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection, RpcDialect
 from chargenet.edge.core import authorize as auth
@@ -37,7 +38,14 @@ from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, Payloa
 from chargenet.edge.ocpp16.frames import Call, FrameLimits, Payload
 from chargenet.edge.ocpp16.proxy import Fallback, Handling, UpstreamFailure
 from chargenet.edge.ocpp16.session import SessionLimits
-from chargenet.edge.upstream import UpstreamLink, UpstreamLinks, UpstreamSettings, UpstreamUnavailable
+from chargenet.edge.upstream import (
+    OCPP16_UPSTREAM,
+    UpstreamFace,
+    UpstreamLink,
+    UpstreamLinks,
+    UpstreamSettings,
+    UpstreamUnavailable,
+)
 from chargenet.keys import KeyStore
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
@@ -78,6 +86,8 @@ class EdgeRuntime(Protocol):
     def heartbeat_interval(self, station_id: str) -> int: ...
 
     def gave_interval(self, station_id: str, interval: int) -> None: ...
+
+    def power_changed(self, site_id: str, reconnected: str | None = None) -> None: ...
 
 
 class LinkBase(abc.ABC):
@@ -120,7 +130,40 @@ class LinkBase(abc.ABC):
 
     @abc.abstractmethod
     async def open_upstream(self) -> None:
-        """Open the station's link to its site's upstream, when it has one."""
+        """Open the station's link to its site's upstream, when it has one that takes the station's generation."""
+
+    @property
+    def upstream_takes_generation(self) -> bool:
+        """The site has an upstream, and it takes the generation this station speaks (generations Rule 4)."""
+        return bool(self.station.upstream_url) and self.generation in self.station.upstream_versions
+
+    async def _link_upstream(self, face: UpstreamFace) -> None:
+        """Open the link to the site's upstream in `face`'s generation, with the station's upstream credentials."""
+        assert self.station.upstream_url is not None
+        password = None
+        if self.station.upstream_password is not None:
+            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
+        edge = self.edge
+        settings = UpstreamSettings(
+            edge.store,
+            edge.clock,
+            edge.limits,
+            edge.upstream_timeout,
+            edge.upstream_late_wait,
+            edge.message_log,
+            edge.own_faults,
+            edge.upstream_links,
+            edge.time_upstream_call,
+        )
+        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
+        self.upstream = UpstreamLink(
+            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face
+        )
+        await self.upstream.start()
+
+    @abc.abstractmethod
+    async def relay_to_station(self, call: Call) -> Payload | None:
+        """A CALL from the upstream, relayed to the station; its answer, or None to leave it unanswered."""
 
     async def shut(self, code: int | None, reason: str) -> None:
         if self._shut:
@@ -161,6 +204,23 @@ class LinkBase(abc.ABC):
         if self.upstream is None:
             return auth.UpstreamState.NONE
         return auth.UpstreamState.CONNECTED if self.upstream.connected else auth.UpstreamState.AWAY
+
+    async def _upstream_call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
+        """The upstream's answer, or `UpstreamFailed`; with `listen_late`, a call that timed out after it was sent
+        fails carrying the answer still listened for (proxy Rule 4a)."""
+        assert self.upstream is not None
+        try:
+            return await self.upstream.call(action, payload, listen_late=listen_late)
+        except CallErrorReceived as exc:
+            raise UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
+        except AnswerLate as exc:
+            raise UpstreamFailed(UpstreamFailure.TIMEOUT, None, exc.answer) from None
+        except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
+            raise UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
+
+    def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
+        if self.upstream is not None:
+            self.upstream.enqueued(sequence, late_answer)
 
     async def _record_status(self, report: StatusReport, session: AsyncSession | None = None) -> None:
         """A connector's status, decided against its last known one and written in the group commit's next batch
@@ -210,26 +270,9 @@ class StationLink(LinkBase):
         super().__init__(edge, station, send, close, Ocpp16Dialect(edge.limits))
 
     async def open_upstream(self) -> None:
-        if not self.station.upstream_url:
-            return
-        password = None
-        if self.station.upstream_password is not None:
-            password = self.edge.keys.credential_cipher().decrypt(self.station.upstream_password)
-        edge = self.edge
-        settings = UpstreamSettings(
-            edge.store,
-            edge.clock,
-            edge.limits,
-            edge.upstream_timeout,
-            edge.upstream_late_wait,
-            edge.message_log,
-            edge.own_faults,
-            edge.upstream_links,
-            edge.time_upstream_call,
-        )
-        edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
-        self.upstream = UpstreamLink(settings, self.station, self.station.upstream_url, password, self.relay_to_station)
-        await self.upstream.start()
+        # An upstream that does not take 1.6 is no upstream to this station: the edge is its central system.
+        if self.upstream_takes_generation:
+            await self._link_upstream(OCPP16_UPSTREAM)
 
     # Upstream -> station ---------------------------------------------------------------------------------
 
@@ -245,9 +288,58 @@ class StationLink(LinkBase):
         except tx.UnknownUpstreamId:
             return dict(relaying.REJECTED_BY_EDGE)
         try:
+            if call.action == "SetChargingProfile":
+                return await self._upstream_sets_profile(payload)
+            if call.action == "ClearChargingProfile":
+                return await self._upstream_clears_profiles(payload)
             return await self.call_station(call.action, payload)
         except (CallTimedOut, ConnectionLost):
             return None  # proxy Rule 5: the upstream sees the station's silence
+
+    async def _upstream_sets_profile(self, payload: Payload) -> Payload:
+        """The station gets, per purpose, the lower of the upstream's profile and the edge's limit (decisions.md
+        "Site power"); the upstream's is kept for the edge's next profiles once the station accepted it."""
+        station_id = self.station.station_id
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id)
+        if limits is None:
+            return await self.call_station("SetChargingProfile", payload)
+        connector_id, purpose = charging_profiles.upstream_key(payload)
+        connectors = [connector_id]
+        if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT and limits.defaults:
+            connectors = sorted(limits.defaults)  # the edge's defaults per connector would override it on connector 0
+        answer: Payload = {"status": "Accepted"}
+        for connector in connectors:
+            upstream = {**payload, "connectorId": connector}
+            merged = charging_profiles.merged_16(power.edge_limit(limits, connector, purpose), upstream)
+            assert merged is not None
+            answer = await self.call_station("SetChargingProfile", merged)
+            if answer.get("status") != "Accepted":
+                return answer
+        async with self.edge.unit() as session:
+            await power.keep_upstream_profile(session, station_id, payload, self.edge.clock.now())
+        return answer
+
+    async def _upstream_clears_profiles(self, payload: Payload) -> Payload:
+        """The upstream's profiles it names are forgotten; where the edge limits the same purpose, the station gets
+        the edge's profile alone instead of losing its limit."""
+        station_id = self.station.station_id
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id)
+            cleared = await power.drop_upstream_profiles(session, station_id, payload) if limits else []
+        if limits is None:
+            return await self.call_station("ClearChargingProfile", payload)
+        for connector_id, purpose in cleared:
+            connectors = (
+                sorted(limits.defaults)
+                if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT
+                else [connector_id]
+            )
+            for connector in connectors:
+                limit = power.edge_limit(limits, connector, purpose)
+                if limit is not None:
+                    await self.call_station("SetChargingProfile", charging_profiles.profile_16(limit))
+        return {"status": "Accepted" if cleared else "Unknown"}
 
     # Station -> edge -------------------------------------------------------------------------------------
 
@@ -268,25 +360,12 @@ class StationLink(LinkBase):
             return answer
         try:
             return await self._upstream_call(call.action, call.payload)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             if proxy.fallback(call.action, failed.kind) is Fallback.RELAY_ERROR:
                 if failed.error is not None:
                     raise failed.error from None
                 raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
             return answer
-
-    async def _upstream_call(self, action: str, payload: Payload, *, listen_late: bool = False) -> Payload:
-        """The upstream's answer, or `_UpstreamFailed`; with `listen_late`, a call that timed out after it was sent
-        fails carrying the answer still listened for (proxy Rule 4a)."""
-        assert self.upstream is not None
-        try:
-            return await self.upstream.call(action, payload, listen_late=listen_late)
-        except CallErrorReceived as exc:
-            raise _UpstreamFailed(UpstreamFailure.CALL_ERROR, exc) from None
-        except AnswerLate as exc:
-            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None, exc.answer) from None
-        except (CallTimedOut, ConnectionLost, UpstreamUnavailable, PayloadViolation):
-            raise _UpstreamFailed(UpstreamFailure.TIMEOUT, None) from None
 
     async def _boot(self, call: Call, route: Handling) -> Payload:
         booted = parse.station_booted(call.payload)
@@ -325,7 +404,7 @@ class StationLink(LinkBase):
         else:
             try:
                 answer = await self._upstream_call("Authorize", {"idTag": id_tag})
-            except _UpstreamFailed:
+            except UpstreamFailed:
                 decision = auth.after_upstream(ctx, None)
             else:
                 verdict = parse.upstream_verdict(answer["idTagInfo"])
@@ -379,6 +458,7 @@ class StationLink(LinkBase):
                 },
             )
         transaction_id = written.transaction_id
+        self.edge.power_changed(self.station.site_id)
         if route is not Handling.FORWARD:
             if written.sequence is not None:
                 self._queued(written.sequence)
@@ -387,7 +467,7 @@ class StationLink(LinkBase):
         address = started.connector.address
         try:
             upstream_answer = await self._upstream_call(call.action, call.payload, listen_late=True)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             queue = proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE
             sequence = None
             async with self.edge.unit() as session:
@@ -481,6 +561,8 @@ class StationLink(LinkBase):
         self.edge.message_log.samples(
             self.station.station_id, ended.transaction_id, meter_values.reported(p.get("transactionData")), last=True
         )
+        if written.outcome is tx.StopOutcome.STOPPED:
+            self.edge.power_changed(self.station.site_id)
         if written.outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
             return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
         return await self._send_up(call, route, ended.transaction_id, written.ids, written.sequence)
@@ -526,7 +608,7 @@ class StationLink(LinkBase):
         payload = relaying.rewrite_for_upstream(call.action, call.payload, ids)
         try:
             await self._upstream_call(call.action, payload, listen_late=True)
-        except _UpstreamFailed as failed:
+        except UpstreamFailed as failed:
             if proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE:
                 now = self.edge.clock.now()
                 async with self.edge.unit() as session:
@@ -536,12 +618,10 @@ class StationLink(LinkBase):
                 self._queued(sequence, failed.late_answer)
         return {}
 
-    def _queued(self, sequence: int, late_answer: asyncio.Task[Payload] | None = None) -> None:
-        if self.upstream is not None:
-            self.upstream.enqueued(sequence, late_answer)
 
+class UpstreamFailed(Exception):
+    """A call to the upstream got no answer the station can have: `kind` says why (proxy Rule 4)."""
 
-class _UpstreamFailed(Exception):
     def __init__(
         self,
         kind: UpstreamFailure,

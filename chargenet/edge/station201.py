@@ -5,11 +5,13 @@ the core plans it (`core`, `domain.evse`), one unit of work writes what happened
 outbox, and the answer goes back in 2.0.1 words (`ocpp201.render`). The events are the same four a 1.6 station
 raises (decisions.md §5).
 
-No 2.0.1 upstream link exists yet: on a site with an upstream the edge answers as the central system itself, as it
-does for a 1.6 station while its upstream is away (the cache is asked, nothing is queued), and the station page
-says so. The link keeps what it derives statuses from (`domain.evse.EvseConnector`) in memory: a station that
-reconnects restarts each connector from the status last written for it and the transaction still open on it
-(`domain.evse` Rule 5), so a process other than the one it left restarts it alike.
+On a site whose upstream takes 2.0.1 the station has a 2.0.1 link to it (`upstream.UpstreamLink`), and each CALL,
+once the edge has done its part, is forwarded, answered by the edge, or queued by `ocpp201.proxy`'s table; the
+upstream's CALLs are relayed to the station. On a site whose upstream does not take 2.0.1 the edge answers as the
+central system itself, as it does for a 1.6 station while its upstream is away (the cache is asked, nothing is
+queued), and the station page says why. The link keeps what it derives statuses from (`domain.evse.EvseConnector`)
+in memory: a station that reconnects restarts each connector from the status last written for it and the
+transaction still open on it (`domain.evse` Rule 5), so a process other than the one it left restarts it alike.
 """
 
 from __future__ import annotations
@@ -38,15 +40,17 @@ from chargenet.domain.generations import OCPP201
 from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge import records, statuses
 from chargenet.edge.authorizers import AuthorizeRequest, ask_plugins
+from chargenet.edge.connection import ConnectionLost
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import transaction_events as te
 from chargenet.edge.core.messages import ConnectorRef, IdToken, StatusReport, TransactionEventKind, TransactionReport
-from chargenet.edge.ocpp16.errors import UnsupportedAction
+from chargenet.edge.ocpp16.errors import CallTimedOut, UnsupportedAction
 from chargenet.edge.ocpp16.frames import Call, Payload
-from chargenet.edge.ocpp201 import parse, render
+from chargenet.edge.ocpp16.proxy import Fallback, Handling
+from chargenet.edge.ocpp201 import parse, proxy, render
 from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
-from chargenet.edge.ocpp201.frames import STATION_ACTIONS
-from chargenet.edge.station import CloseTransport, EdgeRuntime, LinkBase
+from chargenet.edge.station import CloseTransport, EdgeRuntime, LinkBase, UpstreamFailed
+from chargenet.edge.upstream import OCPP201_UPSTREAM
 from chargenet.store.models import EdgeTransaction, UnstartedTransaction
 
 log = logging.getLogger(__name__)
@@ -95,35 +99,113 @@ class Station201Link(LinkBase):
 
     @property
     def answers_for_upstream(self) -> bool:
-        """The site has an upstream, but the edge answers this station itself (no 2.0.1 upstream link yet)."""
-        return bool(self.station.upstream_url)
+        """The site has an upstream that does not take 2.0.1: the edge answers this station itself."""
+        return bool(self.station.upstream_url) and not self.upstream_takes_generation
 
     @property
     def upstream_state(self) -> auth.UpstreamState:
-        return auth.UpstreamState.AWAY if self.answers_for_upstream else auth.UpstreamState.NONE
+        """To the authorization chain, an upstream the edge answers for is one that is away: the cache is asked."""
+        if self.answers_for_upstream:
+            return auth.UpstreamState.AWAY
+        return super().upstream_state
+
+    @property
+    def _start_state(self) -> auth.UpstreamState:
+        """What a start's token is decided with: a connected upstream gets the TransactionEvent itself and is not
+        asked first, so what it said of the token before (the cache) counts, as when it is away."""
+        state = self.upstream_state
+        return auth.UpstreamState.AWAY if state is auth.UpstreamState.CONNECTED else state
+
+    @property
+    def _route_state(self) -> auth.UpstreamState:
+        """To the relay table, only a link is an upstream: without one there is nothing to forward or queue for."""
+        return super().upstream_state
 
     async def open_upstream(self) -> None:
-        """Nothing to open: a 2.0.1 station's upstream link is not built yet, so the edge is its central system
-        (`answers_for_upstream`), as docs/edge.md says and the station page shows."""
+        if self.upstream_takes_generation:
+            await self._link_upstream(OCPP201_UPSTREAM)
+
+    async def relay_to_station(self, call: Call) -> Payload | None:
+        """proxy Rule 5: as for 1.6, without ids to rewrite (a 2.0.1 transaction's id is the station's own)."""
+        proxy.check_upstream_may_send(call.action, call.unique_id)
+        try:
+            return await self.call_station(call.action, call.payload)
+        except (CallTimedOut, ConnectionLost):
+            return None  # the upstream sees the station's silence
 
     async def handle(self, call: Call) -> Payload | None:
         self.heard()
-        if call.action not in STATION_ACTIONS or call.action in render.NOT_SUPPORTED:
+        queue_empty = self.upstream is None or self.upstream.queued == 0
+        route = proxy.route_station_call(call.action, self._route_state, queue_empty)
+        if route is Handling.UNSUPPORTED:
             raise UnsupportedAction(call.action, unique_id=call.unique_id)
+        if call.action == "Authorize":
+            return await self._authorize(call)
+        if call.action == "TransactionEvent":
+            local, sequence = await self._transaction_event(call, queue=route is Handling.QUEUE)
+            return await self._send_up(call, route, local, sequence)
+        if call.action in render.NOT_SUPPORTED:
+            return await self._forward_or_local(call, route, None)  # forwarded: the route says so
         handler = _HANDLERS.get(call.action)
         if handler is not None:
-            return await handler(self, call)
-        if call.action in NOTICES:
-            return await self._notice(call)
-        return render.local_answer(call.action, self.edge.clock.now())
+            local = await handler(self, call)
+        elif call.action in NOTICES:
+            local = await self._notice(call)
+        else:
+            local = render.local_answer(call.action, self.edge.clock.now())
+        answer = await self._forward_or_local(call, route, local)
+        if call.action == "BootNotification":
+            self._answered(call.action, call.payload, answer)  # the interval given, the edge's or the upstream's
+        return answer
+
+    # The upstream ------------------------------------------------------------------------------------------
+
+    async def _forward_or_local(self, call: Call, route: Handling, local: Payload | None) -> Payload:
+        """The upstream's answer to a forwarded CALL, else the edge's own (`local`; None: the edge has none)."""
+        if route is not Handling.FORWARD:
+            assert local is not None
+            return local
+        try:
+            return await self._upstream_call(call.action, call.payload)
+        except UpstreamFailed as failed:
+            if local is None or proxy.fallback(call.action, failed.kind) is Fallback.RELAY_ERROR:
+                if failed.error is not None:
+                    raise failed.error from None
+                raise UnsupportedAction(call.action, unique_id=call.unique_id) from None
+            return local
+
+    async def _send_up(self, call: Call, route: Handling, local: Payload, sequence: int | None) -> Payload:
+        """A TransactionEvent after the edge applied it: kept (no upstream), queued (at `sequence`, when its own unit
+        queued it), or forwarded, whatever the edge made of it, since the upstream follows the station's
+        transaction by the station's own id. Forwarded, the station gets the upstream's answer, with the edge's
+        idTokenInfo when the upstream gave none; not answered in time, it is queued (proxy Rule 4)."""
+        if route is Handling.LOCAL:
+            return local
+        if route is Handling.QUEUE:
+            self._queued(sequence if sequence is not None else await self._enqueue(call))
+            return local
+        try:
+            answer = await self._upstream_call(call.action, call.payload, listen_late=True)
+        except UpstreamFailed as failed:
+            if proxy.fallback(call.action, failed.kind) is Fallback.ANSWER_AND_QUEUE:
+                self._queued(await self._enqueue(call), failed.late_answer)
+            return local
+        return {**local, **answer}
+
+    async def _enqueue(self, call: Call) -> int:
+        async with self.edge.unit() as session:
+            return await self._enqueue_in(session, call)
+
+    async def _enqueue_in(self, session: AsyncSession, call: Call) -> int:
+        return await records.enqueue(
+            session, self.station.station_id, call.action, call.payload, None, self.edge.clock.now()
+        )
 
     async def _boot(self, call: Call) -> Payload:
         booted = parse.station_booted(call.payload)
         now = self.edge.clock.now()
         await self.edge.record_boot(records.boot_of(self.station.station_id, booted, now))
-        answer = render.local_answer(call.action, now)
-        self._answered(call.action, call.payload, answer)
-        return answer
+        return render.local_answer(call.action, now)
 
     async def _heartbeat(self, call: Call) -> Payload:
         now = self.edge.clock.now()
@@ -214,28 +296,53 @@ class Station201Link(LinkBase):
     # Authorization -----------------------------------------------------------------------------------------
 
     async def _authorize(self, call: Call) -> Payload:
+        """The chain decides; with the upstream connected, it asks the upstream for a token that neither the local
+        list nor a plugin decided, caches its answer as it came, and the station gets that answer as it came
+        unless the edge's own ConcurrentTx changed it (as for 1.6)."""
         token = parse.token_presented(call.payload).token
-        decision = await self._decide(token, publish=True)
-        return {"idTokenInfo": render.id_token_info(decision)}
+        decision, relayed = await self._decide(token, publish=True, upstream_call=call.payload)
+        return relayed if relayed is not None else {"idTokenInfo": render.id_token_info(decision)}
 
-    async def _decide(self, token: IdToken, *, publish: bool) -> auth.AuthDecision:
-        """The authorization chain every token goes through (local list, plugins, the cache when the site has an
-        upstream), as for 1.6: one unit that reads (and, when nobody else is asked, publishes), the plugins
-        asked outside it, and one that publishes."""
+    async def _decide(
+        self, token: IdToken, *, publish: bool, upstream_call: Payload | None = None
+    ) -> tuple[auth.AuthDecision, Payload | None]:
+        """The authorization chain every token goes through (local list, plugins, the upstream when connected and
+        `upstream_call` is the Authorize to send it, else the cache when the site has an upstream), as for 1.6:
+        one unit that reads (and, when nobody else is asked, publishes), the plugins and the upstream asked outside
+        it, and one that writes. Returns the decision and the upstream's answer to relay as it came, if any."""
+        upstream = self.upstream_state if upstream_call is not None else self._start_state
         async with self.edge.unit() as reading:
-            ctx = await self._authorize_context(reading, token.value)
+            ctx = await self._authorize_context(reading, token.value, upstream)
             step = auth.begin(ctx)
             if isinstance(step, auth.AuthDecision) and publish:
                 await self._publish(reading, token, step)
         if isinstance(step, auth.AuthDecision):
-            return step
-        request = AuthorizeRequest(self.station.site_id, self.station.station_id, token.value, None)
-        after = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
-        decision = after if isinstance(after, auth.AuthDecision) else auth.after_upstream(ctx, None)
-        if publish:
+            return step, None
+        if step is auth.NextSource.PLUGINS:
+            request = AuthorizeRequest(self.station.site_id, self.station.station_id, token.value, None)
+            step = auth.after_plugins(ctx, await ask_plugins(self.edge.authorizers, request, self.edge.clock))
+        relayed: Payload | None = None
+        cached: auth.CachedAuthorization | None = None
+        if isinstance(step, auth.AuthDecision):
+            decision = step
+        else:
+            assert upstream_call is not None
+            try:
+                answer = await self._upstream_call("Authorize", upstream_call)
+            except UpstreamFailed:
+                decision = auth.after_upstream(ctx, None)
+            else:
+                verdict = parse.upstream_verdict(answer["idTokenInfo"])
+                decision = auth.after_upstream(ctx, verdict)
+                cached = auth.cache_entry(token.value, verdict, ctx.now)
+                relayed = answer if decision.status is verdict.status else None
+        if publish or cached is not None:
             async with self.edge.unit() as writing:
-                await self._publish(writing, token, decision)
-        return decision
+                if cached is not None:
+                    await records.cache_authorization(writing, self.station.site_id, cached)
+                if publish:
+                    await self._publish(writing, token, decision)
+        return decision, relayed
 
     async def _publish(
         self,
@@ -254,54 +361,59 @@ class Station201Link(LinkBase):
             id_token_type=token.type,
         )
 
-    async def _authorize_context(self, session: AsyncSession, id_tag: str) -> auth.AuthorizeContext:
+    async def _authorize_context(
+        self, session: AsyncSession, id_tag: str, upstream: auth.UpstreamState
+    ) -> auth.AuthorizeContext:
         site_id = self.station.site_id
         return auth.AuthorizeContext(
             id_tag=id_tag,
             now=self.edge.clock.now(),
             local_entry=await records.local_entry(session, site_id, id_tag),
             plugin_count=len(self.edge.authorizers),
-            upstream=self.upstream_state,
+            upstream=upstream,
             cached=await records.cached_authorization(session, site_id, id_tag),
             has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
         )
 
     # Transactions ------------------------------------------------------------------------------------------
 
-    async def _transaction_event(self, call: Call) -> Payload:
-        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes; with
-        plugins to ask about a start's token, a unit that reads before them and one that writes after, which
-        plans again on what it reads (as a 1.6 StartTransaction)."""
+    async def _transaction_event(self, call: Call, *, queue: bool) -> tuple[Payload, int | None]:
+        """One unit that reads, plans (`core.transaction_events`), decides a start's token and writes, and with
+        `queue` puts the event in the upstream queue; with plugins to ask about a start's token, a unit that reads
+        before them and one that writes after, which plans again on what it reads (as a 1.6 StartTransaction).
+        Returns the edge's answer and the event's place in the queue when it was queued here."""
         received = parse.transaction_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         running = self._running.get(received.station_transaction_id)
         if running is not None and received.kind is TransactionEventKind.UPDATED:
-            return await self._progress(call, received, running)
+            return await self._progress(call, received, running), None  # no unit of its own to queue it in
         decision: auth.AuthDecision | None = None
+        sequence: int | None = None
         try:
             async with self.edge.unit() as session:
                 report, planned, row, unstarted = await self._plan(session, received)
                 if isinstance(planned, te.Start):
                     assert report.token is not None
-                    step = auth.begin(await self._authorize_context(session, report.token.value))
+                    # The upstream is not asked here: the TransactionEvent itself goes to it (`_send_up`).
+                    step = auth.begin(await self._authorize_context(session, report.token.value, self._start_state))
                     decision = step if isinstance(step, auth.AuthDecision) else None
                 if decision is not None or not isinstance(planned, te.Start):
                     await self._apply(session, call, report, planned, row, unstarted, decision)
+                    sequence = await self._enqueue_in(session, call) if queue else None
             if isinstance(planned, te.Start) and decision is None:
                 assert report.token is not None
-                decision = await self._decide(report.token, publish=False)
+                decision, _ = await self._decide(report.token, publish=False)
                 async with self.edge.unit() as session:
                     report, planned, row, unstarted = await self._plan(session, received)
                     await self._apply(session, call, report, planned, row, unstarted, decision)
+                    sequence = await self._enqueue_in(session, call) if queue else None
         except BaseException:
-            # What this link knew of the transaction and its connectors may not have been written: the store is
-            # the truth again.
             self._running.pop(received.station_transaction_id, None)
-            self._connectors.clear()
-            self._derived.clear()
+            self._forget()
             raise
+        self.edge.power_changed(self.station.site_id)  # a transaction began or ended: the site's rounds run at once
         if isinstance(planned, te.Start) and decision is not None:
-            return {"idTokenInfo": render.id_token_info(decision)}
-        return {}
+            return {"idTokenInfo": render.id_token_info(decision)}, sequence
+        return {}, sequence
 
     async def _apply(
         self,
@@ -462,11 +574,11 @@ def _newer(stored: te.KnownTransaction, running: te.KnownTransaction) -> te.Know
 
 
 _Handler = Callable[[Station201Link, Call], Awaitable[Payload]]
+# The edge's part of a message before it goes up or is answered (Authorize and TransactionEvent, which decide what
+# goes up, take their own way in `handle`).
 _HANDLERS: dict[str, _Handler] = {
     "BootNotification": Station201Link._boot,
     "Heartbeat": Station201Link._heartbeat,
     "StatusNotification": Station201Link._status,
-    "Authorize": Station201Link._authorize,
-    "TransactionEvent": Station201Link._transaction_event,
     "MeterValues": Station201Link._meter_values,
 }

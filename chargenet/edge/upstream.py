@@ -1,4 +1,5 @@
-"""The upstream link: one OCPP 1.6J client connection per connected station to `{upstream-url}/{stationId}`.
+"""The upstream link: one OCPP-J client connection per connected station to `{upstream-url}/{stationId}`, in the
+generation the station speaks (`UpstreamFace`: OCPP 1.6J or 2.0.1).
 
 It reconnects with backoff and jitter (`proxy.reconnect_delay`), relays the upstream's CALLs to the station,
 and replays the station's queued transaction messages, in order and throttled, whenever it is connected.
@@ -13,26 +14,121 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Protocol
 
 import websockets
+from sqlalchemy.ext.asyncio import AsyncSession
 from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.clock import Clock
 from chargenet.edge import records
-from chargenet.edge.connection import AnswerLate, CallHandler, CallTimer, ConnectionLost, OwnFaults, RpcConnection
+from chargenet.edge.connection import (
+    AnswerLate,
+    CallHandler,
+    CallTimer,
+    ConnectionLost,
+    OwnFaults,
+    RpcConnection,
+    RpcDialect,
+)
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16 import proxy, relaying
+from chargenet.edge.ocpp16.dialect import Ocpp16Dialect
 from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, PayloadViolation
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
 from chargenet.edge.ocpp16.session import SessionLimits
+from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
 from chargenet.errors import ChargenetError
 from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
 
-SUBPROTOCOL = "ocpp1.6"
 OPEN_TIMEOUT = 10.0
+
+
+class UpstreamFace(Protocol):
+    """What the link asks of the generation it speaks to the upstream: its words on the wire, and what replaying a
+    queued message of that generation reads and writes."""
+
+    subprotocol: str
+
+    def dialect(self, limits: FrameLimits) -> RpcDialect: ...
+
+    async def next_replay(
+        self,
+        session: AsyncSession,
+        station_id: str,
+        head: relaying.QueuedMessage,
+        last_sent: datetime | None,
+        now: datetime,
+        policy: relaying.ReplayPolicy,
+    ) -> relaying.Replay:
+        """What to do with the head of the queue now, in the unit that read it."""
+        ...
+
+    async def settle(self, session: AsyncSession, head: relaying.QueuedMessage, answer: Payload | None) -> None:
+        """What the upstream's answer to a queued message (None: refused) leaves in the store, beside its dequeue."""
+        ...
+
+
+class Ocpp16Upstream:
+    """1.6: the edge's transaction ids are rewritten into the upstream's on the way up, and a StartTransaction's
+    answer gives the upstream's id for its transaction (`relaying`)."""
+
+    subprotocol = "ocpp1.6"
+
+    def dialect(self, limits: FrameLimits) -> RpcDialect:
+        return Ocpp16Dialect(limits)
+
+    async def next_replay(
+        self,
+        session: AsyncSession,
+        station_id: str,
+        head: relaying.QueuedMessage,
+        last_sent: datetime | None,
+        now: datetime,
+        policy: relaying.ReplayPolicy,
+    ) -> relaying.Replay:
+        ids = await records.id_map_for(session, station_id, edge_id=head.transaction_id)
+        return relaying.next_replay(head, ids, last_sent, now, policy)
+
+    async def settle(self, session: AsyncSession, head: relaying.QueuedMessage, answer: Payload | None) -> None:
+        if head.action == "StartTransaction" and head.transaction_id is not None:
+            if answer is None:
+                await records.refuse_upstream(session, head.transaction_id)
+            else:
+                await records.link_upstream(session, head.transaction_id, answer["transactionId"])
+
+
+class Ocpp201Upstream:
+    """2.0.1: a transaction's id is the station's own string, the same to the edge and the upstream, so a queued
+    TransactionEvent goes up as the station sent it and its answer leaves nothing to map."""
+
+    subprotocol = "ocpp2.0.1"
+
+    def dialect(self, limits: FrameLimits) -> RpcDialect:
+        return Ocpp201Dialect(limits)
+
+    async def next_replay(
+        self,
+        session: AsyncSession,
+        station_id: str,
+        head: relaying.QueuedMessage,
+        last_sent: datetime | None,
+        now: datetime,
+        policy: relaying.ReplayPolicy,
+    ) -> relaying.Replay:
+        if last_sent is not None and now < last_sent + policy.interval:
+            return relaying.Replay(relaying.ReplayStep.WAIT_THROTTLE, not_before=last_sent + policy.interval)
+        return relaying.Replay(relaying.ReplayStep.SEND, payload=head.payload)
+
+    async def settle(self, session: AsyncSession, head: relaying.QueuedMessage, answer: Payload | None) -> None:
+        return None
+
+
+OCPP16_UPSTREAM = Ocpp16Upstream()
+OCPP201_UPSTREAM = Ocpp201Upstream()
 
 
 class UpstreamLinks:
@@ -83,9 +179,11 @@ class UpstreamLink:
         password: str | None,
         relay: CallHandler,
         *,
+        face: UpstreamFace = OCPP16_UPSTREAM,
         rng: Callable[[], float] = _JITTER.random,
     ) -> None:
         self._settings = settings
+        self._face = face
         self._station = station
         self._uri = url.rstrip("/") + "/" + station.station_id
         self._password = password
@@ -159,14 +257,14 @@ class UpstreamLink:
             try:
                 async with connect(
                     self._uri,
-                    subprotocols=[websockets.Subprotocol(SUBPROTOCOL)],
+                    subprotocols=[websockets.Subprotocol(self._face.subprotocol)],
                     additional_headers=self._headers(),
                     open_timeout=OPEN_TIMEOUT,
                     max_size=self._settings.limits.max_frame_bytes,
                     ping_interval=20,
                 ) as socket:
-                    if socket.subprotocol != SUBPROTOCOL:
-                        raise ConnectionError(f"upstream did not accept subprotocol {SUBPROTOCOL}")
+                    if socket.subprotocol != self._face.subprotocol:
+                        raise ConnectionError(f"upstream did not accept subprotocol {self._face.subprotocol}")
                     attempt = 0
                     await self._serve(socket)
             except asyncio.CancelledError:
@@ -201,6 +299,7 @@ class UpstreamLink:
             log_frame=self._settings.message_log.logger(self._station.station_id, "upstream"),
             on_own_fault=self._settings.own_faults,
             time_call=self._settings.time_call,
+            dialect=self._face.dialect(self._settings.limits),
         )
         self._rpc = rpc
         self.connects += 1
@@ -236,14 +335,16 @@ class UpstreamLink:
                     head = await records.queue_head(session, self._station.station_id)
                     if head is None:
                         break
-                    ids = await records.id_map_for(session, self._station.station_id, edge_id=head.transaction_id)
-                late = self._late_answers.get(head.sequence)
-                if late is not None:
-                    await asyncio.wait([late])  # wait, but a cancelled replay must not cancel the call's listening
+                    listened = self._late_answers.get(head.sequence)
+                    if listened is None:
+                        step = await self._face.next_replay(
+                            session, self._station.station_id, head, last_sent, self._settings.clock.now(), policy
+                        )
+                if listened is not None:
+                    await asyncio.wait([listened])  # wait, but a cancelled replay must not cancel the listening
                     del self._late_answers[head.sequence]
-                    if await self._settle_with(head, late):
-                        continue
-                step = relaying.next_replay(head, ids, last_sent, self._settings.clock.now(), policy)
+                    await self._settle_with(head, listened)  # unsettled, it is sent again by the next round
+                    continue
                 if step.step is relaying.ReplayStep.WAIT_THROTTLE:
                     assert step.not_before is not None
                     await self._settings.clock.sleep((step.not_before - self._settings.clock.now()).total_seconds())
@@ -292,10 +393,6 @@ class UpstreamLink:
 
     async def _settle(self, head: relaying.QueuedMessage, answer: Payload | None) -> None:
         async with self._settings.store.transaction() as session:
-            if head.action == "StartTransaction" and head.transaction_id is not None:
-                if answer is None:
-                    await records.refuse_upstream(session, head.transaction_id)
-                else:
-                    await records.link_upstream(session, head.transaction_id, answer["transactionId"])
+            await self._face.settle(session, head, answer)
             await records.dequeue(session, head.sequence)
         self.queued -= 1

@@ -32,6 +32,7 @@ from sqlalchemy.sql.expression import Executable
 
 from chargenet.auth.permissions import Reach
 from chargenet.domain.energy import wh_to_kwh
+from chargenet.domain.generations import parse_upstream_versions
 from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.ports import StationCommands
@@ -491,6 +492,8 @@ class StationStateView(View):
     firmware_version: str | None
     booted_at: Instant | None
     site_has_upstream: bool
+    # The OCPP generations the site's upstream takes (decisions.md §4).
+    site_upstream_versions: list[str] = ["ocpp1.6"]
     # Its link to the site's upstream, as the process holding the station stored it: None when not connected
     # or without an upstream.
     upstream_connected: bool | None = None
@@ -499,9 +502,13 @@ class StationStateView(View):
 
     @property
     def answered_by_edge(self) -> bool:
-        """A 2.0.1 station on a site with an upstream: the edge answers it as the central system itself, as no
-        2.0.1 upstream link exists yet (docs/edge.md)."""
-        return self.site_has_upstream and self.ocpp_version == "ocpp2.0.1"
+        """A station on a site whose upstream does not take the generation it speaks: the edge answers it as the
+        central system itself (docs/edge.md)."""
+        return (
+            self.site_has_upstream
+            and self.ocpp_version is not None
+            and self.ocpp_version not in self.site_upstream_versions
+        )
 
     @property
     def reachable(self) -> bool:
@@ -539,6 +546,7 @@ async def station_state(
         firmware_version=row.firmware_version if row else None,
         booted_at=row.booted_at if row else None,
         site_has_upstream=site.upstream_url is not None,
+        site_upstream_versions=list(parse_upstream_versions(site.upstream_ocpp_versions)),
         upstream_connected=row.upstream_connected if row is not None and row.connected else None,
         ocpp_version=row.ocpp_version if row else None,
     )

@@ -5,7 +5,7 @@ site's `version`; a change made from an older version (`expected_version`) is re
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -13,6 +13,7 @@ from pydantic import Field
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.generations import parse_upstream_versions, stored_upstream_versions
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import Conflict, InvalidInput, NotFound
@@ -45,6 +46,7 @@ class SiteView(View):
     name: str
     upstream_url: str | None
     upstream_password_set: bool
+    upstream_ocpp_versions: list[str]  # the OCPP generations its upstream takes (decisions.md §4)
     version: int
     created_at: Instant
 
@@ -56,6 +58,7 @@ def _view(row: Site) -> SiteView:
         name=row.name,
         upstream_url=row.upstream_url,
         upstream_password_set=row.upstream_password is not None,
+        upstream_ocpp_versions=list(parse_upstream_versions(row.upstream_ocpp_versions)),
         version=row.version,
         created_at=row.created_at,
     )
@@ -94,8 +97,10 @@ async def create_site(
     now: datetime,
     upstream_url: str | None = None,
     upstream_password: str | None = None,
+    upstream_ocpp_versions: Sequence[str] | None = None,
 ) -> SiteView:
-    """A new site of `company_id`; needs `sites:write` on the company itself."""
+    """A new site of `company_id`; needs `sites:write` on the company itself. Its upstream takes
+    `upstream_ocpp_versions`, by default 1.6 only."""
     await reachable_company(session, caller, Scope.SITES_WRITE, company_id)
     row = Site(
         id=new_id("site"),
@@ -103,6 +108,7 @@ async def create_site(
         name=validate_name(name),
         upstream_url=validate_upstream_url(upstream_url) if upstream_url else None,
         upstream_password=cipher.encrypt(upstream_password) if upstream_password else None,
+        upstream_ocpp_versions=stored_upstream_versions(upstream_ocpp_versions or ()),
         created_at=now,
     )
     session.add(row)
@@ -110,6 +116,8 @@ async def create_site(
     detail = {"name": row.name, "upstream": url_shown(row.upstream_url)}
     if row.upstream_password is not None:
         detail["upstream login"] = "set"
+    if row.upstream_ocpp_versions is not None:
+        detail["upstream OCPP versions"] = row.upstream_ocpp_versions
     await audit.record_change(session, caller, "site.create", row, now=now, detail=detail)
     return _view(row)
 
@@ -126,6 +134,7 @@ async def update_site(
     remove_upstream: bool = False,
     upstream_password: str | None = None,
     clear_upstream_password: bool = False,
+    upstream_ocpp_versions: Sequence[str] | None = None,
     expected_version: int | None = None,
 ) -> SiteView:
     """Change what is given and keep the rest: `remove_upstream` drops the upstream URL and its password,
@@ -141,6 +150,9 @@ async def update_site(
         new_url = validate_upstream_url(upstream_url)
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the password, clear it instead", field="upstream-password")
+    new_versions = row.upstream_ocpp_versions
+    if upstream_ocpp_versions is not None:
+        new_versions = stored_upstream_versions(upstream_ocpp_versions)
     changed: list[str] = []
     if new_name != row.name:
         changed.append("name")
@@ -155,10 +167,15 @@ async def update_site(
     elif upstream_password is not None:
         changed.append("upstream password replaced" if row.upstream_password is not None else "upstream password set")
         row.upstream_password = cipher.encrypt(upstream_password)
+    if new_versions != row.upstream_ocpp_versions:
+        changed.append("upstream OCPP versions")
+        row.upstream_ocpp_versions = new_versions
     if changed:
         row.version += 1
         await session.flush()
         detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
+        if "upstream OCPP versions" in changed:
+            detail["upstream OCPP versions"] = ", ".join(parse_upstream_versions(row.upstream_ocpp_versions))
         await audit.record_change(session, caller, "site.update", row, now=now, detail=detail)
     return _view(row)
 

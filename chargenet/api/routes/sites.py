@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import Name, ObjectId, Secret, WebSocketUrl
+from chargenet.api.fields import Name, ObjectId, OcppVersions, Secret, WebSocketUrl
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -35,6 +35,11 @@ class NewSite(BaseModel):
     name: Name
     upstreamUrl: WebSocketUrl | None = Field(default=None, description="the central system stations are relayed to")
     upstreamPassword: Secret | None = None
+    upstreamOcppVersions: OcppVersions | None = Field(
+        default=None,
+        description="the OCPP versions the upstream takes, in any order; a station speaking another is answered by the"
+        " edge as central system; default ocpp1.6",
+    )
 
 
 class SiteChange(BaseModel):
@@ -47,6 +52,7 @@ class SiteChange(BaseModel):
     removeUpstream: StrictBool = Field(default=False, description="drop the upstream and its password")
     upstreamPassword: Secret | None = None
     removeUpstreamPassword: StrictBool = Field(default=False, description="drop the upstream password, keep the URL")
+    upstreamOcppVersions: OcppVersions | None = Field(default=None, description="the OCPP versions the upstream takes")
 
 
 @router.get("/sites", response_model=Page[SiteView])
@@ -80,6 +86,7 @@ async def create_site(body: NewSite, context: Context, caller: SiteWriter) -> Si
             now=context.clock.now(),
             upstream_url=body.upstreamUrl,
             upstream_password=body.upstreamPassword,
+            upstream_ocpp_versions=body.upstreamOcppVersions,
         )
 
 
@@ -97,4 +104,5 @@ async def update_site(site_id: str, body: SiteChange, context: Context, caller: 
             remove_upstream=body.removeUpstream,
             upstream_password=body.upstreamPassword,
             clear_upstream_password=body.removeUpstreamPassword,
+            upstream_ocpp_versions=body.upstreamOcppVersions,
         )

@@ -10,7 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, Strict
 
 from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import AuthorizationKey, DateTime, IdToken, NumberedConnectorId, ObjectId, Secret, StationId
+from chargenet.api.fields import (
+    AuthorizationKey,
+    DateTime,
+    IdToken,
+    NumberedConnectorId,
+    ObjectId,
+    OcppVersions,
+    Secret,
+    StationId,
+)
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
@@ -39,9 +48,6 @@ CONNECTORS_WITH_SEVERAL_CHARGE_POINTS: list[JsonValue] = [
         "properties": {"connectors": {"type": "integer", "minimum": 1, "maximum": MAX_CONNECTORS_PER_CHARGE_POINT}},
     },
 ]
-
-
-OcppVersions = Annotated[list[Literal["ocpp1.6", "ocpp2.0.1"]], Field(min_length=1, max_length=2)]
 
 
 class NewStation(BaseModel):

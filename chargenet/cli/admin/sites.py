@@ -5,6 +5,21 @@ import argparse
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 from chargenet.cli.secret_options import add_secret_option
+from chargenet.errors import InvalidInput
+
+UPSTREAM_VERSIONS_HELP = (
+    "the OCPP versions the upstream takes: ocpp1.6 (the default), ocpp2.0.1 or both; a station speaking another"
+    " is answered by chargenet as its central system"
+)
+
+
+def _upstream_versions(text: str) -> list[str]:
+    from chargenet.domain.generations import parse_upstream_versions
+
+    try:
+        return list(parse_upstream_versions(text))
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,6 +31,13 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("name")
     create.add_argument("--upstream-url", dest="upstream_url", metavar="URL", help="ws(s):// of the operator's CSMS")
     add_secret_option(create, "--upstream-password", metavar="P", help="the stations' key to the upstream")
+    create.add_argument(
+        "--upstream-ocpp-versions",
+        dest="upstream_ocpp_versions",
+        type=_upstream_versions,
+        metavar="V[,V]",
+        help=UPSTREAM_VERSIONS_HELP,
+    )
 
     update = add_verb(verbs, "update", "change a site", _update)
     update.add_argument("site_id", metavar="SITE_ID")
@@ -24,6 +46,13 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     upstream.add_argument("--upstream-url", dest="upstream_url", metavar="URL")
     upstream.add_argument("--no-upstream", dest="no_upstream", action="store_true")
     add_secret_option(update, "--upstream-password", metavar="P", help="the stations' key to the upstream")
+    update.add_argument(
+        "--upstream-ocpp-versions",
+        dest="upstream_ocpp_versions",
+        type=_upstream_versions,
+        metavar="V[,V]",
+        help=UPSTREAM_VERSIONS_HELP,
+    )
 
     add_verb(verbs, "list", "list sites", _list).add_argument("--company", dest="company_id", metavar="ID")
     add_verb(verbs, "show", "show one site", _show).add_argument("site_id", metavar="SITE_ID")
@@ -45,6 +74,7 @@ def _create(args: argparse.Namespace) -> None:
             now=ctx.clock.now(),
             upstream_url=args.upstream_url,
             upstream_password=args.upstream_password,
+            upstream_ocpp_versions=args.upstream_ocpp_versions,
         ),
     )
     emit(args, {"id": site.id}, f"created site {site.id} ({site.name})")
@@ -67,6 +97,7 @@ def _update(args: argparse.Namespace) -> None:
             upstream_url=args.upstream_url,
             remove_upstream=args.no_upstream,
             upstream_password=args.upstream_password,
+            upstream_ocpp_versions=args.upstream_ocpp_versions,
         ),
     )
     emit(args, rendered(site), f"updated site {site.id}")

@@ -66,8 +66,19 @@ KEY_CHOICES_EDIT = (
     ("none", "Remove the key: security profile 0, for closed networks only"),
 )
 
+UPSTREAM_VERSION_CHOICES = (
+    ("ocpp1.6", "OCPP 1.6J only"),
+    ("ocpp2.0.1", "OCPP 2.0.1 only"),
+    ("ocpp1.6,ocpp2.0.1", "Both"),
+)
+
 # The services' names for what they refuse, and the form fields they are.
-SITE_FIELDS = {"name": "name", "upstream-url": "upstream_url", "upstream-password": "upstream_password"}
+SITE_FIELDS = {
+    "name": "name",
+    "upstream-url": "upstream_url",
+    "upstream-password": "upstream_password",
+    "upstreamOcppVersions": "upstream_ocpp_versions",
+}
 STATION_FIELDS = {
     "stationId": "station_id",
     "charge-points": "charge_points",
@@ -164,7 +175,12 @@ async def _create(request: Request, signed: Signed) -> Response:
 
 
 def _site_form(site: sites.SiteView) -> dict[str, Any]:
-    return {"name": site.name, "upstream_url": site.upstream_url or "", "clear_upstream_password": False}
+    return {
+        "name": site.name,
+        "upstream_url": site.upstream_url or "",
+        "clear_upstream_password": False,
+        "upstream_ocpp_versions": ",".join(sorted(site.upstream_ocpp_versions)),
+    }
 
 
 def _station_form() -> dict[str, Any]:
@@ -207,6 +223,7 @@ async def _site_page(
         "station_form": _station_form(),
         "version": site.version,  # an edit refused as stale saves, the next time, over what is now shown
         "key_choices": KEY_CHOICES_NEW,
+        "upstream_version_choices": UPSTREAM_VERSION_CHOICES,
         "failed": None,
         "stale": None,
         "delete_error": None,
@@ -227,8 +244,10 @@ async def _update(request: Request, signed: Signed) -> Response:
         "name": form.get("name", ""),
         "upstream_url": form.get("upstream_url", ""),
         "clear_upstream_password": bool(form.get("clear_upstream_password")),
+        "upstream_ocpp_versions": form.get("upstream_ocpp_versions", ""),
     }
     url = optional_text(form, "upstream_url")
+    versions = kept["upstream_ocpp_versions"]
     password = form.get("upstream_password") or None
     try:
         if url is None and password is not None:
@@ -245,6 +264,7 @@ async def _update(request: Request, signed: Signed) -> Response:
                 remove_upstream=url is None,
                 upstream_password=password,
                 clear_upstream_password=bool(kept["clear_upstream_password"]),
+                upstream_ocpp_versions=str(versions).split(",") if versions else None,
                 expected_version=version_of(form),
             )
     except InvalidInput as error:

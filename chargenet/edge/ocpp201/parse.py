@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from chargenet.domain.connectors import KnownStatus
+from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.evse import (
     PROBLEM_VARIABLE,
     ChargingState,
@@ -24,6 +25,7 @@ from chargenet.domain.evse import (
     map_stop_reason,
 )
 from chargenet.domain.tenants import ConnectorAddress, StationLayout, locate_evse_connector, ocpp_connector_id
+from chargenet.edge.core.authorize import UpstreamVerdict
 from chargenet.edge.core.messages import (
     ConnectorRef,
     IdToken,
@@ -216,4 +218,20 @@ def transaction_report(layout: StationLayout, payload: Payload) -> TransactionRe
         meter_last_wh=readings[-1].energy_wh if readings else None,
         reservation_id=payload.get("reservationId"),
         remote_start_id=info.get("remoteStartId"),
+    )
+
+
+def upstream_verdict(id_token_info: Payload) -> UpstreamVerdict:
+    """A 2.0.1 upstream's IdTokenInfo (in its Authorize answer). A status the edge's events do not have (NoCredit,
+    NotAtThisLocation, ...) is Invalid to the edge; the station still gets the upstream's answer as it came."""
+    try:
+        status = AuthorizationStatus(id_token_info["status"])
+    except ValueError:
+        status = AuthorizationStatus.INVALID
+    expiry = id_token_info.get("cacheExpiryDateTime")
+    group = id_token_info.get("groupIdToken")
+    return UpstreamVerdict(
+        status,
+        datetime.fromisoformat(expiry) if expiry else None,
+        group.get("idToken") if isinstance(group, dict) else None,
     )

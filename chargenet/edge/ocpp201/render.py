@@ -1,7 +1,7 @@
 """The core's answers in OCPP 2.0.1's words: what a 2.0.1 station is sent back.
 
-The edge answers as the central system itself: no 2.0.1 upstream link exists yet, so a station on a site with
-an upstream is answered here as when that upstream is away (docs/edge.md, "OCPP 2.0.1 stations").
+These are the edge's own answers: the ones a station gets without an upstream, while its upstream is away, or
+when the site's upstream does not take 2.0.1 (docs/edge.md, "OCPP 2.0.1 stations").
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from chargenet.edge.ocpp16.frames import Payload
 from chargenet.edge.ocpp16.proxy import HEARTBEAT_INTERVAL, ocpp_time
 
 # The station actions whose handling comes with later work (certificates with security profiles, charging limits
-# with site power): answered `NotSupported` (decisions.md §5).
+# with site power): answered `NotSupported` by the edge, forwarded to a connected 2.0.1 upstream (decisions.md §5).
 NOT_SUPPORTED = frozenset(
     {
         "SignCertificate",

@@ -40,7 +40,15 @@ if TYPE_CHECKING:
     from chargenet.store.models.meta import DirectoryVersion, StoreSetting
     from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
     from chargenet.store.models.operators import Operator, OperatorSession
-    from chargenet.store.models.power import Circuit, GridMeter, StationCircuit
+    from chargenet.store.models.power import (
+        Circuit,
+        GridMeter,
+        PowerAllowance,
+        PowerLease,
+        StationCircuit,
+        StationProfileAnswer,
+        UpstreamChargingProfile,
+    )
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.session_requests import SessionRequest
@@ -87,6 +95,8 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "PowerAllowance": "power",
+        "PowerLease": "power",
         "RateLimitBucket": "applications",
         "RevokedToken": "applications",
         "SessionRequest": "session_requests",
@@ -95,10 +105,12 @@ else:
         "StationCircuit": "power",
         "StationCommand": "edge",
         "StationNotice": "edge",
+        "StationProfileAnswer": "power",
         "StationPresence": "edge",
         "StoreSetting": "meta",
         "UnknownStop": "edge",
         "UnstartedTransaction": "edge",
+        "UpstreamChargingProfile": "power",
         "UpstreamMessage": "edge",
         "UsedAssertion": "applications",
         "UtcDateTime": "base",
@@ -153,6 +165,8 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "PowerAllowance",
+    "PowerLease",
     "RateLimitBucket",
     "RevokedToken",
     "SessionRequest",
@@ -162,9 +176,11 @@ __all__ = [
     "StationCommand",
     "StationNotice",
     "StationPresence",
+    "StationProfileAnswer",
     "StoreSetting",
     "UnknownStop",
     "UnstartedTransaction",
+    "UpstreamChargingProfile",
     "UpstreamMessage",
     "UsedAssertion",
     "UtcDateTime",

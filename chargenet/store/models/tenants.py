@@ -33,6 +33,8 @@ class Site(Base):
     upstream_url: Mapped[str | None] = mapped_column(Text, default=None)
     # Sent to the upstream CPO, so it is encrypted (credential key), not hashed.
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    # The OCPP generations the upstream takes, comma-separated ("ocpp1.6,ocpp2.0.1"); NULL: 1.6 only.
+    upstream_ocpp_versions: Mapped[str | None] = mapped_column(String(40), default=None)
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -30,7 +30,10 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
         async with httpx.AsyncClient(transport=transport, base_url="http://test/api/v1", headers=headers) as api:
             site = (await api.post("/sites", json={"name": "North", "upstreamPassword": UPSTREAM})).json()["id"]
             calls = [
-                api.patch(f"/sites/{site}", json={"name": "South", "removeUpstreamPassword": True}),
+                api.patch(
+                    f"/sites/{site}",
+                    json={"name": "South", "removeUpstreamPassword": True, "upstreamOcppVersions": ["ocpp2.0.1"]},
+                ),
                 api.post("/stations", json={"siteId": site, "id": "CS-API", "password": KEY}),
                 api.patch("/stations/CS-API", json={"securityProfile": 2}),
                 api.put(f"/sites/{site}/local-authorization-list/TAG-1", json={"status": "Blocked"}),
@@ -50,6 +53,7 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
             assert [answer.status_code for answer in answers] == [200, 201, 200, 200, 204, 201], [
                 answer.text for answer in answers
             ]
+            assert answers[0].json()["upstreamOcppVersions"] == ["ocpp2.0.1"]
             meter = answers[-1].json()["id"]
             assert (await api.patch(f"/meters/{meter}", json={"enabled": False})).status_code == 200
         async with context.store.transaction() as session:
@@ -69,6 +73,7 @@ async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock:
     ]
     assert {entry.actor.split(" ")[0] for entry in mine} == {"application"}
     assert {entry.address for entry in mine} == {"198.51.100.7"}
-    assert mine[1].detail["changed"] == "name, upstream password removed"
+    assert mine[1].detail["changed"] == "name, upstream password removed, upstream OCPP versions"
+    assert mine[1].detail["upstream OCPP versions"] == "ocpp2.0.1"
     assert mine[3].detail["changed"] == "security profile 1 -> 2"
     assert KEY not in repr(found) and UPSTREAM not in repr(found)

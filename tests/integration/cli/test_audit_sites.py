@@ -20,6 +20,7 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
     site = (await cli("admin", "site", "create", "--company", company, "Depot", "--json")).json()["id"]
     commands = [
         ("admin", "site", "update", site, "--upstream-url", "wss://cpo.example/ocpp", "--upstream-password", UPSTREAM),
+        ("admin", "site", "update", site, "--upstream-ocpp-versions", "ocpp1.6,ocpp2.0.1"),
         ("admin", "station", "create", "--site", site, "CS-1", "--password", KEY, "--connectors", "2"),
         ("admin", "station", "update", "CS-1", "--upstream-password", UPSTREAM),
         ("admin", "localauth", "add", "--site", site, "TAG-1", "--status", "Blocked"),
@@ -60,6 +61,7 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
         ("company.create", company),
         ("site.create", site),
         ("site.update", site),
+        ("site.update", site),
         ("station.create", "CS-1"),
         ("station.update", "CS-1"),
         ("localauth.add", f"{site}/TAG-1"),
@@ -69,6 +71,8 @@ async def test_cli_changes_are_audited_as_the_local_operator(cli, database_url: 
         ("meter.disable", meter),
     ]
     assert {(entry.actor, entry.face) for entry in found.items} == {("local operator", "cli")}
+    versions = next(entry for entry in found.items if entry.detail.get("changed") == "upstream OCPP versions")
+    assert versions.detail["upstream OCPP versions"] == "ocpp1.6, ocpp2.0.1"
     assert KEY not in repr(found) and UPSTREAM not in repr(found)
 
 

@@ -164,14 +164,16 @@ async def test_an_admin_creates_a_site_and_the_upstream_password_is_only_ever_se
             "name": "North",
             "upstream_url": "wss://other.example/ocpp",
             "clear_upstream_password": "yes",
+            "upstream_ocpp_versions": "ocpp1.6,ocpp2.0.1",
             "version": version,
         },
     )
     assert cleared.status_code == 303
     after = (await admin.get(site_path)).text
     assert "<dt>Upstream password</dt><dd>not set</dd>" in after and "wss://other.example/ocpp" in after
+    assert '<dd id="upstream-ocpp-versions">ocpp1.6, ocpp2.0.1:' in after
     [changed] = await records(harness, action="site.update")
-    assert changed.detail["changed"] == "upstream URL, upstream password removed"
+    assert changed.detail["changed"] == "upstream URL, upstream password removed, upstream OCPP versions"
     removed = await post(admin, site_path, {"name": "North", "upstream_url": "", "version": str(int(version) + 1)})
     assert removed.status_code == 303 and "<dt>Upstream URL</dt><dd>none: the edge" in (await admin.get(site_path)).text
 

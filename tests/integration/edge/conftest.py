@@ -84,8 +84,8 @@ class Served:
     async def point_site_at(self, cpo: SimulatedCentralSystem, password: str | None = None) -> None:
         await self.set_upstream(cpo.url, password)
 
-    async def set_upstream(self, url: str, password: str | None = None) -> None:
-        """The tenant's site gets the upstream central system at `url`."""
+    async def set_upstream(self, url: str, password: str | None = None, ocpp_versions: list[str] | None = None) -> None:
+        """The tenant's site gets the upstream central system at `url` (taking `ocpp_versions`: 1.6 by default)."""
         async with self.context.store.transaction() as session:
             await sites.update_site(
                 session,
@@ -95,6 +95,7 @@ class Served:
                 now=self.context.clock.now(),
                 upstream_url=url,
                 upstream_password=password,
+                upstream_ocpp_versions=ocpp_versions,
             )
 
 

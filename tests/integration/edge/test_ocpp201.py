@@ -285,8 +285,8 @@ async def test_the_station_record_decides_which_generations_may_connect(served: 
     await open_station.close()
 
 
-async def test_on_a_site_with_an_upstream_the_edge_answers_a_2_0_1_station_itself(served: Served) -> None:
-    await served.set_upstream("ws://127.0.0.1:9/nobody")  # never asked: there is no 2.0.1 upstream link
+async def test_on_a_site_whose_upstream_takes_1_6_only_the_edge_answers_a_2_0_1_station_itself(served: Served) -> None:
+    await served.set_upstream("ws://127.0.0.1:9/nobody")  # never asked: it takes 1.6 only, the default
     async with station_201(served) as (point, socket):
         assert socket.subprotocol == "ocpp2.0.1"
         boot = await point.call(

@@ -1,4 +1,4 @@
-"""Migration 0030 (local list idTokens) on both backends: entries stored before are ISO14443 cards, a 2.0.1
+"""Migration 0033 (local list idTokens) on both backends: entries stored before are ISO14443 cards, a 2.0.1
 token of 36 characters fits, and it rolls back."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ async def test_entries_stored_before_are_iso14443_cards_and_a_36_character_token
 ) -> None:
     store = Store(empty_database_url)
     try:
-        await schema.upgrade(store, "0029")
+        await schema.upgrade(store, "0032")
         async with store.engine.begin() as connection:
             for statement in (
                 f"INSERT INTO companies (id, name, created_at) VALUES ('co_1', 'Acme', {AT})",
@@ -26,7 +26,7 @@ async def test_entries_stored_before_are_iso14443_cards_and_a_36_character_token
                 f" VALUES ('site_1', 'CARD-1', 'Accepted', {AT})",
             ):
                 await connection.execute(text(statement))
-        await schema.upgrade(store, "0030")
+        await schema.upgrade(store, "0033")
         async with store.engine.begin() as connection:
             await connection.execute(
                 text(
@@ -37,7 +37,7 @@ async def test_entries_stored_before_are_iso14443_cards_and_a_36_character_token
             query = "SELECT id_tag, id_token_type FROM local_auth_entries ORDER BY id_tag"
             rows = [tuple(row) for row in (await connection.execute(text(query))).all()]
         assert rows == [("CARD-1", "ISO14443"), (TOKEN, "eMAID")]
-        await schema.downgrade(store, "0029")
+        await schema.downgrade(store, "0032")
         async with store.engine.connect() as connection:
             count = "SELECT count(*) FROM local_auth_entries"
             assert (await connection.execute(text(count))).scalar_one() == 2

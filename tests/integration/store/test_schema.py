@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 
+from chargenet.domain.generations import parse_upstream_versions
 from chargenet.errors import SchemaOutdated, SchemaTooNew, StoreCorrupt, StoreUnreachable
 from chargenet.store import schema
 from chargenet.store.db import Store
@@ -465,5 +466,48 @@ async def test_sites_stored_before_circuits_have_none_and_their_stations_hang_on
         assert counts == [0, 0, 0]
         await schema.downgrade(store, "0022")
         assert not {"circuits", "grid_meters", "station_circuits"} & await table_names(store)
+    finally:
+        await store.dispose()
+
+
+async def test_sites_stored_before_upstream_versions_have_an_upstream_of_1_6_only(empty_database_url: str) -> None:
+    store = Store(empty_database_url)
+    at = "'2026-01-01 00:00:00+00:00'"
+    try:
+        await schema.upgrade(store, "0029")
+        await execute(
+            store,
+            f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {at}, 'UTC')",
+            "INSERT INTO sites (id, company_id, name, upstream_url, created_at, version)"
+            f" VALUES ('site_1', 'co_1', 'D', 'ws://cpo.example/ocpp', {at}, 1)",
+        )
+        await schema.upgrade(store, "0030")
+        async with store.engine.connect() as connection:
+            versions = (await connection.execute(text("SELECT upstream_ocpp_versions FROM sites"))).scalar_one()
+        assert parse_upstream_versions(versions) == ("ocpp1.6",)
+        await schema.downgrade(store, "0029")
+        async with store.engine.connect() as connection:
+            columns = await connection.run_sync(
+                lambda c: {column["name"] for column in inspect(c).get_columns("sites")}
+            )
+        assert "upstream_ocpp_versions" not in columns
+    finally:
+        await store.dispose()
+
+
+async def test_stores_before_power_allowances_start_with_none_and_roll_back_cleanly(empty_database_url: str) -> None:
+    tables = {"power_allowances", "station_profile_answers", "upstream_charging_profiles", "power_leases"}
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0030")
+        await execute(store, *AN_APPLICATION[:1])
+        await schema.upgrade(store, "0032")
+        async with store.engine.connect() as connection:
+            counts = [
+                (await connection.execute(text(f"SELECT count(*) FROM {t}"))).scalar_one() for t in sorted(tables)
+            ]
+        assert counts == [0, 0, 0, 0]
+        await schema.downgrade(store, "0030")
+        assert not tables & await table_names(store)
     finally:
         await store.dispose()

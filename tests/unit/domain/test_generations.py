@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from chargenet.domain.generations import GENERATIONS, OCPP16, OCPP201, negotiate, parse_versions, stored_versions
+from chargenet.domain.generations import (
+    GENERATIONS,
+    OCPP16,
+    OCPP201,
+    negotiate,
+    parse_upstream_versions,
+    parse_versions,
+    stored_upstream_versions,
+    stored_versions,
+)
 from chargenet.errors import InvalidInput
 
 
@@ -46,3 +55,16 @@ def test_versions_are_read_as_written_and_stored_only_when_pinned() -> None:
 def test_an_unknown_version_is_refused(text: str) -> None:
     with pytest.raises(InvalidInput):
         parse_versions(text)
+
+
+def test_an_upstream_takes_1_6_only_unless_its_site_says_otherwise() -> None:
+    assert parse_upstream_versions(None) == (OCPP16,)
+    assert parse_upstream_versions("ocpp2.0.1, ocpp1.6") == (OCPP201, OCPP16)
+    assert stored_upstream_versions([OCPP16]) is None  # the default, as sites stored before it
+    assert stored_upstream_versions([OCPP16, OCPP201]) == "ocpp1.6,ocpp2.0.1"
+
+
+def test_an_upstream_version_the_edge_does_not_speak_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        parse_upstream_versions("ocpp2.1")
+    assert refused.value.field == "upstreamOcppVersions"

@@ -1,7 +1,7 @@
 """local list id tokens: a site's local list entries take 2.0.1's idTokens, up to 36 characters with a type
 
-Revision ID: 0030
-Revises: 0029
+Revision ID: 0033
+Revises: 0032
 Create Date: 2026-11-29 12:10:00.000000
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0030"
-down_revision = "0029"
+revision = "0033"
+down_revision = "0032"
 branch_labels = None
 depends_on = None
 
@@ -24,7 +24,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # id_tag and parent_id_tag stay wide: entries of 2.0.1 stations may be stored in them, and 0029's code writes
+    # id_tag and parent_id_tag stay wide: entries of 2.0.1 stations may be stored in them, and 0032's code writes
     # and reads them the same.
     with op.batch_alter_table("local_auth_entries", schema=None) as batch_op:
         batch_op.drop_column("id_token_type")
