@@ -197,6 +197,13 @@ _RESTORED_CHARGING = {
 _RESTORED_STATE = {status: state for state, status in _AS_REPORTED.items()}
 
 
+def transaction_may_be_open(last: ConnectorStatus | None) -> bool:
+    """Rule 5 needs to know of an open transaction only for a connector last read as something a transaction
+    shows through: a connector free (or never reported) reads the same with one or without, and a TransactionEvent
+    for it says so. Asking only then keeps a reconnect storm of free connectors at one read each."""
+    return last not in (None, ConnectorStatus.AVAILABLE, ConnectorStatus.RESERVED)
+
+
 def restored(
     last: ConnectorStatus | None, error_code: ChargePointErrorCode, info: str | None, *, transaction_open: bool
 ) -> EvseConnector:

@@ -34,6 +34,7 @@ from chargenet.domain.evse import (
     derive,
     fault_reported,
     restored,
+    transaction_may_be_open,
     transaction_reported,
 )
 from chargenet.domain.generations import OCPP201
@@ -251,15 +252,25 @@ class Station201Link(LinkBase):
             return known
         station_id, number = self.station.station_id, connector.station_number
 
-        def read(connection: Connection) -> tuple[statuses.LoadedConnector, bool]:
-            loaded = statuses.load_connector(connection, address, number)
-            return loaded, records.transaction_open_on(connection, station_id, address)
+        def load(connection: Connection) -> statuses.LoadedConnector:
+            return statuses.load_connector(connection, address, number)
 
+        def transaction(connection: Connection) -> bool:
+            return records.transaction_open_on(connection, station_id, address)
+
+        # One statement each, the second only when it may matter: the first StatusNotification of a connection
+        # is on the path a reconnect storm takes.
         if session is None:
-            loaded, transaction_open = await self.edge.store.read_at_once(read)
+            loaded = await self.edge.store.read_statement(load)
         else:
-            loaded, transaction_open = await session.run_sync(lambda sync: read(sync.connection()))
+            loaded = await session.run_sync(lambda sync: load(sync.connection()))
         last = loaded.last
+        transaction_open = False
+        if transaction_may_be_open(last.status if last is not None else None):
+            if session is None:
+                transaction_open = await self.edge.store.read_statement(transaction)
+            else:
+                transaction_open = await session.run_sync(lambda sync: transaction(sync.connection()))
         if last is None:
             known = restored(None, ChargePointErrorCode.NO_ERROR, None, transaction_open=transaction_open)
         else:

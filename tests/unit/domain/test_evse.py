@@ -20,6 +20,7 @@ from chargenet.domain.evse import (
     map_fault,
     map_stop_reason,
     restored,
+    transaction_may_be_open,
     transaction_reported,
 )
 
@@ -229,3 +230,23 @@ def test_a_problem_reported_before_a_reconnect_stays_until_cleared() -> None:
     connector = restored(ConnectorStatus.FAULTED, ChargePointErrorCode.GROUND_FAILURE, "RCD", transaction_open=False)
     assert derive(connector) == DerivedStatus(ConnectorStatus.FAULTED, ChargePointErrorCode.GROUND_FAILURE, "RCD")
     assert derive(fault_reported(connector, None)) == DerivedStatus(ConnectorStatus.AVAILABLE)
+
+
+@pytest.mark.parametrize(
+    ("last", "asked"),
+    [
+        (None, False),
+        (ConnectorStatus.AVAILABLE, False),
+        (ConnectorStatus.RESERVED, False),
+        (ConnectorStatus.PREPARING, True),
+        (ConnectorStatus.CHARGING, True),
+        (ConnectorStatus.FINISHING, True),
+        (ConnectorStatus.FAULTED, True),
+        (ConnectorStatus.UNAVAILABLE, True),
+    ],
+)
+def test_an_open_transaction_is_asked_after_only_where_it_shows(last: ConnectorStatus | None, asked: bool) -> None:
+    assert transaction_may_be_open(last) is asked
+    if not asked and last is not None:  # it reads the same either way
+        opened = restored(last, NO_ERROR, None, transaction_open=True)
+        assert derive(opened) == derive(restored(last, NO_ERROR, None, transaction_open=False))
