@@ -216,16 +216,14 @@ class Station201Link(LinkBase):
     async def _notice(self, call: Call) -> Payload:
         """Kept as received; a NotifyEvent's Problems also set their connectors' statuses, in the same unit."""
         found = parse.problems(self.station.layout, call.payload) if call.action == "NotifyEvent" else []
-        for problem in found:
-            await self._known(problem.connector)
         try:
             async with self.edge.unit() as session:
                 await records.record_notice(
                     session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
                 )
                 for problem in found:
-                    address = problem.connector.address
-                    self._evse[address] = fault_reported(self._evse[address], problem.fault)
+                    known = await self._known(problem.connector, session)
+                    self._evse[problem.connector.address] = fault_reported(known, problem.fault)
                     await self._derive(problem.connector, problem.timestamp, session=session)
         except BaseException:
             self._forget()
