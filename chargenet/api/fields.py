@@ -15,7 +15,7 @@ from pydantic import AwareDatetime, BeforeValidator, Field, StrictStr
 from chargenet.api.bounds import Bounds, Integral
 from chargenet.domain.tenants import MAX_CONNECTORS_PER_CHARGE_POINT
 from chargenet.ids import STATION_ID_PATTERN
-from chargenet.services.localauth import MAX_ID_TAG
+from chargenet.services.localauth import MAX_ID_TAG, MAX_ID_TOKEN
 from chargenet.services.stations import AUTHORIZATION_KEY_LENGTH
 
 # Text with a character that is not white space (what `str.strip` leaves something of), and no U+0000.
@@ -40,6 +40,8 @@ StationId = Annotated[
 
 # OCPP 1.6 IdToken (CiString20Type).
 IdTag = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_TAG)]
+# OCPP 2.0.1 idToken (a local list entry's: one over 20 characters reaches 2.0.1 stations only).
+IdToken = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_TOKEN)]
 
 AuthorizationKey = Annotated[
     StrictStr,

@@ -14,6 +14,14 @@ Rule 2 (authorization): 2.0.1's statuses beyond the event model's map `Unknown` 
   `NotAllowedTypeEVSE`, `NotAtThisLocation`, `NotAtThisTime` -> `Blocked`; the station's own value is kept beside.
 Rule 3 (stop reasons): `StoppedByEV` -> `EVDisconnected`, `ImmediateReset` -> `HardReset`, the values both
   generations share as they are, every other -> `Other`; the station's own value is kept beside.
+Rule 4 (faults): 2.0.1 reports a fault in NotifyEvent, as the variable `Problem` of a component (`Connector`, `EVSE`,
+  `ChargingStation`) turning `true`, with a `techCode` and `techInfo`. While it is true the connector reads Faulted,
+  whatever else was reported: `errorCode` is the 1.6 name the techCode spells (any case), else `OtherError` with the
+  techCode in `info`. Turning `false` again, the connector reads as Rule 1 says; one reported Faulted or never
+  reported reads as free again (Occupied during a transaction) until the station says more.
+Rule 5 (a new connection): what the link knew of a connector is gone with the connection it had; the status it
+  last derived and the transaction still open on the connector say it again, so a station that reconnects in the
+  middle of a charge reads as charging, not as a connector just plugged in.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from chargenet.domain.events import AuthorizationStatus, ConnectorStatus, StopReason
+from chargenet.domain.events import AuthorizationStatus, ChargePointErrorCode, ConnectorStatus, StopReason
 
 
 class ConnectorState(StrEnum):
@@ -51,13 +59,32 @@ class TransactionPhase(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Fault:
+    """A problem the station reported (Rule 4), in the event model's words."""
+
+    error_code: ChargePointErrorCode
+    info: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EvseConnector:
-    """What Rule 1 reads for one connector: what the station last said of the connector and of its transaction."""
+    """What Rules 1 and 4 read for one connector: what the station last said of the connector, of its
+    transaction, and of a problem with it."""
 
     state: ConnectorState | None = None  # None until the station reports it
     phase: TransactionPhase = TransactionPhase.NONE
     charging: ChargingState | None = None
     energy_flowed: bool = False
+    fault: Fault | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedStatus:
+    """A connector's ChargePointStatus as the event model carries it."""
+
+    status: ConnectorStatus
+    error_code: ChargePointErrorCode = ChargePointErrorCode.NO_ERROR
+    info: str | None = None
 
 
 _AS_REPORTED = {
@@ -74,8 +101,23 @@ _CHARGING_AS_STATUS = {
 }
 
 
+def derive(connector: EvseConnector) -> DerivedStatus | None:
+    """Rules 1 and 4: the status with its error code; None while there is nothing to say."""
+    if connector.fault is not None:
+        return DerivedStatus(ConnectorStatus.FAULTED, connector.fault.error_code, connector.fault.info)
+    status = derive_status(connector)
+    if status is None:
+        return None
+    if status is ConnectorStatus.FAULTED:  # a StatusNotification says Faulted, and not why
+        return DerivedStatus(status, ChargePointErrorCode.OTHER_ERROR)
+    return DerivedStatus(status)
+
+
 def derive_status(connector: EvseConnector) -> ConnectorStatus | None:
-    """Rule 1; None while there is nothing to say (no state reported and no transaction)."""
+    """Rule 1 (Rule 4's Faulted first); None while there is nothing to say (no state reported and no
+    transaction)."""
+    if connector.fault is not None:
+        return ConnectorStatus.FAULTED
     state = connector.state
     if state is None:
         if connector.phase is TransactionPhase.NONE:
@@ -96,7 +138,7 @@ def connector_reported(connector: EvseConnector, state: ConnectorState) -> EvseC
     """A StatusNotification: a connector reported free again forgets the transaction that ended on it."""
     if state is ConnectorState.OCCUPIED or connector.phase is TransactionPhase.RUNNING:
         return replace(connector, state=state)
-    return EvseConnector(state=state)
+    return EvseConnector(state=state, fault=connector.fault)
 
 
 def transaction_reported(
@@ -113,6 +155,76 @@ def transaction_reported(
         charging=charging if charging is not None else (None if starting else connector.charging),
         energy_flowed=energy_flowed or (connector.energy_flowed and not starting),
     )
+
+
+# Rule 4 ----------------------------------------------------------------------------------------------------
+
+PROBLEM_VARIABLE = "Problem"
+_ERROR_CODES = {
+    code.value.casefold(): code for code in ChargePointErrorCode if code is not ChargePointErrorCode.NO_ERROR
+}
+_MAX_INFO = 255  # the event's `info`
+
+
+def map_fault(tech_code: str | None, tech_info: str | None) -> Fault:
+    """Rule 4: the 1.6 error code a techCode names, the techInfo beside it; else `OtherError` with the techCode
+    (or, without one, the techInfo) as `info`."""
+    named = _ERROR_CODES.get((tech_code or "").strip().casefold())
+    if named is not None:
+        return Fault(named, tech_info[:_MAX_INFO] if tech_info else None)
+    said = tech_code or tech_info
+    return Fault(ChargePointErrorCode.OTHER_ERROR, said[:_MAX_INFO] if said else None)
+
+
+def fault_reported(connector: EvseConnector, fault: Fault | None) -> EvseConnector:
+    """Rule 4: a Problem turning true (`fault`) or false (None)."""
+    if fault is not None:
+        return replace(connector, fault=fault)
+    state = connector.state
+    if state is None or state is ConnectorState.FAULTED:
+        running = connector.phase is TransactionPhase.RUNNING
+        state = ConnectorState.OCCUPIED if running else ConnectorState.AVAILABLE
+    return replace(connector, state=state, fault=None)
+
+
+# Rule 5 ----------------------------------------------------------------------------------------------------
+
+_RESTORED_CHARGING = {
+    ConnectorStatus.CHARGING: ChargingState.CHARGING,
+    ConnectorStatus.SUSPENDED_EV: ChargingState.SUSPENDED_EV,
+    ConnectorStatus.SUSPENDED_EVSE: ChargingState.SUSPENDED_EVSE,
+}
+_RESTORED_STATE = {status: state for state, status in _AS_REPORTED.items()}
+
+
+def transaction_may_be_open(last: ConnectorStatus | None) -> bool:
+    """Rule 5 needs to know of an open transaction only for a connector last read as something a transaction
+    shows through: a connector free (or never reported) reads the same with one or without, and a TransactionEvent
+    for it says so. Asking only then keeps a reconnect storm of free connectors at one read each."""
+    return last not in (None, ConnectorStatus.AVAILABLE, ConnectorStatus.RESERVED)
+
+
+def restored(
+    last: ConnectorStatus | None, error_code: ChargePointErrorCode, info: str | None, *, transaction_open: bool
+) -> EvseConnector:
+    """Rule 5: what a link starts from for a connector, given the status last written for it and whether a
+    transaction is open on it. Energy has flowed in a transaction that read as charging or suspended; a
+    SuspendedEV without one that ran is rare enough to read as having charged as well."""
+    phase = TransactionPhase.RUNNING if transaction_open else TransactionPhase.NONE
+    if last is None:
+        return EvseConnector(phase=phase)
+    if last is ConnectorStatus.FAULTED and (error_code is not ChargePointErrorCode.OTHER_ERROR or info):
+        # A Problem reported (a StatusNotification's Faulted says neither a code nor info): it stays until cleared.
+        state = ConnectorState.OCCUPIED if transaction_open else None
+        return EvseConnector(state, phase, fault=Fault(error_code, info))
+    if last in _RESTORED_STATE:
+        return EvseConnector(_RESTORED_STATE[last], phase)
+    if last is ConnectorStatus.FINISHING or (last in _RESTORED_CHARGING and not transaction_open):
+        return EvseConnector(ConnectorState.OCCUPIED, TransactionPhase.ENDED)
+    if not transaction_open:  # Preparing
+        return EvseConnector(ConnectorState.OCCUPIED)
+    charging = _RESTORED_CHARGING.get(last)
+    return EvseConnector(ConnectorState.OCCUPIED, phase, charging, energy_flowed=charging is not None)
 
 
 # Rule 2 ----------------------------------------------------------------------------------------------------

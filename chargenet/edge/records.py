@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, select, update
+from sqlalchemy import Connection, Insert, Table, bindparam, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -153,8 +153,14 @@ def presence_upsert(dialect: str, names: tuple[str, ...]) -> Insert:
     for all the rows of a batch (boots, connections) that set the same fields."""
     presence = cast(Table, StationPresence.__table__)
     upsert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(presence)
+    newer = None
+    if "connected" in names:
+        # A station that left this process may be connected to another by the time this process writes that it
+        # went away: a departure older than the connection the row has is not news.
+        current = presence.c.connected_at
+        newer = or_(upsert.excluded.connected, current.is_(None), current <= upsert.excluded.disconnected_at)
     return upsert.on_conflict_do_update(
-        index_elements=[presence.c.station_id], set_={name: upsert.excluded[name] for name in names}
+        index_elements=[presence.c.station_id], set_={name: upsert.excluded[name] for name in names}, where=newer
     )
 
 
@@ -599,6 +605,22 @@ async def station_transaction(
         .with_for_update()
     )
     return found.first()
+
+
+def transaction_open_on(connection: Connection, station_id: str, address: ConnectorAddress) -> bool:
+    """Whether a transaction the station named (2.0.1) is still open on the connector."""
+    found = connection.execute(
+        select(EdgeTransaction.id)
+        .where(
+            EdgeTransaction.station_id == station_id,
+            EdgeTransaction.charge_point_id == address.charge_point_id,
+            EdgeTransaction.connector_id == address.connector_id,
+            EdgeTransaction.stopped_at.is_(None),
+            EdgeTransaction.station_transaction_id.is_not(None),
+        )
+        .limit(1)
+    ).first()
+    return found is not None
 
 
 def known_transaction(row: EdgeTransaction) -> transaction_events.KnownTransaction:

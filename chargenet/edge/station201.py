@@ -10,7 +10,8 @@ once the edge has done its part, is forwarded, answered by the edge, or queued b
 upstream's CALLs are relayed to the station. On a site whose upstream does not take 2.0.1 the edge answers as the
 central system itself, as it does for a 1.6 station while its upstream is away (the cache is asked, nothing is
 queued), and the station page says why. The link keeps what it derives statuses from (`domain.evse.EvseConnector`)
-in memory: a station that reconnects restarts it from its next StatusNotification and TransactionEvent.
+in memory: a station that reconnects restarts each connector from the status last written for it and the
+transaction still open on it (`domain.evse` Rule 5), so a process other than the one it left restarts it alike.
 """
 
 from __future__ import annotations
@@ -21,20 +22,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.certificate_requests import CertificateKind, parse_kind
-from chargenet.domain.events import ConnectorStatus
+from chargenet.domain.events import ChargePointErrorCode
 from chargenet.domain.evse import (
     ChargingState,
+    DerivedStatus,
     EvseConnector,
     connector_reported,
-    derive_status,
+    derive,
+    fault_reported,
+    restored,
+    transaction_may_be_open,
     transaction_reported,
 )
 from chargenet.domain.generations import OCPP201
 from chargenet.domain.tenants import ConnectorAddress
-from chargenet.edge import records
+from chargenet.edge import records, statuses
 from chargenet.edge.authorizers import AuthorizeRequest, ask_plugins
 from chargenet.edge.certificates import certificate_signed_logged
 from chargenet.edge.connection import ConnectionLost
@@ -88,7 +94,7 @@ class Station201Link(LinkBase):
     ):
         super().__init__(edge, station, send, close, Ocpp201Dialect(edge.limits))
         self._evse: dict[ConnectorAddress, EvseConnector] = {}
-        self._derived: dict[ConnectorAddress, ConnectorStatus] = {}  # the status last written for each
+        self._derived: dict[ConnectorAddress, DerivedStatus] = {}  # the status last written for each
         # The transactions running on this connection, by the station's id for them: their Updated events are
         # planned here and their progress written behind the answers (`_progress`).
         self._running: dict[str, _Running] = {}
@@ -212,10 +218,20 @@ class Station201Link(LinkBase):
         return render.local_answer(call.action, now)
 
     async def _notice(self, call: Call) -> Payload:
-        async with self.edge.unit() as session:
-            await records.record_notice(
-                session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
-            )
+        """Kept as received; a NotifyEvent's Problems also set their connectors' statuses, in the same unit."""
+        found = parse.problems(self.station.layout, call.payload) if call.action == "NotifyEvent" else []
+        try:
+            async with self.edge.unit() as session:
+                await records.record_notice(
+                    session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
+                )
+                for problem in found:
+                    known = await self._known(problem.connector, session)
+                    self._evse[problem.connector.address] = fault_reported(known, problem.fault)
+                    await self._derive(problem.connector, problem.timestamp, session=session)
+        except BaseException:
+            self._forget()
+            raise
         if call.action == "SecurityEventNotification":
             self._security_events.counts[call.payload["type"]] += 1
         return {}
@@ -225,9 +241,53 @@ class Station201Link(LinkBase):
     async def _status(self, call: Call) -> Payload:
         report = parse.connector_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
         address = report.connector.address
-        self._evse[address] = connector_reported(self._evse.get(address, EvseConnector()), report.state)
+        self._evse[address] = connector_reported(await self._known(report.connector), report.state)
         await self._derive(report.connector, report.timestamp, reported=True)
         return {}
+
+    async def _known(self, connector: ConnectorRef, session: AsyncSession | None = None) -> EvseConnector:
+        """What the link knows of a connector; the first time on this connection, what the store says of it
+        (Rule 5), read in `session` when given."""
+        address = connector.address
+        known = self._evse.get(address)
+        if known is not None:
+            return known
+        station_id, number = self.station.station_id, connector.station_number
+
+        def load(connection: Connection) -> statuses.LoadedConnector:
+            return statuses.load_connector(connection, address, number)
+
+        def transaction(connection: Connection) -> bool:
+            return records.transaction_open_on(connection, station_id, address)
+
+        # One statement each, the second only when it may matter: the first StatusNotification of a connection
+        # is on the path a reconnect storm takes.
+        if session is None:
+            loaded = await self.edge.store.read_statement(load)
+        else:
+            loaded = await session.run_sync(lambda sync: load(sync.connection()))
+        last = loaded.last
+        transaction_open = False
+        if transaction_may_be_open(last.status if last is not None else None):
+            if session is None:
+                transaction_open = await self.edge.store.read_statement(transaction)
+            else:
+                transaction_open = await session.run_sync(lambda sync: transaction(sync.connection()))
+        if last is None:
+            known = restored(None, ChargePointErrorCode.NO_ERROR, None, transaction_open=transaction_open)
+        else:
+            known = restored(last.status, last.error_code, last.info, transaction_open=transaction_open)
+            self._derived[address] = DerivedStatus(last.status, last.error_code, last.info)
+        self._connectors[(address.charge_point_id, address.connector_id)] = loaded
+        self._evse[address] = known
+        return known
+
+    def _forget(self) -> None:
+        """What this link knew of transactions and connectors may not have been written: the store is the truth
+        again."""
+        self._evse.clear()
+        self._connectors.clear()
+        self._derived.clear()
 
     async def _derive(
         self,
@@ -240,11 +300,11 @@ class Station201Link(LinkBase):
         """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
         when it changes (`LinkBase._record_status`). A StatusNotification is written as a report even when the
         status stays; a TransactionEvent that leaves it as it was writes nothing."""
-        status = derive_status(self._evse.get(connector.address, EvseConnector()))
-        if status is None or (not reported and self._derived.get(connector.address) is status):
+        derived = derive(self._evse.get(connector.address, EvseConnector()))
+        if derived is None or (not reported and self._derived.get(connector.address) == derived):
             return
-        await self._record_status(StatusReport(connector, parse.known_status(status, timestamp)), session)
-        self._derived[connector.address] = status
+        await self._record_status(StatusReport(connector, parse.known_status(derived, timestamp)), session)
+        self._derived[connector.address] = derived
 
     # Authorization -----------------------------------------------------------------------------------------
 
@@ -360,11 +420,8 @@ class Station201Link(LinkBase):
                     await self._apply(session, call, report, planned, row, unstarted, decision)
                     sequence = await self._enqueue_in(session, call) if queue else None
         except BaseException:
-            # What this link knew of the transaction and its connectors may not have been written: the store is
-            # the truth again.
             self._running.pop(received.station_transaction_id, None)
-            self._connectors.clear()
-            self._derived.clear()
+            self._forget()
             raise
         self.edge.power_changed(self.station.site_id)  # a transaction began or ended: the site's rounds run at once
         if isinstance(planned, te.Start) and decision is not None:
@@ -431,7 +488,7 @@ class Station201Link(LinkBase):
         station_id = self.station.station_id
         self.edge.message_log.samples(station_id, known.transaction_id, parse.samples(readings), last=ended)
         flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > known.meter_start_wh for r in readings)
-        state = self._evse.get(connector.address, EvseConnector())
+        state = await self._known(connector, session)
         self._evse[connector.address] = transaction_reported(
             state, ended=ended, charging=report.charging, energy_flowed=flowed
         )

@@ -7,12 +7,14 @@ removal made from an older version (`expected_version`) is refused as `StaleChan
 from __future__ import annotations
 
 from datetime import datetime
+from typing import get_args
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.scopes import Scope
+from chargenet.edge.ocpp201.commands import DEFAULT_TOKEN_TYPE, IdTokenType
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.services import audit
 from chargenet.services.callers import Caller
@@ -29,6 +31,9 @@ LISTABLE_STATUSES = (
     AuthorizationStatus.INVALID,
 )
 MAX_ID_TAG = 20  # OCPP 1.6 IdToken is CiString20Type
+MAX_ID_TOKEN = 36  # OCPP 2.0.1 IdTokenType.idToken: what the list keeps (decisions.md §5 "idTokens")
+# OCPP 2.0.1 IdTokenEnumType; a 1.6 station is sent the value alone.
+ID_TOKEN_TYPES: tuple[str, ...] = get_args(IdTokenType)
 
 
 class LocalAuthView(View):
@@ -37,6 +42,7 @@ class LocalAuthView(View):
     status: str
     expires_at: Instant | None = optional()
     parent_id_tag: str | None = optional()
+    id_token_type: str
     version: int
 
 
@@ -47,14 +53,21 @@ def _view(row: LocalAuthEntry) -> LocalAuthView:
         status=row.status,
         expires_at=row.expires_at,
         parent_id_tag=row.parent_id_tag,
+        id_token_type=row.id_token_type,
         version=row.version,
     )
 
 
-def validate_id_tag(id_tag: str, field: str = "idTag") -> str:
-    if not 1 <= len(id_tag) <= MAX_ID_TAG:
-        raise InvalidInput(f"must be 1 to {MAX_ID_TAG} characters", field=field)
+def validate_id_tag(id_tag: str, field: str = "idTag", longest: int = MAX_ID_TAG) -> str:
+    """A tag a station may be sent: `longest` is 1.6's 20 unless said otherwise."""
+    if not 1 <= len(id_tag) <= longest:
+        raise InvalidInput(f"must be 1 to {longest} characters", field=field)
     return id_tag
+
+
+def fits_16(id_tag: str) -> bool:
+    """Whether a 1.6 station may be sent the tag (CiString20Type)."""
+    return len(id_tag) <= MAX_ID_TAG
 
 
 async def add_entry(
@@ -68,13 +81,17 @@ async def add_entry(
     expires_at: datetime | None = None,
     parent_id_tag: str | None = None,
     expected_version: int | None = None,
+    id_token_type: str = DEFAULT_TOKEN_TYPE,
 ) -> LocalAuthView:
-    """Add a tag to the site's list, or change the entry it already has. Raises `StaleChange` when
-    `expected_version` is given and the entry moved on or is gone (a new entry needs none)."""
+    """Add a tag to the site's list, or change the entry it already has. A tag is up to 36 characters with its
+    2.0.1 type; one over 20 reaches 2.0.1 stations only (`station_commands.send_local_list`). Raises `StaleChange`
+    when `expected_version` is given and the entry moved on or is gone (a new entry needs none)."""
     site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
-    validate_id_tag(id_tag)
+    validate_id_tag(id_tag, longest=MAX_ID_TOKEN)
     if parent_id_tag is not None:
-        validate_id_tag(parent_id_tag, "parentIdTag")
+        validate_id_tag(parent_id_tag, "parentIdTag", MAX_ID_TOKEN)
+    if id_token_type not in ID_TOKEN_TYPES:
+        raise InvalidInput(f"{id_token_type!r} is not one of {', '.join(ID_TOKEN_TYPES)}", field="idTokenType")
     if status not in {s.value for s in LISTABLE_STATUSES}:
         raise InvalidInput(f"{status!r} is not one of {', '.join(s.value for s in LISTABLE_STATUSES)}", field="status")
     if expires_at is not None and expires_at.tzinfo is None:
@@ -89,12 +106,19 @@ async def add_entry(
         action = "localauth.add"
     else:
         check_version("local list entry", repr(id_tag), row.version, expected_version)
-        if (row.status, row.expires_at, row.parent_id_tag) == (status, expires_at, parent_id_tag):
+        same = (row.status, row.expires_at, row.parent_id_tag, row.id_token_type)
+        if same == (status, expires_at, parent_id_tag, id_token_type):
             return _view(row)
         row.version += 1
     row.status, row.expires_at, row.parent_id_tag = status, expires_at, parent_id_tag
+    row.id_token_type = id_token_type
     await session.flush()
-    detail = {"idTag": id_tag, "status": status, "expires": expires_at.isoformat() if expires_at else "never"}
+    detail = {
+        "idTag": id_tag,
+        "type": id_token_type,  # the idToken's (a key naming a token reads as a secret to the audit log)
+        "status": status,
+        "expires": expires_at.isoformat() if expires_at else "never",
+    }
     if parent_id_tag is not None:
         detail["parentIdTag"] = parent_id_tag
     await audit.record_change(session, caller, action, row, now=now, detail={"site": site.id, **detail})

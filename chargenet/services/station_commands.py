@@ -32,7 +32,7 @@ from chargenet.ports import StationCommands
 from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
 from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer, checked, generation_of, worded
-from chargenet.services.localauth import entries_of_site, validate_id_tag
+from chargenet.services.localauth import entries_of_site, fits_16, validate_id_tag
 from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
 
@@ -211,18 +211,28 @@ async def send_local_list(
     """SendLocalList: the site's whole local authorization list, for the station to decide those tags itself while
     it cannot reach the edge. `Full` replaces the list the station has; `Differential` adds or changes each of the
     site's tags there and leaves the station's others as they are. `charge-points:write` on the station is what it
-    takes."""
+    takes. A 2.0.1 station gets each tag with its type; a 1.6 station never gets a tag (or parent) over 20
+    characters: those are left out and named in the answer's `skippedIdTags` (decisions.md §5 "idTokens")."""
     target = await _station(reading, caller, station_id, central_only=True)
     async with reading() as session:
         entries = await entries_of_site(session, target.site_id)
     authorization = []
+    skipped = []
     for entry in entries:
+        if target.generation == OCPP16 and not (
+            fits_16(entry.id_tag) and (entry.parent_id_tag is None or fits_16(entry.parent_id_tag))
+        ):
+            skipped.append(entry.id_tag)
+            continue
         info: Payload = {"status": entry.status}
         if entry.expires_at is not None:
             info["expiryDate"] = ocpp_time(entry.expires_at)
         if entry.parent_id_tag is not None:
             info["parentIdTag"] = entry.parent_id_tag
-        authorization.append({"idTag": entry.id_tag, "idTagInfo": info})
+        item: Payload = {"idTag": entry.id_tag, "idTagInfo": info}
+        if target.generation == OCPP201:
+            item["idTokenType"] = entry.id_token_type
+        authorization.append(item)
     payload: Payload = {
         "listVersion": list_version,
         "updateType": update_type,
@@ -236,7 +246,8 @@ async def send_local_list(
             f"the site's list of {len(entries)} tags does not fit in one OCPP frame ({limits.max_frame_bytes} bytes)",
             field="localAuthorizationList",
         ) from None
-    return await _ask(edge, target, command)
+    answer = await _ask(edge, target, command)
+    return {**answer, "skippedIdTags": skipped} if skipped else answer
 
 
 async def reserve_now(

@@ -51,6 +51,12 @@ class StatusAnswer(_Answer):
     status: str = Field(description="The station's answer, e.g. Accepted, Rejected, NotSupported")
 
 
+class SendLocalListAnswer(StatusAnswer):
+    skippedIdTags: list[str] | None = Field(
+        default=None, description="tags of the list left out: over 20 characters, which an OCPP 1.6 station cannot take"
+    )
+
+
 class ConfigurationKey(_Answer):
     key: str
     readonly: bool
@@ -307,12 +313,13 @@ async def clear_cache(station_id: str, context: Context, caller: Commander) -> S
     return _as(StatusAnswer, await _central(context, caller, station_id, "ClearCache", {}))
 
 
-@command("/stations/{station_id}/send-local-list", response_model=StatusAnswer)
+@command("/stations/{station_id}/send-local-list", response_model=SendLocalListAnswer)
 async def send_local_list(
     station_id: str, body: SendLocalListBody, context: Context, caller: Commander
-) -> StatusAnswer:
+) -> SendLocalListAnswer:
     """The site's whole local authorization list, replacing the station's (updateType Full) or added to it
-    (Differential)."""
+    (Differential). A 2.0.1 station gets each tag with its type; a 1.6 station never gets a tag over 20
+    characters (`skippedIdTags` names those left out)."""
     answer = await station_commands.send_local_list(
         context.store.read,
         context.stations,
@@ -322,7 +329,7 @@ async def send_local_list(
         limits=FrameLimits(max_frame_bytes=context.settings.ocpp_max_frame),
         update_type=body.updateType,
     )
-    return _as(StatusAnswer, answer)
+    return _as(SendLocalListAnswer, answer)
 
 
 @command("/stations/{station_id}/local-list-version", response_model=LocalListVersionAnswer)

@@ -13,7 +13,7 @@ from chargenet.api.dependencies import Context
 from chargenet.api.fields import (
     AuthorizationKey,
     DateTime,
-    IdTag,
+    IdToken,
     NumberedConnectorId,
     ObjectId,
     OcppVersions,
@@ -24,9 +24,10 @@ from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import MAX_CHARGE_POINTS_PER_STATION, MAX_CONNECTORS_PER_CHARGE_POINT
+from chargenet.edge.ocpp201.commands import DEFAULT_TOKEN_TYPE, IdTokenType
 from chargenet.services import localauth, station_import, stations
 from chargenet.services.callers import ApiApplication
-from chargenet.services.localauth import MAX_ID_TAG, LocalAuthView
+from chargenet.services.localauth import MAX_ID_TOKEN, LocalAuthView
 from chargenet.services.pages import Page
 from chargenet.services.station_import import ImportResult
 from chargenet.services.stations import StationView
@@ -128,7 +129,10 @@ class LocalAuthEntry(BaseModel):
 
     status: Literal["Accepted", "Blocked", "Expired", "Invalid"] = "Accepted"
     expiresAt: DateTime | None = None
-    parentIdTag: IdTag | None = None
+    parentIdTag: IdToken | None = None
+    idTokenType: IdTokenType = Field(
+        default=DEFAULT_TOKEN_TYPE, description="what a 2.0.1 station is told the token is; 1.6 stations get the value"
+    )
     version: int | None = Field(
         default=None,
         ge=1,
@@ -137,7 +141,14 @@ class LocalAuthEntry(BaseModel):
     )
 
 
-TagPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_TAG, description="the idTag (OCPP IdToken)")]
+TagPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_TOKEN,
+        description="the idTag (OCPP idToken: up to 36 characters; one over 20 reaches 2.0.1 stations only)",
+    ),
+]
 
 
 @router.get("/stations", response_model=Page[StationView])
@@ -242,6 +253,7 @@ async def put_local_authorization(
             expires_at=body.expiresAt,
             parent_id_tag=body.parentIdTag,
             expected_version=body.version,
+            id_token_type=body.idTokenType,
         )
 
 

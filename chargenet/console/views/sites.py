@@ -53,6 +53,7 @@ TAGS_PER_PAGE = 50
 MAX_CHARGE_POINTS = 64
 UPSTREAM = (("", "With or without"), ("with", "With an upstream"), ("without", "Without an upstream"))
 STATUSES = [status.value for status in localauth.LISTABLE_STATUSES]
+DEFAULT_TOKEN_TYPE = "ISO14443"  # noqa: S105 (a token type, no secret): what a tag is unless said otherwise
 KEY_CHOICES_NEW = (
     ("generate", "Generate a key (recommended): shown once, on the next page"),
     ("given", "Use the key typed below (16 to 40 characters)"),
@@ -86,7 +87,13 @@ STATION_FIELDS = {
     "upstream-password": "station_upstream_password",
     "key": "key",
 }
-TAG_FIELDS = {"idTag": "id_tag", "parentIdTag": "parent_id_tag", "status": "status", "expires": "expires"}
+TAG_FIELDS = {
+    "idTag": "id_tag",
+    "parentIdTag": "parent_id_tag",
+    "status": "status",
+    "expires": "expires",
+    "idTokenType": "id_token_type",
+}
 
 
 def cipher_of(request: Request) -> CredentialCipher:
@@ -353,7 +360,14 @@ def _tag_form(entry: localauth.LocalAuthView | None, reads_in: LocalTime) -> dic
     """The add-or-change form: blank, or filled with an entry of the list to edit (its expiry in the reader's
     zone, with its offset kept beside it when that wall-clock time happened twice)."""
     if entry is None:
-        return {"id_tag": "", "status": "Accepted", "expires": "", "expires_offset": "", "parent_id_tag": ""}
+        return {
+            "id_tag": "",
+            "status": "Accepted",
+            "expires": "",
+            "expires_offset": "",
+            "parent_id_tag": "",
+            "id_token_type": DEFAULT_TOKEN_TYPE,
+        }
     expires = entry.expires_at
     shown = "" if expires is None else reads_in.wall(expires).field_value()
     offset = "" if expires is None else reads_in.wall(expires).offset_text
@@ -364,6 +378,7 @@ def _tag_form(entry: localauth.LocalAuthView | None, reads_in: LocalTime) -> dic
         "expires": shown,
         "expires_offset": offset,
         "parent_id_tag": parent,
+        "id_token_type": entry.id_token_type,
     }
 
 
@@ -408,6 +423,7 @@ async def _local_list(
         "filters": filters,
         "statuses": STATUSES,
         "status_choices": [(status, status) for status in STATUSES],
+        "type_choices": [(kind, kind) for kind in localauth.ID_TOKEN_TYPES],
         "here_label": "Local authorization list",
         "after": after,
         "first_url": address(path, **filters),
@@ -444,7 +460,8 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
     console = console_of(request)
     site_id = request.path_params["site_id"]
     form = await submitted(request)
-    kept = {key: form.get(key, "") for key in ("id_tag", "status", "expires", "expires_offset", "parent_id_tag")}
+    fields = ("id_tag", "status", "expires", "expires_offset", "parent_id_tag", "id_token_type")
+    kept = {key: form.get(key, "") for key in fields}
     editing = kept["id_tag"].strip() if version_of(form) is not None else None
     try:
         id_tag = form.get("id_tag", "")
@@ -461,6 +478,7 @@ async def _add_tag(request: Request, signed: Signed) -> Response:
                 expires_at=local_instant(form, "expires", signed.reads_in),
                 parent_id_tag=optional_text(form, "parent_id_tag"),
                 expected_version=version_of(form),
+                id_token_type=kept["id_token_type"] or DEFAULT_TOKEN_TYPE,
             )
     except InvalidInput as error:
         errors = field_errors(error, TAG_FIELDS, "id_tag")
@@ -522,6 +540,7 @@ def _tag_action(verb: str) -> Any:
                         expires_at=entry.expires_at,
                         parent_id_tag=entry.parent_id_tag,
                         expected_version=version_of(form),
+                        id_token_type=entry.id_token_type,
                     )
         except StaleChange as error:
             undone = "Not removed" if verb == "remove" else "Not changed"

@@ -40,7 +40,7 @@ TRIGGERS_201_ONLY = frozenset(
 
 # A local list entry or reservation names a token by its value only; 2.0.1 wants its type too. The service's
 # tokens are cards unless said otherwise (decisions.md §5 "idTokens"), and a parent tag is a group of them.
-DEFAULT_TOKEN_TYPE = "ISO14443"  # noqa: S105 (a token type, no secret)
+DEFAULT_TOKEN_TYPE: IdTokenType = "ISO14443"  # noqa: S105 (a token type, no secret)
 GROUP_TOKEN_TYPE = "Central"  # noqa: S105
 REMOTE_START_TOKEN_TYPE = "Central"  # noqa: S105
 

@@ -14,9 +14,17 @@ from decimal import Decimal
 from typing import Any
 
 from chargenet.domain.connectors import KnownStatus
-from chargenet.domain.events import AuthorizationStatus, ChargePointErrorCode, ConnectorStatus
-from chargenet.domain.evse import ChargingState, ConnectorState, map_stop_reason
-from chargenet.domain.tenants import StationLayout, locate_evse_connector, ocpp_connector_id
+from chargenet.domain.events import AuthorizationStatus
+from chargenet.domain.evse import (
+    PROBLEM_VARIABLE,
+    ChargingState,
+    ConnectorState,
+    DerivedStatus,
+    Fault,
+    map_fault,
+    map_stop_reason,
+)
+from chargenet.domain.tenants import ConnectorAddress, StationLayout, locate_evse_connector, ocpp_connector_id
 from chargenet.edge.core.authorize import UpstreamVerdict
 from chargenet.edge.core.messages import (
     ConnectorRef,
@@ -72,11 +80,53 @@ def connector_report(layout: StationLayout, payload: Payload) -> ConnectorReport
     )
 
 
-def known_status(status: ConnectorStatus, timestamp: datetime) -> KnownStatus:
-    """A derived status as the status table keeps it. `errorCode` is `NoError`: a 2.0.1 station reports faults in
-    NotifyEvent, which this edge stores and shows but does not yet read into an error code."""
-    error = ChargePointErrorCode.OTHER_ERROR if status is ConnectorStatus.FAULTED else ChargePointErrorCode.NO_ERROR
-    return KnownStatus(status, error, None, timestamp)
+def known_status(derived: DerivedStatus, timestamp: datetime) -> KnownStatus:
+    """A derived status as the status table keeps it."""
+    return KnownStatus(derived.status, derived.error_code, derived.info, timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemReport:
+    """A NotifyEvent's `Problem` of a connector, an EVSE (its connector 0) or the whole station (the first
+    EVSE's connector 0, as 1.6's connector 0): a fault while true, None once false again."""
+
+    connector: ConnectorRef
+    fault: Fault | None
+    timestamp: datetime
+
+
+_BOOLEANS = {"true": True, "false": False}
+
+
+def _problem_connector(layout: StationLayout, component: Payload) -> ConnectorRef | None:
+    name, evse = component["name"], component.get("evse")
+    if name == "ChargingStation":
+        return connector(layout, 0, None)
+    if evse is None or name not in {"Connector", "EVSE"}:
+        return None
+    if name == "Connector":
+        return connector(layout, evse["id"], evse.get("connectorId"))
+    whole = locate_evse_connector(layout, evse["id"], None)
+    return ConnectorRef(ConnectorAddress(whole.charge_point_id, 0), 0)
+
+
+def problems(layout: StationLayout, payload: Payload) -> list[ProblemReport]:
+    """The Problems a NotifyEvent reports, in its order. One of an EVSE or connector the station was never given
+    is left out: the notice is kept all the same."""
+    found = []
+    for data in payload["eventData"]:
+        value = _BOOLEANS.get(str(data.get("actualValue", "")).strip().lower())
+        if data["variable"]["name"] != PROBLEM_VARIABLE or value is None:
+            continue
+        try:
+            where = _problem_connector(layout, data["component"])
+        except InvalidInput:
+            continue
+        if where is None:
+            continue
+        fault = map_fault(data.get("techCode"), data.get("techInfo")) if value else None
+        found.append(ProblemReport(where, fault, datetime.fromisoformat(data["timestamp"])))
+    return found
 
 
 def token_presented(payload: Payload) -> TokenPresented:

@@ -120,10 +120,12 @@ class LocalAuthEntry(Base):
     __tablename__ = "local_auth_entries"
 
     site_id: Mapped[str] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
-    id_tag: Mapped[str] = mapped_column(String(20), primary_key=True)
+    id_tag: Mapped[str] = mapped_column(String(36), primary_key=True)  # 2.0.1's idToken; 1.6 stations take 20
     status: Mapped[str] = mapped_column(String(16))
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
-    parent_id_tag: Mapped[str | None] = mapped_column(String(20), default=None)
+    parent_id_tag: Mapped[str | None] = mapped_column(String(36), default=None)
+    # The token's type, as a 2.0.1 station is sent it (IdTokenEnumType).
+    id_token_type: Mapped[str] = mapped_column(String(20), default="ISO14443", server_default="ISO14443")
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -197,6 +197,7 @@ async def test_local_authorization_entry_is_put_listed_and_removed(api: Api) -> 
         "idTag": "TAG1",
         "status": "Accepted",
         "expiresAt": "2030-01-01T00:00:00+00:00",
+        "idTokenType": "ISO14443",
         "version": 1,
     }
     listed = (await api.client.get(base, headers=headers)).json()

@@ -60,15 +60,28 @@ async def test_change_configuration_clear_cache_and_local_list_version_reach_the
     ]
 
 
-async def test_send_local_list_sends_the_sites_whole_list(
+EMAID = "NL-TNM-C12345678-X-EXTRA-LONG-TOKEN1"  # 36 characters: a 2.0.1 idToken, too long for 1.6
+
+
+async def test_send_local_list_sends_the_sites_whole_list_but_the_tags_a_16_station_cannot_take(
     served: Served,  # noqa: F811
     api: httpx.AsyncClient,  # noqa: F811
     station: SimulatedStation,  # noqa: F811
 ) -> None:
+    writer = await partner_token(served.context, served.tenant.company_id, ["sites:write"])
+    entries = f"/sites/{served.tenant.site_id}/local-authorization-list"
+    headers = {"Authorization": f"Bearer {writer}"}
+    put = await api.put(f"{entries}/{EMAID}", json={"idTokenType": "eMAID"}, headers=headers)
+    assert (put.status_code, put.json()["idTokenType"]) == (200, "eMAID")
+    assert (await api.put(f"{entries}/CARD-1", json={}, headers=headers)).json()["idTokenType"] == "ISO14443"
+    assert (await api.put(f"{entries}/{EMAID}X", json={}, headers=headers)).status_code == 422
+    assert (await api.put(f"{entries}/CARD-2", json={"idTokenType": "Magstripe"}, headers=headers)).status_code == 422
+
     response = await api.post("/stations/CS-1/send-local-list", json={"listVersion": 3})
-    assert (response.status_code, response.json()) == (200, {"status": "Accepted"})
+    assert (response.status_code, response.json()) == (200, {"status": "Accepted", "skippedIdTags": [EMAID]})
     ((action, payload),) = station.received_calls
     assert (action, payload["listVersion"], payload["updateType"]) == ("SendLocalList", 3, "Full")
+    assert payload["localAuthorizationList"] == [{"idTag": "CARD-1", "idTagInfo": {"status": "Accepted"}}]
 
 
 async def test_send_local_list_as_a_difference_adds_the_sites_tags_to_the_stations(

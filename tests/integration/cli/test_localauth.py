@@ -6,7 +6,7 @@ from tests.integration.cli.helpers import company_and_site
 async def test_localauth_add_prints_site_tag_and_status(cli) -> None:  # type: ignore[no-untyped-def]
     _, site = await company_and_site(cli)
     added = (await cli("admin", "localauth", "add", "--site", site, "TAG1", "--status", "Blocked", "--json")).json()
-    assert added == {"siteId": site, "idTag": "TAG1", "status": "Blocked", "version": 1}
+    assert added == {"siteId": site, "idTag": "TAG1", "status": "Blocked", "idTokenType": "ISO14443", "version": 1}
 
 
 async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untyped-def]
@@ -23,9 +23,12 @@ async def test_localauth_list_and_remove(cli) -> None:  # type: ignore[no-untype
     assert [e["idTag"] for e in listing["items"]] == ["B"]
 
 
-async def test_localauth_tag_over_20_characters_is_refused(cli) -> None:  # type: ignore[no-untyped-def]
+async def test_localauth_takes_a_2_0_1_token_of_36_characters_with_its_type_and_no_longer(cli) -> None:  # type: ignore[no-untyped-def]
     _, site = await company_and_site(cli)
-    result = await cli("admin", "localauth", "add", "--site", site, "x" * 21)
+    token = "NL-TNM-C12345678-X-EXTRA-LONG-TOKEN1"  # 36 characters
+    added = (await cli("admin", "localauth", "add", "--site", site, token, "--type", "eMAID", "--json")).json()
+    assert (added["idTag"], added["idTokenType"]) == (token, "eMAID")
+    result = await cli("admin", "localauth", "add", "--site", site, "x" * 37)
     assert result.code != 0 and "idTag" in result.err
 
 

@@ -459,8 +459,8 @@ async def test_the_local_list_pages_filters_refuses_bad_tags_and_escapes_them(ha
     narrowed = await viewer.get(base, params={"tag": "t11"})
     assert narrowed.text.count("<tr>\n      <td><code>") == 10
     admin = await harness.signed_in("admin@acme.test")
-    too_long = await post(admin, base, {"id_tag": "X" * 21, "status": "Accepted"})
-    assert too_long.status_code == 422 and 'id="id_tag-error"' in too_long.text and "X" * 21 in too_long.text
+    too_long = await post(admin, base, {"id_tag": "X" * 37, "status": "Accepted"})
+    assert too_long.status_code == 422 and 'id="id_tag-error"' in too_long.text and "X" * 37 in too_long.text
     bad_status = await post(admin, base, {"id_tag": "OK", "status": "Maybe"})
     assert bad_status.status_code == 422 and 'id="status-error"' in bad_status.text
     bad_date = await post(admin, base, {"id_tag": "OK", "status": "Accepted", "expires": "soon"})
@@ -496,7 +496,7 @@ async def test_a_tag_edited_meanwhile_shows_the_stale_message_keeps_what_was_typ
     base = f"/console/sites/{site.id}/local-list"
     editing = await admin.get(base, params={"edit": "TAG-1"})
     version = version_on(tag_form(editing.text), base)
-    assert version == "1" and 'value="TAG-1" autocomplete="off" required maxlength="20" readonly' in editing.text
+    assert version == "1" and 'value="TAG-1" autocomplete="off" required maxlength="36" readonly' in editing.text
     await add_tag(harness, site.id, "TAG-1", status="Blocked")  # another operator's save
     typed = {"id_tag": "TAG-1", "status": "Expired", "parent_id_tag": "PARENT-9", "version": version}
     stale = await post(admin, base, typed)

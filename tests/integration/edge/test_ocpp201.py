@@ -54,11 +54,12 @@ def basic(station_id: str, password: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def station_201(
-    served: Served, station_id: str = "CS-1", kind: type[PointT] = ChargePoint
+    served: Served, station_id: str = "CS-1", kind: type[PointT] = ChargePoint, ocpp_url: str | None = None
 ) -> AsyncIterator[tuple[PointT, ClientConnection]]:
-    """The `ocpp` package's v201 charge point (or `kind` of it), connected offering 2.0.1 first and 1.6 second."""
+    """The `ocpp` package's v201 charge point (or `kind` of it), connected offering 2.0.1 first and 1.6 second
+    (to `ocpp_url`, another process's, when given)."""
     socket = await connect(
-        f"{served.ocpp_url}/{station_id}",
+        f"{ocpp_url or served.ocpp_url}/{station_id}",
         subprotocols=[Subprotocol("ocpp2.0.1"), Subprotocol("ocpp1.6")],
         additional_headers=basic(station_id, PASSWORD),
     )
@@ -304,3 +305,58 @@ async def test_on_a_site_whose_upstream_takes_1_6_only_the_edge_answers_a_2_0_1_
             await served.edge.command("CS-1", "Reset", {"type": "Soft"})
     [authorize] = await served.events("Authorize")
     assert authorize["payload"] == {"stationId": "CS-1", "idTag": "NOBODY", "status": "Invalid", "idTokenType": "eMAID"}
+
+
+def problem(value: str, minutes: int, **tech: str) -> call.NotifyEvent:
+    data = {
+        "eventId": minutes,
+        "timestamp": at(minutes),
+        "trigger": "Delta",
+        "actualValue": value,
+        "eventNotificationType": "HardWiredMonitor",
+        "component": {"name": "Connector", "evse": {"id": 1, "connectorId": 1}},
+        "variable": {"name": "Problem"},
+        **tech,
+    }
+    return call.NotifyEvent(generated_at=at(minutes), seq_no=0, event_data=[data])
+
+
+async def test_a_fault_reads_as_a_16_fault_and_a_reconnect_mid_charge_keeps_the_status(served: Served) -> None:
+    async with served.context.store.transaction() as session:
+        site = served.tenant.site_id
+        session.add(LocalAuthEntry(site_id=site, id_tag=TOKEN["idToken"], status="Accepted", created_at=T0))
+    occupied = call.StatusNotification(timestamp=at(0), connector_status="Occupied", evse_id=1, connector_id=1)
+    async with station_201(served) as (point, _):
+        await point.call(occupied)
+        started = {"evse": {"id": 1, "connectorId": 1}, "id_token": TOKEN, "trigger_reason": "Authorized"}
+        await transaction_event(point, "Started", 0, meter_value=energy(1000, "Transaction.Begin", 0), **started)
+        await transaction_event(point, "Updated", 1, info={"chargingState": "Charging"})
+        await point.call(problem("true", 2, techCode="GroundFailure", techInfo="RCD tripped"))
+        await point.call(problem("false", 3))
+    async with station_201(served) as (point, _):
+        # A new connection: the station says its connector is occupied and goes on with the transaction.
+        await point.call(occupied)
+        await transaction_event(point, "Updated", 4, meter_value=energy(2000, "Sample.Periodic", 4))
+        await point.call(problem("true", 5, techCode="E-4711"))
+    async with station_201(served) as (point, _):
+        await point.call(occupied)  # the problem stays until the station clears it
+        await transaction_event(point, "Ended", 6, trigger_reason="EVDeparted")
+        await point.call(problem("false", 7))
+
+    statuses = [event["payload"] for event in await served.events("ChargePointStatus")]
+    assert [(s["status"], s["errorCode"], s.get("info")) for s in statuses] == [
+        ("Preparing", "NoError", None),
+        ("Charging", "NoError", None),
+        ("Faulted", "GroundFailure", "RCD tripped"),
+        ("Charging", "NoError", None),
+        ("Faulted", "OtherError", "E-4711"),
+        ("Finishing", "NoError", None),
+    ]
+    assert statuses[2] == {
+        "stationId": "CS-1",
+        "chargePointId": "CS-1",
+        "connectorId": 1,
+        "status": "Faulted",
+        "errorCode": "GroundFailure",
+        "info": "RCD tripped",
+    }

@@ -127,6 +127,7 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
     async with served.context.store.transaction() as session:
         site = served.tenant.site_id
         session.add(LocalAuthEntry(site_id=site, id_tag="CARD-1", status="Accepted", created_at=T0))
+        session.add(LocalAuthEntry(site_id=site, id_tag=TOKEN, id_token_type="eMAID", status="Accepted", created_at=T0))
     reader = await partner_token(served.context, served.tenant.company_id, ["charge-points:read"])
     api = httpx.AsyncClient(
         base_url=f"{served.http_url}/api/v1", headers={"Authorization": f"Bearer {served.token}"}, timeout=10
@@ -249,7 +250,8 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
         "versionNumber": 4,
         "updateType": "Full",
         "localAuthorizationList": [
-            {"idToken": {"idToken": "CARD-1", "type": "ISO14443"}, "idTokenInfo": {"status": "Accepted"}}
+            {"idToken": {"idToken": "CARD-1", "type": "ISO14443"}, "idTokenInfo": {"status": "Accepted"}},
+            {"idToken": {"idToken": TOKEN, "type": "eMAID"}, "idTokenInfo": {"status": "Accepted"}},
         ],
     }
     reserved = sent["ReserveNow"]

@@ -10,12 +10,13 @@ from chargenet.cli.admin import circuits, localauth, meters, webhooks
 from chargenet.cli.main import build_parser
 from chargenet.domain.circuits import PHASE_CHOICES
 from chargenet.meters.profiles import PROFILES
-from chargenet.services.localauth import LISTABLE_STATUSES
+from chargenet.services.localauth import ID_TOKEN_TYPES, LISTABLE_STATUSES
 from chargenet.webhooks.signing import SignatureAlgorithm, SignatureFormat
 
 
 def test_the_local_list_statuses_are_the_use_cases() -> None:
     assert [status.value for status in LISTABLE_STATUSES] == localauth.STATUSES
+    assert list(ID_TOKEN_TYPES) == localauth.ID_TOKEN_TYPES
 
 
 def test_the_meter_profiles_are_the_known_profiles() -> None:

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from chargenet.domain.events import ChargePointErrorCode
+from chargenet.domain.evse import Fault
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
 from chargenet.edge.ocpp201 import parse
 from chargenet.errors import InvalidInput
@@ -61,4 +63,34 @@ def test_readings_keep_their_context() -> None:
     assert [(r.context, r.energy_wh) for r in parse.energy_readings([begin, end])] == [
         ("Transaction.Begin", 100),
         ("Transaction.End", 900),
+    ]
+
+
+def problem(component: dict[str, Any], actual: str, variable: str = "Problem", **tech: str) -> dict[str, Any]:
+    return {
+        "eventId": 1,
+        "timestamp": "2026-07-01T12:00:00Z",
+        "trigger": "Delta",
+        "actualValue": actual,
+        "eventNotificationType": "HardWiredMonitor",
+        "component": component,
+        "variable": {"name": variable},
+        **tech,
+    }
+
+
+def test_a_notify_events_problems_name_their_connectors_evse_or_station() -> None:
+    data = [
+        problem({"name": "Connector", "evse": {"id": 2, "connectorId": 2}}, "true", techCode="GroundFailure"),
+        problem({"name": "EVSE", "evse": {"id": 2}}, "False"),
+        problem({"name": "ChargingStation"}, "true", techCode="E-17"),
+        problem({"name": "Connector", "evse": {"id": 9, "connectorId": 1}}, "true"),  # never given: left out
+        problem({"name": "Connector", "evse": {"id": 1, "connectorId": 1}}, "Occupied", "AvailabilityState"),
+        problem({"name": "Connector"}, "true"),  # no EVSE named
+    ]
+    found = parse.problems(DUO, {"generatedAt": "2026-07-01T12:00:00Z", "seqNo": 0, "eventData": data})
+    assert [(p.connector.address, p.connector.station_number, p.fault) for p in found] == [
+        (ConnectorAddress("DUO-2", 2), 4, Fault(ChargePointErrorCode.GROUND_FAILURE)),
+        (ConnectorAddress("DUO-2", 0), 0, None),
+        (ConnectorAddress("DUO-1", 0), 0, Fault(ChargePointErrorCode.OTHER_ERROR, "E-17")),
     ]
