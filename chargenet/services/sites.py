@@ -13,16 +13,19 @@ from pydantic import Field
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain import upstream_profiles
 from chargenet.domain.generations import parse_upstream_versions, stored_upstream_versions
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
+from chargenet.domain.upstream_profiles import parse_upstream_profile
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.services import audit
+from chargenet.services import audit, upstream_tls
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
+from chargenet.services.upstream_tls import ClientCertificateView, client_certificate_of
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG
@@ -47,6 +50,9 @@ class SiteView(View):
     upstream_url: str | None
     upstream_password_set: bool
     upstream_ocpp_versions: list[str]  # the OCPP generations its upstream takes (decisions.md §4)
+    upstream_security_profile: int  # of the link to the upstream (domain.upstream_profiles)
+    upstream_client_certificate: ClientCertificateView | None  # the one the edge shows the upstream
+    upstream_ca_certificates: int | None  # in its CA bundle for the upstream's server certificate; None: the system's
     version: int
     created_at: Instant
 
@@ -59,6 +65,9 @@ def _view(row: Site) -> SiteView:
         upstream_url=row.upstream_url,
         upstream_password_set=row.upstream_password is not None,
         upstream_ocpp_versions=list(parse_upstream_versions(row.upstream_ocpp_versions)),
+        upstream_security_profile=int(parse_upstream_profile(row.upstream_security_profile)),
+        upstream_client_certificate=client_certificate_of(row),
+        upstream_ca_certificates=row.upstream_ca_certificates,
         version=row.version,
         created_at=row.created_at,
     )
@@ -148,6 +157,7 @@ async def update_site(
         new_url = None
     elif upstream_url is not None:
         new_url = validate_upstream_url(upstream_url)
+    upstream_profiles.check(upstream_tls.settings_of(row, url=new_url))
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the password, clear it instead", field="upstream-password")
     new_versions = row.upstream_ocpp_versions
