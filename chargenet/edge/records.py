@@ -23,6 +23,7 @@ from chargenet.domain.events import (
 )
 from chargenet.domain.generations import GENERATIONS, UPSTREAM_DEFAULT, parse_upstream_versions, parse_versions
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
+from chargenet.domain.upstream_profiles import UpstreamTls, parse_upstream_profile
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts, transaction_events
 from chargenet.edge.core import transactions as tx
@@ -69,6 +70,7 @@ class StationInfo:
     organisation_name: str | None  # the company's
     ocpp_versions: tuple[str, ...] = GENERATIONS  # the generations it may connect with (domain.generations)
     upstream_versions: tuple[str, ...] = UPSTREAM_DEFAULT  # the generations its site's upstream takes
+    upstream_tls: UpstreamTls | None = None  # its site's TLS towards the upstream (domain.upstream_profiles)
 
 
 _STATION = (
@@ -86,6 +88,9 @@ _STATION = (
         Station.serial_number,
         Company.organisation_name,
         Site.upstream_ocpp_versions,
+        Site.upstream_security_profile,
+        Site.upstream_client_subject,
+        Site.upstream_ca_certificates,
     )
     .join(Site, Site.id == Station.site_id)
     .join(Company, Company.id == Site.company_id)
@@ -100,7 +105,7 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     if row is None:
         return None
     found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions, *rest = row
-    profile, company, serial_number, organisation_name, upstream_versions = rest
+    profile, company, serial_number, organisation_name, upstream_versions, upstream_profile, client, bundle = rest
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -114,6 +119,9 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         serial_number=serial_number,
         organisation_name=organisation_name,
         upstream_versions=parse_upstream_versions(upstream_versions),
+        upstream_tls=UpstreamTls(
+            parse_upstream_profile(upstream_profile), upstream_url, client is not None, bundle is not None
+        ),
     )
 
 

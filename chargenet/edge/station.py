@@ -44,8 +44,10 @@ from chargenet.edge.upstream import (
     UpstreamLinks,
     UpstreamSettings,
     UpstreamUnavailable,
+    tls_context,
 )
 from chargenet.keys import KeyStore
+from chargenet.keys.upstream_tls import UpstreamTlsContexts
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
 from chargenet.store.group_commit import Work
@@ -71,6 +73,7 @@ class EdgeRuntime(Protocol):
     transitions: TransitionCounts
     own_faults: OwnFaults
     upstream_links: UpstreamLinks
+    upstream_tls: UpstreamTlsContexts
     time_station_call: CallTimer | None
     time_upstream_call: CallTimer | None
 
@@ -153,8 +156,11 @@ class LinkBase(abc.ABC):
             edge.time_upstream_call,
         )
         edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
+        tls = None
+        if self.station.upstream_tls is not None:
+            tls = tls_context(edge.upstream_tls, self.station.site_id, self.station.upstream_tls)
         self.upstream = UpstreamLink(
-            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face
+            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face, tls=tls
         )
         await self.upstream.start()
 
