@@ -41,7 +41,8 @@ def _emit(args: argparse.Namespace, tls: UpstreamTlsView, verb: str) -> None:
     shown = "no client certificate"
     if certificate is not None:
         shown = f"client certificate {certificate.subject}, expires {certificate.not_after.isoformat()}"
-    bundle = "the system's CAs" if tls.ca_bundle_certificates is None else f"{tls.ca_bundle_certificates} CAs"
+    count = tls.ca_bundle_certificates
+    bundle = "the system's CAs" if count is None else f"a CA bundle of {count} certificate{'' if count == 1 else 's'}"
     human = f"{verb} upstream TLS of {tls.site_id}: profile {tls.security_profile}, {shown}, {bundle}"
     emit(args, rendered(tls), human)
 
