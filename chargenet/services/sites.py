@@ -144,6 +144,7 @@ async def update_site(
     upstream_password: str | None = None,
     clear_upstream_password: bool = False,
     upstream_ocpp_versions: Sequence[str] | None = None,
+    upstream_security_profile: int | None = None,
     expected_version: int | None = None,
 ) -> SiteView:
     """Change what is given and keep the rest: `remove_upstream` drops the upstream URL and its password,
@@ -157,7 +158,11 @@ async def update_site(
         new_url = None
     elif upstream_url is not None:
         new_url = validate_upstream_url(upstream_url)
-    upstream_profiles.check(upstream_tls.settings_of(row, url=new_url))
+    new_profile = row.upstream_security_profile
+    if upstream_security_profile is not None:
+        wanted = upstream_profiles.parse_upstream_profile(upstream_security_profile)
+        new_profile = None if wanted is upstream_profiles.DEFAULT else int(wanted)
+    upstream_profiles.check(upstream_tls.settings_of(row, url=new_url, profile=new_profile))
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the password, clear it instead", field="upstream-password")
     new_versions = row.upstream_ocpp_versions
@@ -180,12 +185,17 @@ async def update_site(
     if new_versions != row.upstream_ocpp_versions:
         changed.append("upstream OCPP versions")
         row.upstream_ocpp_versions = new_versions
+    if new_profile != row.upstream_security_profile:
+        changed.append("upstream security profile")
+        row.upstream_security_profile = new_profile
     if changed:
         row.version += 1
         await session.flush()
         detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
         if "upstream OCPP versions" in changed:
             detail["upstream OCPP versions"] = ", ".join(parse_upstream_versions(row.upstream_ocpp_versions))
+        if "upstream security profile" in changed:
+            detail["upstream security profile"] = str(int(parse_upstream_profile(row.upstream_security_profile)))
         await audit.record_change(session, caller, "site.update", row, now=now, detail=detail)
     return _view(row)
 

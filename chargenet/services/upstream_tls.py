@@ -50,10 +50,10 @@ def client_certificate_of(row: Site) -> ClientCertificateView | None:
     )
 
 
-def settings_of(row: Site, *, url: str | None) -> upstream_profiles.UpstreamTls:
-    """The site's settings as the rules see them, with the upstream at `url`."""
+def settings_of(row: Site, *, url: str | None, profile: int | None) -> upstream_profiles.UpstreamTls:
+    """The site's settings as the rules see them, with the upstream at `url` and the stored `profile`."""
     return upstream_profiles.UpstreamTls(
-        profile=upstream_profiles.parse_upstream_profile(row.upstream_security_profile),
+        profile=upstream_profiles.parse_upstream_profile(profile),
         url=url,
         client_certificate=row.upstream_client_subject is not None,
         ca_bundle=row.upstream_ca_certificates is not None,
