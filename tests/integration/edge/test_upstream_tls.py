@@ -3,6 +3,8 @@ loopback: the upstream is a `websockets` server whose context requires a certifi
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +16,7 @@ from chargenet.services.callers import OPERATOR
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from tests.integration.edge.conftest import Served
 from tests.support.certificates import Issued, issue, make_ca
+from tests.support.logs import collected_logs
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the store plays no part here
 
@@ -78,12 +81,17 @@ async def test_an_upstream_demanding_a_client_certificate_takes_the_sites_and_re
 
     await use_client_certificate(served, issue(make_ca("Someone else's CA"), "Depot"), upstream_ca)
     station = served.station()
-    await station.connect()
-    assert (await station.boot())["status"] == "Accepted"  # answered by the edge itself
-    assert len(demanding_cpo.received("CS-1", "BootNotification")) == 1
-    state = await link_state(served)
-    assert state.upstream_connected is False
-    assert state.upstream_failure is not None
-    assert state.upstream_failure.startswith("the upstream refused the edge's TLS client certificate")
-    assert served.edge.upstream_links.failures == 1
+    with collected_logs() as logs:
+        await station.connect()
+        assert (await station.boot())["status"] == "Accepted"  # answered by the edge itself
+        assert len(demanding_cpo.received("CS-1", "BootNotification")) == 1
+        state = await link_state(served)
+        assert state.upstream_connected is False
+        assert state.upstream_failure is not None
+        assert state.upstream_failure.startswith("the upstream refused the edge's TLS client certificate")
+        async with asyncio.timeout(10):  # it keeps trying, with its backoff (the first retry within a second)
+            while served.edge.upstream_links.failures < 2:
+                await asyncio.sleep(0.05)
+    failures = [record for record in logs if record.getMessage() == "upstream connection failed"]
+    assert [record.levelno for record in failures] == [logging.WARNING]  # once for the same reason
     await station.close()
