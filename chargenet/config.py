@@ -43,6 +43,7 @@ class Settings:
     webhook_allow_private: bool = False
     event_retention_days: int = 7
     ocpp_max_frame: int = 65536
+    certificate_renewal_days: int = 30  # a station's certificate is renewed this long before it expires
     database_pool_size: int | None = None  # None: the store's own (`store.db.POOL_SIZE`)
 
     @property
@@ -75,6 +76,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "webhook_allow_private": ("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "--webhook-allow-private"),
     "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
+    "certificate_renewal_days": ("CHARGENET_CERTIFICATE_RENEWAL_DAYS", "--certificate-renewal-days"),
     "database_pool_size": ("CHARGENET_DATABASE_POOL_SIZE", "--database-pool-size"),
 }
 
@@ -125,6 +127,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     allow_private = pick("webhook_allow_private", _boolean, False)
     retention = pick("event_retention_days", _positive_int, 7)
     max_frame = pick("ocpp_max_frame", _positive_int, 65536)
+    renewal_days = pick("certificate_renewal_days", _positive_int, 30)
     pool_size: int | None = pick("database_pool_size", _positive_int, None)
     forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
@@ -143,6 +146,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         webhook_allow_private=allow_private,
         event_retention_days=retention,
         ocpp_max_frame=max_frame,
+        certificate_renewal_days=renewal_days,
         database_pool_size=pool_size,
     )
 

@@ -43,6 +43,12 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--event-retention-days", dest="event_retention_days")
     group.add_argument("--ocpp-max-frame", dest="ocpp_max_frame")
     group.add_argument(
+        "--certificate-renewal-days",
+        dest="certificate_renewal_days",
+        help="ask a station for a new CSR this many days before its certificate expires (default 30, env "
+        "CHARGENET_CERTIFICATE_RENEWAL_DAYS)",
+    )
+    group.add_argument(
         "--database-pool-size",
         dest="database_pool_size",
         help="PostgreSQL connections this process keeps, and never exceeds (env CHARGENET_DATABASE_POOL_SIZE)",

@@ -6,7 +6,8 @@ A round is a pure function of the site's state and the time (decisions.md "Site 
   whose meter is silent falls back to its limit less `Settings.silent_meter_load_a` (0: the whole limit, without
   measured headroom) and the round says so. Every circuit on the path from a station to the root constrains it.
 - A station that is offline keeps its last allowance for `offline_hold`, then its safe default; both are taken off
-  the circuits first, since nothing can be sent to it.
+  the circuits first, since nothing can be sent to it. A station that refused profiles (or does not support them)
+  is counted at its sessions' maximum current, first too.
 - Admission: every session charging gets at least the 6 A minimum on each of its phases or is paused. Sessions are
   admitted in turn while the minimum fits on every circuit and phase they use: higher priority first; within one
   priority the sessions charging by start (so the latest started is paused first), then the waiting ones by how long
@@ -74,6 +75,8 @@ class Station:
     connectors: int = 1
     priority: int = 0
     offline_since: datetime | None = None
+    # It refused or does not support charging profiles: its sessions are counted at their maximum, never sent.
+    unlimited: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +203,14 @@ def allocate(
         station = by_id[session.station_id]
         phases = session.phases or station.phases
         uses = tree.resources(station.circuit_id, phases)
-        if station.offline_since is None:
+        if station.offline_since is None and not station.unlimited:
             online.append((session, station, phases, uses))
             continue
-        # Nothing reaches an offline station: what it holds is taken off first.
-        if now - station.offline_since < settings.offline_hold:
+        # Nothing reaches an offline station, nor limits one that takes no profiles: what it holds is taken off first.
+        if station.unlimited:
+            amps = session.max_current_a
+            reason = None
+        elif station.offline_since is not None and now - station.offline_since < settings.offline_hold:
             amps = session.allowance_a or 0.0
             reason = None if amps else PauseReason.NO_ROOM
         else:

@@ -144,6 +144,10 @@ class Admission:
             if pem is not None:
                 ca = self._authorities.certificate(station.company_id)
                 facts = certificate_facts(pem, ca) or _unreadable(now)
+                if station.relays_csrs and not facts.issued_by_station_ca:
+                    # Its site relays CSRs to the upstream, whose CA then signs them: trusted as well.
+                    upstream = self._authorities.upstream_certificate(station.site_id)
+                    facts = certificate_facts(pem, upstream) or facts
         refusal = decide(
             profile,
             tls=scope.get("scheme") == "wss",

@@ -146,6 +146,9 @@ class RpcConnection:
         self._time_call = time_call
         self._closed = False
         self._send_lock = asyncio.Lock()
+        # Work that waits for the answer to the peer's CALL being handled (`after_answer`), and its running tasks.
+        self._after_answer: list[Callable[[], Awaitable[None]]] = []
+        self._follow_ups: set[asyncio.Task[None]] = set()
 
     async def _send(self, text: str) -> None:
         if self._log_frame is not None:
@@ -227,6 +230,28 @@ class RpcConnection:
                     await self._send(answer)
                 except Exception:
                     log.info("answer not sent: connection gone", extra={"fields": {"peer": self.name}})
+            self._start_follow_ups()
+
+    def after_answer(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Start `work` once the peer's CALL being handled is answered: a CALL of ours that the peer must see after
+        that answer (CertificateSigned after SignCertificate's). It runs in a task of its own, so the peer's next
+        CALLs are not kept waiting; a failure is logged."""
+        self._after_answer.append(work)
+
+    def _start_follow_ups(self) -> None:
+        works, self._after_answer = self._after_answer, []
+        for work in works:
+            if self._closed:
+                return
+            task = asyncio.get_running_loop().create_task(self._follow_up(work))
+            self._follow_ups.add(task)
+            task.add_done_callback(self._follow_ups.discard)
+
+    async def _follow_up(self, work: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await work()
+        except Exception:
+            log.warning("a follow-up of an answer failed", exc_info=True, extra={"fields": {"peer": self.name}})
 
     async def _answer(self, call: Call) -> str | None:
         payload = await self._handler(call)
@@ -354,7 +379,10 @@ class RpcConnection:
         # the garbage collector's full pass frees. After 10,000 stations dropped at once that pass held the event
         # loop for three seconds; dropped here, the connection is freed as soon as its owner lets go of it.
         self._handler = _closed_handler
+        self._after_answer.clear()
         self._fail_all()
+        for task in list(self._follow_ups):
+            task.cancel()
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -20,6 +20,7 @@ from chargenet.domain.generations import OCPP16, OCPP201
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
+from chargenet.edge.certificates import StationCertificates
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
 from chargenet.edge.core.status import TransitionCounts
@@ -28,6 +29,7 @@ from chargenet.edge.ocpp16 import frames, proxy
 from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, LocalProtocolError, PayloadViolation
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
 from chargenet.edge.ocpp201 import frames as frames201
+from chargenet.edge.power import PowerController
 from chargenet.edge.station import CloseTransport, LinkBase, StationLink
 from chargenet.edge.station201 import SecurityEvents, Station201Link
 from chargenet.edge.upstream import UpstreamLinks
@@ -87,12 +89,16 @@ class Edge:
         self.time_upstream_call = time_upstream_call
         self.security_events = SecurityEvents()
         self.admission = Admission(store, keys, trusted_proxies)
+        self.certificates = StationCertificates(keys, clock, self.unit)
         self._links: dict[str, LinkBase] = {}
         # The heartbeat interval each station was last given (proxy Rule 7), kept across its reconnects: a
         # station may carry on after a reconnect without a new BootNotification.
         self._intervals: dict[str, int] = {}
         self._committer = GroupCommitter(store)
         self._status_writer = statuses.bulk_writer(outbox)
+        # Told of what changes a site's power: a session's start or end, a station's connection (`power`).
+        self.power_listeners: list[Callable[[str, str | None], None]] = []
+        self.power: PowerController | None = None  # the site power controller the app installed
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of database work sharing a group commit (see `committer`)."""
@@ -114,6 +120,16 @@ class Edge:
     def is_connected(self, station_id: str) -> bool:
         return station_id in self._links
 
+    def generation_here(self, station_id: str) -> str | None:
+        """The subprotocol of this process's connection to the station; None when it is not connected here."""
+        link = self._links.get(station_id)
+        return None if link is None else link.generation
+
+    def power_changed(self, site_id: str, reconnected: str | None = None) -> None:
+        """A session started or ended on the site, or a station of it (`reconnected`) connected."""
+        for listener in self.power_listeners:
+            listener(site_id, reconnected)
+
     async def attach(
         self,
         station: records.StationInfo,
@@ -134,6 +150,7 @@ class Edge:
         self._links[station.station_id] = link
         self.message_log.connection(station.station_id, True, self.clock.now(), subprotocol)
         await link.open_upstream()
+        self.power_changed(station.site_id, station.station_id)
         return link
 
     async def detach(self, link: LinkBase) -> None:

@@ -1,14 +1,18 @@
-"""The edge's install hook: the `/ocpp/{stationId}` route, the message-log, idle and command-relay workers, and a
-clean shutdown that closes every station and upstream link."""
+"""The edge's install hook: the `/ocpp/{stationId}` route, the message-log, idle, command-relay, site power and
+certificate renewal workers, and a clean shutdown that closes every station and upstream link."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from chargenet.context import AppContext
 from chargenet.edge import metrics
 from chargenet.edge.authorizers import load_authorizers
+from chargenet.edge.certificates import CertificateRenewal
 from chargenet.edge.hub import Edge, IdleSweeper
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16.frames import FrameLimits
+from chargenet.edge.power import PowerController
 from chargenet.edge.relay import CommandRelay
 from chargenet.edge.server import ocpp_route
 
@@ -35,6 +39,15 @@ def install(context: AppContext) -> Edge:
     context.workers.append(
         CommandRelay(context.store, context.clock, lambda: set(edge.connected_stations), edge.command_here)
     )
+    power = PowerController(edge)
+    edge.power = power
+    edge.power_listeners.append(power.poke)
+    context.workers.append(power)
+    renew_before = timedelta(days=context.settings.certificate_renewal_days)
+    context.workers.append(
+        CertificateRenewal(context.store, context.clock, edge, edge.certificates, renew_before=renew_before)
+    )
     context.on_shutdown.insert(0, edge.close)
+    context.on_shutdown.insert(0, power.release)
     metrics.register(context.metrics, edge)
     return edge

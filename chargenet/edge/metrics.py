@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from chargenet.domain.certificate_requests import CsrRefusal
 from chargenet.domain.security_profiles import Refusal
 from chargenet.edge.connection import CallTimer
 from chargenet.edge.hub import Edge
@@ -116,6 +117,56 @@ class EdgeCollector(Collector):
         for refusal in Refusal:
             refused.add_metric([refusal.value], edge.admission.refusals[refusal.value])
         yield refused
+        certificates = edge.certificates
+        signed = CounterMetricFamily(
+            "chargenet_station_certificates_signed", "Station CSRs signed by the company's station CA"
+        )
+        signed.add_metric([], certificates.signed)
+        yield signed
+        csrs_refused = CounterMetricFamily(
+            "chargenet_station_csrs_refused",
+            "Station CSRs refused, by reason (each one is logged with its station)",
+            labels=["reason"],
+        )
+        for reason in CsrRefusal:
+            csrs_refused.add_metric([reason.value], certificates.refusals[reason.value])
+        yield csrs_refused
+        expiring = GaugeMetricFamily(
+            "chargenet_station_certificates_expiring",
+            "Stations whose latest certificate signed here expires within 14 days (as of the renewal worker's last "
+            "look, hourly): alert on it above 0",
+        )
+        expiring.add_metric([], certificates.expiring_soon)
+        yield expiring
+        yield from _site_power(edge)
+
+
+def _site_power(edge: Edge) -> Iterator[GaugeMetricFamily]:
+    """The last round of each site this process runs the allocator for (its lease holder on PostgreSQL)."""
+    limit = GaugeMetricFamily(
+        "chargenet_site_power_limit_amperes", "A circuit's limit, per phase", labels=["site", "circuit"]
+    )
+    allocated = GaugeMetricFamily(
+        "chargenet_site_power_allocated_amperes",
+        "What the allowances below a circuit add up to on one phase, as the last round shared it",
+        labels=["site", "circuit", "phase"],
+    )
+    paused = GaugeMetricFamily(
+        "chargenet_site_sessions_paused",
+        "Sessions paused on the stations hung on a circuit, as the last round decided",
+        labels=["site", "circuit"],
+    )
+    figures = edge.power.figures if edge.power is not None else {}
+    for site_id, site in sorted(figures.items()):
+        for circuit_id, amps in sorted(site.limits.items()):
+            limit.add_metric([site_id, circuit_id], amps)
+        for (circuit_id, phase), amps in sorted(site.allocated.items()):
+            allocated.add_metric([site_id, circuit_id, phase], amps)
+        for circuit_id, count in sorted(site.paused.items()):
+            paused.add_metric([site_id, circuit_id], count)
+    yield limit
+    yield allocated
+    yield paused
 
 
 def register(registry: CollectorRegistry, edge: Edge) -> None:

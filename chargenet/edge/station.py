@@ -20,10 +20,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
+from chargenet.domain import charging_profiles
+from chargenet.domain.certificate_requests import CertificateKind
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.generations import OCPP16
-from chargenet.edge import records, statuses
+from chargenet.edge import power, records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
+from chargenet.edge.certificates import StationCertificates, certificate_signed_logged
 from chargenet.edge.connection import AnswerLate, CallTimer, ConnectionLost, OwnFaults, RpcConnection, RpcDialect
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts
@@ -76,6 +79,7 @@ class EdgeRuntime(Protocol):
     upstream_tls: UpstreamTlsContexts
     time_station_call: CallTimer | None
     time_upstream_call: CallTimer | None
+    certificates: StationCertificates
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]: ...
 
@@ -88,6 +92,8 @@ class EdgeRuntime(Protocol):
     def heartbeat_interval(self, station_id: str) -> int: ...
 
     def gave_interval(self, station_id: str, interval: int) -> None: ...
+
+    def power_changed(self, site_id: str, reconnected: str | None = None) -> None: ...
 
 
 class LinkBase(abc.ABC):
@@ -291,9 +297,58 @@ class StationLink(LinkBase):
         except tx.UnknownUpstreamId:
             return dict(relaying.REJECTED_BY_EDGE)
         try:
+            if call.action == "SetChargingProfile":
+                return await self._upstream_sets_profile(payload)
+            if call.action == "ClearChargingProfile":
+                return await self._upstream_clears_profiles(payload)
             return await self.call_station(call.action, payload)
         except (CallTimedOut, ConnectionLost):
             return None  # proxy Rule 5: the upstream sees the station's silence
+
+    async def _upstream_sets_profile(self, payload: Payload) -> Payload:
+        """The station gets, per purpose, the lower of the upstream's profile and the edge's limit (decisions.md
+        "Site power"); the upstream's is kept for the edge's next profiles once the station accepted it."""
+        station_id = self.station.station_id
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id)
+        if limits is None:
+            return await self.call_station("SetChargingProfile", payload)
+        connector_id, purpose = charging_profiles.upstream_key(payload)
+        connectors = [connector_id]
+        if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT and limits.defaults:
+            connectors = sorted(limits.defaults)  # the edge's defaults per connector would override it on connector 0
+        answer: Payload = {"status": "Accepted"}
+        for connector in connectors:
+            upstream = {**payload, "connectorId": connector}
+            merged = charging_profiles.merged_16(power.edge_limit(limits, connector, purpose), upstream)
+            assert merged is not None
+            answer = await self.call_station("SetChargingProfile", merged)
+            if answer.get("status") != "Accepted":
+                return answer
+        async with self.edge.unit() as session:
+            await power.keep_upstream_profile(session, station_id, payload, self.edge.clock.now())
+        return answer
+
+    async def _upstream_clears_profiles(self, payload: Payload) -> Payload:
+        """The upstream's profiles it names are forgotten; where the edge limits the same purpose, the station gets
+        the edge's profile alone instead of losing its limit."""
+        station_id = self.station.station_id
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id)
+            cleared = await power.drop_upstream_profiles(session, station_id, payload) if limits else []
+        if limits is None:
+            return await self.call_station("ClearChargingProfile", payload)
+        for connector_id, purpose in cleared:
+            connectors = (
+                sorted(limits.defaults)
+                if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT
+                else [connector_id]
+            )
+            for connector in connectors:
+                limit = power.edge_limit(limits, connector, purpose)
+                if limit is not None:
+                    await self.call_station("SetChargingProfile", charging_profiles.profile_16(limit))
+        return {"status": "Accepted" if cleared else "Unknown"}
 
     # Station -> edge -------------------------------------------------------------------------------------
 
@@ -384,6 +439,30 @@ class StationLink(LinkBase):
             has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
         )
 
+    async def _security_event(self, call: Call, route: Handling) -> Payload:
+        """Kept as received, as a 2.0.1 station's, then relayed to a connected upstream."""
+        async with self.edge.unit() as session:
+            await records.record_notice(
+                session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
+            )
+        return await self._forward_or_local(call, route)
+
+    async def _sign_certificate(self, call: Call, route: Handling) -> Payload:
+        """proxy Rule 8: signed here, CertificateSigned sent after the answer; or relayed to the upstream."""
+        if self.station.relays_csrs:
+            if self.upstream_state is not auth.UpstreamState.CONNECTED:
+                return dict(REJECTED)
+            return await self._forward_or_local(call, Handling.FORWARD, local=dict(REJECTED))
+        chain = await self.edge.certificates.sign(self.station, call.payload["csr"], CertificateKind.CHARGING_STATION)
+        if chain is None:
+            return dict(REJECTED)
+        self.rpc.after_answer(lambda: self._send_certificate({"certificateChain": chain}))
+        return {"status": "Accepted"}
+
+    async def _send_certificate(self, payload: Payload) -> None:
+        answer = await self.call_station("CertificateSigned", payload)
+        certificate_signed_logged(self.station.station_id, answer)
+
     async def _start(self, call: Call, route: Handling) -> Payload:
         """One unit that reads, plans (`core.starts`) and writes; with plugins to ask, a unit that reads before
         them. A forwarded start adds one unit for the upstream's answer."""
@@ -412,6 +491,7 @@ class StationLink(LinkBase):
                 },
             )
         transaction_id = written.transaction_id
+        self.edge.power_changed(self.station.site_id)
         if route is not Handling.FORWARD:
             if written.sequence is not None:
                 self._queued(written.sequence)
@@ -514,6 +594,8 @@ class StationLink(LinkBase):
         self.edge.message_log.samples(
             self.station.station_id, ended.transaction_id, meter_values.reported(p.get("transactionData")), last=True
         )
+        if written.outcome is tx.StopOutcome.STOPPED:
+            self.edge.power_changed(self.station.site_id)
         if written.outcome is not tx.StopOutcome.STOPPED or route is Handling.LOCAL:
             return {}  # a repeat or a stranger's stop is acknowledged and goes nowhere (transactions Rule 3)
         return await self._send_up(call, route, ended.transaction_id, written.ids, written.sequence)
@@ -599,4 +681,7 @@ _HANDLERS: dict[str, _Handler] = {
     "StartTransaction": StationLink._start,
     "StopTransaction": StationLink._stop,
     "MeterValues": StationLink._meter_values,
+    "SecurityEventNotification": StationLink._security_event,
+    "SignCertificate": StationLink._sign_certificate,
 }
+REJECTED: Payload = {"status": "Rejected"}

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain.certificate_requests import CertificateKind, parse_kind
 from chargenet.domain.events import ConnectorStatus
 from chargenet.domain.evse import (
     ChargingState,
@@ -35,6 +36,7 @@ from chargenet.domain.generations import OCPP201
 from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge import records
 from chargenet.edge.authorizers import AuthorizeRequest, ask_plugins
+from chargenet.edge.certificates import certificate_signed_logged
 from chargenet.edge.connection import ConnectionLost
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import transaction_events as te
@@ -136,6 +138,8 @@ class Station201Link(LinkBase):
             raise UnsupportedAction(call.action, unique_id=call.unique_id)
         if call.action == "Authorize":
             return await self._authorize(call)
+        if call.action == "SignCertificate":
+            return await self._sign_certificate(call)
         if call.action == "TransactionEvent":
             local, sequence = await self._transaction_event(call, queue=route is Handling.QUEUE)
             return await self._send_up(call, route, local, sequence)
@@ -362,6 +366,7 @@ class Station201Link(LinkBase):
             self._connectors.clear()
             self._derived.clear()
             raise
+        self.edge.power_changed(self.station.site_id)  # a transaction began or ended: the site's rounds run at once
         if isinstance(planned, te.Start) and decision is not None:
             return {"idTokenInfo": render.id_token_info(decision)}, sequence
         return {}, sequence
@@ -506,6 +511,24 @@ class Station201Link(LinkBase):
             log.warning(
                 "transaction events missing before this one", extra={"fields": {**fields, "missing": planned.gap}}
             )
+
+    async def _sign_certificate(self, call: Call) -> Payload:
+        """proxy Rule 7: signed by the company's station CA, CertificateSigned sent after the answer
+        (`edge.certificates`); relayed to a connected upstream where the site says so, and a V2G CSR always."""
+        kind = parse_kind(call.payload.get("certificateType"))
+        if self.station.relays_csrs or kind is not CertificateKind.CHARGING_STATION:
+            if self._route_state is not auth.UpstreamState.CONNECTED:
+                return {"status": "Rejected"}
+            return await self._forward_or_local(call, Handling.FORWARD, {"status": "Rejected"})
+        chain = await self.edge.certificates.sign(self.station, call.payload["csr"], kind)
+        if chain is None:
+            return {"status": "Rejected"}
+        signed = {"certificateChain": chain, "certificateType": kind.value}
+        self.rpc.after_answer(lambda: self._send_certificate(signed))
+        return {"status": "Accepted"}
+
+    async def _send_certificate(self, payload: Payload) -> None:
+        certificate_signed_logged(self.station.station_id, await self.call_station("CertificateSigned", payload))
 
     async def _meter_values(self, call: Call) -> Payload:
         """Readings outside a TransactionEvent name no transaction in 2.0.1: checked (the EVSE must be the

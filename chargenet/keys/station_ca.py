@@ -42,6 +42,28 @@ def key_name(company_id: str) -> str:
     return f"{FOLDER}/{company_id}.key"
 
 
+def upstream_certificate_name(site_id: str) -> str:
+    """The CA of a site's upstream, which signs the CSRs the site relays to it: trusted for the site's stations."""
+    return f"{FOLDER}/upstream-{site_id}.crt"
+
+
+def import_upstream_ca(keys: KeyStore, site_id: str, certificate_pem: bytes) -> CaSummary:
+    """The upstream's CA certificate (no key: the upstream signs); it replaces the site's current one."""
+    try:
+        certificate = x509.load_pem_x509_certificate(certificate_pem)
+    except ValueError:
+        raise InvalidInput("is not a PEM certificate", field="--cert") from None
+    try:
+        constraints = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        constraints = None
+    if constraints is None or not constraints.ca:
+        raise InvalidInput("is not a CA certificate (basicConstraints CA:TRUE)", field="--cert")
+    (keys.directory / FOLDER).mkdir(parents=True, exist_ok=True, mode=0o700)
+    keys.write_private(upstream_certificate_name(site_id), certificate.public_bytes(serialization.Encoding.PEM))
+    return summary(certificate)
+
+
 def exists(keys: KeyStore, company_id: str) -> bool:
     return (keys.directory / certificate_name(company_id)).exists()
 
@@ -126,6 +148,20 @@ def show(keys: KeyStore, company_id: str) -> CaSummary | None:
     return summary(x509.load_pem_x509_certificate(path.read_bytes()))
 
 
+def signing_pair(
+    keys: KeyStore, company_id: str
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey] | None:
+    """The company's CA certificate and its private key, to sign its stations' certificates; None without a CA."""
+    certificate_path = keys.directory / certificate_name(company_id)
+    if not certificate_path.exists():
+        return None
+    certificate = x509.load_pem_x509_certificate(certificate_path.read_bytes())
+    key = serialization.load_pem_private_key((keys.directory / key_name(company_id)).read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        return None  # `create` and `import_ca` keep no other kind
+    return certificate, key
+
+
 def summary(certificate: x509.Certificate) -> CaSummary:
     digest = hashlib.sha256(certificate.public_bytes(serialization.Encoding.DER)).hexdigest().upper()
     return CaSummary(
@@ -151,16 +187,23 @@ class StationCaReader:
         self._cache: dict[str, tuple[tuple[int, int], x509.Certificate]] = {}
 
     def certificate(self, company_id: str) -> x509.Certificate | None:
-        path: Path = self._keys.directory / certificate_name(company_id)
+        return self._read(certificate_name(company_id))
+
+    def upstream_certificate(self, site_id: str) -> x509.Certificate | None:
+        """The CA of the site's upstream (`import_upstream_ca`), for a site that relays its stations' CSRs."""
+        return self._read(upstream_certificate_name(site_id))
+
+    def _read(self, name: str) -> x509.Certificate | None:
+        path: Path = self._keys.directory / name
         try:
             status = path.stat()
         except FileNotFoundError:
-            self._cache.pop(company_id, None)
+            self._cache.pop(name, None)
             return None
         version = (status.st_mtime_ns, status.st_ino)  # an import replaces the file: a new inode
-        cached = self._cache.get(company_id)
+        cached = self._cache.get(name)
         if cached is not None and cached[0] == version:
             return cached[1]
         certificate = x509.load_pem_x509_certificate(path.read_bytes())
-        self._cache[company_id] = (version, certificate)
+        self._cache[name] = (version, certificate)
         return certificate

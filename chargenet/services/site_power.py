@@ -2,9 +2,10 @@
 `sites:read`.
 
 The round is computed from what the store holds: the circuits, where each station hangs, the transactions in
-progress and which stations are connected. Until grid meters are polled and allowances are sent, no circuit has a
-measured load (a circuit with a meter counts as silent) and no session a measured draw or an allowance sent, so
-each session is shown what the allocator would give it now, its demand taken as `DEFAULT_MAX_CURRENT_A`.
+progress with the allowances the edge's last round stored for them, which stations are connected and how each
+answered its profiles; so a session is shown what its station holds (an increase the edge holds back is not shown
+before it is sent). Until grid meters are polled, no circuit has a measured load (a circuit with a meter counts as
+silent) and no session a measured draw, each session's demand taken as `DEFAULT_MAX_CURRENT_A`.
 """
 
 from __future__ import annotations
@@ -20,10 +21,20 @@ from chargenet.domain.scopes import Scope
 from chargenet.services.callers import Caller
 from chargenet.services.reach import reachable_site
 from chargenet.services.views import Instant, View
-from chargenet.store.models import Circuit, EdgeTransaction, Station, StationCircuit, StationPresence
+from chargenet.store.models import (
+    Circuit,
+    EdgeTransaction,
+    PowerAllowance,
+    Station,
+    StationCircuit,
+    StationPresence,
+    StationProfileAnswer,
+)
 
 DEFAULT_MAX_CURRENT_A = 32.0
 """What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
+UNLIMITED_ANSWERS = frozenset({"Rejected", "NotSupported"})
+"""A station that answered a charging profile so cannot be limited: counted at its sessions' full rating."""
 
 # A station that was never connected: as if offline since long ago, so it counts at its safe default.
 _NEVER = datetime(2000, 1, 1, tzinfo=UTC)
@@ -68,16 +79,17 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
     circuit_rows = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
     placed = (
         await session.execute(
-            select(Station, StationCircuit, StationPresence)
+            select(Station, StationCircuit, StationPresence, StationProfileAnswer.answer)
             .outerjoin(StationCircuit, StationCircuit.station_id == Station.id)
             .outerjoin(StationPresence, StationPresence.station_id == Station.id)
+            .outerjoin(StationProfileAnswer, StationProfileAnswer.station_id == Station.id)
             .where(Station.site_id == site_id)
             .order_by(Station.id)
         )
     ).all()
     stations: list[power.Station] = []
     unplaced: list[str] = []
-    for station, placement, presence in placed:
+    for station, placement, presence, answer in placed:
         if placement is None:
             unplaced.append(station.id)
             continue
@@ -92,18 +104,21 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
                 connectors=station.charge_points * (station.connectors_per_charge_point or 1),
                 priority=placement.priority,
                 offline_since=offline_since,
+                unlimited=answer in UNLIMITED_ANSWERS,
             )
         )
     on_circuits = {station.id for station in stations}
-    transactions = [
-        row
-        for row in await session.scalars(
-            select(EdgeTransaction)
+    rows = [
+        (row, allowance)
+        for row, allowance in await session.execute(
+            select(EdgeTransaction, PowerAllowance)
+            .outerjoin(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
             .where(EdgeTransaction.site_id == site_id, EdgeTransaction.stopped_at.is_(None))
             .order_by(EdgeTransaction.id)
         )
         if row.station_id in on_circuits
     ]
+    transactions = [row for row, _ in rows]
     circuits = [
         power.Circuit(
             row.id,
@@ -117,9 +132,17 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
     ]
     sessions = [
         power.Session(
-            str(row.id), row.station_id, row.ocpp_connector_id, row.started_at, max_current_a=DEFAULT_MAX_CURRENT_A
+            str(row.id),
+            row.station_id,
+            row.ocpp_connector_id,
+            row.started_at,
+            max_current_a=DEFAULT_MAX_CURRENT_A,
+            allowance_a=allowance.amps if allowance else None,
+            sent_at=allowance.sent_at if allowance else None,
+            paused_since=allowance.paused_since if allowance else None,
+            charging_since=allowance.charging_since if allowance else None,
         )
-        for row in transactions
+        for row, allowance in rows
     ]
     result = power.allocate(circuits, stations, sessions, now)
     online = {station.id: station.offline_since is None for station in stations}

@@ -15,7 +15,7 @@ from chargenet.keys import KeyStore
 from chargenet.keys import station_ca as files
 from chargenet.services import audit
 from chargenet.services.callers import Caller
-from chargenet.services.reach import reachable_company
+from chargenet.services.reach import reachable_company, reachable_site
 from chargenet.services.stations import require_owner
 from chargenet.services.views import Instant, View
 
@@ -65,6 +65,19 @@ async def import_ca(
     detail = {"station CA": "imported", "fingerprint": summary.fingerprint}
     await audit.record_change(session, caller, "company.station_ca", company, now=now, detail=detail)
     return _view(company.id, summary)
+
+
+async def import_upstream_ca(
+    session: AsyncSession, caller: Caller, keys: KeyStore, *, site_id: str, certificate_pem: bytes, now: datetime
+) -> StationCaView:
+    """The CA of the site's upstream, trusted for the site's stations while the site relays their CSRs to it
+    (decisions.md "Security profiles")."""
+    site = await reachable_site(session, caller, Scope.SITES_WRITE, site_id)
+    require_owner(caller, "a station CA")
+    summary = files.import_upstream_ca(keys, site.id, certificate_pem)
+    detail = {"upstream CA": "imported", "fingerprint": summary.fingerprint}
+    await audit.record_change(session, caller, "site.upstream_ca", site, now=now, detail=detail)
+    return _view(site.company_id, summary)
 
 
 async def get_ca(session: AsyncSession, caller: Caller, keys: KeyStore, *, company_id: str) -> StationCaView:

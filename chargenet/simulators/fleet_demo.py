@@ -11,6 +11,9 @@ any moment, and each session has a curve of meter values to draw.
 With `OCPP201_STATION` on (as it is), a third station, DEMO-3, takes its turns beside them speaking OCPP 2.0.1 (a
 station's generation is its own: the same story, told in TransactionEvents), charging with the local tag. It takes
 the first turn, so the newest generation is on show from the start.
+
+The site has a limit: its grid connection carries `DEMO_LIMIT_A` per phase and every demo station hangs on it, so
+each station holds its safe default and each session the allowance the edge sends it as a charging profile.
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ import asyncio
 import contextlib
 import logging
 import random
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.context import AppContext
-from chargenet.services import localauth, sites
+from chargenet.services import circuits, localauth, sites
 from chargenet.services.callers import OPERATOR
+from chargenet.services.pages import PageRequest
 from chargenet.simulators import demo_site
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.scenario import simulated_station
@@ -40,6 +47,7 @@ DEMO_AUTHORIZATION_KEY = "demo-authorization-key"
 CHARGING_S = 30.0  # a session's length
 METER_EVERY_S = 5.0  # MeterValues while charging
 PAUSE_BETWEEN_TURNS_S = 5.0
+DEMO_LIMIT_A = 20.0  # per phase, the demo site's grid connection
 
 
 class DemoFleet:
@@ -82,7 +90,19 @@ class DemoFleet:
                     context, session, self._site_id, station_id, password=DEMO_AUTHORIZATION_KEY, ocpp201=speaks_201
                 )
             await localauth.add_entry(session, OPERATOR, site_id=self._site_id, id_tag=DEMO_STATIONS[0][1], now=now)
+            await self._limit_the_site(session, now)
         context.on_shutdown.append(self.central.stop)
+
+    async def _limit_the_site(self, session: AsyncSession, now: datetime) -> None:
+        """The site's grid connection with its limit, every demo station on it, unless it has circuits already."""
+        existing = await circuits.list_circuits(session, OPERATOR, PageRequest(limit=1), site_id=self._site_id)
+        if existing.items:
+            return
+        grid = await circuits.create_circuit(
+            session, OPERATOR, site_id=self._site_id, name="Grid connection", limit_amps=DEMO_LIMIT_A, now=now
+        )
+        for station_id, _, _ in self.stations:
+            await circuits.place_station(session, OPERATOR, station_id, now=now, circuit_id=grid.id, phases="L1L2L3")
 
     async def run(self, stopping: asyncio.Event) -> None:
         url = f"ws://127.0.0.1:{self._context.settings.port}/ocpp"

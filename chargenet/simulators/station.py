@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from chargenet.simulators.charging_profiles import VOLTS, ChargingProfiles16
 from chargenet.simulators.ocppj import (
     AnswerWithError,
     CallHandler,
@@ -56,16 +57,44 @@ def default_answers() -> dict[str, CallHandler]:
         "ReserveNow": accepted,
         "CancelReservation": accepted,
         "DataTransfer": lambda _: {"status": "UnknownVendorId"},
-        "SetChargingProfile": accepted,
+        "SetChargingProfile": _accepted_profile,
+        # The Security Whitepaper's: a station that takes its certificates and holds no CA certificate of a type.
+        "CertificateSigned": accepted,
+        "InstallCertificate": accepted,
+        "DeleteCertificate": lambda _: {"status": "NotFound"},
+        "GetInstalledCertificateIds": lambda _: {"status": "NotFound"},
+        "ExtendedTriggerMessage": accepted,
     }
+
+
+def _accepted_profile(_: Payload) -> Payload:
+    """Replaced by the station's own profiles when it is built (`SimulatedStation.profiles`)."""
+    return {"status": "Accepted"}
 
 
 @dataclass
 class SimulatedStation(StationConnection):
     answers: dict[str, CallHandler] = field(default_factory=default_answers)
     buffered: list[tuple[str, Payload]] = field(default_factory=list)
+    # The vehicle on each connector draws up to this, per phase, on `phases` phases, within the profiles it holds.
+    max_current_a: float = 32.0
+    phases: int = 3
+    profiles: ChargingProfiles16 = field(default_factory=ChargingProfiles16)
 
     subprotocol: ClassVar[str] = "ocpp1.6"
+
+    def __post_init__(self) -> None:
+        if self.answers.get("SetChargingProfile") is _accepted_profile:
+            self.answers["SetChargingProfile"] = self.profiles.set
+        self.answers.setdefault("ClearChargingProfile", self.profiles.clear)
+
+    def current_a(self, connector_id: int) -> float:
+        """What the vehicle on the connector draws per phase: its maximum, within the profiles in force."""
+        limit = self.profiles.limit_a(connector_id, self.phases)
+        return self.max_current_a if limit is None else min(self.max_current_a, limit)
+
+    def power_w(self, connector_id: int) -> float:
+        return self.current_a(connector_id) * VOLTS * self.phases
 
     # Scenario helpers ------------------------------------------------------------------------------------
 
@@ -105,6 +134,7 @@ class SimulatedStation(StationConnection):
         return payload
 
     async def stop(self, transaction_id: int, meter_stop: int, reason: str | None = None) -> Payload:
+        self.profiles.end_transaction(transaction_id)
         return await self.call("StopTransaction", self.stop_payload(transaction_id, meter_stop, reason))
 
     async def meter_values(
@@ -117,6 +147,9 @@ class SimulatedStation(StationConnection):
         power_w: float | None = None,
     ) -> Payload:
         sampled: list[Payload] = [{"value": str(wh), "unit": "Wh"}]
+        held = self.profiles.limit_a(connector_id, self.phases) is not None
+        if power_w is None and transaction_id is not None and held:
+            power_w = self.power_w(connector_id)  # what a vehicle held by a profile draws
         if power_w is not None:
             sampled.append({"value": f"{power_w:g}", "measurand": "Power.Active.Import", "unit": "W"})
         payload: Payload = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 
@@ -106,3 +106,29 @@ def client_context(trusted: Issued, folder: Path, shown: Issued | None = None) -
         certificate, key = shown.write(folder, f"client-{shown.certificate.serial_number}")
         context.load_cert_chain(certificate, key)
     return context
+
+
+StationKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def make_csr(common_name: str, *, organisation: str | None = None, key: StationKey | None = None) -> Csr:
+    """A station's certificate signing request, as a station makes one for SignCertificate."""
+    key = key or ec.generate_private_key(ec.SECP256R1())
+    request = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(_name(common_name, organisation))
+        .sign(key, hashes.SHA256())
+    )
+    return Csr(request.public_bytes(serialization.Encoding.PEM).decode(), key)
+
+
+@dataclass(frozen=True)
+class Csr:
+    pem: str
+    key: StationKey
+
+    def issued(self, chain_pem: str) -> Issued:
+        """The station's certificate from CertificateSigned's chain (its first), with the CSR's key."""
+        certificate = x509.load_pem_x509_certificates(chain_pem.encode())[0]
+        assert isinstance(self.key, ec.EllipticCurvePrivateKey)
+        return Issued(certificate, self.key)

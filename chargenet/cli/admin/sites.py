@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.admin import NOUNS, upstream_tls
+from chargenet.cli.admin import NOUNS, station_certificates, upstream_tls
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
@@ -39,6 +39,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=UPSTREAM_VERSIONS_HELP,
     )
 
+    station_certificates.register_site_verbs(verbs)
     update = add_verb(verbs, "update", "change a site", _update)
     update.add_argument("site_id", metavar="SITE_ID")
     update.add_argument("--name")

@@ -22,6 +22,14 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     imported.add_argument("--company", required=True, dest="company_id", metavar="ID")
     imported.add_argument("--cert", required=True, dest="cert_file", metavar="FILE", help="the CA certificate (PEM)")
     imported.add_argument("--key-file", required=True, dest="key_file", metavar="FILE", help="its key (PEM)")
+    upstream = add_verb(
+        verbs,
+        "import-upstream",
+        "trust the CA of a site's upstream, to which the site relays its CSRs",
+        _import_upstream,
+    )
+    upstream.add_argument("--site", required=True, dest="site_id", metavar="ID")
+    upstream.add_argument("--cert", required=True, dest="cert_file", metavar="FILE", help="the CA certificate (PEM)")
     shown = add_verb(verbs, "show", "the company's station CA: subject, expiry, fingerprint", _show)
     shown.add_argument("--company", required=True, dest="company_id", metavar="ID")
 
@@ -47,6 +55,20 @@ def _create(args: argparse.Namespace) -> None:
         lambda ctx, s: station_ca.create_ca(s, OPERATOR, ctx.keys, company_id=args.company_id, now=ctx.clock.now()),
     )
     _emit(args, ca, "created")
+
+
+def _import_upstream(args: argparse.Namespace) -> None:
+    from chargenet.services import station_ca
+    from chargenet.services.callers import OPERATOR
+
+    certificate = read_input_file(args.cert_file).encode()
+    ca = in_transaction(
+        args,
+        lambda ctx, s: station_ca.import_upstream_ca(
+            s, OPERATOR, ctx.keys, site_id=args.site_id, certificate_pem=certificate, now=ctx.clock.now()
+        ),
+    )
+    _emit(args, ca, f"imported for site {args.site_id} the upstream")
 
 
 def _import(args: argparse.Namespace) -> None:

@@ -69,6 +69,7 @@ from chargenet.services import (
     companies,
     localauth,
     sites,
+    station_certificates,
     station_commands,
     station_notices,
     stations,
@@ -224,6 +225,7 @@ async def _station_page(
         state = await charge_points.station_state(session, signed.caller, console.stations, station_id)
         active = await transactions.active_on_station(session, signed.caller, station_id)
         notices = await station_notices.recent_notices(session, signed.caller, station_id)
+        certificates = (await station_certificates.list_certificates(session, signed.caller, station_id)).items
         speaks_201 = state.ocpp_version == OCPP201
         device_model = None
         if speaks_201:
@@ -240,6 +242,7 @@ async def _station_page(
         "points": points,
         "state": state,
         "notices": notices,
+        "certificates": certificates,
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,
@@ -461,6 +464,18 @@ async def _clear_cache(
     answer = await station_commands.central_command(
         reading, edge, caller, station_id=station_id, action="ClearCache", payload={}
     )
+    return _status_of(answer)
+
+
+async def _request_csr(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    answer = await station_certificates.request_csr(reading, edge, caller, station_id=station_id)
     return _status_of(answer)
 
 
@@ -737,6 +752,7 @@ COMMANDS: dict[str, Command] = {
     "station-availability": Command("Change availability", "ChangeAvailability", _availability(True), True),
     "station-trigger": Command("Trigger message", "TriggerMessage", _trigger(True), True),
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
+    "request-csr": Command("Ask for a new certificate", "SignCertificate trigger", _request_csr, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
     "get-variables": Command("Read variable", "GetVariables", _get_variables, True),

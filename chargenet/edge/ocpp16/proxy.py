@@ -27,6 +27,9 @@ Rules (decisions.md §1 "Administration", §4 "Upstream"):
 - Rule 7: a station is idle after two heartbeat intervals and a minute without a frame (decisions.md §4), counted
   with the interval it was last given, whoever gave it (`interval_given`): the BootNotification answer, the
   edge's or the upstream's, and a ChangeConfiguration of HeartbeatInterval the station accepted.
+- Rule 8: a SignCertificate is signed by the edge (`edge.certificates`) unless the station's site relays CSRs
+  to its upstream: then it is forwarded while the upstream is connected, and answered Rejected while it is away
+  or does not answer in time (the station asks again later), its CALLERROR relayed as it came.
 """
 
 from __future__ import annotations
@@ -79,11 +82,12 @@ STATION_ROUTES: Mapping[str, Route] = {
     "DataTransfer": Route(_F, _L, _L),
     "DiagnosticsStatusNotification": Route(_F, _L, _L),
     "FirmwareStatusNotification": Route(_F, _L, _L),
-    # The Security Whitepaper's messages mean something only to a central system that does security profiles;
-    # the edge relays them to one and does not pretend to be one.
+    # The Security Whitepaper's messages: the edge keeps a station's security events and signs its CSRs with the
+    # company's station CA, unless its site relays CSRs to the upstream (Rule 8); logs and signed firmware are the
+    # upstream's business alone.
     "LogStatusNotification": Route(_F, _U, _U),
-    "SecurityEventNotification": Route(_F, _U, _U),
-    "SignCertificate": Route(_F, _U, _U),
+    "SecurityEventNotification": Route(_F, _L, _L),
+    "SignCertificate": Route(_D, _D, _D),
     "SignedFirmwareStatusNotification": Route(_F, _U, _U),
 }
 assert set(STATION_ROUTES) == STATION_ACTIONS
@@ -105,6 +109,12 @@ COMMAND_ACTIONS = frozenset(
         "ReserveNow",
         "CancelReservation",
         "DataTransfer",
+        # Certificates (the Security Whitepaper's), sent by the edge that signs its stations' CSRs.
+        "CertificateSigned",
+        "InstallCertificate",
+        "DeleteCertificate",
+        "GetInstalledCertificateIds",
+        "ExtendedTriggerMessage",
     }
 )
 

@@ -12,8 +12,11 @@ Rules (decisions.md §4 "Upstream", §5):
 - Rule 4: when a forwarded call fails upstream, `fallback` says what the station gets instead, as for 1.6.
 - Rule 5: a CALL from the upstream is relayed to the station when it is a central-system action of 2.0.1; a
   station's action coming from the upstream is NotSupported.
-- Rule 6: the messages whose handling the edge leaves to a central system (certificates, charging limits and
-  the rest of `render.NOT_SUPPORTED`) go to a connected upstream and are NotSupported otherwise.
+- Rule 6: the messages whose handling the edge leaves to a central system (ISO 15118 certificates, charging
+  limits and the rest of `render.NOT_SUPPORTED`) go to a connected upstream and are NotSupported otherwise.
+- Rule 7: a SignCertificate is signed by the edge (`edge.certificates`), as for 1.6 (`ocpp16.proxy` Rule 8),
+  unless the site relays its stations' CSRs to its upstream or the CSR is for a V2G certificate: then it is
+  forwarded while the upstream is connected and answered Rejected otherwise.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ STATION_ROUTES: Mapping[str, Route] = {
     "FirmwareStatusNotification": Route(_F, _L, _L),
     "LogStatusNotification": Route(_F, _L, _L),
     "ReservationStatusUpdate": Route(_F, _L, _L),
+    "SignCertificate": Route(_D, _D, _D),  # Rule 7
     **{action: Route(_F, _U, _U) for action in NOT_SUPPORTED},  # Rule 6
 }
 assert set(STATION_ROUTES) == STATION_ACTIONS

@@ -12,11 +12,10 @@ from chargenet.edge.core.authorize import AuthDecision
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.edge.ocpp16.proxy import HEARTBEAT_INTERVAL, ocpp_time
 
-# The station actions whose handling comes with later work (certificates with security profiles, charging limits
-# with site power): answered `NotSupported` by the edge, forwarded to a connected 2.0.1 upstream (decisions.md §5).
+# The station actions whose handling comes with later work (ISO 15118 certificates, charging limits with site
+# power): answered `NotSupported` by the edge, forwarded to a connected 2.0.1 upstream (decisions.md §5).
 NOT_SUPPORTED = frozenset(
     {
-        "SignCertificate",
         "Get15118EVCertificate",
         "GetCertificateStatus",
         "NotifyChargingLimit",

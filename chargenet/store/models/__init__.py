@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from chargenet.store.models.audit import AuditRecord
     from chargenet.store.models.base import Base, UtcDateTime
+    from chargenet.store.models.certificates import StationCertificate
     from chargenet.store.models.edge import (
         AuthCacheEntry,
         ConnectorStatusHistory,
@@ -40,7 +41,15 @@ if TYPE_CHECKING:
     from chargenet.store.models.meta import DirectoryVersion, StoreSetting
     from chargenet.store.models.meters import Meter, MeterBusLease, MeterPollHealth, MeterSession, MeterState
     from chargenet.store.models.operators import Operator, OperatorSession
-    from chargenet.store.models.power import Circuit, GridMeter, StationCircuit
+    from chargenet.store.models.power import (
+        Circuit,
+        GridMeter,
+        PowerAllowance,
+        PowerLease,
+        StationCircuit,
+        StationProfileAnswer,
+        UpstreamChargingProfile,
+    )
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.session_requests import SessionRequest
@@ -87,18 +96,23 @@ else:
         "OperatorSession": "operators",
         "OutboxCursor": "events",
         "OutboxEvent": "events",
+        "PowerAllowance": "power",
+        "PowerLease": "power",
         "RateLimitBucket": "applications",
         "RevokedToken": "applications",
         "SessionRequest": "session_requests",
         "Site": "tenants",
         "Station": "tenants",
+        "StationCertificate": "certificates",
         "StationCircuit": "power",
         "StationCommand": "edge",
         "StationNotice": "edge",
+        "StationProfileAnswer": "power",
         "StationPresence": "edge",
         "StoreSetting": "meta",
         "UnknownStop": "edge",
         "UnstartedTransaction": "edge",
+        "UpstreamChargingProfile": "power",
         "UpstreamMessage": "edge",
         "UsedAssertion": "applications",
         "UtcDateTime": "base",
@@ -153,18 +167,23 @@ __all__ = [
     "OperatorSession",
     "OutboxCursor",
     "OutboxEvent",
+    "PowerAllowance",
+    "PowerLease",
     "RateLimitBucket",
     "RevokedToken",
     "SessionRequest",
     "Site",
     "Station",
+    "StationCertificate",
     "StationCircuit",
     "StationCommand",
     "StationNotice",
     "StationPresence",
+    "StationProfileAnswer",
     "StoreSetting",
     "UnknownStop",
     "UnstartedTransaction",
+    "UpstreamChargingProfile",
     "UpstreamMessage",
     "UsedAssertion",
     "UtcDateTime",

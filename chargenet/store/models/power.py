@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, ForeignKey, Integer, String
+from sqlalchemy import Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chargenet.store.models.base import Base, UtcDateTime
@@ -65,3 +65,57 @@ class StationCircuit(Base):
     phases: Mapped[str] = mapped_column(String(8))
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class PowerAllowance(Base):
+    """What the allocator last gave a session in progress, and the state its next round starts from: a restart
+    resumes from these rows, not from zero (decisions.md "Site power")."""
+
+    __tablename__ = "power_allowances"
+
+    transaction_id: Mapped[int] = mapped_column(
+        ForeignKey("edge_transactions.id", ondelete="CASCADE"), primary_key=True
+    )
+    site_id: Mapped[str] = mapped_column(String(64), index=True)
+    station_id: Mapped[str] = mapped_column(String(48))
+    amps: Mapped[float] = mapped_column(Float)  # per phase; 0 while paused
+    sent_amps: Mapped[float | None] = mapped_column(Float, default=None)  # what the station last accepted
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    paused_since: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    charging_since: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class StationProfileAnswer(Base):
+    """How a station last answered a charging profile: Accepted, Rejected or NotSupported (a station that cannot be
+    limited is counted at its full rating), and the safe defaults it was last sent, per connector."""
+
+    __tablename__ = "station_profile_answers"
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    answer: Mapped[str] = mapped_column(String(16))
+    defaults_sent: Mapped[str | None] = mapped_column(String(400), default=None)  # "1:6,2:0": connector:amps
+    answered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class UpstreamChargingProfile(Base):
+    """An upstream's SetChargingProfile for one connector and purpose, as it sent it (with edge transaction ids),
+    kept so that the station's profile stays the lower of the upstream's and the edge's as the edge's changes."""
+
+    __tablename__ = "upstream_charging_profiles"
+
+    station_id: Mapped[str] = mapped_column(ForeignKey("stations.id", ondelete="CASCADE"), primary_key=True)
+    connector_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    purpose: Mapped[str] = mapped_column(String(32), primary_key=True)
+    request: Mapped[str] = mapped_column(Text)  # the SetChargingProfile request, JSON
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class PowerLease(Base):
+    """Which process runs a site's allocator rounds (PostgreSQL: several processes share a store)."""
+
+    __tablename__ = "power_leases"
+
+    site_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)

@@ -35,6 +35,8 @@ class Site(Base):
     upstream_password: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     # The OCPP generations the upstream takes, comma-separated ("ocpp1.6,ocpp2.0.1"); NULL: 1.6 only.
     upstream_ocpp_versions: Mapped[str | None] = mapped_column(String(40), default=None)
+    # `sign` (the company's station CA signs its stations' CSRs) or `relay` (to the upstream, whose CA then signs).
+    station_csrs: Mapped[str] = mapped_column(String(8), default="sign", server_default="sign")
     # The security profile of the link to the upstream (domain.upstream_profiles); NULL: 1. Its client certificate,
     # key and CA bundle are files in the keys folder (keys.upstream_tls); the client certificate's summary is
     # kept here for the pages that show it.

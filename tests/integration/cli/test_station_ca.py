@@ -1,4 +1,4 @@
-"""`chargenet admin station-ca` and a station's `--security-profile` as an operator types them."""
+"""`chargenet admin station-ca`, a station's `--security-profile` and its certificates, as an operator types them."""
 
 from __future__ import annotations
 
@@ -52,3 +52,39 @@ async def test_the_certificates_cn_may_be_a_serial_number_and_its_o_the_companys
     assert named.code == 0 and named.json()["organisationName"] == "Acme Charging NV"
     nothing = await cli("admin", "company", "update", company)
     assert nothing.code == 2 and "--organisation-name" in nothing.err
+
+
+async def test_a_stations_certificates_are_listed_and_its_sites_csrs_relayed_only_with_an_upstream_whose_ca_it_trusts(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _, site = await company_and_site(cli)
+    await cli("admin", "station", "create", "--site", site, "ST-1")
+    assert (await cli("admin", "station", "certificates", "ST-1", "--json")).json() == {"items": []}
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate")
+    refused = await cli(
+        "admin",
+        "station",
+        "install-certificate",
+        "ST-1",
+        "--type",
+        "ManufacturerRootCertificate",
+        "--cert",
+        str(garbage),
+    )
+    assert refused.code == 2 and "not a PEM certificate" in refused.err
+
+    no_upstream = await cli("admin", "site", "station-csrs", site, "relay")
+    assert no_upstream.code == 2 and "upstream" in no_upstream.err
+    await cli("admin", "site", "update", site, "--upstream-url", "wss://cpo.example/ocpp")
+    relayed = await cli("admin", "site", "station-csrs", site, "relay", "--json")
+    assert relayed.code == 0 and relayed.json() == {"site_id": site, "station_csrs": "relay"}
+    kept = await cli("admin", "station", "request-csr", "ST-1")
+    assert kept.code != 0 and "relays its CSRs" in kept.err
+    upstream = make_ca("Upstream CPO CA")
+    ca_file, _ = upstream.write(tmp_path / "upstream", "ca")
+    leaf_file, _ = issue(upstream, "ST-1").write(tmp_path / "upstream", "leaf")
+    not_a_ca = await cli("admin", "station-ca", "import-upstream", "--site", site, "--cert", str(leaf_file))
+    assert not_a_ca.code == 2 and "not a CA certificate" in not_a_ca.err
+    trusted = await cli("admin", "station-ca", "import-upstream", "--site", site, "--cert", str(ca_file), "--json")
+    assert trusted.code == 0 and trusted.json()["subject"] == "CN=Upstream CPO CA"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -14,7 +15,14 @@ from sqlalchemy import insert, update
 
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
-from chargenet.store.models import Connector, EdgeTransaction, Site, StationNotice, StationPresence
+from chargenet.store.models import (
+    Connector,
+    EdgeTransaction,
+    Site,
+    StationCertificate,
+    StationNotice,
+    StationPresence,
+)
 from tests.integration.console.conftest import (
     ORIGIN,
     ConsoleHarness,
@@ -351,6 +359,34 @@ async def test_a_2_0_1_station_shows_its_version_its_reports_escaped_and_who_ans
     assert "&lt;b&gt;TamperDetectionActivated&lt;/b&gt;: lid" in html and "<b>Tamper" not in html
     log_page = (await admin.get("/console/stations/CS-1/messages")).text
     assert "Its latest connection speaks OCPP 2.0.1." in log_page
+
+
+async def test_a_station_page_lists_the_certificates_signed_for_it_with_their_expiry(harness: ConsoleHarness) -> None:
+    await _station(harness)
+    now = harness.clock.now()
+    async with harness.store.transaction() as session:
+        session.add(
+            StationCertificate(
+                station_id="CS-1",
+                serial="5A1B",
+                subject="CN=CS-1",
+                fingerprint="AB:CD",
+                not_after=now + timedelta(days=365),
+                issued_at=now,
+            )
+        )
+    viewer = await harness.signed_in("viewer@acme.test")
+    html = (await viewer.get("/console/stations/CS-1")).text
+    assert 'id="station-certificates"' in html and "<code>5A1B</code>" in html and "CN=CS-1" in html
+
+
+async def test_a_station_is_asked_for_a_new_certificate_in_its_generations_words(harness: ConsoleHarness) -> None:
+    fake = await _station(harness)
+    fake.connected.add("CS-1")
+    admin = await harness.signed_in("admin@acme.test")
+    asked = await command(admin, {"region": "answer-station", "command": "request-csr"})
+    assert asked.status_code == 200 and "the station answered Accepted" in text_of(asked.text)
+    assert fake.sent == [("CS-1", "ExtendedTriggerMessage", {"requestedMessage": "SignChargePointCertificate"})]
 
 
 # --- who may see and do what ------------------------------------------------------------------------------------

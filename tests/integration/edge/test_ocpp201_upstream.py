@@ -59,6 +59,7 @@ class Upstream201:
     received: list[tuple[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     points: dict[str, Csms] = field(default_factory=dict)
+    point_kind: type[Csms] = Csms  # what answers each station's link
     _server: Server | None = None
 
     @property
@@ -83,7 +84,7 @@ class Upstream201:
         assert connection.request is not None
         station_id = connection.request.path.rsplit("/", 1)[-1]
         self.authorizations.append(connection.request.headers.get("Authorization"))
-        point = Csms(station_id, connection, self)
+        point = self.point_kind(station_id, connection, self)
         self.points[station_id] = point
         try:
             await point.start()

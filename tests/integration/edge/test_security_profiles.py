@@ -1,8 +1,9 @@
 """Security profiles 2 and 3 over chargenet's own TLS on loopback: real certificates, a real WebSocket client
-showing its certificate, one served app for the module's facts."""
+showing its certificate, one served app for the module's facts; a profile 3 station renewing its certificate."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,17 +12,20 @@ from urllib.parse import quote
 import httpx
 import pytest
 import uvicorn
+from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import select
 from websockets.exceptions import InvalidStatus
 
 from chargenet.app import AppContext, create_app, open_context
 from chargenet.config import load_settings
 from chargenet.edge.tls import station_context_factory
 from chargenet.edge.transport import StationWebSocketProtocol
-from chargenet.services import companies, station_ca, stations
+from chargenet.services import companies, station_ca, station_certificates, stations
 from chargenet.services.callers import OPERATOR
-from chargenet.simulators.station import SimulatedStation
+from chargenet.simulators.station import Payload, SimulatedStation
+from chargenet.store.models import AuditRecord, Site, Station, StationCertificate
 from tests.factories import make_tenant
-from tests.support.certificates import Issued, client_context, issue, make_ca
+from tests.support.certificates import Issued, client_context, issue, make_ca, make_csr
 from tests.support.in_loop import start_serving
 from tests.support.logs import collected_logs
 from tests.support.ports import free_port
@@ -196,3 +200,88 @@ async def test_profile_2_takes_the_password_over_tls_and_a_certificate_header_fr
     with collected_logs() as logs:
         assert await served.refusal(forging) == 403
     assert any("not a trusted proxy" in record.getMessage() for record in logs)
+
+
+async def test_a_profile_3_station_renews_its_certificate_through_sign_certificate(served: TlsServed) -> None:
+    own = make_ca("Acme station CA")
+    await served.import_ca(own)
+    await served.set_profile("CS-1", 3)
+    station = served.station("CS-1", issue(own, "CS-1"))
+    signed: asyncio.Future[Payload] = asyncio.get_running_loop().create_future()
+
+    def take(payload: Payload) -> Payload:
+        signed.set_result(payload)
+        return {"status": "Accepted"}
+
+    station.answers["CertificateSigned"] = take
+    await station.connect()
+    with collected_logs() as logs:
+        refused = {
+            "wrong CN": await station.call("SignCertificate", {"csr": make_csr("CS-2").pem}),
+            "weak key": await station.call(
+                "SignCertificate", {"csr": make_csr("CS-1", key=rsa.generate_private_key(65537, 1024)).pem}
+            ),
+            "garbage": await station.call("SignCertificate", {"csr": "not a CSR"}),
+        }
+    assert refused == {reason: {"status": "Rejected"} for reason in refused}
+    reasons = [record.fields["reason"] for record in logs if "reason" in getattr(record, "fields", {})]
+    assert reasons == ["wrong_common_name", "weak_key", "unreadable"]
+
+    csr = make_csr("CS-1")
+    assert await station.call("SignCertificate", {"csr": csr.pem}) == {"status": "Accepted"}
+    chain = (await asyncio.wait_for(signed, 10))["certificateChain"]
+    renewed = csr.issued(chain)
+    renewed.certificate.verify_directly_issued_by(own.certificate)
+    await station.close()
+
+    # The new certificate lets the station in; a password still does not.
+    station = served.station("CS-1", renewed)
+    await station.connect()
+    assert (await station.boot())["status"] == "Accepted"
+    await station.close()
+    assert await served.refusal(served.station("CS-1", password=PASSWORD)) == 403
+
+    async with served.context.store.read() as session:
+        kept = list(await session.scalars(select(StationCertificate)))
+        audited = list(
+            await session.scalars(select(AuditRecord).where(AuditRecord.action == "station.certificate-signed"))
+        )
+    serial = format(renewed.certificate.serial_number, "X")
+    assert [(row.station_id, row.serial, row.not_after) for row in kept] == [
+        ("CS-1", serial, renewed.certificate.not_valid_after_utc)
+    ]
+    assert [(row.actor, row.face, row.object_id) for row in audited] == [("station CS-1", "ocpp", "CS-1")]
+    assert serial in audited[0].detail
+
+
+async def test_a_site_relaying_its_csrs_trusts_its_upstreams_ca_for_its_stations(served: TlsServed) -> None:
+    upstream_ca, own = make_ca("Upstream CPO CA"), make_ca("Acme station CA")
+    await served.import_ca(own)
+    await served.set_profile("CS-1", 3)
+    by_upstream = issue(upstream_ca, "CS-1")
+    async with served.context.store.transaction() as session:
+        record = await session.get(Station, "CS-1")
+        assert record is not None
+        site = await session.get(Site, record.site_id)
+        assert site is not None
+        site.upstream_url = "ws://127.0.0.1:9/ocpp"  # away: nobody listens there
+        await station_ca.import_upstream_ca(
+            session,
+            OPERATOR,
+            served.context.keys,
+            site_id=site.id,
+            certificate_pem=upstream_ca.certificate_pem,
+            now=served.context.clock.now(),
+        )
+        site_id = site.id
+    # Signing its CSRs itself, the site trusts its company's CA alone.
+    assert await served.refusal(served.station("CS-1", by_upstream)) == 403
+    async with served.context.store.transaction() as session:
+        await station_certificates.set_csr_handling(
+            session, OPERATOR, site_id=site_id, handling="relay", now=served.context.clock.now()
+        )
+    for shown in (by_upstream, issue(own, "CS-1")):
+        station = served.station("CS-1", shown)
+        await station.connect()
+        await station.close()
+    assert await served.refusal(served.station("CS-1", issue(upstream_ca, "CS-2"))) == 403

@@ -493,3 +493,21 @@ async def test_sites_stored_before_upstream_versions_have_an_upstream_of_1_6_onl
         assert "upstream_ocpp_versions" not in columns
     finally:
         await store.dispose()
+
+
+async def test_stores_before_power_allowances_start_with_none_and_roll_back_cleanly(empty_database_url: str) -> None:
+    tables = {"power_allowances", "station_profile_answers", "upstream_charging_profiles", "power_leases"}
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0030")
+        await execute(store, *AN_APPLICATION[:1])
+        await schema.upgrade(store, "0032")
+        async with store.engine.connect() as connection:
+            counts = [
+                (await connection.execute(text(f"SELECT count(*) FROM {t}"))).scalar_one() for t in sorted(tables)
+            ]
+        assert counts == [0, 0, 0, 0]
+        await schema.downgrade(store, "0030")
+        assert not tables & await table_names(store)
+    finally:
+        await store.dispose()

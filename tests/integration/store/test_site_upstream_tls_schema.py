@@ -17,7 +17,7 @@ async def test_sites_stored_before_upstream_tls_are_at_profile_1_without_a_clien
 ) -> None:
     store = Store(empty_database_url)
     try:
-        await schema.upgrade(store, "0030")
+        await schema.upgrade(store, "0032")
         async with store.engine.begin() as connection:
             for statement in (
                 f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {AT}, 'UTC')",
@@ -35,7 +35,7 @@ async def test_sites_stored_before_upstream_tls_are_at_profile_1_without_a_clien
         assert parse_upstream_profile(profile) is UpstreamProfile.BASIC
         assert (subject, bundle) == (None, None)
         assert "upstream_failure" in presence
-        await schema.downgrade(store, "0030")
+        await schema.downgrade(store, "0032")
         async with store.engine.connect() as connection:
             columns = await connection.run_sync(
                 lambda c: {column["name"] for column in inspect(c).get_columns("sites")}

@@ -272,3 +272,10 @@ def test_safe_defaults_give_the_minimum_to_as_many_connectors_as_fit_in_order() 
         ("c", 2): 0,
         ("d", 1): 6,
     }
+
+
+def test_a_station_that_takes_no_profiles_is_counted_at_its_full_rating_first() -> None:
+    unlimited = Station("s0", GRID, ("L1",), unlimited=True)
+    result = allocate([grid(40)], [unlimited, Station("s1", GRID, ("L1",))], [session("s0"), session("s1")], T0)
+    assert amps(result) == {"tx-s0": 32.0, "tx-s1": 8.0}
+    assert result.stations_to_send == {"s1"}

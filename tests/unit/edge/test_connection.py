@@ -303,3 +303,24 @@ async def test_station_fault_is_not_counted_as_ours(wire: Wire, clock: ManualClo
     assert (await wire.next())[2] == "PropertyConstraintViolation"
     assert faults == []
     await rpc.close()
+
+
+async def test_a_call_made_after_the_answer_reaches_the_peer_after_that_answer(wire: Wire, clock: ManualClock) -> None:
+    rpc: RpcConnection
+
+    async def handler(call: Call) -> Payload | None:
+        async def follow_up() -> None:
+            await rpc.call("CertificateSigned", {"certificateChain": "PEM"})
+
+        rpc.after_answer(follow_up)
+        await asyncio.sleep(0)  # the follow-up waits for the answer, however long the handler takes
+        return {"status": "Accepted"}
+
+    rpc = RpcConnection("test", wire.send, clock, handler)
+    try:
+        await rpc.feed(json.dumps([2, "m-1", "SignCertificate", {"csr": "CSR"}]))
+        assert await wire.next() == [3, "m-1", {"status": "Accepted"}]
+        follow_up = await wire.next()
+        assert follow_up[0] == 2 and follow_up[2:] == ["CertificateSigned", {"certificateChain": "PEM"}]
+    finally:
+        await rpc.close()

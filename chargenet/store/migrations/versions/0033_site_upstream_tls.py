@@ -2,7 +2,7 @@
 why a station's link is down
 
 Revision ID: 0033
-Revises: 0030
+Revises: 0032
 Create Date: 2026-11-29 13:00:00.000000
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 from chargenet.store.models.base import UtcDateTime
 
 revision = "0033"
-down_revision = "0030"
+down_revision = "0032"
 branch_labels = None
 depends_on = None
 

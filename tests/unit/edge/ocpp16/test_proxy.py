@@ -45,8 +45,12 @@ def test_security_event_is_forwarded_to_a_connected_upstream() -> None:
     assert proxy.route_station_call("SecurityEventNotification", CONNECTED, True) is Handling.FORWARD
 
 
-def test_security_event_without_upstream_is_unsupported() -> None:
-    assert proxy.route_station_call("SecurityEventNotification", NONE, True) is Handling.UNSUPPORTED
+def test_security_event_without_upstream_is_answered_locally() -> None:
+    assert proxy.route_station_call("SecurityEventNotification", NONE, True) is Handling.LOCAL
+
+
+def test_sign_certificate_is_decided_by_the_site_whatever_the_upstream() -> None:
+    assert {proxy.route_station_call("SignCertificate", u, True) for u in UpstreamState} == {Handling.DECIDE}
 
 
 def test_central_action_from_a_station_is_unsupported() -> None:
@@ -86,8 +90,8 @@ def test_data_transfer_refused_upstream_relays_the_error() -> None:
     assert proxy.fallback("DataTransfer", UpstreamFailure.CALL_ERROR) is Fallback.RELAY_ERROR
 
 
-def test_sign_certificate_timing_out_upstream_gets_an_error() -> None:
-    assert proxy.fallback("SignCertificate", UpstreamFailure.TIMEOUT) is Fallback.RELAY_ERROR
+def test_a_relayed_sign_certificate_timing_out_upstream_is_answered_locally() -> None:
+    assert proxy.fallback("SignCertificate", UpstreamFailure.TIMEOUT) is Fallback.ANSWER_LOCALLY
 
 
 @pytest.mark.parametrize(

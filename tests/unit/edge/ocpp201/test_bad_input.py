@@ -101,7 +101,12 @@ CASES = [
         "m-1",
         "OccurrenceConstraintViolation",
     ),
-    ("a known action the edge does not handle", call("SignCertificate", {"csr": "x"}), "m-1", "NotSupported"),
+    (
+        "a known action the edge does not handle",
+        call("Get15118EVCertificate", {"iso15118SchemaVersion": "x", "action": "Install", "exiRequest": "x"}),
+        "m-1",
+        "NotSupported",
+    ),
     (
         "a charging limit notice",
         call("NotifyChargingLimit", {"chargingLimit": {"chargingLimitSource": "EMS"}}),

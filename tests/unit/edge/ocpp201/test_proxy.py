@@ -36,7 +36,7 @@ def test_authorize_is_decided_by_the_chain_whatever_the_upstream() -> None:
     assert {proxy.route_station_call("Authorize", state, True) for state in UpstreamState} == {Handling.DECIDE}
 
 
-@pytest.mark.parametrize("action", ["SignCertificate", "NotifyEVChargingNeeds", "ReportChargingProfiles"])
+@pytest.mark.parametrize("action", ["Get15118EVCertificate", "NotifyEVChargingNeeds", "ReportChargingProfiles"])
 def test_what_the_edge_leaves_to_a_central_system_goes_to_a_connected_upstream_only(action: str) -> None:
     routes = [proxy.route_station_call(action, state, True) for state in (CONNECTED, AWAY, NONE)]
     assert routes == [Handling.FORWARD, Handling.UNSUPPORTED, Handling.UNSUPPORTED]
@@ -61,4 +61,9 @@ def test_a_transaction_event_not_answered_in_time_is_queued_and_one_refused_is_n
 def test_other_messages_get_the_edges_answer_on_a_timeout_and_the_upstreams_error_as_it_came() -> None:
     assert proxy.fallback("StatusNotification", UpstreamFailure.TIMEOUT) is Fallback.ANSWER_LOCALLY
     assert proxy.fallback("StatusNotification", UpstreamFailure.CALL_ERROR) is Fallback.RELAY_ERROR
-    assert proxy.fallback("SignCertificate", UpstreamFailure.TIMEOUT) is Fallback.RELAY_ERROR
+    assert proxy.fallback("NotifyEVChargingNeeds", UpstreamFailure.TIMEOUT) is Fallback.RELAY_ERROR
+
+
+def test_sign_certificate_is_decided_by_the_site_and_a_relayed_one_not_answered_in_time_is_rejected() -> None:
+    assert {proxy.route_station_call("SignCertificate", state, True) for state in UpstreamState} == {Handling.DECIDE}
+    assert proxy.fallback("SignCertificate", UpstreamFailure.TIMEOUT) is Fallback.ANSWER_LOCALLY

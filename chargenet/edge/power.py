@@ -1,0 +1,538 @@
+"""The site power controller at the edge: runs the allocator's rounds and sends their decisions as charging profiles.
+
+Per site with circuits, a round (`domain.power.allocate`) runs every `ROUND_INTERVAL_S` and at once when poked (a
+session's start or end, a station's connection). One short unit reads the site's state and writes the round's
+allowances, so that a restart resumes from them (`power_allowances`); the profiles are sent after it commits and
+the stations' answers are written in another unit. The rules of what is sent are `domain.charging_profiles`:
+
+- every connected station that takes profiles gets its safe defaults as TxDefaultProfiles when they change (and
+  after each reconnection), and each session the round says to send gets its allowance as a TxProfile;
+- a station that answers Rejected, or does not support SetChargingProfile (NotSupported, NotImplemented), is kept as
+  such and counted at its sessions' full rating until it accepts one again (it is asked again when it reconnects);
+- on a 1.6 station behind an upstream, each profile is the lower of the edge's and the upstream's profile of that
+  purpose (`intercept_set`, `intercept_clear`: the upstream's SetChargingProfile and ClearChargingProfile).
+
+On PostgreSQL several processes share a store: one runs a site's rounds, the holder of its lease (`power_leases`,
+the rules of `meters.lease`: held 10 s, renewed each round). SQLite is one process: it holds every site.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from chargenet.clock import Clock
+from chargenet.domain import charging_profiles as profiles
+from chargenet.domain import power
+from chargenet.domain.circuits import parse_phases
+from chargenet.domain.generations import OCPP201
+from chargenet.edge.ocpp16.frames import Payload
+from chargenet.errors import ChargenetError, StationAnswerFailed
+from chargenet.ids import process_owner
+from chargenet.meters.lease import BusLease, LeaseDecision, decide, expires_at
+from chargenet.store.db import Store
+from chargenet.store.models import (
+    Circuit,
+    EdgeTransaction,
+    PowerAllowance,
+    PowerLease,
+    Station,
+    StationCircuit,
+    StationPresence,
+    StationProfileAnswer,
+    UpstreamChargingProfile,
+)
+from chargenet.workers import LoopWorker
+
+log = logging.getLogger(__name__)
+
+ROUND_INTERVAL_S = 5.0
+DEFAULT_MAX_CURRENT_A = 32.0
+"""What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
+ACCEPTED = "Accepted"
+UNLIMITED_ANSWERS = frozenset({"Rejected", "NotSupported"})
+_NOT_SUPPORTED = frozenset({"NotSupported", "NotImplemented"})
+
+_SETTINGS = power.Settings()
+
+# A station that was never connected: as if offline since long ago, so it counts at its safe default.
+_NEVER = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class StationSender(Protocol):
+    """What the controller needs of the edge: whether a station is connected here and in which generation, and a
+    command to it wherever it is connected (`hub.Edge`)."""
+
+    store: Store
+    clock: Clock
+
+    def generation_here(self, station_id: str) -> str | None: ...
+
+    async def command(self, station_id: str, action: str, payload: Payload) -> Payload: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _SiteState:
+    circuits: list[power.Circuit]
+    circuit_limits: dict[str, float]
+    stations: list[power.Station]
+    sessions: list[power.Session]
+    generations: dict[str, str]  # station id -> subprotocol of its connection, for the online ones
+    defaults_sent: dict[str, str | None]  # station id -> the safe defaults it last accepted
+    station_transactions: dict[int, str | None]  # edge transaction id -> the 2.0.1 station's own id
+    accepted_amps: dict[int, float | None]  # edge transaction id -> the allowance its station last accepted
+
+
+@dataclass(frozen=True, slots=True)
+class _Send:
+    station_id: str
+    generation: str
+    limit: profiles.Limit
+    transaction_id: int | None = None  # the edge's, for a TxProfile
+
+
+@dataclass
+class SiteFigures:
+    """What the last round of a site this process runs decided, for `/metrics`."""
+
+    limits: dict[str, float] = field(default_factory=dict)  # circuit id -> limit per phase
+    allocated: dict[tuple[str, str], float] = field(default_factory=dict)  # (circuit id, phase) -> amperes
+    paused: dict[str, int] = field(default_factory=dict)  # circuit id -> sessions paused on stations hung on it
+
+
+class PowerController(LoopWorker):
+    name = "site-power"
+
+    def __init__(
+        self,
+        edge: StationSender,
+        interval: float = ROUND_INTERVAL_S,
+        settings: power.Settings = _SETTINGS,
+        owner: str | None = None,
+    ) -> None:
+        super().__init__(edge.clock, interval)
+        self.edge = edge
+        self.store = edge.store
+        self.settings = settings
+        self.owner = owner or process_owner()
+        self.figures: dict[str, SiteFigures] = {}
+        self._wake = asyncio.Event()
+        self._reconnected: set[str] = set()
+
+    def poke(self, site_id: str, reconnected: str | None = None) -> None:
+        """Something changed on a site (a session started or ended, a station connected): run a round at once. A
+        station that `reconnected` is asked again: its profiles may be gone, and its refusal may be past."""
+        if reconnected is not None:
+            self._reconnected.add(reconnected)
+        self._wake.set()
+
+    async def pause(self, stopping: asyncio.Event) -> None:
+        sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
+        stopper = asyncio.ensure_future(stopping.wait())
+        waker = asyncio.ensure_future(self._wake.wait())
+        await asyncio.wait({sleeper, stopper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (sleeper, stopper, waker):
+            task.cancel()
+        self._wake.clear()
+
+    async def run_once(self) -> None:
+        now = self.clock.now()
+        if self._reconnected:
+            reconnected, self._reconnected = self._reconnected, set()
+            async with self.store.transaction() as session:
+                await session.execute(
+                    delete(StationProfileAnswer).where(StationProfileAnswer.station_id.in_(sorted(reconnected)))
+                )
+        async with self.store.read() as session:
+            site_ids = sorted(set(await session.scalars(select(Circuit.site_id))))
+        held = await self.hold(site_ids, now)
+        for gone in set(self.figures) - set(held):
+            del self.figures[gone]
+        for site_id in held:
+            try:
+                await self.run_site(site_id)
+            except Exception:
+                # One site's failure (logged) leaves the others' rounds running.
+                log.exception("a site power round failed", extra={"fields": {"site": site_id}})
+
+    async def release(self) -> None:
+        """Give up this process's leases (on shutdown), so that another runs its sites at once."""
+        if self.store.dialect != "postgresql":
+            return
+        async with self.store.transaction() as session:
+            await session.execute(
+                update(PowerLease).where(PowerLease.owner == self.owner).values(owner=None, expires_at=None)
+            )
+
+    async def hold(self, site_ids: list[str], now: datetime) -> list[str]:
+        """The sites of `site_ids` whose rounds this process runs now: on PostgreSQL those whose lease it renewed
+        or took; on SQLite, every one."""
+        if self.store.dialect != "postgresql" or not site_ids:
+            return site_ids
+        async with self.store.transaction() as session:
+            await session.execute(
+                pg_insert(PowerLease)
+                .values([{"site_id": site_id} for site_id in site_ids])
+                .on_conflict_do_nothing(index_elements=[PowerLease.site_id])
+            )
+            rows = (
+                await session.execute(
+                    select(PowerLease.site_id, PowerLease.owner, PowerLease.expires_at)
+                    .where(PowerLease.site_id.in_(site_ids))
+                    .order_by(PowerLease.site_id)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            held = [
+                site_id
+                for site_id, owner, expiry in rows
+                if decide(BusLease(site_id, owner, expiry), self.owner, now) is not LeaseDecision.LEAVE
+            ]
+            if held:
+                await session.execute(
+                    update(PowerLease)
+                    .where(PowerLease.site_id.in_(held))
+                    .values(owner=self.owner, expires_at=expires_at(now))
+                )
+        return held
+
+    async def run_site(self, site_id: str) -> power.Round:
+        """One round for a site: decide and store it in one unit, send the profiles after it, store the answers."""
+        now = self.clock.now()
+        async with self.store.transaction() as session:
+            state = await _load(session, site_id, self.edge)
+            result = power.allocate(state.circuits, state.stations, state.sessions, now, self.settings)
+            await _store_round(session, site_id, result, now)
+        self.figures[site_id] = _figures(state, result)
+        sends = _sends(state, result, self.settings)
+        if not sends:
+            return result
+        answers: dict[str, str] = {}
+        accepted: list[_Send] = []
+        upstream = await _upstream_profiles(self.store, {send.station_id for send in sends})
+        for send in sends:
+            if answers.get(send.station_id, ACCEPTED) != ACCEPTED:
+                continue  # it refused one already this round
+            answer = await self._send(send, upstream)
+            if answer is None:
+                continue  # not connected, or silent: sent again next round
+            answers[send.station_id] = answer
+            if answer == ACCEPTED:
+                accepted.append(send)
+        async with self.store.transaction() as session:
+            await _store_answers(session, state, answers, accepted, now)
+        return result
+
+    async def _send(self, send: _Send, upstream: dict[tuple[str, int, str], Payload]) -> str | None:
+        limit = send.limit
+        if send.generation == OCPP201:
+            payload: Payload | None = profiles.profile_201(limit)
+        else:
+            kept = upstream.get((send.station_id, limit.connector_id, limit.purpose)) or upstream.get(
+                (send.station_id, 0, limit.purpose)
+            )
+            if kept is not None and limit.purpose == profiles.TX:
+                named = kept["csChargingProfiles"].get("transactionId")
+                if named is not None and named != send.transaction_id:
+                    kept = None  # the upstream's profile of an earlier transaction
+            payload = profiles.merged_16(limit, kept)
+        assert payload is not None
+        try:
+            answer = await self.edge.command(send.station_id, "SetChargingProfile", payload)
+        except StationAnswerFailed as exc:
+            return "NotSupported" if exc.code in _NOT_SUPPORTED else None
+        except ChargenetError:
+            log.info(
+                "a charging profile was not answered",
+                extra={"fields": {"station": send.station_id, "purpose": limit.purpose}},
+            )
+            return None
+        return str(answer.get("status"))
+
+
+# Reading a site's state --------------------------------------------------------------------------------------
+
+
+async def _load(session: AsyncSession, site_id: str, edge: StationSender) -> _SiteState:
+    circuit_rows = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
+    placed = (
+        await session.execute(
+            select(Station, StationCircuit, StationPresence, StationProfileAnswer)
+            .join(StationCircuit, StationCircuit.station_id == Station.id)
+            .outerjoin(StationPresence, StationPresence.station_id == Station.id)
+            .outerjoin(StationProfileAnswer, StationProfileAnswer.station_id == Station.id)
+            .where(Station.site_id == site_id)
+            .order_by(Station.id)
+        )
+    ).all()
+    stations: list[power.Station] = []
+    generations: dict[str, str] = {}
+    defaults_sent: dict[str, str | None] = {}
+    for station, placement, presence, answer in placed:
+        here = edge.generation_here(station.id)
+        offline_since = None
+        if here is not None:
+            generations[station.id] = here
+        elif presence is not None and presence.connected:
+            generations[station.id] = presence.ocpp_version or "ocpp1.6"
+        else:
+            offline_since = (presence.disconnected_at if presence else None) or _NEVER
+        unlimited = answer is not None and answer.answer in UNLIMITED_ANSWERS
+        defaults_sent[station.id] = answer.defaults_sent if answer is not None else None
+        stations.append(
+            power.Station(
+                station.id,
+                placement.circuit_id,
+                parse_phases(placement.phases),
+                connectors=station.charge_points * (station.connectors_per_charge_point or 1),
+                priority=placement.priority,
+                offline_since=offline_since,
+                unlimited=unlimited,
+            )
+        )
+    on_circuits = {station.id for station in stations}
+    rows = (
+        await session.execute(
+            select(EdgeTransaction, PowerAllowance)
+            .outerjoin(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
+            .where(EdgeTransaction.site_id == site_id, EdgeTransaction.stopped_at.is_(None))
+            .order_by(EdgeTransaction.id)
+        )
+    ).all()
+    sessions = [
+        power.Session(
+            str(transaction.id),
+            transaction.station_id,
+            transaction.ocpp_connector_id,
+            transaction.started_at,
+            max_current_a=DEFAULT_MAX_CURRENT_A,
+            allowance_a=allowance.amps if allowance else None,
+            sent_at=allowance.sent_at if allowance else None,
+            paused_since=allowance.paused_since if allowance else None,
+            charging_since=allowance.charging_since if allowance else None,
+        )
+        for transaction, allowance in rows
+        if transaction.station_id in on_circuits
+    ]
+    return _SiteState(
+        circuits=[
+            power.Circuit(
+                row.id,
+                row.parent_id,
+                row.limit_a,
+                row.margin_a,
+                parse_phases(row.phases),
+                metered=row.meter_id is not None,
+            )
+            for row in circuit_rows
+        ],
+        circuit_limits={row.id: row.limit_a for row in circuit_rows},
+        stations=stations,
+        sessions=sessions,
+        generations=generations,
+        defaults_sent=defaults_sent,
+        station_transactions={transaction.id: transaction.station_transaction_id for transaction, _ in rows},
+        accepted_amps={transaction.id: allowance.sent_amps if allowance else None for transaction, allowance in rows},
+    )
+
+
+async def _upstream_profiles(store: Store, station_ids: set[str]) -> dict[tuple[str, int, str], Payload]:
+    async with store.read() as session:
+        rows = await session.scalars(
+            select(UpstreamChargingProfile).where(UpstreamChargingProfile.station_id.in_(sorted(station_ids)))
+        )
+        return {(row.station_id, row.connector_id, row.purpose): json.loads(row.request) for row in rows}
+
+
+# Deciding what to send ---------------------------------------------------------------------------------------
+
+
+def defaults_text(defaults: dict[int, float]) -> str:
+    """A station's safe defaults as stored: `connector:amps` by connector."""
+    return ",".join(f"{connector}:{amps:g}" for connector, amps in sorted(defaults.items()))
+
+
+def parse_defaults(text: str | None) -> dict[int, float]:
+    if not text:
+        return {}
+    pairs = (item.split(":") for item in text.split(","))
+    return {int(connector): float(amps) for connector, amps in pairs}
+
+
+def _station_defaults(state: _SiteState, settings: power.Settings) -> dict[str, dict[int, float]]:
+    every = power.safe_defaults(state.circuits, state.stations, settings)
+    by_station: dict[str, dict[int, float]] = {}
+    for (station_id, connector), amps in every.items():
+        by_station.setdefault(station_id, {})[connector] = amps
+    return by_station
+
+
+def _sends(state: _SiteState, result: power.Round, settings: power.Settings) -> list[_Send]:
+    """The profiles to send after a round: changed safe defaults first (so that a session starting meanwhile
+    is held by them), then the allowances the round says to send or that a station has not accepted yet."""
+    sends: list[_Send] = []
+    by_id = {station.id: station for station in state.stations}
+    defaults = _station_defaults(state, settings)
+    for station in state.stations:
+        generation = state.generations.get(station.id)
+        if generation is None or station.unlimited:
+            continue
+        wanted = defaults.get(station.id, {})
+        if defaults_text(wanted) == state.defaults_sent.get(station.id):
+            continue
+        for connector, amps in sorted(wanted.items()):
+            limit = profiles.Limit(profiles.TX_DEFAULT, connector, amps, len(station.phases))
+            sends.append(_Send(station.id, generation, limit))
+    for allowance in result.allowances:
+        station = by_id[allowance.station_id]
+        generation = state.generations.get(station.id)
+        if generation is None or station.unlimited:
+            continue
+        transaction_id = int(allowance.session_id)
+        if not allowance.send and state.accepted_amps.get(transaction_id) == allowance.amps:
+            continue
+        named: int | str | None = transaction_id
+        if generation == OCPP201:
+            named = state.station_transactions.get(transaction_id)
+        limit = profiles.Limit(profiles.TX, allowance.connector_id, allowance.amps, len(allowance.phases), named)
+        sends.append(_Send(station.id, generation, limit, transaction_id))
+    return sends
+
+
+def _figures(state: _SiteState, result: power.Round) -> SiteFigures:
+    figures = SiteFigures(limits=dict(state.circuit_limits))
+    for load in result.circuits:
+        for phase, amps in load.allocated_a.items():
+            figures.allocated[(load.circuit_id, phase)] = amps
+        figures.paused.setdefault(load.circuit_id, 0)
+    circuit_of = {station.id: station.circuit_id for station in state.stations}
+    for allowance in result.allowances:
+        if allowance.paused is not None:
+            circuit = circuit_of[allowance.station_id]
+            figures.paused[circuit] = figures.paused.get(circuit, 0) + 1
+    return figures
+
+
+# Writing a round and the answers -----------------------------------------------------------------------------
+
+
+async def _store_round(session: AsyncSession, site_id: str, result: power.Round, now: datetime) -> None:
+    existing = {
+        row.transaction_id: row
+        for row in await session.scalars(select(PowerAllowance).where(PowerAllowance.site_id == site_id))
+    }
+    current = {int(allowance.session_id) for allowance in result.allowances}
+    gone = set(existing) - current
+    if gone:
+        await session.execute(delete(PowerAllowance).where(PowerAllowance.transaction_id.in_(sorted(gone))))
+    for allowance in result.allowances:
+        transaction_id = int(allowance.session_id)
+        row = existing.get(transaction_id)
+        if row is None:
+            row = PowerAllowance(transaction_id=transaction_id, site_id=site_id, station_id=allowance.station_id)
+            session.add(row)
+        row.amps = allowance.amps
+        row.sent_at = allowance.sent_at
+        row.paused_since = allowance.paused_since
+        row.charging_since = allowance.charging_since
+        row.updated_at = now
+
+
+async def _store_answers(
+    session: AsyncSession, state: _SiteState, answers: dict[str, str], accepted: Sequence[_Send], now: datetime
+) -> None:
+    defaults: dict[str, dict[int, float]] = {}
+    for send in accepted:
+        if send.limit.purpose == profiles.TX_DEFAULT:
+            defaults.setdefault(send.station_id, {})[send.limit.connector_id] = send.limit.amps
+        elif send.transaction_id is not None:
+            await session.execute(
+                update(PowerAllowance)
+                .where(PowerAllowance.transaction_id == send.transaction_id)
+                .values(sent_amps=send.limit.amps)
+            )
+    for station_id, answer in answers.items():
+        row = await session.get(StationProfileAnswer, station_id)
+        if row is None:
+            row = StationProfileAnswer(station_id=station_id)
+            session.add(row)
+        row.answer = answer
+        row.answered_at = now
+        if station_id in defaults:
+            sent = parse_defaults(state.defaults_sent.get(station_id))
+            sent.update(defaults[station_id])
+            row.defaults_sent = defaults_text(sent)
+
+
+# The upstream's profiles on a 1.6 station ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeLimits:
+    """What the edge allows a station's connectors now, per purpose, for the merge with an upstream's profile."""
+
+    defaults: dict[int, float]
+    allowances: dict[int, tuple[int, float]]  # connector -> (edge transaction id, amperes)
+    phases: int
+
+
+async def edge_limits(session: AsyncSession, station_id: str) -> EdgeLimits | None:
+    """None when the station hangs on no circuit: the upstream's profiles reach it as they are."""
+    placement = await session.get(StationCircuit, station_id)
+    if placement is None:
+        return None
+    answer = await session.get(StationProfileAnswer, station_id)
+    rows = (
+        await session.execute(
+            select(EdgeTransaction.ocpp_connector_id, PowerAllowance.transaction_id, PowerAllowance.amps)
+            .join(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
+            .where(EdgeTransaction.station_id == station_id, EdgeTransaction.stopped_at.is_(None))
+        )
+    ).all()
+    return EdgeLimits(
+        defaults=parse_defaults(answer.defaults_sent if answer else None),
+        allowances={connector: (transaction_id, amps) for connector, transaction_id, amps in rows},
+        phases=len(parse_phases(placement.phases)),
+    )
+
+
+def edge_limit(limits: EdgeLimits, connector_id: int, purpose: str) -> profiles.Limit | None:
+    if purpose == profiles.TX_DEFAULT:
+        amps = limits.defaults.get(connector_id)
+        if amps is None and connector_id == 0 and limits.defaults:
+            amps = min(limits.defaults.values())
+        return None if amps is None else profiles.Limit(purpose, connector_id, amps, limits.phases)
+    if purpose == profiles.TX and connector_id in limits.allowances:
+        transaction_id, amps = limits.allowances[connector_id]
+        return profiles.Limit(purpose, connector_id, amps, limits.phases, transaction_id)
+    return None
+
+
+async def keep_upstream_profile(session: AsyncSession, station_id: str, request: Payload, now: datetime) -> None:
+    connector_id, purpose = profiles.upstream_key(request)
+    row = await session.get(UpstreamChargingProfile, (station_id, connector_id, purpose))
+    if row is None:
+        row = UpstreamChargingProfile(station_id=station_id, connector_id=connector_id, purpose=purpose)
+        session.add(row)
+    row.request = json.dumps(request)
+    row.received_at = now
+
+
+async def drop_upstream_profiles(session: AsyncSession, station_id: str, request: Payload) -> list[tuple[int, str]]:
+    """Forget the upstream's profiles a ClearChargingProfile names; returns their (connector, purpose)."""
+    rows = list(
+        await session.scalars(select(UpstreamChargingProfile).where(UpstreamChargingProfile.station_id == station_id))
+    )
+    cleared = [row for row in rows if profiles.clear_matches(request, row.connector_id, json.loads(row.request))]
+    for row in cleared:
+        await session.delete(row)
+    return [(row.connector_id, row.purpose) for row in cleared]
