@@ -40,6 +40,7 @@ from chargenet.errors import (
     StationNotConnected,
 )
 from chargenet.keys import KeyStore
+from chargenet.keys.upstream_tls import UpstreamTlsContexts
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
 from chargenet.store.group_commit import Work
@@ -83,6 +84,7 @@ class Edge:
         self.transitions = TransitionCounts()
         self.own_faults = OwnFaults()
         self.upstream_links = UpstreamLinks()
+        self.upstream_tls = UpstreamTlsContexts(keys)
         self.time_station_call = time_station_call
         self.time_upstream_call = time_upstream_call
         self.security_events = SecurityEvents()

@@ -182,15 +182,18 @@ class MessageLog(LoopWorker):
         fields["connected"] = connected
         fields["connected_at" if connected else "disconnected_at"] = at
         fields["upstream_connected"] = None  # until its upstream link, if it has one, says otherwise
+        fields["upstream_failure"] = None
         if connected:
             fields["last_seen_at"] = at
             if ocpp_version is not None:
                 fields["ocpp_version"] = ocpp_version
 
-    def upstream(self, station_id: str, connected: bool) -> None:
-        """The station's link to its site's upstream came up or went down; written with the next batch, so that
-        every process's console can count the links that are down."""
-        self._presence.setdefault(station_id, {})["upstream_connected"] = connected
+    def upstream(self, station_id: str, connected: bool, failure: str | None = None) -> None:
+        """The station's link to its site's upstream came up or went down (`failure`: why its latest attempt
+        failed); written with the next batch, so that every process's console can count the links that are down."""
+        fields = self._presence.setdefault(station_id, {})
+        fields["upstream_connected"] = connected
+        fields["upstream_failure"] = None if connected else failure
 
     async def run_once(self) -> None:
         # Gaps first: the frames they stand for were older than every frame still buffered.

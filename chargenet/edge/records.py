@@ -24,6 +24,7 @@ from chargenet.domain.events import (
 from chargenet.domain.generations import GENERATIONS, UPSTREAM_DEFAULT, parse_upstream_versions, parse_versions
 from chargenet.domain.security_profiles import Expectations
 from chargenet.domain.tenants import ConnectorAddress, StationLayout
+from chargenet.domain.upstream_profiles import UpstreamTls, parse_upstream_profile
 from chargenet.edge.core import authorize as auth
 from chargenet.edge.core import starts, transaction_events
 from chargenet.edge.core import transactions as tx
@@ -71,6 +72,7 @@ class StationInfo:
     ocpp_versions: tuple[str, ...] = GENERATIONS  # the generations it may connect with (domain.generations)
     upstream_versions: tuple[str, ...] = UPSTREAM_DEFAULT  # the generations its site's upstream takes
     relays_csrs: bool = False  # its site sends its CSRs to the upstream rather than signing them
+    upstream_tls: UpstreamTls | None = None  # its site's TLS towards the upstream (domain.upstream_profiles)
 
     @property
     def certificate_expectations(self) -> Expectations:
@@ -94,6 +96,9 @@ _STATION = (
         Company.organisation_name,
         Site.upstream_ocpp_versions,
         Site.station_csrs,
+        Site.upstream_security_profile,
+        Site.upstream_client_subject,
+        Site.upstream_ca_certificates,
     )
     .join(Site, Site.id == Station.site_id)
     .join(Company, Company.id == Site.company_id)
@@ -108,7 +113,8 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
     if row is None:
         return None
     found, site_id, password_hash, charge_points, connectors, upstream_url, upstream_password, versions, *rest = row
-    profile, company, serial_number, organisation_name, upstream_versions, station_csrs = rest
+    profile, company, serial_number, organisation_name, upstream_versions, station_csrs, *tls = rest
+    upstream_profile, client, bundle = tls
     return StationInfo(
         station_id=found,
         site_id=site_id,
@@ -123,6 +129,9 @@ def load_station(connection: Connection, station_id: str) -> StationInfo | None:
         organisation_name=organisation_name,
         upstream_versions=parse_upstream_versions(upstream_versions),
         relays_csrs=station_csrs == "relay" and upstream_url is not None,
+        upstream_tls=UpstreamTls(
+            parse_upstream_profile(upstream_profile), upstream_url, client is not None, bundle is not None
+        ),
     )
 
 

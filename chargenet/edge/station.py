@@ -47,8 +47,10 @@ from chargenet.edge.upstream import (
     UpstreamLinks,
     UpstreamSettings,
     UpstreamUnavailable,
+    tls_context,
 )
 from chargenet.keys import KeyStore
+from chargenet.keys.upstream_tls import UpstreamTlsContexts
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
 from chargenet.store.group_commit import Work
@@ -74,6 +76,7 @@ class EdgeRuntime(Protocol):
     transitions: TransitionCounts
     own_faults: OwnFaults
     upstream_links: UpstreamLinks
+    upstream_tls: UpstreamTlsContexts
     time_station_call: CallTimer | None
     time_upstream_call: CallTimer | None
     certificates: StationCertificates
@@ -159,8 +162,11 @@ class LinkBase(abc.ABC):
             edge.time_upstream_call,
         )
         edge.message_log.upstream(self.station.station_id, False)  # down until it first connects
+        tls = None
+        if self.station.upstream_tls is not None:
+            tls = tls_context(edge.upstream_tls, self.station.site_id, self.station.upstream_tls)
         self.upstream = UpstreamLink(
-            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face
+            settings, self.station, self.station.upstream_url, password, self.relay_to_station, face=face, tls=tls
         )
         await self.upstream.start()
 

@@ -3,6 +3,11 @@ generation the station speaks (`UpstreamFace`: OCPP 1.6J or 2.0.1).
 
 It reconnects with backoff and jitter (`proxy.reconnect_delay`), relays the upstream's CALLs to the station,
 and replays the station's queued transaction messages, in order and throttled, whenever it is connected.
+
+To a `wss://` upstream it speaks TLS as its site says (domain.upstream_profiles): the server certificate checked
+against the site's CA bundle or the system's, and the site's client certificate shown. Why an attempt failed (an
+untrusted server certificate, a refused client certificate or password, an upstream out of reach) is the link's
+state while it is down, logged once per change of reason.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import base64
 import contextlib
 import logging
 import random
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from websockets.asyncio.client import ClientConnection, connect
 
 from chargenet.clock import Clock
+from chargenet.domain.upstream_profiles import LinkFailure, UpstreamTls, check, is_secure, sends_client_certificate
 from chargenet.edge import records
 from chargenet.edge.connection import (
     AnswerLate,
@@ -39,7 +46,8 @@ from chargenet.edge.ocpp16.errors import CallErrorReceived, CallTimedOut, Payloa
 from chargenet.edge.ocpp16.frames import FrameLimits, Payload
 from chargenet.edge.ocpp16.session import SessionLimits
 from chargenet.edge.ocpp201.dialect import Ocpp201Dialect
-from chargenet.errors import ChargenetError
+from chargenet.errors import ChargenetError, InvalidInput
+from chargenet.keys.upstream_tls import UpstreamTlsContexts, UpstreamTlsUnusable
 from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
@@ -165,6 +173,45 @@ def basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+TlsContext = Callable[[], ssl.SSLContext]
+
+
+def tls_context(contexts: UpstreamTlsContexts, site_id: str, settings: UpstreamTls) -> TlsContext | None:
+    """What makes the TLS context of a link to a `wss://` upstream, read again at every attempt (the site's files
+    may change meanwhile); None where websockets' own default does (a `ws://` URL, or nothing of the site's to
+    load: the system's CAs check the server)."""
+    try:
+        check(settings)
+    except InvalidInput as exc:
+        refused = UpstreamTlsUnusable(f"site {site_id}: {exc.detail}")  # a site changed by hand in the store
+
+        def refuse() -> ssl.SSLContext:
+            raise refused
+
+        return refuse
+    client_certificate = sends_client_certificate(settings)
+    if not client_certificate and not (settings.ca_bundle and settings.url is not None and is_secure(settings.url)):
+        return None
+    return lambda: contexts.context(site_id, client_certificate=client_certificate)
+
+
+def describe_failure(exc: BaseException, *, over_tls: bool) -> tuple[LinkFailure, str]:
+    """Why an attempt to open a link failed, and the detail for the operator."""
+    if isinstance(exc, UpstreamTlsUnusable):
+        return LinkFailure.TLS_SETTINGS, str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return LinkFailure.SERVER_CERTIFICATE, exc.verify_message or str(exc)
+    if isinstance(exc, ssl.SSLError) and "ALERT" in (exc.reason or ""):
+        return LinkFailure.CLIENT_CERTIFICATE_REFUSED, f"TLS alert {exc.reason}"
+    if isinstance(exc, websockets.InvalidStatus) and exc.response.status_code in (401, 403):
+        return LinkFailure.CREDENTIALS_REFUSED, f"HTTP {exc.response.status_code}"
+    if over_tls and isinstance(exc, websockets.InvalidMessage) and isinstance(exc.__cause__, EOFError):
+        # TLS 1.3 ends the client's handshake before the server has checked its certificate: a server refusing
+        # it closes the connection, and its alert, if it sends one, is not surfaced by asyncio's TLS layer.
+        return LinkFailure.CLIENT_CERTIFICATE_REFUSED, "the connection closed after the TLS handshake, unanswered"
+    return LinkFailure.UNREACHABLE, f"{type(exc).__name__}: {exc}"
+
+
 # The system's generator rather than the `random` module's shared one: the jitter needs no reproducible sequence,
 # and a service has no business moving the state that the code embedding it may have seeded.
 _JITTER = random.SystemRandom()
@@ -181,6 +228,7 @@ class UpstreamLink:
         *,
         face: UpstreamFace = OCPP16_UPSTREAM,
         rng: Callable[[], float] = _JITTER.random,
+        tls: TlsContext | None = None,
     ) -> None:
         self._settings = settings
         self._face = face
@@ -189,6 +237,8 @@ class UpstreamLink:
         self._password = password
         self._relay = relay
         self._rng = rng
+        self._tls = tls
+        self._failure: str | None = None  # why the latest attempt failed, as the link's state says it
         self._rpc: RpcConnection | None = None
         self._closing = asyncio.Event()
         self._first_attempt = asyncio.Event()
@@ -262,6 +312,7 @@ class UpstreamLink:
                     open_timeout=OPEN_TIMEOUT,
                     max_size=self._settings.limits.max_frame_bytes,
                     ping_interval=20,
+                    ssl=self._tls() if self._tls is not None else None,
                 ) as socket:
                     if socket.subprotocol != self._face.subprotocol:
                         raise ConnectionError(f"upstream did not accept subprotocol {self._face.subprotocol}")
@@ -272,16 +323,34 @@ class UpstreamLink:
             except Exception as exc:
                 if self.connects == connects:
                     self._settings.links.failures += 1
-                log.info(
-                    "upstream connection failed",
-                    extra={"fields": {"station": self._station.station_id, "error": f"{type(exc).__name__}: {exc}"}},
-                )
+                    self._failed(exc)
+                else:
+                    log.info(
+                        "upstream connection lost",
+                        extra={
+                            "fields": {"station": self._station.station_id, "error": f"{type(exc).__name__}: {exc}"}
+                        },
+                    )
             finally:
                 self._first_attempt.set()
             if self._closing.is_set():
                 return
             await self._settings.clock.sleep(proxy.reconnect_delay(attempt, self._rng()))
             attempt += 1
+
+    def _failed(self, exc: Exception) -> None:
+        """An attempt failed: the link's state says why, and a new reason is logged (the same one, retried with
+        backoff, only at debug level)."""
+        failure, detail = describe_failure(exc, over_tls=self._uri.startswith("wss://"))
+        state = f"{failure.value} ({detail})"[:300]
+        fields = {"station": self._station.station_id, "failure": failure.name, "error": detail}
+        if state == self._failure:
+            log.debug("upstream connection failed", extra={"fields": fields})
+            return
+        self._failure = state
+        level = logging.INFO if failure is LinkFailure.UNREACHABLE else logging.WARNING
+        log.log(level, "upstream connection failed", extra={"fields": fields})
+        self._settings.message_log.upstream(self._station.station_id, False, state)
 
     def _headers(self) -> dict[str, str]:
         if self._password is None:
@@ -302,6 +371,7 @@ class UpstreamLink:
             dialect=self._face.dialect(self._settings.limits),
         )
         self._rpc = rpc
+        self._failure = None
         self.connects += 1
         self._settings.links.connects += 1
         self._settings.links.connected += 1

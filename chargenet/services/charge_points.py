@@ -497,6 +497,8 @@ class StationStateView(View):
     # Its link to the site's upstream, as the process holding the station stored it: None when not connected
     # or without an upstream.
     upstream_connected: bool | None = None
+    # While that link is down: why its latest attempt failed (an upstream refusing the edge's certificate, ...).
+    upstream_failure: str | None = None
     # The OCPP subprotocol of its latest connection ("ocpp1.6", "ocpp2.0.1"); None before it first connects.
     ocpp_version: str | None = None
 
@@ -548,6 +550,7 @@ async def station_state(
         site_has_upstream=site.upstream_url is not None,
         site_upstream_versions=list(parse_upstream_versions(site.upstream_ocpp_versions)),
         upstream_connected=row.upstream_connected if row is not None and row.connected else None,
+        upstream_failure=row.upstream_failure if row is not None and row.connected else None,
         ocpp_version=row.ocpp_version if row else None,
     )
 

@@ -13,16 +13,19 @@ from pydantic import Field
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from chargenet.domain import upstream_profiles
 from chargenet.domain.generations import parse_upstream_versions, stored_upstream_versions
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
+from chargenet.domain.upstream_profiles import parse_upstream_profile
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
 from chargenet.keys import CredentialCipher
-from chargenet.services import audit
+from chargenet.services import audit, upstream_tls
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_company, reachable_site, site_filter
+from chargenet.services.upstream_tls import ClientCertificateView, client_certificate_of
 from chargenet.services.versions import check_version
 from chargenet.services.views import Instant, View, like_escaped
 from chargenet.store.db import LONG
@@ -47,6 +50,9 @@ class SiteView(View):
     upstream_url: str | None
     upstream_password_set: bool
     upstream_ocpp_versions: list[str]  # the OCPP generations its upstream takes (decisions.md §4)
+    upstream_security_profile: int  # of the link to the upstream (domain.upstream_profiles)
+    upstream_client_certificate: ClientCertificateView | None  # the one the edge shows the upstream
+    upstream_ca_certificates: int | None  # in its CA bundle for the upstream's server certificate; None: the system's
     version: int
     created_at: Instant
 
@@ -59,6 +65,9 @@ def _view(row: Site) -> SiteView:
         upstream_url=row.upstream_url,
         upstream_password_set=row.upstream_password is not None,
         upstream_ocpp_versions=list(parse_upstream_versions(row.upstream_ocpp_versions)),
+        upstream_security_profile=int(parse_upstream_profile(row.upstream_security_profile)),
+        upstream_client_certificate=client_certificate_of(row),
+        upstream_ca_certificates=row.upstream_ca_certificates,
         version=row.version,
         created_at=row.created_at,
     )
@@ -135,6 +144,7 @@ async def update_site(
     upstream_password: str | None = None,
     clear_upstream_password: bool = False,
     upstream_ocpp_versions: Sequence[str] | None = None,
+    upstream_security_profile: int | None = None,
     expected_version: int | None = None,
 ) -> SiteView:
     """Change what is given and keep the rest: `remove_upstream` drops the upstream URL and its password,
@@ -148,6 +158,11 @@ async def update_site(
         new_url = None
     elif upstream_url is not None:
         new_url = validate_upstream_url(upstream_url)
+    new_profile = row.upstream_security_profile
+    if upstream_security_profile is not None:
+        wanted = upstream_profiles.parse_upstream_profile(upstream_security_profile)
+        new_profile = None if wanted is upstream_profiles.DEFAULT else int(wanted)
+    upstream_profiles.check(upstream_tls.settings_of(row, url=new_url, profile=new_profile))
     if upstream_password is not None and not upstream_password:
         raise InvalidInput("is empty; to remove the password, clear it instead", field="upstream-password")
     new_versions = row.upstream_ocpp_versions
@@ -170,12 +185,17 @@ async def update_site(
     if new_versions != row.upstream_ocpp_versions:
         changed.append("upstream OCPP versions")
         row.upstream_ocpp_versions = new_versions
+    if new_profile != row.upstream_security_profile:
+        changed.append("upstream security profile")
+        row.upstream_security_profile = new_profile
     if changed:
         row.version += 1
         await session.flush()
         detail = {"name": row.name, "changed": ", ".join(changed), "upstream": url_shown(row.upstream_url)}
         if "upstream OCPP versions" in changed:
             detail["upstream OCPP versions"] = ", ".join(parse_upstream_versions(row.upstream_ocpp_versions))
+        if "upstream security profile" in changed:
+            detail["upstream security profile"] = str(int(parse_upstream_profile(row.upstream_security_profile)))
         await audit.record_change(session, caller, "site.update", row, now=now, detail=detail)
     return _view(row)
 

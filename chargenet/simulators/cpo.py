@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import json
 import logging
+import ssl
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -45,6 +46,7 @@ class SimulatedCentralSystem:
     calls: dict[str, list[tuple[str, Payload]]] = field(default_factory=dict)
     next_transaction_id: itertools.count[int] = field(default_factory=lambda: itertools.count(90001))
     connections: dict[str, ServerConnection] = field(default_factory=dict)
+    tls: ssl.SSLContext | None = None  # a server context: wss://, with the client certificates it asks for
     _server: Server | None = None
     _pending: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
@@ -54,7 +56,7 @@ class SimulatedCentralSystem:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.host}:{self.port}/ocpp"
+        return f"{'wss' if self.tls is not None else 'ws'}://{self.host}:{self.port}/ocpp"
 
     async def start(self) -> None:
         self._server = await serve(
@@ -63,6 +65,7 @@ class SimulatedCentralSystem:
             self.port,
             subprotocols=[Subprotocol("ocpp1.6")],
             process_request=self._check_request,
+            ssl=self.tls,
         )
         self.port = next(iter(self._server.sockets)).getsockname()[1]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
@@ -53,6 +53,11 @@ class SiteChange(BaseModel):
     upstreamPassword: Secret | None = None
     removeUpstreamPassword: StrictBool = Field(default=False, description="drop the upstream password, keep the URL")
     upstreamOcppVersions: OcppVersions | None = Field(default=None, description="the OCPP versions the upstream takes")
+    upstreamSecurityProfile: Literal[1, 2, 3] | None = Field(
+        default=None,
+        description="of the link to the upstream: 1 password over ws:// or wss://, 2 password over wss:// only, 3 the"
+        " site's client certificate over wss:// (set with its files by `chargenet admin site upstream-tls`)",
+    )
 
 
 @router.get("/sites", response_model=Page[SiteView])
@@ -105,4 +110,5 @@ async def update_site(site_id: str, body: SiteChange, context: Context, caller: 
             upstream_password=body.upstreamPassword,
             clear_upstream_password=body.removeUpstreamPassword,
             upstream_ocpp_versions=body.upstreamOcppVersions,
+            upstream_security_profile=body.upstreamSecurityProfile,
         )

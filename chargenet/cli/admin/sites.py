@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import argparse
 
-from chargenet.cli.admin import NOUNS, station_certificates
+from chargenet.cli.admin import NOUNS, station_certificates, upstream_tls
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
 from chargenet.cli.secret_options import add_secret_option
 from chargenet.errors import InvalidInput
@@ -58,6 +58,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_verb(verbs, "list", "list sites", _list).add_argument("--company", dest="company_id", metavar="ID")
     add_verb(verbs, "show", "show one site", _show).add_argument("site_id", metavar="SITE_ID")
     add_verb(verbs, "delete", "delete a site that holds nothing", _delete).add_argument("site_id", metavar="SITE_ID")
+    upstream_tls.register(verbs)
 
 
 def _create(args: argparse.Namespace) -> None:

@@ -201,6 +201,8 @@ class StationPresence(Base):
     booted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     # Whether the connected station's link to its site's upstream is up; NULL: no upstream (or not connected).
     upstream_connected: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    # Why the link's latest attempt failed while it is down (domain.upstream_profiles.LinkFailure, and the detail).
+    upstream_failure: Mapped[str | None] = mapped_column(String(300), default=None)
     # The subprotocol of its latest connection ("ocpp1.6", "ocpp2.0.1").
     ocpp_version: Mapped[str | None] = mapped_column(String(16), default=None)
 

@@ -37,6 +37,14 @@ class Site(Base):
     upstream_ocpp_versions: Mapped[str | None] = mapped_column(String(40), default=None)
     # `sign` (the company's station CA signs its stations' CSRs) or `relay` (to the upstream, whose CA then signs).
     station_csrs: Mapped[str] = mapped_column(String(8), default="sign", server_default="sign")
+    # The security profile of the link to the upstream (domain.upstream_profiles); NULL: 1. Its client certificate,
+    # key and CA bundle are files in the keys folder (keys.upstream_tls); the client certificate's summary is
+    # kept here for the pages that show it.
+    upstream_security_profile: Mapped[int | None] = mapped_column(Integer, default=None)
+    upstream_client_subject: Mapped[str | None] = mapped_column(String(300), default=None)
+    upstream_client_not_after: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    upstream_client_fingerprint: Mapped[str | None] = mapped_column(String(100), default=None)
+    upstream_ca_certificates: Mapped[int | None] = mapped_column(Integer, default=None)  # in its own CA bundle
     # Bumped by every change; an edit made from an older version is refused (a stale form, another operator).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

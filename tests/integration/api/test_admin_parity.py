@@ -166,6 +166,20 @@ async def test_site_created_over_the_api_is_the_one_the_cli_shows(api: Api) -> N
     assert shown == created
 
 
+async def test_a_sites_security_profile_towards_its_upstream_is_changed_over_the_api_and_checked(api: Api) -> None:
+    headers = await api.as_("sites:write", "sites:read")
+    site = f"/sites/{api.tenant.site_id}"
+    body = {"upstreamUrl": "wss://cpo.example/ocpp", "upstreamSecurityProfile": 2}
+    changed = (await api.client.patch(site, json=body, headers=headers)).json()
+    assert (changed["upstreamSecurityProfile"], changed["upstreamClientCertificate"]) == (2, None)
+    over_ws = await api.client.patch(site, json={"upstreamUrl": "ws://cpo.example/ocpp"}, headers=headers)
+    assert over_ws.status_code == 422 and "wss://" in over_ws.text
+    no_certificate = await api.client.patch(site, json={"upstreamSecurityProfile": 3}, headers=headers)
+    assert no_certificate.status_code == 422 and "client certificate" in no_certificate.text
+    body = {"upstreamUrl": "ws://cpo.example/ocpp", "upstreamSecurityProfile": 1}
+    assert (await api.client.patch(site, json=body, headers=headers)).json()["upstreamSecurityProfile"] == 1
+
+
 async def test_station_created_over_the_api_has_its_charge_points(api: Api) -> None:
     headers = await api.as_("sites:write", "charge-points:read")
     body = {"siteId": api.tenant.site_id, "id": "ST-NEW", "chargePoints": 2, "connectors": 2}
