@@ -1,4 +1,4 @@
-"""Migration 0033 (site upstream TLS) on both backends: sites stored before it are at profile 1 without a client
+"""Migration 0034 (site upstream TLS) on both backends: sites stored before it are at profile 1 without a client
 certificate, presence rows say no reason for a link down, and it rolls back."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ async def test_sites_stored_before_upstream_tls_are_at_profile_1_without_a_clien
 ) -> None:
     store = Store(empty_database_url)
     try:
-        await schema.upgrade(store, "0032")
+        await schema.upgrade(store, "0033")
         async with store.engine.begin() as connection:
             for statement in (
                 f"INSERT INTO companies (id, name, created_at, time_zone) VALUES ('co_1', 'Acme', {AT}, 'UTC')",
@@ -25,7 +25,7 @@ async def test_sites_stored_before_upstream_tls_are_at_profile_1_without_a_clien
                 f" VALUES ('site_1', 'co_1', 'D', 'wss://cpo.example/ocpp', {AT}, 1)",
             ):
                 await connection.execute(text(statement))
-        await schema.upgrade(store, "0033")
+        await schema.upgrade(store, "0034")
         async with store.engine.connect() as connection:
             query = "SELECT upstream_security_profile, upstream_client_subject, upstream_ca_certificates FROM sites"
             profile, subject, bundle = (await connection.execute(text(query))).one()
@@ -35,7 +35,7 @@ async def test_sites_stored_before_upstream_tls_are_at_profile_1_without_a_clien
         assert parse_upstream_profile(profile) is UpstreamProfile.BASIC
         assert (subject, bundle) == (None, None)
         assert "upstream_failure" in presence
-        await schema.downgrade(store, "0032")
+        await schema.downgrade(store, "0033")
         async with store.engine.connect() as connection:
             columns = await connection.run_sync(
                 lambda c: {column["name"] for column in inspect(c).get_columns("sites")}

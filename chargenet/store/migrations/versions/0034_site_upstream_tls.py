@@ -1,8 +1,8 @@
 """site upstream tls: the security profile of a site's link to its upstream and its client certificate's summary;
 why a station's link is down
 
-Revision ID: 0033
-Revises: 0032
+Revision ID: 0034
+Revises: 0033
 Create Date: 2026-11-29 13:00:00.000000
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 
 from chargenet.store.models.base import UtcDateTime
 
-revision = "0033"
-down_revision = "0032"
+revision = "0034"
+down_revision = "0033"
 branch_labels = None
 depends_on = None
 
