@@ -1,4 +1,4 @@
-"""A station's logs: asked of it (`POST /stations/{id}/logs`, scope charge-points:write: GetDiagnostics to a 1.6
+"""A station's logs: asked of it (`POST /stations/{id}/request-log`, scope charge-points:write: GetDiagnostics to a 1.6
 station, GetLog to a 2.0.1 one, with a one-time upload location), listed (`GET /stations/{id}/logs`,
 charge-points:read) and downloaded (`GET /stations/{id}/logs/{logId}`, charge-points:read).
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from fastapi.responses import FileResponse
 
 from chargenet.api.dependencies import Context
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import INT32_MAX
 from chargenet.services import station_logs
 from chargenet.services.callers import ApiApplication
 from chargenet.services.station_logs import LogRequestAnswer, StationLogs
@@ -24,9 +25,10 @@ router = APIRouter(tags=["station logs"])
 
 Commander = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_WRITE))]
 Reader = Annotated[ApiApplication, Depends(require(Scope.CHARGE_POINTS_READ))]
+LogId = Annotated[int, Path(ge=1, le=INT32_MAX, description="The log's id, as the list gives it")]
 
 
-@router.post("/stations/{station_id}/logs", response_model=LogRequestAnswer)
+@router.post("/stations/{station_id}/request-log", response_model=LogRequestAnswer)
 async def request_log(station_id: str, context: Context, caller: Commander) -> LogRequestAnswer:
     """Asks the station for its diagnostics log; it uploads the file to the location given, once."""
     settings = context.settings
@@ -51,9 +53,14 @@ async def logs(station_id: str, context: Context, caller: Reader) -> StationLogs
 @router.get(
     "/stations/{station_id}/logs/{log_id}",
     response_class=FileResponse,
-    responses={200: {"content": {"application/octet-stream": {}}, "description": "The file as the station sent it"}},
+    responses={
+        200: {
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The file as the station sent it",
+        }
+    },
 )
-async def download(station_id: str, log_id: int, context: Context, caller: Reader) -> FileResponse:
+async def download(station_id: str, log_id: LogId, context: Context, caller: Reader) -> FileResponse:
     async with context.store.read() as session:
         found = await station_logs.log_file(session, caller, context.settings.data_dir, station_id, log_id)
     return FileResponse(

@@ -48,7 +48,7 @@ async def _uploaded_and_refused_again(
 ) -> tuple[dict[str, object], str]:
     """Asks CS-1 for a log and waits for its upload; checks the list, the download and a second upload refused.
     Answers the request's answer and the file's content."""
-    asked = await api.post("/stations/CS-1/logs")
+    asked = await api.post("/stations/CS-1/request-log")
     assert asked.status_code == 200, asked.text
     answer = asked.json()
     assert answer["location"].startswith(f"{served.http_url}/uploads/")
@@ -79,7 +79,7 @@ async def _uploaded_and_refused_again(
 
 async def _oversize_refused(served: Served, api: httpx.AsyncClient) -> None:
     """A location whose bound is 16 bytes refuses 17 with 413, storing nothing and leaving it unused."""
-    asked = (await api.post("/stations/CS-1/logs")).json()
+    asked = (await api.post("/stations/CS-1/request-log")).json()
     async with served.context.store.transaction() as session:
         await session.execute(update(LogUploadSlot).where(LogUploadSlot.id == asked["requestId"]).values(max_bytes=16))
     refused = await _put(asked["location"] + "big.log", b"x" * 17)
