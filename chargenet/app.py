@@ -201,6 +201,8 @@ def create_app(
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,
+                    upload_url=context.settings.upload_url,
+                    data_dir=context.settings.data_dir,
                 )
             ),
         ),
