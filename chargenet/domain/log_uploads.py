@@ -123,6 +123,15 @@ def upload_location(base_url: str, token: str) -> str:
     return f"{base_url.rstrip('/')}{UPLOADS_PATH}/{quote(token, safe='')}/"
 
 
+def redacted_path(path: str) -> str:
+    """A request path as logs show it: an upload location's token hidden, since it lets whoever reads it upload."""
+    prefix = UPLOADS_PATH + "/"
+    if not path.startswith(prefix):
+        return path
+    _token, slash, rest = path[len(prefix) :].partition("/")
+    return f"{prefix}[token]{slash}{rest}"
+
+
 class SizeExceeded(Exception):
     """An upload grew past its slot's bound."""
 

@@ -13,6 +13,7 @@ from chargenet.domain.log_uploads import (
     SizeExceeded,
     SlotRefusal,
     new_slot,
+    redacted_path,
     refusal,
     sanitized_file_name,
     token_hash,
@@ -89,3 +90,9 @@ def test_the_upload_base_is_https_or_http_on_loopback() -> None:
 
 def test_the_location_is_a_directory_under_the_token() -> None:
     assert upload_location("https://cs.example.com/", "abc_-1") == "https://cs.example.com/uploads/abc_-1/"
+
+
+def test_logs_show_an_upload_path_without_its_token() -> None:
+    assert redacted_path("/uploads/s3cr3t/diag.log") == "/uploads/[token]/diag.log"
+    assert redacted_path("/uploads/s3cr3t") == "/uploads/[token]"
+    assert redacted_path("/api/v1/stations/CS-1/logs") == "/api/v1/stations/CS-1/logs"
