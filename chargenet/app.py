@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from chargenet.alerts import install as alerts_install
 from chargenet.api.app import create_api
 from chargenet.api.problems import http_problem, problem
+from chargenet.api.uploads import upload_routes
 from chargenet.auth import install as auth_install
 from chargenet.clock import Clock
 from chargenet.config import Settings
@@ -47,6 +48,7 @@ from chargenet.services.audit import AuditRetention
 from chargenet.services.directory import ChargePointDirectory
 from chargenet.services.operators import Passwords
 from chargenet.services.session_requests import SessionRequestRetention
+from chargenet.services.station_logs import StationLogRetention
 from chargenet.store.db import Store
 from chargenet.webhooks.filler import CONSUMER as WEBHOOK_LANES_CONSUMER
 
@@ -76,6 +78,9 @@ async def open_context(settings: Settings, *, migrate: bool = False, clock: Cloc
     )
     context.workers.append(AuditRetention(context.store, context.clock))
     context.workers.append(SessionRequestRetention(context.store, context.clock))
+    context.workers.append(
+        StationLogRetention(context.store, context.clock, settings.data_dir, settings.log_retention_days)
+    )
     auth_install.install(context)
     edge_install.install(context)
     meters_install.install(context)
@@ -177,6 +182,7 @@ def create_app(
         Route("/health/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *context.routes,
+        *upload_routes(context),
         Mount("/api/v1", app=create_api(context, directory)),
         Mount(
             "/console",
@@ -195,6 +201,8 @@ def create_app(
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,
+                    upload_url=context.settings.upload_url,
+                    data_dir=context.settings.data_dir,
                 )
             ),
         ),

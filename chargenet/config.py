@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from chargenet.domain.log_uploads import upload_base_problem
 from chargenet.errors import ConfigurationError
 
 T = TypeVar("T")
@@ -44,6 +45,8 @@ class Settings:
     event_retention_days: int = 7
     ocpp_max_frame: int = 65536
     certificate_renewal_days: int = 30  # a station's certificate is renewed this long before it expires
+    upload_url: str = ""  # where stations upload logs (under /uploads); "": the public URL
+    log_retention_days: int = 30
     database_pool_size: int | None = None  # None: the store's own (`store.db.POOL_SIZE`)
 
     @property
@@ -77,6 +80,8 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
     "certificate_renewal_days": ("CHARGENET_CERTIFICATE_RENEWAL_DAYS", "--certificate-renewal-days"),
+    "upload_url": ("CHARGENET_UPLOAD_URL", "--upload-url"),
+    "log_retention_days": ("CHARGENET_LOG_RETENTION_DAYS", "--log-retention-days"),
     "database_pool_size": ("CHARGENET_DATABASE_POOL_SIZE", "--database-pool-size"),
 }
 
@@ -128,6 +133,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     retention = pick("event_retention_days", _positive_int, 7)
     max_frame = pick("ocpp_max_frame", _positive_int, 65536)
     renewal_days = pick("certificate_renewal_days", _positive_int, 30)
+    upload_url = pick("upload_url", _upload_url, public_url)
+    log_retention_days = pick("log_retention_days", _positive_int, 30)
     pool_size: int | None = pick("database_pool_size", _positive_int, None)
     forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
@@ -147,6 +154,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         event_retention_days=retention,
         ocpp_max_frame=max_frame,
         certificate_renewal_days=renewal_days,
+        upload_url=upload_url,
+        log_retention_days=log_retention_days,
         database_pool_size=pool_size,
     )
 
@@ -249,6 +258,16 @@ def _readable_file(source: str, value: Any) -> Path:
     except OSError as exc:
         raise ConfigurationError(source, f"{str(path)!r} cannot be read ({exc.strerror})") from None
     return path.resolve()
+
+
+def _upload_url(source: str, value: Any) -> str:
+    """Where stations upload their logs: https, or http on a loopback host (`domain.log_uploads`). The default,
+    the public URL, is checked when a log is asked for instead, so a process serving plain http elsewhere starts."""
+    text = str(value).rstrip("/")
+    problem = upload_base_problem(text)
+    if problem is not None:
+        raise ConfigurationError(source, problem)
+    return text
 
 
 def _public_url(source: str, value: Any) -> str:

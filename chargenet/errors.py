@@ -94,6 +94,15 @@ class InputTooLarge(InvalidInput):
         self.limit = limit
 
 
+class LogUploadRefused(ChargenetError):
+    """An upload to a log location whose token is unknown (`unknown`), or that took its file already or expired
+    (`used`, `expired`): nothing is stored."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"this upload location is {reason}")
+        self.reason = reason
+
+
 class NotFound(ChargenetError):
     def __init__(self, kind: str, identifier: str) -> None:
         super().__init__(f"{kind} {identifier!r} not found")

@@ -21,6 +21,7 @@ from chargenet.api.routes import (
     sites,
     station_certificates,
     station_commands,
+    station_logs,
     stations,
     webhooks,
 )
@@ -56,6 +57,7 @@ def create_api(context: AppContext, directory: ChargePointDirectory | None = Non
         charge_point_commands.router,
         station_commands.router,
         station_certificates.router,
+        station_logs.router,
         meters.router,
         webhooks.router,
         logs.router,

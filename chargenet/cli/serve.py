@@ -49,6 +49,17 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
         "CHARGENET_CERTIFICATE_RENEWAL_DAYS)",
     )
     group.add_argument(
+        "--upload-url",
+        dest="upload_url",
+        help="the base URL stations upload logs to, https or http on loopback (default: the public URL, env "
+        "CHARGENET_UPLOAD_URL)",
+    )
+    group.add_argument(
+        "--log-retention-days",
+        dest="log_retention_days",
+        help="days a station's uploaded log is kept (default 30, env CHARGENET_LOG_RETENTION_DAYS)",
+    )
+    group.add_argument(
         "--database-pool-size",
         dest="database_pool_size",
         help="PostgreSQL connections this process keeps, and never exceeds (env CHARGENET_DATABASE_POOL_SIZE)",

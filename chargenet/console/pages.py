@@ -92,6 +92,8 @@ class Console:
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
+    upload_url: str = ""  # CHARGENET_UPLOAD_URL: where stations upload the logs asked of them ("": the public URL)
+    data_dir: Path | None = None  # where the logs stations uploaded are kept (None: no downloads)
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""

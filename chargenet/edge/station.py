@@ -439,8 +439,9 @@ class StationLink(LinkBase):
             has_active_transaction=await records.has_active_transaction(session, site_id, id_tag),
         )
 
-    async def _security_event(self, call: Call, route: Handling) -> Payload:
-        """Kept as received, as a 2.0.1 station's, then relayed to a connected upstream."""
+    async def _notice(self, call: Call, route: Handling) -> Payload:
+        """A security event or diagnostics status, kept as received (a 2.0.1 station's notices are), then relayed
+        to a connected upstream."""
         async with self.edge.unit() as session:
             await records.record_notice(
                 session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
@@ -681,7 +682,8 @@ _HANDLERS: dict[str, _Handler] = {
     "StartTransaction": StationLink._start,
     "StopTransaction": StationLink._stop,
     "MeterValues": StationLink._meter_values,
-    "SecurityEventNotification": StationLink._security_event,
+    "SecurityEventNotification": StationLink._notice,
+    "DiagnosticsStatusNotification": StationLink._notice,
     "SignCertificate": StationLink._sign_certificate,
 }
 REJECTED: Payload = {"status": "Rejected"}

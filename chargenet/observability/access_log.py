@@ -19,6 +19,7 @@ from typing import Any
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from chargenet.domain.log_uploads import redacted_path
 from chargenet.observability import log_context
 
 REQUEST_ID_HEADER = b"x-request-id"
@@ -102,7 +103,7 @@ class AccessLog:
             log_context.request_id.reset(token)
 
     def _log(self, scope: Scope, status: int | None, duration_ms: float) -> None:
-        method, path = scope["method"], scope["path"]
+        method, path = scope["method"], redacted_path(scope["path"])
         fields: dict[str, Any] = {"method": method, "path": path}
         template = route_template(scope)
         if template is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from chargenet.simulators.charging_profiles import VOLTS, ChargingProfiles16
+from chargenet.simulators.log_upload import log_content, upload_log
 from chargenet.simulators.ocppj import (
     AnswerWithError,
     CallHandler,
@@ -80,6 +81,7 @@ class SimulatedStation(StationConnection):
     max_current_a: float = 32.0
     phases: int = 3
     profiles: ChargingProfiles16 = field(default_factory=ChargingProfiles16)
+    log_uploads: list[int] = field(default_factory=list)  # the HTTP status of each log uploaded
 
     subprotocol: ClassVar[str] = "ocpp1.6"
 
@@ -87,6 +89,20 @@ class SimulatedStation(StationConnection):
         if self.answers.get("SetChargingProfile") is _accepted_profile:
             self.answers["SetChargingProfile"] = self.profiles.set
         self.answers.setdefault("ClearChargingProfile", self.profiles.clear)
+        self.answers.setdefault("GetDiagnostics", self._get_diagnostics)
+
+    def _get_diagnostics(self, payload: Payload) -> Payload:
+        """Names its file, then uploads it to the location (a directory) and tells how that went."""
+        file_name = f"diagnostics-{self.station_id}.log"
+        self.after_answer(lambda: self._upload_diagnostics(payload["location"], file_name))
+        return {"fileName": file_name}
+
+    async def _upload_diagnostics(self, location: str, file_name: str) -> None:
+        await self.call("DiagnosticsStatusNotification", {"status": "Uploading"})
+        status = await upload_log(location, file_name, log_content(self.station_id, now_text()), self.tls)
+        self.log_uploads.append(status)
+        outcome = "Uploaded" if 200 <= status < 300 else "UploadFailed"
+        await self.call("DiagnosticsStatusNotification", {"status": outcome})
 
     def current_a(self, connector_id: int) -> float:
         """What the vehicle on the connector draws per phase: its maximum, within the profiles in force."""

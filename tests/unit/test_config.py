@@ -162,3 +162,12 @@ def test_without_final_newline_drops_exactly_one_line_break(text: str, stripped:
 def test_the_database_pool_size_defaults_to_the_stores_and_can_be_set(tmp_path: Path) -> None:
     assert load_settings({"data_dir": str(tmp_path)}, {}).database_pool_size is None
     assert load_settings({"data_dir": str(tmp_path)}, {"CHARGENET_DATABASE_POOL_SIZE": "8"}).database_pool_size == 8
+
+
+def test_the_upload_url_defaults_to_the_public_url_and_is_https_or_loopback(tmp_path: Path) -> None:
+    data = {"data_dir": str(tmp_path)}
+    assert load_settings(data, {}).upload_url == "http://127.0.0.1:8080"
+    given = load_settings(data, {"CHARGENET_UPLOAD_URL": "https://logs.example.com/"})
+    assert given.upload_url == "https://logs.example.com"
+    with pytest.raises(ConfigurationError, match="CHARGENET_UPLOAD_URL"):
+        load_settings(data, {"CHARGENET_UPLOAD_URL": "http://logs.example.com"})

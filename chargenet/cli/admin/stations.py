@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from chargenet.cli.admin import NOUNS, station_certificates, station_commands
+from chargenet.cli.admin import NOUNS, station_certificates, station_commands, station_logs
 from chargenet.cli.admin.circuits import PHASE_CHOICES
 from chargenet.cli.common import (
     add_verb,
@@ -94,6 +94,7 @@ def register(nouns: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     station_commands.register_verbs(verbs)
     station_certificates.register_verbs(verbs)
+    station_logs.register_verbs(verbs)
 
 
 def _create(args: argparse.Namespace) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from chargenet.console.forms import (
@@ -71,6 +71,7 @@ from chargenet.services import (
     sites,
     station_certificates,
     station_commands,
+    station_logs,
     station_notices,
     stations,
     transactions,
@@ -226,6 +227,7 @@ async def _station_page(
         active = await transactions.active_on_station(session, signed.caller, station_id)
         notices = await station_notices.recent_notices(session, signed.caller, station_id)
         certificates = (await station_certificates.list_certificates(session, signed.caller, station_id)).items
+        logs = (await station_logs.list_logs(session, signed.caller, station_id)).items
         speaks_201 = state.ocpp_version == OCPP201
         device_model = None
         if speaks_201:
@@ -243,6 +245,7 @@ async def _station_page(
         "state": state,
         "notices": notices,
         "certificates": certificates,
+        "logs": logs,
         "station_offline": not state.reachable,
         "connector_ids": {point.id: _connector_ids(station, point) for point in points},
         "in_progress": in_progress,
@@ -284,10 +287,13 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """When a command is sent, and the zone its form's date-times are read in (the reader's)."""
+    """When a command is sent, and the zone its form's date-times are read in (the reader's); for a log asked of the
+    station, the units of work that write (its upload slot, its audit) and where the station uploads."""
 
     now: datetime
     reads_in: LocalTime
+    transaction: Transactions | None = None
+    upload_base: str = ""
 
 
 Send = Callable[[Transactions, StationCommands, OperatorCaller, str, Mapping[str, str], Sent], Awaitable["Answered"]]
@@ -477,6 +483,22 @@ async def _request_csr(
 ) -> Answered:
     answer = await station_certificates.request_csr(reading, edge, caller, station_id=station_id)
     return _status_of(answer)
+
+
+async def _request_log(
+    reading: Transactions,
+    edge: StationCommands,
+    caller: OperatorCaller,
+    station_id: str,
+    form: Mapping[str, str],
+    sent: Sent,
+) -> Answered:
+    assert sent.transaction is not None
+    answer = await station_logs.request_log(
+        reading, sent.transaction, edge, caller, station_id=station_id, upload_base=sent.upload_base, now=sent.now
+    )
+    named = f"; it will upload {answer.file_name}" if answer.file_name else ""
+    return Answered(answer.status, detail=f"log request {answer.request_id}{named}")
 
 
 def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
@@ -753,6 +775,7 @@ COMMANDS: dict[str, Command] = {
     "station-trigger": Command("Trigger message", "TriggerMessage", _trigger(True), True),
     "clear-cache": Command("Clear cache", "ClearCache", _clear_cache, True),
     "request-csr": Command("Ask for a new certificate", "SignCertificate trigger", _request_csr, True),
+    "request-log": Command("Ask for its log", "GetDiagnostics / GetLog", _request_log, True),
     "get-configuration": Command("Read configuration", "GetConfiguration", _get_configuration, True),
     "change-configuration": Command("Change configuration", "ChangeConfiguration", _change_configuration, True),
     "get-variables": Command("Read variable", "GetVariables", _get_variables, True),
@@ -797,9 +820,8 @@ async def _send(request: Request, signed: Signed) -> Response:
     )
     try:
         reading, edge = _runtime(console, station_id)
-        answered = await command.send(
-            reading, edge, caller, station_id, form, Sent(console.clock.now(), signed.reads_in)
-        )
+        sent = Sent(console.clock.now(), signed.reads_in, console.transaction, console.upload_url or console.public_url)
+        answered = await command.send(reading, edge, caller, station_id, form, sent)
         outcome = replace(
             outcome,
             status=answered.status,
@@ -830,6 +852,17 @@ async def _send(request: Request, signed: Signed) -> Response:
     if is_htmx(request):
         return render(request, "_command_outcome.html", {"outcome": outcome}, status_code=outcome.http_status)
     return await _station_page(request, signed, station_id, status_code=outcome.http_status, outcome=outcome)
+
+
+async def _download_log(request: Request, signed: Signed) -> Response:
+    """A log the station uploaded, as a file (any operator who sees the station)."""
+    console = console_of(request)
+    station_id, log_id = request.path_params["station_id"], request.path_params["log_id"]
+    if console.data_dir is None:
+        raise NotFound("log", f"{log_id} of station {station_id}")
+    async with console.reading() as session:
+        found = await station_logs.log_file(session, signed.caller, console.data_dir, station_id, log_id)
+    return FileResponse(found.path, media_type="application/octet-stream", filename=found.view.file_name)
 
 
 # --- keys and delete ------------------------------------------------------------------------------------------
@@ -942,4 +975,5 @@ def routes() -> list[Route]:
         Route("/stations/{station_id}", page(_update, role=admin), methods=["POST"]),
         Route("/stations/{station_id}/delete", page(_delete, role=admin), methods=["POST"]),
         Route("/stations/{station_id}/commands", page(_send, role=admin), methods=["POST"]),
+        Route("/stations/{station_id}/logs/{log_id:int}", page(_download_log), methods=["GET"]),
     ]

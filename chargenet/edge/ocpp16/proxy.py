@@ -109,6 +109,7 @@ COMMAND_ACTIONS = frozenset(
         "ReserveNow",
         "CancelReservation",
         "DataTransfer",
+        "GetDiagnostics",  # its file uploaded to the edge's one-time location (services.station_logs)
         # Certificates (the Security Whitepaper's), sent by the edge that signs its stations' CSRs.
         "CertificateSigned",
         "InstallCertificate",

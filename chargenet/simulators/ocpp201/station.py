@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from chargenet.simulators.log_upload import log_content, upload_log
 from chargenet.simulators.ocpp201 import frames
 from chargenet.simulators.ocpp201.charging_profiles import ChargingProfiles
 from chargenet.simulators.ocpp201.device_model import DeviceModel, report_parts, standard_variables
@@ -60,6 +61,7 @@ class SimulatedStation201(StationConnection):
     reservations: dict[int, Reservation] = field(default_factory=dict)
     profiles: ChargingProfiles = field(default_factory=ChargingProfiles)
     offline_queue: list[Payload] = field(default_factory=list)  # TransactionEvents kept while offline
+    log_uploads: list[int] = field(default_factory=list)  # the HTTP status of each log uploaded
     device_model: DeviceModel = field(init=False)
     _badged: dict[int, IdToken] = field(default_factory=dict)  # EVSE -> the token shown before the cable
     _statuses_unsent: set[int] = field(default_factory=set)
@@ -353,7 +355,22 @@ class SimulatedStation201(StationConnection):
             "CancelReservation": self._cancel_reservation,
             "DataTransfer": self._data_transfer,
             "SetChargingProfile": self._set_charging_profile,
+            "GetLog": self._get_log,
         }
+
+    def _get_log(self, payload: Payload) -> Payload:
+        """Accepts, then uploads its file to the location (a directory) and tells how that went."""
+        file_name = f"{payload['logType']}-{self.station_id}.log"
+        request_id = payload["requestId"]
+        self.after_answer(lambda: self._upload_log(payload["log"]["remoteLocation"], file_name, request_id))
+        return {"status": "Accepted", "filename": file_name}
+
+    async def _upload_log(self, location: str, file_name: str, request_id: int) -> None:
+        await self.call("LogStatusNotification", {"status": "Uploading", "requestId": request_id})
+        status = await upload_log(location, file_name, log_content(self.station_id, now_text()), self.tls)
+        self.log_uploads.append(status)
+        outcome = "Uploaded" if 200 <= status < 300 else "UploadFailure"
+        await self.call("LogStatusNotification", {"status": outcome, "requestId": request_id})
 
     def _can_charge(self, evse_id: int, token: IdToken) -> bool:
         if evse_id not in self.evse_ids or not self.operative[evse_id]:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from chargenet.store.models.samples import MeterSample
     from chargenet.store.models.sequences import IdSequence
     from chargenet.store.models.session_requests import SessionRequest
+    from chargenet.store.models.station_logs import LogUploadSlot, StationLog
     from chargenet.store.models.tenants import ChargePoint, Company, Connector, Site, Station
     from chargenet.store.models.webhooks import (
         Webhook,
@@ -84,6 +85,7 @@ else:
         "GroupMember": "applications",
         "IdSequence": "sequences",
         "LocalAuthEntry": "edge",
+        "LogUploadSlot": "station_logs",
         "MailSettings": "alerts",
         "Meter": "meters",
         "MeterBusLease": "meters",
@@ -106,6 +108,7 @@ else:
         "StationCertificate": "certificates",
         "StationCircuit": "power",
         "StationCommand": "edge",
+        "StationLog": "station_logs",
         "StationNotice": "edge",
         "StationProfileAnswer": "power",
         "StationPresence": "edge",
@@ -155,6 +158,7 @@ __all__ = [
     "GroupMember",
     "IdSequence",
     "LocalAuthEntry",
+    "LogUploadSlot",
     "MailSettings",
     "Meter",
     "MeterBusLease",
@@ -177,6 +181,7 @@ __all__ = [
     "StationCertificate",
     "StationCircuit",
     "StationCommand",
+    "StationLog",
     "StationNotice",
     "StationPresence",
     "StationProfileAnswer",

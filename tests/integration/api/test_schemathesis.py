@@ -62,7 +62,7 @@ API_PATH = "/api/v1"
 
 # Station commands wait for a station: not connected (503), no answer in time (504), an error answer (502).
 COMMANDS = (
-    r"^/(stations/[^/]+/(?!(messages|device-model-report)$)[^/]+|charge-points/[^/]+/(reset|unlock|availability|trigger)"
+    r"^/(stations/[^/]+/(?!(messages|device-model-report|certificates|logs)$)[^/]+|charge-points/[^/]+/(reset|unlock|availability|trigger)"
     r"|sessions(/[^/]+/stop)?)$"
 )
 # Operations whose answers depend on the time of the call or on what no schema can say (see fuzz_config).

@@ -8,18 +8,21 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
 
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import StationAnswerFailed, StationDidNotAnswer, StationNotConnected
 from chargenet.store.models import (
     Connector,
     EdgeTransaction,
+    LogUploadSlot,
     Site,
     StationCertificate,
+    StationLog,
     StationNotice,
     StationPresence,
 )
@@ -427,3 +430,43 @@ async def test_another_companys_station_is_not_found_and_takes_no_command(harnes
     assert response.status_code == 404 and "belongs to another company" in response.text
     assert (await post(admin, "/console/stations/CS-1/delete")).status_code == 404
     assert fake.sent == []
+
+
+async def test_a_station_is_asked_for_its_log_and_the_logs_it_uploaded_are_listed_and_downloaded(
+    harness: ConsoleHarness, tmp_path: Path
+) -> None:
+    fake = await _station(harness)
+    fake.connected.add("CS-1")
+    fake.answers["GetDiagnostics"] = {"fileName": "diag.log"}
+    harness.console.upload_url = "https://uploads.example.com"
+    harness.console.data_dir = tmp_path
+    admin = await harness.signed_in("admin@acme.test")
+    asked = await command(admin, {"region": "answer-station", "command": "request-log"})
+    assert asked.status_code == 200 and "it will upload diag.log" in text_of(asked.text)
+    [(_, action, payload)] = fake.sent
+    assert action == "GetDiagnostics" and payload["location"].startswith("https://uploads.example.com/uploads/")
+
+    (tmp_path / "station-logs" / "CS-1").mkdir(parents=True)
+    (tmp_path / "station-logs" / "CS-1" / "1-diag.log").write_bytes(b"all nominal\n")
+    now = harness.clock.now()
+    async with harness.store.transaction() as session:
+        slot = await session.scalar(select(LogUploadSlot))
+        assert slot is not None
+        session.add(
+            StationLog(
+                station_id="CS-1",
+                request_id=slot.id,
+                file_name="diag.log",
+                size=12,
+                sha256="ab" * 32,
+                received_at=now,
+                path="station-logs/CS-1/1-diag.log",
+            )
+        )
+    viewer = await harness.signed_in("viewer@acme.test")
+    html = (await viewer.get("/console/stations/CS-1")).text
+    link = re.search(r'href="(/console/stations/CS-1/logs/\d+)" download>diag.log<', html)
+    assert 'id="station-logs"' in html and link is not None
+    downloaded = await viewer.get(link.group(1))
+    assert downloaded.status_code == 200 and downloaded.content == b"all nominal\n"
+    assert "attachment" in downloaded.headers["content-disposition"]
