@@ -74,9 +74,21 @@ PUBLIC_KEYS = r"^/applications/[^/]+/keys$"
 # Answers that depend on the generation the station speaks: 422 for what only the other one has (decisions.md §5).
 GENERATION_BOUND = (
     r"^/(charge-points/[^/]+/trigger|sessions"
-    r"|stations/[^/]+/(trigger|get-variables|set-variables|get-base-report|get-configuration|change-configuration))$"
+    r"|stations/[^/]+/(trigger|get-variables|set-variables|get-base-report|get-configuration|change-configuration"
+    r"|install-certificate|installed-certificates))$"
 )
-RELAXED_METHODS = {COMMANDS: {"post"}, TIMELY: {"post"}, PUBLIC_KEYS: {"put"}, GENERATION_BOUND: {"post"}}
+# Reads of a period: an `until` before its `since` is 422 naming `until`, a rule across two parameters.
+PERIODS = r"^/(stations/[^/]+/messages|audit-log)$"
+# A site's upstream security profile and its URL are read together: profiles 2 and 3 need `wss://` (422 otherwise).
+SITE = r"^/sites/[^/]+$"
+RELAXED_METHODS = {
+    COMMANDS: {"post"},
+    TIMELY: {"post"},
+    PUBLIC_KEYS: {"put"},
+    GENERATION_BOUND: {"post"},
+    PERIODS: {"get"},
+    SITE: {"get", "patch", "delete"},
+}
 EXAMPLES = 5  # fuzzing examples per operation; the coverage phase adds about 2,400 deterministic cases
 STATEFUL_SCENARIOS = 30
 STATEFUL_STEPS = 10  # calls per stateful scenario at most
@@ -287,11 +299,28 @@ def fuzz_config(base_url: str) -> schemathesis.Config:
                 {
                     # What a station takes depends on the OCPP generation it speaks (decisions.md §5): a trigger
                     # name only the other one has, an idTag over 1.6's 20 characters, 2.0.1's variables and base
-                    # report for a 1.6 station, 1.6's configuration for a 2.0.1 one are 422, which no schema says.
+                    # report for a 1.6 station, 1.6's configuration for a 2.0.1 one, a certificate type only the
+                    # other one has are 422, which no schema says; so is a certificate that is no PEM.
                     "include-path-regex": GENERATION_BOUND,
                     "checks": {
                         "positive_data_acceptance": {
                             "expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+                        },
+                    },
+                },
+                {
+                    "include-path-regex": SITE,
+                    "checks": {
+                        "positive_data_acceptance": {
+                            "expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "422", "429"]
+                        },
+                    },
+                },
+                {
+                    "include-path-regex": PERIODS,
+                    "checks": {
+                        "positive_data_acceptance": {
+                            "expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "422", "429"]
                         },
                     },
                 },
