@@ -44,6 +44,7 @@ class Settings:
     event_retention_days: int = 7
     ocpp_max_frame: int = 65536
     certificate_renewal_days: int = 30  # a station's certificate is renewed this long before it expires
+    grid_meter_silent_s: int = 5  # a grid meter without an answer this long is silent: its circuit falls back
     database_pool_size: int | None = None  # None: the store's own (`store.db.POOL_SIZE`)
 
     @property
@@ -77,6 +78,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "event_retention_days": ("CHARGENET_EVENT_RETENTION_DAYS", "--event-retention-days"),
     "ocpp_max_frame": ("CHARGENET_OCPP_MAX_FRAME", "--ocpp-max-frame"),
     "certificate_renewal_days": ("CHARGENET_CERTIFICATE_RENEWAL_DAYS", "--certificate-renewal-days"),
+    "grid_meter_silent_s": ("CHARGENET_GRID_METER_SILENT_S", "--grid-meter-silent"),
     "database_pool_size": ("CHARGENET_DATABASE_POOL_SIZE", "--database-pool-size"),
 }
 
@@ -128,6 +130,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     retention = pick("event_retention_days", _positive_int, 7)
     max_frame = pick("ocpp_max_frame", _positive_int, 65536)
     renewal_days = pick("certificate_renewal_days", _positive_int, 30)
+    grid_silent = pick("grid_meter_silent_s", _positive_int, 5)
     pool_size: int | None = pick("database_pool_size", _positive_int, None)
     forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
@@ -147,6 +150,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         event_retention_days=retention,
         ocpp_max_frame=max_frame,
         certificate_renewal_days=renewal_days,
+        grid_meter_silent_s=grid_silent,
         database_pool_size=pool_size,
     )
 
