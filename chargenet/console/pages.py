@@ -92,6 +92,7 @@ class Console:
     webhook_tests: WebhookTests | None = None  # sends test events (installed with the lanes)
     live: LiveFeed | None = None  # the process's live connector feed (`console.live`); None: pages without it
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
+    grid_meter_silent_s: int = 5  # CHARGENET_GRID_METER_SILENT_S: when a grid meter counts as silent
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""
