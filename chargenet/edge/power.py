@@ -255,6 +255,8 @@ class PowerController(LoopWorker):
                 accepted.append(send)
         async with self.store.transaction() as session:
             await _store_answers(session, state, answers, accepted, now)
+        if any(answer in UNLIMITED_ANSWERS for answer in answers.values()):
+            self.poke(site_id)  # a station that refused counts at its full rating from now: share again at once
         return result
 
     def _say_fallbacks(self, site_id: str, state: _SiteState) -> None:
