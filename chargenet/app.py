@@ -198,6 +198,7 @@ def create_app(
                     stations=context.edge,
                     webhook_allow_private=context.settings.webhook_allow_private,
                     event_retention_days=context.settings.event_retention_days,
+                    grid_meter_silent_s=context.settings.grid_meter_silent_s,
                     webhook_tests=context.webhook_tests,
                     live=live_feed,
                     outbox=context.outbox,

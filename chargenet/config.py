@@ -47,6 +47,7 @@ class Settings:
     certificate_renewal_days: int = 30  # a station's certificate is renewed this long before it expires
     upload_url: str = ""  # where stations upload logs (under /uploads); "": the public URL
     log_retention_days: int = 30
+    grid_meter_silent_s: int = 5  # a grid meter without an answer this long is silent: its circuit falls back
     database_pool_size: int | None = None  # None: the store's own (`store.db.POOL_SIZE`)
 
     @property
@@ -82,6 +83,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "certificate_renewal_days": ("CHARGENET_CERTIFICATE_RENEWAL_DAYS", "--certificate-renewal-days"),
     "upload_url": ("CHARGENET_UPLOAD_URL", "--upload-url"),
     "log_retention_days": ("CHARGENET_LOG_RETENTION_DAYS", "--log-retention-days"),
+    "grid_meter_silent_s": ("CHARGENET_GRID_METER_SILENT_S", "--grid-meter-silent"),
     "database_pool_size": ("CHARGENET_DATABASE_POOL_SIZE", "--database-pool-size"),
 }
 
@@ -135,6 +137,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
     renewal_days = pick("certificate_renewal_days", _positive_int, 30)
     upload_url = pick("upload_url", _upload_url, public_url)
     log_retention_days = pick("log_retention_days", _positive_int, 30)
+    grid_silent = pick("grid_meter_silent_s", _positive_int, 5)
     pool_size: int | None = pick("database_pool_size", _positive_int, None)
     forwarded: str | None = pick("forwarded_allow_ips", _forwarded_ips, None)
     return Settings(
@@ -156,6 +159,7 @@ def load_settings(flags: Mapping[str, Any] | None = None, environ: Mapping[str, 
         certificate_renewal_days=renewal_days,
         upload_url=upload_url,
         log_retention_days=log_retention_days,
+        grid_meter_silent_s=grid_silent,
         database_pool_size=pool_size,
     )
 

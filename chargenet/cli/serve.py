@@ -60,6 +60,12 @@ def add_server_flags(parser: argparse.ArgumentParser) -> None:
         help="days a station's uploaded log is kept (default 30, env CHARGENET_LOG_RETENTION_DAYS)",
     )
     group.add_argument(
+        "--grid-meter-silent",
+        dest="grid_meter_silent_s",
+        help="seconds without an answer after which a grid meter is silent and its circuit falls back to its limit "
+        "(default 5, env CHARGENET_GRID_METER_SILENT_S)",
+    )
+    group.add_argument(
         "--database-pool-size",
         dest="database_pool_size",
         help="PostgreSQL connections this process keeps, and never exceeds (env CHARGENET_DATABASE_POOL_SIZE)",

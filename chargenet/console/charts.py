@@ -207,3 +207,88 @@ def line_chart(
     parts.append("</g></svg>")
     # Safe by construction: every value written into `parts` is a number, a date format or `escape`d text.
     return Markup("".join(parts))  # noqa: S704
+
+
+# --- several lines ------------------------------------------------------------------------------------------------
+
+_DASHES = ("", "8 4", "2 3")  # each line its own stroke, so that none is told by colour alone
+
+
+def lines_chart(
+    series: Sequence[tuple[str, Sequence[tuple[datetime, float]]]],
+    unit: str,
+    *,
+    title: str,
+    description: str,
+    reads_in: LocalTime,
+    name: str = "lines",
+) -> Markup:
+    """Up to three SVG lines, each (label, points oldest first), over one time axis (in `reads_in`'s zone) and one
+    value axis from 0; each line has its own dash pattern, named in a legend. A line may lack points where others
+    have them (a meter silent a while): it is drawn through those it has. Empty markup when no line has a point."""
+    drawn = [(label, list(points)) for label, points in series[: len(_DASHES)] if points]
+    if not drawn:
+        return Markup()
+    width, height = _LINE_WIDTH, _LINE_HEIGHT + 20
+    bottom_room = _LINE_BOTTOM + 20
+    plot_w = width - _LINE_LEFT - _LINE_RIGHT
+    plot_h = height - _LINE_TOP - bottom_room
+    every = [point for _, points in drawn for point in points]
+    start, end = min(at for at, _ in every), max(at for at, _ in every)
+    span_s = max((end - start).total_seconds(), 1.0)
+    high = max(max(value for _, value in every), 0.0)
+    step = _line_step(high if high > 0 else 1.0)
+    top = math.ceil(high / step) * step if high > 0 else step
+
+    def x(at: datetime) -> float:
+        return _LINE_LEFT + plot_w * (at - start).total_seconds() / span_s
+
+    def y(value: float) -> float:
+        return _LINE_TOP + plot_h * (top - max(value, 0.0)) / top
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-labelledby="{name}-title {name}-desc">',
+        f'<title id="{name}-title">{escape(title)}</title><desc id="{name}-desc">{escape(description)}</desc>',
+        '<g fill="currentColor" font-size="12" stroke="currentColor">',
+    ]
+    for index in range(round(top / step) + 1):
+        value = index * step
+        level = y(value)
+        dash = "" if value == 0 else ' stroke-dasharray="3 3"'
+        parts.append(
+            f'<line x1="{_LINE_LEFT}" x2="{width - _LINE_RIGHT}" y1="{level:.1f}" y2="{level:.1f}" '
+            f'stroke-opacity="0.25"{dash}/>'
+            f'<text x="{_LINE_LEFT - 6}" y="{level + 4:.1f}" text-anchor="end" stroke="none">'
+            f"{_line_number(value, step)}</text>"
+        )
+    parts.append(
+        f'<text x="12" y="{_LINE_TOP + plot_h / 2:.1f}" text-anchor="middle" stroke="none" '
+        f'transform="rotate(-90 12 {_LINE_TOP + plot_h / 2:.1f})">{escape(unit)}</text>'
+    )
+    axis = height - bottom_room
+    for index in range(5):
+        at = start + (end - start) * index / 4
+        across = x(at)
+        anchor = "start" if index == 0 else "end" if index == 4 else "middle"
+        parts.append(
+            f'<line x1="{across:.1f}" x2="{across:.1f}" y1="{axis}" y2="{axis + 4}"/>'
+            f'<text x="{across:.1f}" y="{axis + 18}" text-anchor="{anchor}" stroke="none">'
+            f"{_line_time(reads_in.local(at), span_s)}</text>"
+        )
+    parts.append(
+        f'<text x="{width - _LINE_RIGHT}" y="{axis + 34}" text-anchor="end" stroke="none">'
+        f"time ({escape(reads_in.name)})</text>"
+    )
+    for index, (label, points) in enumerate(drawn):
+        dash = f' stroke-dasharray="{_DASHES[index]}"' if _DASHES[index] else ""
+        line = " ".join(f"{x(at):.1f},{y(value):.1f}" for at, value in points)
+        parts.append(f'<polyline points="{line}" fill="none" stroke-width="2"{dash}/>')
+        key_x = _LINE_LEFT + index * 170
+        parts.append(
+            f'<line x1="{key_x}" x2="{key_x + 28}" y1="{axis + 30}" y2="{axis + 30}" stroke-width="2"{dash}/>'
+            f'<text x="{key_x + 34}" y="{axis + 34}" stroke="none">{escape(label)}</text>'
+        )
+    parts.append("</g></svg>")
+    # Safe by construction: every value written into `parts` is a number, a date format or `escape`d text.
+    return Markup("".join(parts))  # noqa: S704

@@ -94,6 +94,7 @@ class Console:
     outbox: Outbox | None = None  # publishes what a change raises (a meter deleted mid-session stops it)
     upload_url: str = ""  # CHARGENET_UPLOAD_URL: where stations upload the logs asked of them ("": the public URL)
     data_dir: Path | None = None  # where the logs stations uploaded are kept (None: no downloads)
+    grid_meter_silent_s: int = 5  # CHARGENET_GRID_METER_SILENT_S: when a grid meter counts as silent
 
     def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A unit of work for reading only; `transaction` where the console was given no separate reads."""

@@ -51,6 +51,8 @@ class Settings:
     draw_settle: timedelta = timedelta(seconds=10)
     # The other load a circuit's silent meter is assumed to see; 0 shares the whole limit.
     silent_meter_load_a: float = 0.0
+    # A grid meter without an answer this long is silent (`domain.grid_meters`).
+    meter_silent_after: timedelta = timedelta(seconds=5)
     # Paused sessions take turns: one that has waited this long comes before one that has charged this long.
     turn: timedelta = timedelta(minutes=15)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from chargenet.context import AppContext
+from chargenet.domain.power import Settings as PowerSettings
 from chargenet.edge import metrics
 from chargenet.edge.authorizers import load_authorizers
 from chargenet.edge.certificates import CertificateRenewal
@@ -15,6 +16,7 @@ from chargenet.edge.ocpp16.frames import FrameLimits
 from chargenet.edge.power import PowerController
 from chargenet.edge.relay import CommandRelay
 from chargenet.edge.server import ocpp_route
+from chargenet.power_changes import run_rounds_on_changes
 
 
 def install(context: AppContext) -> Edge:
@@ -39,7 +41,10 @@ def install(context: AppContext) -> Edge:
     context.workers.append(
         CommandRelay(context.store, context.clock, lambda: set(edge.connected_stations), edge.command_here)
     )
-    power = PowerController(edge)
+    power = PowerController(
+        edge, settings=PowerSettings(meter_silent_after=timedelta(seconds=context.settings.grid_meter_silent_s))
+    )
+    run_rounds_on_changes(power)
     edge.power = power
     edge.power_listeners.append(power.poke)
     context.workers.append(power)

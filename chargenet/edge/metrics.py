@@ -156,6 +156,16 @@ def _site_power(edge: Edge) -> Iterator[GaugeMetricFamily]:
         "Sessions paused on the stations hung on a circuit, as the last round decided",
         labels=["site", "circuit"],
     )
+    measured = GaugeMetricFamily(
+        "chargenet_site_power_measured_amperes",
+        "What a circuit's grid meter measured on one phase at the last round",
+        labels=["site", "circuit", "phase"],
+    )
+    fallback = GaugeMetricFamily(
+        "chargenet_site_power_meter_fallback",
+        "1 while a circuit's grid meter tells nothing (silent or nonsense) and the circuit falls back to its limit",
+        labels=["site", "circuit", "reason"],
+    )
     figures = edge.power.figures if edge.power is not None else {}
     for site_id, site in sorted(figures.items()):
         for circuit_id, amps in sorted(site.limits.items()):
@@ -164,9 +174,15 @@ def _site_power(edge: Edge) -> Iterator[GaugeMetricFamily]:
             allocated.add_metric([site_id, circuit_id, phase], amps)
         for circuit_id, count in sorted(site.paused.items()):
             paused.add_metric([site_id, circuit_id], count)
+        for (circuit_id, phase), amps in sorted(site.measured.items()):
+            measured.add_metric([site_id, circuit_id, phase], amps)
+        for circuit_id, reason in sorted(site.falling_back.items()):
+            fallback.add_metric([site_id, circuit_id, reason], 1.0)
     yield limit
     yield allocated
     yield paused
+    yield measured
+    yield fallback
 
 
 def register(registry: CollectorRegistry, edge: Edge) -> None:

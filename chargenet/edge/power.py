@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import delete, select, update
@@ -33,11 +33,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.clock import Clock
 from chargenet.domain import charging_profiles as profiles
 from chargenet.domain import power
-from chargenet.domain.circuits import parse_phases
+from chargenet.domain.circuits import PHASES, Phase, parse_phases
 from chargenet.domain.generations import OCPP201
 from chargenet.edge.ocpp16.frames import Payload
 from chargenet.errors import ChargenetError, StationAnswerFailed
 from chargenet.ids import process_owner
+from chargenet.meters.grid import CircuitGrid, SessionDraw, circuit_grids, session_draws
 from chargenet.meters.lease import BusLease, LeaseDecision, decide, expires_at
 from chargenet.store.db import Store
 from chargenet.store.models import (
@@ -45,6 +46,7 @@ from chargenet.store.models import (
     EdgeTransaction,
     PowerAllowance,
     PowerLease,
+    SitePowerSample,
     Station,
     StationCircuit,
     StationPresence,
@@ -56,6 +58,9 @@ from chargenet.workers import LoopWorker
 log = logging.getLogger(__name__)
 
 ROUND_INTERVAL_S = 5.0
+SAMPLE_EVERY = timedelta(minutes=1)
+"""How often a circuit's figures are kept for the site power chart."""
+SAMPLES_KEPT = timedelta(hours=24)
 DEFAULT_MAX_CURRENT_A = 32.0
 """What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
 ACCEPTED = "Accepted"
@@ -90,6 +95,7 @@ class _SiteState:
     defaults_sent: dict[str, str | None]  # station id -> the safe defaults it last accepted
     station_transactions: dict[int, str | None]  # edge transaction id -> the 2.0.1 station's own id
     accepted_amps: dict[int, float | None]  # edge transaction id -> the allowance its station last accepted
+    grids: dict[str, CircuitGrid]  # circuit id -> what its meter tells, what is drawn below it
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +113,8 @@ class SiteFigures:
     limits: dict[str, float] = field(default_factory=dict)  # circuit id -> limit per phase
     allocated: dict[tuple[str, str], float] = field(default_factory=dict)  # (circuit id, phase) -> amperes
     paused: dict[str, int] = field(default_factory=dict)  # circuit id -> sessions paused on stations hung on it
+    measured: dict[tuple[str, str], float] = field(default_factory=dict)  # (circuit id, phase) -> its meter's
+    falling_back: dict[str, str] = field(default_factory=dict)  # circuit id -> why its meter tells nothing
 
 
 class PowerController(LoopWorker):
@@ -127,12 +135,18 @@ class PowerController(LoopWorker):
         self.figures: dict[str, SiteFigures] = {}
         self._wake = asyncio.Event()
         self._reconnected: set[str] = set()
+        self._poked: set[str] = set()
+        self._timed = True  # the next round is the timed one, of every site
+        self._fallbacks: dict[str, str | None] = {}  # circuit id -> why its meter told nothing at the last round
+        self._sampled: dict[str, datetime] = {}  # site id -> when its circuits' figures were last kept
 
     def poke(self, site_id: str, reconnected: str | None = None) -> None:
-        """Something changed on a site (a session started or ended, a station connected): run a round at once. A
-        station that `reconnected` is asked again: its profiles may be gone, and its refusal may be past."""
+        """Something changed on a site (a session started or ended, a station connected, a limit changed, its grid
+        meter answered): run its round at once. A station that `reconnected` is asked again: its profiles may be
+        gone, and its refusal may be past."""
         if reconnected is not None:
             self._reconnected.add(reconnected)
+        self._poked.add(site_id)
         self._wake.set()
 
     async def pause(self, stopping: asyncio.Event) -> None:
@@ -140,6 +154,7 @@ class PowerController(LoopWorker):
         stopper = asyncio.ensure_future(stopping.wait())
         waker = asyncio.ensure_future(self._wake.wait())
         await asyncio.wait({sleeper, stopper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        self._timed = sleeper.done() or not self._wake.is_set()
         for task in (sleeper, stopper, waker):
             task.cancel()
         self._wake.clear()
@@ -157,6 +172,11 @@ class PowerController(LoopWorker):
         held = await self.hold(site_ids, now)
         for gone in set(self.figures) - set(held):
             del self.figures[gone]
+        poked, self._poked = self._poked, set()
+        if not self._timed:
+            # Woken by a change: the rounds of the sites it touched; the others wait for the timed round.
+            held = [site_id for site_id in held if site_id in poked]
+        self._timed = True
         for site_id in held:
             try:
                 await self.run_site(site_id)
@@ -209,10 +229,15 @@ class PowerController(LoopWorker):
         """One round for a site: decide and store it in one unit, send the profiles after it, store the answers."""
         now = self.clock.now()
         async with self.store.transaction() as session:
-            state = await _load(session, site_id, self.edge)
+            state = await _load(session, site_id, self.edge, now, self.settings)
             result = power.allocate(state.circuits, state.stations, state.sessions, now, self.settings)
             await _store_round(session, site_id, result, now)
+            sampled = self._sampled.get(site_id)
+            if sampled is None or now - sampled >= SAMPLE_EVERY:
+                await _store_samples(session, site_id, state, now)
+                self._sampled[site_id] = now
         self.figures[site_id] = _figures(state, result)
+        self._say_fallbacks(site_id, state)
         sends = _sends(state, result, self.settings)
         if not sends:
             return result
@@ -230,7 +255,28 @@ class PowerController(LoopWorker):
                 accepted.append(send)
         async with self.store.transaction() as session:
             await _store_answers(session, state, answers, accepted, now)
+        if any(answer in UNLIMITED_ANSWERS for answer in answers.values()):
+            self.poke(site_id)  # a station that refused counts at its full rating from now: share again at once
         return result
+
+    def _say_fallbacks(self, site_id: str, state: _SiteState) -> None:
+        """Log once per change when a circuit falls back to its limit because its meter tells nothing, and when its
+        meter is heard again."""
+        for circuit_id, grid in state.grids.items():
+            if grid.status is None:
+                continue
+            fault = grid.status.fault.value if grid.status.fault else None
+            known = circuit_id in self._fallbacks
+            if known and self._fallbacks[circuit_id] == fault:
+                continue
+            self._fallbacks[circuit_id] = fault
+            fields = {"site": site_id, "circuit": circuit_id, "reason": fault}
+            if fault is not None:
+                log.warning(
+                    "a circuit's grid meter tells nothing: it falls back to its limit", extra={"fields": fields}
+                )
+            elif known:
+                log.info("a circuit's grid meter is heard again", extra={"fields": fields})
 
     async def _send(self, send: _Send, upstream: dict[tuple[str, int, str], Payload]) -> str | None:
         limit = send.limit
@@ -262,7 +308,9 @@ class PowerController(LoopWorker):
 # Reading a site's state --------------------------------------------------------------------------------------
 
 
-async def _load(session: AsyncSession, site_id: str, edge: StationSender) -> _SiteState:
+async def _load(
+    session: AsyncSession, site_id: str, edge: StationSender, now: datetime, settings: power.Settings
+) -> _SiteState:
     circuit_rows = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
     placed = (
         await session.execute(
@@ -323,6 +371,27 @@ async def _load(session: AsyncSession, site_id: str, edge: StationSender) -> _Si
         for transaction, allowance in rows
         if transaction.station_id in on_circuits
     ]
+    by_station = {station.id: station for station in stations}
+    held = {transaction.id: allowance for transaction, allowance in rows if allowance is not None}
+    below = [
+        SessionDraw(
+            int(entry.id),
+            by_station[entry.station_id].circuit_id,
+            entry.phases or by_station[entry.station_id].phases,
+            allowance.sent_amps if (allowance := held.get(int(entry.id))) else None,
+            allowance.sent_at if allowance else None,
+        )
+        for entry in sessions
+    ]
+    grids = await circuit_grids(
+        session,
+        {row.id: row.parent_id for row in circuit_rows},
+        {row.id: row.meter_id for row in circuit_rows if row.meter_id is not None},
+        below,
+        await session_draws(session, below),
+        now,
+        settings.meter_silent_after,
+    )
     return _SiteState(
         circuits=[
             power.Circuit(
@@ -332,6 +401,7 @@ async def _load(session: AsyncSession, site_id: str, edge: StationSender) -> _Si
                 row.margin_a,
                 parse_phases(row.phases),
                 metered=row.meter_id is not None,
+                other_load_a=grids[row.id].other_load_a,
             )
             for row in circuit_rows
         ],
@@ -342,6 +412,7 @@ async def _load(session: AsyncSession, site_id: str, edge: StationSender) -> _Si
         defaults_sent=defaults_sent,
         station_transactions={transaction.id: transaction.station_transaction_id for transaction, _ in rows},
         accepted_amps={transaction.id: allowance.sent_amps if allowance else None for transaction, allowance in rows},
+        grids=grids,
     )
 
 
@@ -414,6 +485,13 @@ def _figures(state: _SiteState, result: power.Round) -> SiteFigures:
         for phase, amps in load.allocated_a.items():
             figures.allocated[(load.circuit_id, phase)] = amps
         figures.paused.setdefault(load.circuit_id, 0)
+    for circuit_id, grid in state.grids.items():
+        if grid.status is None:
+            continue
+        if grid.status.fault is not None:
+            figures.falling_back[circuit_id] = grid.status.fault.value
+        for phase, amps in (grid.status.measured_a or {}).items():
+            figures.measured[(circuit_id, phase)] = amps
     circuit_of = {station.id: station.circuit_id for station in state.stations}
     for allowance in result.allowances:
         if allowance.paused is not None:
@@ -445,6 +523,30 @@ async def _store_round(session: AsyncSession, site_id: str, result: power.Round,
         row.paused_since = allowance.paused_since
         row.charging_since = allowance.charging_since
         row.updated_at = now
+
+
+async def _store_samples(session: AsyncSession, site_id: str, state: _SiteState, now: datetime) -> None:
+    """Keep each circuit's figures for the chart (the largest phase of each), and forget those past a day."""
+    for circuit in state.circuits:
+        grid = state.grids[circuit.id]
+        measured = grid.status.measured_a if grid.status is not None else None
+        session.add(
+            SitePowerSample(
+                circuit_id=circuit.id,
+                at=now,
+                site_id=site_id,
+                limit_a=circuit.limit_a,
+                measured_a=_largest(measured) if measured is not None else None,
+                stations_a=_largest(grid.stations_a),
+            )
+        )
+    await session.execute(
+        delete(SitePowerSample).where(SitePowerSample.site_id == site_id, SitePowerSample.at < now - SAMPLES_KEPT)
+    )
+
+
+def _largest(amps: Mapping[Phase, float]) -> float:
+    return round(max((amps.get(phase, 0.0) for phase in PHASES), default=0.0), 1)
 
 
 async def _store_answers(

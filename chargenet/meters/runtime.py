@@ -32,17 +32,20 @@ from chargenet.clock import Clock
 from chargenet.errors import InvalidInput
 from chargenet.ids import process_owner
 from chargenet.meters.bus import BackoffPolicy, BusSettings, RtuBus, Transport
+from chargenet.meters.errors import MeterUnreachable
+from chargenet.meters.grid import GridReadings, GridSpec, grid_spec_of
 from chargenet.meters.lease import RENEW_INTERVAL_S, LeaseDecision
 from chargenet.meters.leases import BusLeases
 from chargenet.meters.modbus import ModbusLink
 from chargenet.meters.poller import BusPoller, MeterLink, PollTarget
+from chargenet.meters.readings import Reading
 from chargenet.meters.records import spec_of
 from chargenet.meters.sessions import MeterSessions
 from chargenet.meters.spec import MeterSpec
 from chargenet.observability.health import ComponentHealth, Level
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.models import Meter, MeterPollHealth
+from chargenet.store.models import GridMeter, Meter, MeterPollHealth
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +55,27 @@ _LOAD_BY_ID_LIMIT = 500
 LinkFactory = Callable[[Transport, BusSettings], MeterLink]
 
 
-def settings_for(transport: Transport, specs: list[MeterSpec]) -> BusSettings:
+class _Sinks:
+    """Where a bus's poll results go: a grid meter's to the grid readings, every other to the session detector."""
+
+    def __init__(self, sessions: MeterSessions, grid: GridReadings) -> None:
+        self._sessions = sessions
+        self._grid = grid
+
+    async def on_reading(self, meter_id: str, reading: Reading, at: datetime) -> None:
+        if meter_id in self._grid.meters:
+            await self._grid.on_reading(meter_id, reading, at)
+        else:
+            await self._sessions.on_reading(meter_id, reading, at)
+
+    async def on_failure(self, meter_id: str, failure: MeterUnreachable, at: datetime) -> None:
+        if meter_id in self._grid.meters:
+            await self._grid.on_failure(meter_id, failure, at)
+        else:
+            await self._sessions.on_failure(meter_id, failure, at)
+
+
+def settings_for(transport: Transport, specs: list[MeterSpec | GridSpec]) -> BusSettings:
     """RTU: a timeout from the wire time of the longest read on this bus; TCP: 1 s. Never pymodbus's defaults."""
     if isinstance(transport, RtuBus):
         longest = max((block.count for spec in specs for block in spec.profile.read_plan), default=10)
@@ -93,10 +116,14 @@ class MeterPolling:
         self.owner = owner or process_owner()
         self.leases = BusLeases(store, self.owner)
         self.sessions = MeterSessions(store, outbox, clock, fence=self.leases.still_held)
+        self.grid = GridReadings(store)
+        self._sinks = _Sinks(self.sessions, self.grid)
         self.buses: dict[str, _Bus] = {}
         self.invalid: dict[str, str] = {}
         self._versions: dict[str, datetime] = {}
         self._specs: dict[str, MeterSpec] = {}
+        self._grid_specs: dict[str, GridSpec] = {}
+        self._grid_versions: dict[str, datetime] = {}
         self._configured = False
 
     @property
@@ -107,9 +134,13 @@ class MeterPolling:
         """Read the configuration (unless `configuration` is False), hold the leases, and bring buses and
         detectors in line with both (no polling here)."""
         changed = await self._load() if configuration else False
+        if configuration:
+            changed = await self._load_grid() or changed
         specs = sorted(self._specs.values(), key=lambda spec: spec.meter_id)
-        by_bus: dict[str, list[MeterSpec]] = {}
-        for spec in specs:
+        grid_specs = sorted(self._grid_specs.values(), key=lambda spec: spec.meter_id)
+        by_bus: dict[str, list[MeterSpec | GridSpec]] = {}
+        every: list[MeterSpec | GridSpec] = [*specs, *grid_specs]
+        for spec in every:
             by_bus.setdefault(spec.bus_key, []).append(spec)
         decisions = await self.leases.hold(set(by_bus), self._clock.now())
         taken = {key for key, decision in decisions.items() if decision is LeaseDecision.TAKE}
@@ -119,7 +150,10 @@ class MeterPolling:
         for key in dropped:
             await self._stop_bus(key)
         stale = {meter_id for meter_id, tracked in self.sessions.meters.items() if tracked.spec.bus_key in dropped}
-        self.sessions.forget(stale | {spec.meter_id for key in taken for spec in by_bus[key]})
+        self.sessions.forget(
+            stale | {spec.meter_id for key in taken for spec in by_bus[key] if isinstance(spec, MeterSpec)}
+        )
+        self.grid.meters = {spec.meter_id: spec for spec in grid_specs if spec.bus_key in decisions}
         if not changed and not dropped and set(self.buses) == set(decisions):
             return
         await self.sessions.track(spec for spec in specs if spec.bus_key in decisions)
@@ -132,7 +166,7 @@ class MeterPolling:
                 bus = None
             if bus is None:
                 link = self._link_factory(bus_specs[0].transport, settings)
-                poller = BusPoller(key, link, self.sessions, self._clock, settings=settings, policy=self._policy)
+                poller = BusPoller(key, link, self._sinks, self._clock, settings=settings, policy=self._policy)
                 bus = self.buses[key] = _Bus(poller, asyncio.Event())
             bus.poller.set_targets(
                 PollTarget(spec.meter_id, spec.profile, spec.unit_id, spec.poll_interval_s) for spec in bus_specs
@@ -175,6 +209,30 @@ class MeterPolling:
                 log.error("meter %s has a malformed configuration and is not polled: %s", row.id, exc.message)
         return True
 
+    async def _load_grid(self) -> bool:
+        """Bring the grid meters' specs in line with the store; True when any changed."""
+        async with self._store.read() as session:
+            rows = {row.id: row for row in await session.scalars(select(GridMeter))}
+        changed = False
+        for meter_id in set(self._grid_versions) - set(rows):
+            self._grid_versions.pop(meter_id)
+            self._grid_specs.pop(meter_id, None)
+            self.invalid.pop(meter_id, None)
+            changed = True
+        for meter_id, row in rows.items():
+            if self._grid_versions.get(meter_id) == row.updated_at:
+                continue
+            changed = True
+            self._grid_versions[meter_id] = row.updated_at
+            try:
+                self._grid_specs[meter_id] = grid_spec_of(row)
+                self.invalid.pop(meter_id, None)
+            except InvalidInput as exc:
+                self._grid_specs.pop(meter_id, None)
+                self.invalid[meter_id] = exc.message
+                log.error("grid meter %s has a malformed configuration and is not polled: %s", meter_id, exc.message)
+        return changed
+
     async def _stop_bus(self, key: str) -> None:
         bus = self.buses.pop(key)
         bus.stopping.set()
@@ -206,7 +264,8 @@ class MeterPolling:
                         "updated_at": now,
                     }
                     for meter_id, health in sorted(bus.poller.health.meters.items())
-                    if meter_id in self._specs  # a meter deleted meanwhile has no row to point at
+                    # A meter deleted meanwhile has no row to point at; a grid meter's health stays in memory.
+                    if meter_id in self._specs
                 ]
                 if not rows:
                     continue

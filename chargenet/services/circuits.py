@@ -25,6 +25,7 @@ from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import validate_name
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
+from chargenet.power_changes import site_power_changed
 from chargenet.services import audit
 from chargenet.services.callers import Caller
 from chargenet.services.pages import Page, PageRequest
@@ -158,6 +159,7 @@ async def create_circuit(
     session.add(row)
     await session.flush()
     await audit.record_change(session, caller, "circuit.create", row, now=now, detail=_detail(row))
+    site_power_changed(session, site_id)
     return circuit_view(row)
 
 
@@ -262,6 +264,7 @@ async def update_circuit(
         await session.flush()
         detail = {**_detail(row), "changed": ", ".join(changed)}
         await audit.record_change(session, caller, "circuit.update", row, now=now, detail=detail)
+        site_power_changed(session, row.site_id)
     return circuit_view(row)
 
 
@@ -295,6 +298,7 @@ async def delete_circuit(
             f"circuit {circuit_id} still has {children} circuits and {stations} stations below it; move them first"
         )
     await audit.record_change(session, caller, "circuit.delete", row, now=now, detail={"name": row.name})
+    site_power_changed(session, row.site_id)
     await session.delete(row)
     await session.flush()
 
@@ -346,6 +350,7 @@ async def place_station(
     await session.flush()
     detail = {"circuit": new_circuit, "phases": new_phases, "priority": str(new_priority)}
     await audit.record_change(session, caller, "station.circuit", station, now=now, detail=detail)
+    site_power_changed(session, station.site_id)
     return _placement_view(row)
 
 

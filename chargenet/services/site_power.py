@@ -10,14 +10,16 @@ silent) and no session a measured draw, each session's demand taken as `DEFAULT_
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.domain import power
-from chargenet.domain.circuits import parse_phases, phases_text
+from chargenet.domain import grid_meters, power
+from chargenet.domain.circuits import Phase, parse_phases, phases_text
 from chargenet.domain.scopes import Scope
+from chargenet.meters.grid import SessionDraw, circuit_grids, session_draws
 from chargenet.services.callers import Caller
 from chargenet.services.reach import reachable_site
 from chargenet.services.views import Instant, View
@@ -25,6 +27,7 @@ from chargenet.store.models import (
     Circuit,
     EdgeTransaction,
     PowerAllowance,
+    SitePowerSample,
     Station,
     StationCircuit,
     StationPresence,
@@ -48,7 +51,10 @@ class CircuitPower(View):
     margin_amps: float
     meter_id: str | None
     measured: dict[str, float] | None  # per phase, from the circuit's meter; null without a reading
-    meter_silent: bool
+    meter_silent: bool  # its meter tells nothing: the circuit falls back to its limit
+    meter_fault: str | None  # why: silent, not-a-number, negative, above-bound, no-currents
+    stations_draw: dict[str, float]  # per phase: what the sessions below the circuit draw, added up
+    other_load: dict[str, float] | None  # per phase: measured less the stations' draw
     available: dict[str, float]  # per phase: limit less margin and measured other load
     allocated: dict[str, float]  # per phase: the allowances below the circuit, added up
 
@@ -74,7 +80,58 @@ class SitePowerView(View):
     unplaced_stations: list[str]  # stations of the site on no circuit: not limited by the allocator
 
 
-async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now: datetime) -> SitePowerView:
+class PowerSample(View):
+    at: Instant
+    limit_amps: float
+    measured_amps: float | None  # the largest phase; null while the meter told nothing
+    stations_amps: float  # the largest phase
+
+
+class CircuitHistory(View):
+    circuit_id: str
+    name: str
+    samples: list[PowerSample]
+
+
+class SitePowerHistoryView(View):
+    site_id: str
+    since: Instant
+    circuits: list[CircuitHistory]
+
+
+async def site_power_history(
+    session: AsyncSession, caller: Caller, site_id: str, *, since: datetime
+) -> SitePowerHistoryView:
+    """Each circuit's limit, measured load and stations' draw since `since`, as the rounds kept them (one a minute)."""
+    await reachable_site(session, caller, Scope.SITES_READ, site_id)
+    circuits = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
+    samples: dict[str, list[PowerSample]] = {row.id: [] for row in circuits}
+    for row in await session.scalars(
+        select(SitePowerSample)
+        .where(SitePowerSample.site_id == site_id, SitePowerSample.at >= since)
+        .order_by(SitePowerSample.at)
+    ):
+        if row.circuit_id in samples:
+            samples[row.circuit_id].append(
+                PowerSample(
+                    at=row.at, limit_amps=row.limit_a, measured_amps=row.measured_a, stations_amps=row.stations_a
+                )
+            )
+    return SitePowerHistoryView(
+        site_id=site_id,
+        since=since,
+        circuits=[CircuitHistory(circuit_id=row.id, name=row.name, samples=samples[row.id]) for row in circuits],
+    )
+
+
+async def site_power(
+    session: AsyncSession,
+    caller: Caller,
+    site_id: str,
+    *,
+    now: datetime,
+    silent_after: timedelta = grid_meters.SILENT_AFTER,
+) -> SitePowerView:
     await reachable_site(session, caller, Scope.SITES_READ, site_id)
     circuit_rows = list(await session.scalars(select(Circuit).where(Circuit.site_id == site_id).order_by(Circuit.id)))
     placed = (
@@ -119,6 +176,27 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
         if row.station_id in on_circuits
     ]
     transactions = [row for row, _ in rows]
+    by_station = {station.id: station for station in stations}
+    below = [
+        SessionDraw(
+            row.id,
+            by_station[row.station_id].circuit_id,
+            by_station[row.station_id].phases,
+            allowance.sent_amps if allowance else None,
+            allowance.sent_at if allowance else None,
+        )
+        for row, allowance in rows
+    ]
+    draws = await session_draws(session, below)
+    grids = await circuit_grids(
+        session,
+        {row.id: row.parent_id for row in circuit_rows},
+        {row.id: row.meter_id for row in circuit_rows if row.meter_id is not None},
+        below,
+        draws,
+        now,
+        silent_after,
+    )
     circuits = [
         power.Circuit(
             row.id,
@@ -127,6 +205,7 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
             row.margin_a,
             parse_phases(row.phases),
             metered=row.meter_id is not None,
+            other_load_a=grids[row.id].other_load_a,
         )
         for row in circuit_rows
     ]
@@ -157,8 +236,11 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
                 limit_amps=row.limit_a,
                 margin_amps=row.margin_a,
                 meter_id=row.meter_id,
-                measured=None,
+                measured=_phases(status.measured_a) if (status := grids[row.id].status) else None,
                 meter_silent=load.meter_silent,
+                meter_fault=status.fault.value if status and status.fault else None,
+                stations_draw=_phases(grids[row.id].stations_a, row.phases) or {},
+                other_load=_phases(other, row.phases) if (other := grids[row.id].other_load_a) is not None else None,
                 available=dict(load.available_a),
                 allocated=dict(load.allocated_a),
             )
@@ -172,7 +254,7 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
                 connector_id=row.connector_id,
                 phases=phases_text(allowance.phases),
                 allowance_amps=allowance.amps,
-                draw_amps=None,
+                draw_amps=draws.get(row.id),
                 paused=allowance.paused is not None,
                 paused_reason=allowance.paused.value if allowance.paused else None,
                 station_online=online[row.station_id],
@@ -181,3 +263,9 @@ async def site_power(session: AsyncSession, caller: Caller, site_id: str, *, now
         ],
         unplaced_stations=unplaced,
     )
+
+
+def _phases(amps: Mapping[Phase, float] | None, phases: str = "L1L2L3") -> dict[str, float] | None:
+    if amps is None:
+        return None
+    return {phase: amps[phase] for phase in parse_phases(phases) if phase in amps}

@@ -5,6 +5,8 @@ show (silence, CRC errors, replies from the wrong unit id, "no value" sentinels,
 `MeterServer` serves any number of them, each under its unit id, with the register map of its profile: the
 registers are rebuilt from the meter on every read, so the counter advances with the clock it is given.
 `play` drives a meter through a scripted EV charging curve (`ev_charging_script`) for the demo and benchmarks.
+`grid_meter` plays a grid meter: a base load (the building) plus what a draw function says the simulated stations
+draw, both per phase, looked up at every read.
 
 On RTU the server can hold each reply back by the wire time of the transaction at the bus's baud rate, since a
 pseudo-terminal delivers bytes instantly: that makes bus timing measurable without a real RS-485 line.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -48,6 +50,8 @@ class SimulatedMeter:
     wrong_unit_replies: int = 0  # the next N replies carry another unit id
     sentinel: bool = False  # the counter reads as "no value"
     reads: int = 0
+    # When set, the phase currents follow it at every read (a grid meter: `grid_meter`).
+    follows: Callable[[], Sequence[float]] | None = field(default=None, repr=False)
     _updated: datetime | None = field(default=None, repr=False)
 
     @property
@@ -58,6 +62,8 @@ class SimulatedMeter:
         if self._updated is not None and now > self._updated:
             self.energy_wh += self.power_w * (now - self._updated).total_seconds() / 3600
         self._updated = now
+        if self.follows is not None:
+            self.currents_a = tuple(self.follows())
 
     def set_load(self, now: datetime, amps: float | Sequence[float], standby_w: float | None = None) -> None:
         """Draw `amps` on every phase (or per phase from a sequence) from `now` on."""
@@ -87,6 +93,22 @@ class SimulatedMeter:
             for offset, word in enumerate(raw_words):
                 words[register.address + offset] = word
         return words
+
+
+def grid_meter(
+    profile: Profile, unit_id: int, base_a: float | Sequence[float], draw: Callable[[], float | Sequence[float]]
+) -> SimulatedMeter:
+    """A grid meter whose reading is `base_a` (one value for every phase, or per phase) plus what `draw` says the
+    stations below it draw now (likewise), at every read."""
+    phases = len(profile.currents) or 3
+
+    def per_phase(amps: float | Sequence[float]) -> tuple[float, ...]:
+        return tuple(amps) if isinstance(amps, Sequence) else (float(amps),) * phases
+
+    def reading() -> tuple[float, ...]:
+        return tuple(base + drawn for base, drawn in zip(per_phase(base_a), per_phase(draw()), strict=True))
+
+    return SimulatedMeter(profile, unit_id, follows=reading)
 
 
 def _raw(value: float, scale: Decimal, datatype: DataType, *, counter: bool) -> int | float:

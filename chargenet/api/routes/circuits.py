@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr, WithJsonSchema
 
 from chargenet.api.bounds import Bounds, Integral
@@ -25,7 +26,7 @@ from chargenet.services.callers import ApiApplication
 from chargenet.services.circuits import PRIORITIES, CircuitView, StationCircuitView
 from chargenet.services.grid_meters import GridMeterView
 from chargenet.services.pages import Page
-from chargenet.services.site_power import SitePowerView
+from chargenet.services.site_power import SitePowerHistoryView, SitePowerView
 
 SiteReader = Annotated[ApiApplication, Depends(require(Scope.SITES_READ))]
 SiteWriter = Annotated[ApiApplication, Depends(require(Scope.SITES_WRITE))]
@@ -147,8 +148,22 @@ async def delete_circuit(site_id: str, circuit_id: str, context: Context, caller
 async def get_site_power(site_id: str, context: Context, caller: SiteReader) -> SitePowerView:
     """The circuits with their limit, measured and allocated current per phase, and the sessions in progress with
     their allowance, draw and whether they are paused."""
+    silent_after = timedelta(seconds=context.settings.grid_meter_silent_s)
     async with context.store.read() as session:
-        return await site_power.site_power(session, caller, site_id, now=context.clock.now())
+        return await site_power.site_power(session, caller, site_id, now=context.clock.now(), silent_after=silent_after)
+
+
+@router.get("/sites/{site_id}/power/history", response_model=SitePowerHistoryView)
+async def get_site_power_history(
+    site_id: str,
+    context: Context,
+    caller: SiteReader,
+    hours: Annotated[int, Query(ge=1, le=24, description="how many hours back (6)")] = 6,
+) -> SitePowerHistoryView:
+    """Each circuit's limit, measured load and stations' draw over the last hours, one sample a minute."""
+    since = context.clock.now() - timedelta(hours=hours)
+    async with context.store.read() as session:
+        return await site_power.site_power_history(session, caller, site_id, since=since)
 
 
 @router.put("/sites/{site_id}/stations/{station_id}/circuit", response_model=StationCircuitView)

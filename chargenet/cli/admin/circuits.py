@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from chargenet.cli.admin import NOUNS
 from chargenet.cli.common import add_verb, emit, emit_views, in_transaction, read_every_item, show
@@ -129,6 +130,14 @@ def _delete(args: argparse.Namespace) -> None:
     emit(args, {"id": args.circuit_id, "deleted": True}, f"deleted circuit {args.circuit_id}")
 
 
+def _measured(circuit: dict[str, Any]) -> str:
+    if circuit["meterId"] is None:
+        return ""
+    if circuit["meterFault"] is not None:
+        return f"; its meter tells nothing ({circuit['meterFault']}): falls back to its limit"
+    return "; measured " + ", ".join(f"{phase} {value:g} A" for phase, value in circuit["measured"].items())
+
+
 def _power(args: argparse.Namespace) -> None:
     from chargenet.cli.common import in_read
     from chargenet.services import site_power
@@ -142,6 +151,7 @@ def _power(args: argparse.Namespace) -> None:
     lines = [
         f"circuit {c['id']} ({c['name']}): limit {c['limitAmps']:g} A, allocated "
         + ", ".join(f"{phase} {value:g} A" for phase, value in c["allocated"].items())
+        + _measured(c)
         for c in data["circuits"]
     ]
     lines += [

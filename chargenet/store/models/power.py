@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from chargenet.store.models.base import Base, UtcDateTime
@@ -119,3 +119,33 @@ class PowerLease(Base):
     site_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     owner: Mapped[str | None] = mapped_column(String(64), default=None)
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class GridMeterReading(Base):
+    """A grid meter's last answer, written by the process polling its bus: its phase currents, or why they are
+    nonsense. The allocator's rounds and `GET /power` of any process read it; a meter whose `read_at` is too old
+    is silent."""
+
+    __tablename__ = "grid_meter_readings"
+
+    meter_id: Mapped[str] = mapped_column(ForeignKey("grid_meters.id", ondelete="CASCADE"), primary_key=True)
+    l1_a: Mapped[float | None] = mapped_column(Float, default=None)
+    l2_a: Mapped[float | None] = mapped_column(Float, default=None)
+    l3_a: Mapped[float | None] = mapped_column(Float, default=None)
+    fault: Mapped[str | None] = mapped_column(String(16), default=None)  # domain.grid_meters.MeterFault
+    read_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class SitePowerSample(Base):
+    """A circuit's figures at one moment, for the site power chart: its limit, what its meter measured and what the
+    stations below it drew (the largest phase of each). Written by the allocator's rounds, one a minute."""
+
+    __tablename__ = "site_power_samples"
+    __table_args__ = (Index("ix_site_power_samples_site_at", "site_id", "at"),)
+
+    circuit_id: Mapped[str] = mapped_column(ForeignKey("circuits.id", ondelete="CASCADE"), primary_key=True)
+    at: Mapped[datetime] = mapped_column(UtcDateTime(), primary_key=True)
+    site_id: Mapped[str] = mapped_column(String(64))
+    limit_a: Mapped[float] = mapped_column(Float)
+    measured_a: Mapped[float | None] = mapped_column(Float, default=None)  # None while the meter told nothing
+    stations_a: Mapped[float] = mapped_column(Float)

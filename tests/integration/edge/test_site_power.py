@@ -3,15 +3,22 @@ charging profiles, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+from datetime import timedelta
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from chargenet.domain.charging_profiles import TX, TX_DEFAULT
 from chargenet.edge.power import PowerController
+from chargenet.meters.profiles import get_profile
 from chargenet.services.callers import OPERATOR
-from chargenet.services.site_power import site_power
+from chargenet.services.grid_meters import create_grid_meter
+from chargenet.services.site_power import SitePowerView, site_power
 from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.meter import MeterServer, grid_meter
 from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import Circuit, PowerAllowance, StationCircuit, StationProfileAnswer
@@ -182,3 +189,67 @@ async def test_a_2_0_1_station_charges_within_its_allowance_beside_one_that_refu
     assert answer is not None and answer.answer == "Rejected"
     await refusing.close()
     await station.close()
+
+
+async def test_a_grid_meters_measured_load_lowers_the_allowances_and_a_silent_meter_falls_back_to_the_limit(
+    served: Served,
+) -> None:
+    await limit_the_site(served)
+    station = served.station()
+    # The building draws 8 A per phase beside the station, whose vehicle draws what its profile allows.
+    meter = grid_meter(get_profile("sdm630"), 1, 8.0, lambda: station.current_a(1))
+    server = await MeterServer.tcp([meter], served.context.clock)
+    controller = served.edge.power
+    assert controller is not None
+    # A silent meter after a second; increases sent at once, so that the fallback shows without waiting 30 s.
+    controller.settings = replace(
+        controller.settings, meter_silent_after=timedelta(seconds=1), increase_every=timedelta(0)
+    )
+    now = served.context.clock.now()
+    async with served.context.store.transaction() as session:
+        created = await create_grid_meter(
+            session,
+            OPERATOR,
+            site_id=served.tenant.site_id,
+            profile="sdm630",
+            unit_id=1,
+            now=now,
+            tcp=f"127.0.0.1:{server.port}",
+        )
+        circuit = await session.get(Circuit, "circuit_grid")
+        assert circuit is not None
+        circuit.meter_id = created.id
+    await station.connect()
+    await station.boot()
+    started = int((await station.start(1, "TAG1"))["transactionId"])
+    await eventually(lambda: meter.reads > 0 and limit_on(station, 1, TX) is not None)
+    await station.meter_values(1, started, 1000)  # what the vehicle draws now, as the station reports it
+
+    # 20 A less the building's 8 A: the station's own draw is not counted twice.
+    await eventually(lambda: limit_on(station, 1, TX) == 12.0, within=15)
+    site_id, silent_after = served.tenant.site_id, timedelta(seconds=1)
+
+    async def power_view() -> SitePowerView:
+        async with served.context.store.read() as session:
+            now = served.context.clock.now()
+            return await site_power(session, OPERATOR, site_id, now=now, silent_after=silent_after)
+
+    async with asyncio.timeout(10):  # the meter's next reading shows the station at 12 A
+        while (view := await power_view()).circuits[0].measured != {"L1": 20.0, "L2": 20.0, "L3": 20.0}:
+            await asyncio.sleep(0.05)
+    assert view.circuits[0].other_load == {"L1": 8.0, "L2": 8.0, "L3": 8.0}
+    assert view.circuits[0].meter_fault is None
+    assert (view.sessions[0].draw_amps, view.sessions[0].allowance_amps) == (12.0, 12.0)
+
+    # The meter falls silent: the circuit falls back to its whole limit, and says why.
+    meter.silent = True
+    await eventually(lambda: limit_on(station, 1, TX) == LIMIT_A, within=15)
+    grid = (await power_view()).circuits[0]
+    assert (grid.meter_silent, grid.meter_fault, grid.measured) == (True, "silent", None)
+    assert grid.available == {"L1": LIMIT_A, "L2": LIMIT_A, "L3": LIMIT_A}
+    async with httpx.AsyncClient() as client:
+        metrics = (await client.get(f"{served.http_url}/metrics")).text
+    labels = {"site": served.tenant.site_id, "circuit": "circuit_grid", "reason": "silent"}
+    assert sample(metrics, "chargenet_site_power_meter_fallback", labels) == 1.0
+    await station.close()
+    await server.stop()

@@ -511,3 +511,22 @@ async def test_stores_before_power_allowances_start_with_none_and_roll_back_clea
         assert not tables & await table_names(store)
     finally:
         await store.dispose()
+
+
+async def test_stores_before_grid_meter_readings_start_with_none_and_roll_back_cleanly(
+    empty_database_url: str,
+) -> None:
+    tables = {"grid_meter_readings", "site_power_samples"}
+    store = Store(empty_database_url)
+    try:
+        await schema.upgrade(store, "0035")
+        await schema.upgrade(store, "0036")
+        async with store.engine.connect() as connection:
+            counts = [
+                (await connection.execute(text(f"SELECT count(*) FROM {t}"))).scalar_one() for t in sorted(tables)
+            ]
+        assert counts == [0, 0]
+        await schema.downgrade(store, "0035")
+        assert not tables & await table_names(store)
+    finally:
+        await store.dispose()

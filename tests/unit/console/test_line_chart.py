@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree
 from zoneinfo import ZoneInfo
 
-from chargenet.console.charts import line_chart
+from chargenet.console.charts import line_chart, lines_chart
 from chargenet.domain.local_time import LocalTime
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -78,3 +78,17 @@ def test_the_time_axis_is_labelled_in_the_readers_zone() -> None:
     svg = ElementTree.fromstring(str(line_chart(points, "kWh", title="t", description="d", reads_in=brussels)))
     texts = [element.text for element in svg.iter() if element.tag.endswith("text")]
     assert "14:00" in texts and "14:40" in texts and "time (Europe/Brussels)" in texts
+
+
+def test_several_lines_each_have_their_own_stroke_and_are_named_in_a_legend_as_text() -> None:
+    hour = T0 + timedelta(hours=1)
+    series = [("Limit <A>", [(T0, 20.0), (hour, 20.0)]), ("Measured", [(hour, 14.0)]), ("None", [])]
+    markup = str(lines_chart(series, "A", title="Grid", description="d", reads_in=UTC_READER))
+    svg = ElementTree.fromstring(markup)
+    lines = svg.findall(".//polyline")
+    assert len(lines) == 2  # a line without points is left out
+    assert lines[0].get("stroke-dasharray") is None and lines[1].get("stroke-dasharray") == "8 4"
+    legend = [text.text for text in svg.iter("text")]
+    assert "Limit <A>" in legend and "Measured" in legend
+    assert "Limit <A>" not in markup  # escaped
+    assert str(lines_chart([("Limit", [])], "A", title="t", description="d", reads_in=UTC_READER)) == ""
