@@ -4,10 +4,10 @@ checks, read from a real app as a partner's client generator would."""
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +21,10 @@ from chargenet.config import load_settings
 from chargenet.domain.events import DOCUMENTED_EVENTS, EventType, build_test_event
 from chargenet.domain.schemas import event_json_schema
 from chargenet.domain.scopes import Scope
+from tests.support.templates import prepare_data_dir
+
+# Its tests read one document: one worker runs them all (make test distributes by group).
+pytestmark = pytest.mark.xdist_group("openapi")
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
 COMMANDS = {
@@ -35,21 +39,25 @@ COMMANDS = {
 }
 
 
-@pytest.fixture
-async def document(database_url: str, tmp_path: Path, clock: ManualClock) -> AsyncIterator[dict[str, Any]]:
-    settings = load_settings(
-        {"database_url": database_url, "data_dir": str(tmp_path / "data"), "public_url": "https://ev.example"},
-        environ={},
-    )
-    context = await open_context(settings, clock=clock)
-    try:
-        transport = httpx.ASGITransport(app=create_app(context))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test/api/v1") as client:
-            response = await client.get("/openapi.json")
-            assert response.status_code == 200
-            yield response.json()
-    finally:
-        await context.close()
+@pytest.fixture(scope="module")
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The document as the app serves it, read once: it is made from the app's routes, the same on either store."""
+    data_dir = prepare_data_dir(tmp_path_factory.mktemp("openapi") / "data")
+    settings = load_settings({"data_dir": str(data_dir), "public_url": "https://ev.example"}, environ={})
+
+    async def read() -> dict[str, Any]:
+        context = await open_context(settings, clock=ManualClock(datetime(2026, 7, 1, 12, tzinfo=UTC)))
+        try:
+            transport = httpx.ASGITransport(app=create_app(context))
+            async with httpx.AsyncClient(transport=transport, base_url="http://test/api/v1") as client:
+                response = await client.get("/openapi.json")
+                assert response.status_code == 200
+                answer: dict[str, Any] = response.json()
+                return answer
+        finally:
+            await context.close()
+
+    return asyncio.run(read())
 
 
 def operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
