@@ -40,6 +40,7 @@ from chargenet.errors import ChargenetError, StationAnswerFailed
 from chargenet.ids import process_owner
 from chargenet.meters.grid import CircuitGrid, SessionDraw, circuit_grids, session_draws
 from chargenet.meters.lease import BusLease, LeaseDecision, decide, expires_at
+from chargenet.store.allowances import UNLIMITED_ANSWERS, allocator_session, open_transactions
 from chargenet.store.db import Store
 from chargenet.store.models import (
     Circuit,
@@ -61,10 +62,8 @@ ROUND_INTERVAL_S = 5.0
 SAMPLE_EVERY = timedelta(minutes=1)
 """How often a circuit's figures are kept for the site power chart."""
 SAMPLES_KEPT = timedelta(hours=24)
-DEFAULT_MAX_CURRENT_A = 32.0
 """What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
 ACCEPTED = "Accepted"
-UNLIMITED_ANSWERS = frozenset({"Rejected", "NotSupported"})
 _NOT_SUPPORTED = frozenset({"NotSupported", "NotImplemented"})
 
 _SETTINGS = power.Settings()
@@ -348,29 +347,8 @@ async def _load(
             )
         )
     on_circuits = {station.id for station in stations}
-    rows = (
-        await session.execute(
-            select(EdgeTransaction, PowerAllowance)
-            .outerjoin(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
-            .where(EdgeTransaction.site_id == site_id, EdgeTransaction.stopped_at.is_(None))
-            .order_by(EdgeTransaction.id)
-        )
-    ).all()
-    sessions = [
-        power.Session(
-            str(transaction.id),
-            transaction.station_id,
-            transaction.ocpp_connector_id,
-            transaction.started_at,
-            max_current_a=DEFAULT_MAX_CURRENT_A,
-            allowance_a=allowance.amps if allowance else None,
-            sent_at=allowance.sent_at if allowance else None,
-            paused_since=allowance.paused_since if allowance else None,
-            charging_since=allowance.charging_since if allowance else None,
-        )
-        for transaction, allowance in rows
-        if transaction.station_id in on_circuits
-    ]
+    rows = await open_transactions(session, site_id, on_circuits)
+    sessions = [allocator_session(transaction, allowance) for transaction, allowance in rows]
     by_station = {station.id: station for station in stations}
     held = {transaction.id: allowance for transaction, allowance in rows if allowance is not None}
     below = [

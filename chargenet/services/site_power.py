@@ -4,8 +4,9 @@
 The round is computed from what the store holds: the circuits, where each station hangs, the transactions in
 progress with the allowances the edge's last round stored for them, which stations are connected and how each
 answered its profiles; so a session is shown what its station holds (an increase the edge holds back is not shown
-before it is sent). Until grid meters are polled, no circuit has a measured load (a circuit with a meter counts as
-silent) and no session a measured draw, each session's demand taken as `DEFAULT_MAX_CURRENT_A`.
+before it is sent). A circuit's measured load is its grid meter's last stored reading (`meters/grid.py`; a meter
+silent past `silent_after` falls back to the limit); each session's demand is still taken as
+`store.allowances.DEFAULT_MAX_CURRENT_A`.
 """
 
 from __future__ import annotations
@@ -23,21 +24,15 @@ from chargenet.meters.grid import SessionDraw, circuit_grids, session_draws
 from chargenet.services.callers import Caller
 from chargenet.services.reach import reachable_site
 from chargenet.services.views import Instant, View
+from chargenet.store.allowances import UNLIMITED_ANSWERS, allocator_session, open_transactions
 from chargenet.store.models import (
     Circuit,
-    EdgeTransaction,
-    PowerAllowance,
     SitePowerSample,
     Station,
     StationCircuit,
     StationPresence,
     StationProfileAnswer,
 )
-
-DEFAULT_MAX_CURRENT_A = 32.0
-"""What a session is taken to ask for per phase while neither its vehicle nor its station has said."""
-UNLIMITED_ANSWERS = frozenset({"Rejected", "NotSupported"})
-"""A station that answered a charging profile so cannot be limited: counted at its sessions' full rating."""
 
 # A station that was never connected: as if offline since long ago, so it counts at its safe default.
 _NEVER = datetime(2000, 1, 1, tzinfo=UTC)
@@ -165,16 +160,7 @@ async def site_power(
             )
         )
     on_circuits = {station.id for station in stations}
-    rows = [
-        (row, allowance)
-        for row, allowance in await session.execute(
-            select(EdgeTransaction, PowerAllowance)
-            .outerjoin(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
-            .where(EdgeTransaction.site_id == site_id, EdgeTransaction.stopped_at.is_(None))
-            .order_by(EdgeTransaction.id)
-        )
-        if row.station_id in on_circuits
-    ]
+    rows = await open_transactions(session, site_id, on_circuits)
     transactions = [row for row, _ in rows]
     by_station = {station.id: station for station in stations}
     below = [
@@ -209,20 +195,7 @@ async def site_power(
         )
         for row in circuit_rows
     ]
-    sessions = [
-        power.Session(
-            str(row.id),
-            row.station_id,
-            row.ocpp_connector_id,
-            row.started_at,
-            max_current_a=DEFAULT_MAX_CURRENT_A,
-            allowance_a=allowance.amps if allowance else None,
-            sent_at=allowance.sent_at if allowance else None,
-            paused_since=allowance.paused_since if allowance else None,
-            charging_since=allowance.charging_since if allowance else None,
-        )
-        for row, allowance in rows
-    ]
+    sessions = [allocator_session(row, allowance) for row, allowance in rows]
     result = power.allocate(circuits, stations, sessions, now)
     online = {station.id: station.offline_since is None for station in stations}
     return SitePowerView(
