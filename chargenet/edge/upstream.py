@@ -273,6 +273,9 @@ class UpstreamLink:
             self._counted = False
             self._settings.links.open -= 1
         self._closing.set()
+        # A link closed while `start` waits (its station gone mid-attach) may be cancelled before its first attempt
+        # ran: that attempt will never come, so nobody may wait for it.
+        self._first_attempt.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
