@@ -118,13 +118,24 @@ async def test_health_names_the_kind_of_a_failed_database_not_its_text(context: 
 async def test_ready_probes_at_most_once_a_second_however_often_it_is_asked(context: AppContext) -> None:
     app = create_app(context, monotonic=(ticks := Ticks()))
     async with app.router.lifespan_context(app), _client(app) as client:
-        assert (await client.get("/health/ready")).status_code == 200
+        await _ready(client, ticks)
         (context.keys.directory / CREDENTIAL_KEY).unlink()
         ticks.now += 1.0
         assert (await client.get("/health/ready")).status_code == 200  # the probe of a second ago
         ticks.now += 0.1
         response = await client.get("/health/ready")
-    assert (response.status_code, response.json()["checks"]) == (503, {"keys": "keys_missing"})
+    assert response.status_code == 503 and response.json()["checks"]["keys"] == "keys_missing"
+
+
+async def _ready(client: httpx.AsyncClient, ticks: Ticks) -> None:
+    """Until the process answers ready, one probe a second of the test's clock: on a machine busy enough, a first
+    probe can outlast its bound while the store opens."""
+    for _ in range(10):
+        response = await client.get("/health/ready")
+        if response.status_code == 200:
+            return
+        ticks.now += 1.1
+    raise AssertionError(f"never ready: {response.json()}")
 
 
 async def test_health_answers_from_a_document_at_most_two_seconds_old(context: AppContext) -> None:

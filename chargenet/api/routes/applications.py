@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import HttpUrl, Name
 from chargenet.api.pagination import PageParams
@@ -109,10 +110,8 @@ class RateLimit(BaseModel):
         extra="forbid", populate_by_name=True, json_schema_extra={"examples": [{"rateLimit": 1200}]}
     )
 
-    rate_limit: int | None = Field(
+    rate_limit: Annotated[int, Bounds(1, MAX_REQUESTS), Integral] | None = Field(
         alias="rateLimit",
-        ge=1,
-        le=MAX_REQUESTS,
         description=f"API requests a minute; null: the default, {DEFAULT_REQUESTS}",
     )
 

@@ -9,11 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import Name, ObjectId
 from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import INT32_MAX
 from chargenet.services import groups
 from chargenet.services.callers import ApiApplication
 from chargenet.services.groups import GroupView
@@ -45,8 +47,8 @@ class GroupChange(BaseModel):
     name: Name | None = None
     site_id: ObjectId | None = Field(default=None, alias="siteId")
     scopes: list[Scope] | None = Field(default=None, min_length=1, max_length=len(Scope))
-    version: int | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the group is at this version"
+    version: Annotated[int, Bounds(1, INT32_MAX), Integral] | None = Field(
+        default=None, description="refuse the change (409) unless the group is at this version"
     )
 
 

@@ -24,6 +24,7 @@ from chargenet.api.pagination import PageParams
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.tenants import MAX_CHARGE_POINTS_PER_STATION, MAX_CONNECTORS_PER_CHARGE_POINT
+from chargenet.domain.text import INT32_MAX
 from chargenet.edge.ocpp201.commands import DEFAULT_TOKEN_TYPE, IdTokenType
 from chargenet.services import localauth, station_import, stations
 from chargenet.services.callers import ApiApplication
@@ -133,10 +134,8 @@ class LocalAuthEntry(BaseModel):
     idTokenType: IdTokenType = Field(
         default=DEFAULT_TOKEN_TYPE, description="what a 2.0.1 station is told the token is; 1.6 stations get the value"
     )
-    version: int | None = Field(
+    version: Annotated[int, Bounds(1, INT32_MAX), Integral] | None = Field(
         default=None,
-        ge=1,
-        le=2**31 - 1,
         description="refuse the change (409) unless the entry is at this version; a new entry needs none",
     )
 

@@ -11,12 +11,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, StrictBool, StrictStr, Tag
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import DateTime, HttpUrl, ObjectId, Secret
 from chargenet.api.pagination import Cursor, PageParams
 from chargenet.api.security import require
 from chargenet.domain.events import EventType
 from chargenet.domain.scopes import Scope
+from chargenet.domain.text import INT32_MAX
 from chargenet.domain.webhook_filters import ID_PATTERN, MAX_IDS
 from chargenet.domain.webhook_headers import MAX_HEADERS, NAME_SCHEMA, VALUE_SCHEMA
 from chargenet.services import events as event_service
@@ -194,8 +196,8 @@ class WebhookUpdate(_Body):
     headers: CustomHeaders | None = Field(default=None, description="replaces the custom headers (`{}`: none)")
     stations: FilterIds | None = None
     chargePoints: FilterIds | None = None
-    version: int | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
+    version: Annotated[int, Bounds(1, INT32_MAX), Integral] | None = Field(
+        default=None, description="refuse the change (409) unless the webhook is at this version"
     )
 
 
@@ -213,8 +215,8 @@ class RotateRequest(_Body):
     overlapUntil: DateTime = Field(
         description="until then a 401 or 403 under the new credentials is retried once with the previous ones"
     )
-    version: int | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="refuse the change (409) unless the webhook is at this version"
+    version: Annotated[int, Bounds(1, INT32_MAX), Integral] | None = Field(
+        default=None, description="refuse the change (409) unless the webhook is at this version"
     )
 
 

@@ -86,10 +86,12 @@ class Harness:
     def engine(
         self,
         owner: str = "process-1",
-        timeout: float = 2.0,
+        timeout: float = 30.0,
         metrics: WebhookMetrics | None = None,
         keys: Callable[[], WebhookSigningKeys] = signing_keys,
     ) -> DeliveryEngine:
+        # Loopback receivers answer at once; the default bound only ends a test that would hang. A tighter one timed
+        # out attempts on a busy machine, and the resent event showed twice in a log that a test compares exactly.
         sender = WebhookSender(clock=self.clock, keys=keys, allow_private=True, timeout=timeout)
         engine = DeliveryEngine(
             store=self.store,
