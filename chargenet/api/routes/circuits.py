@@ -35,9 +35,12 @@ MeterWriter = Annotated[ApiApplication, Depends(require(Scope.METERS_WRITE))]
 
 router = APIRouter(tags=["site power"])
 
-Amps = Annotated[float, Field(ge=0, le=100_000, description="amperes per phase")]
+Amps = Annotated[float, Field(strict=True, ge=0, le=100_000, description="amperes per phase")]
 Limit = Annotated[
-    float, Field(ge=MINIMUM_SESSION_A, le=100_000, description="amperes per phase; at least one session's minimum")
+    float,
+    Field(
+        strict=True, ge=MINIMUM_SESSION_A, le=100_000, description="amperes per phase; at least one session's minimum"
+    ),
 ]
 Phases = Annotated[StrictStr, Field(json_schema_extra={"enum": list(PHASE_CHOICES)})]
 

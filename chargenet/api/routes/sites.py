@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from chargenet.api.bounds import Bounds, Integral
 from chargenet.api.dependencies import Context
 from chargenet.api.fields import Name, ObjectId, OcppVersions, Secret, WebSocketUrl
 from chargenet.api.pagination import PageParams
@@ -53,7 +54,7 @@ class SiteChange(BaseModel):
     upstreamPassword: Secret | None = None
     removeUpstreamPassword: StrictBool = Field(default=False, description="drop the upstream password, keep the URL")
     upstreamOcppVersions: OcppVersions | None = Field(default=None, description="the OCPP versions the upstream takes")
-    upstreamSecurityProfile: Literal[1, 2, 3] | None = Field(
+    upstreamSecurityProfile: Annotated[int, Bounds(1, 3), Integral] | None = Field(
         default=None,
         description="of the link to the upstream: 1 password over ws:// or wss://, 2 password over wss:// only, 3 the"
         " site's client certificate over wss:// (set with its files by `chargenet admin site upstream-tls`)",
