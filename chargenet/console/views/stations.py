@@ -286,17 +286,29 @@ async def _show(request: Request, signed: Signed) -> Response:
 
 
 @dataclass(frozen=True, slots=True)
-class Sent:
-    """When a command is sent, and the zone its form's date-times are read in (the reader's); for a log asked of the
-    station, the units of work that write (its upload slot, its audit) and where the station uploads."""
+class Order:
+    """A command as the operator sent it: the form, who sent it and to which station, the units of work that read
+    (and, for a log asked of the station, those that write its upload slot and audit), the edge that carries it, when
+    it is sent, the zone its form's date-times are read in (the reader's) and where a station uploads."""
 
+    reading: Transactions
+    edge: StationCommands
+    caller: OperatorCaller
+    station_id: str
+    form: Mapping[str, str]
     now: datetime
     reads_in: LocalTime
     transaction: Transactions | None = None
     upload_base: str = ""
 
+    async def central(self, action: str, payload: Payload) -> Payload:
+        """One of the commands the station answers as it likes (`station_commands.central_command`)."""
+        return await station_commands.central_command(
+            self.reading, self.edge, self.caller, station_id=self.station_id, action=action, payload=payload
+        )
 
-Send = Callable[[Transactions, StationCommands, OperatorCaller, str, Mapping[str, str], Sent], Awaitable["Answered"]]
+
+Send = Callable[[Order], Awaitable["Answered"]]
 
 
 @dataclass(frozen=True)
@@ -348,74 +360,53 @@ def _choice(form: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str
     return value
 
 
-async def _remote_start(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    id_tag = form.get("id_tag", "").strip()
+async def _remote_start(order: Order) -> Answered:
+    id_tag = order.form.get("id_tag", "").strip()
     if not id_tag:
         raise InvalidInput("type the idTag the session is for", field="id_tag")
     answer = await charge_point_commands.start_session(
-        reading, edge, caller, charge_point_id=_charge_point(form), connector_id=_connector(form), id_tag=id_tag
+        order.reading,
+        order.edge,
+        order.caller,
+        charge_point_id=_charge_point(order.form),
+        connector_id=_connector(order.form),
+        id_tag=id_tag,
     )
     return Answered(answer.status)
 
 
-async def _remote_stop(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    number = whole_number(form, "transaction_id", low=1, high=2**31 - 1)
+async def _remote_stop(order: Order) -> Answered:
+    number = whole_number(order.form, "transaction_id", low=1, high=2**31 - 1)
     if number is None:
         raise InvalidInput("no transaction in progress here", field="transaction_id")
-    async with reading() as session:
-        active = await transactions.active_on_station(session, caller, station_id)
+    async with order.reading() as session:
+        active = await transactions.active_on_station(session, order.caller, order.station_id)
     if number not in {tx.transaction_id for tx in active}:
-        raise Conflict(f"transaction {number} is not in progress on station {station_id} (any more)")
-    answer = await charge_point_commands.stop_session(reading, edge, caller, transaction_id=number)
+        raise Conflict(f"transaction {number} is not in progress on station {order.station_id} (any more)")
+    answer = await charge_point_commands.stop_session(order.reading, order.edge, order.caller, transaction_id=number)
     return Answered(answer.status)
 
 
-async def _unlock(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    connector = station_commands.StationConnector(_charge_point(form), _connector(form))
-    answer = await station_commands.unlock(reading, edge, caller, station_id=station_id, connector=connector)
+async def _unlock(order: Order) -> Answered:
+    connector = station_commands.StationConnector(_charge_point(order.form), _connector(order.form))
+    answer = await station_commands.unlock(
+        order.reading, order.edge, order.caller, station_id=order.station_id, connector=connector
+    )
     return _status_of(answer)
 
 
 def _availability(station_wide: bool) -> Send:
     """ChangeAvailability of the connector the form names, or of the whole station."""
 
-    async def send(
-        reading: Transactions,
-        edge: StationCommands,
-        caller: OperatorCaller,
-        station_id: str,
-        form: Mapping[str, str],
-        sent: Sent,
-    ) -> Answered:
+    async def send(order: Order) -> Answered:
         answer = await station_commands.change_availability(
-            reading,
-            edge,
-            caller,
-            station_id=station_id,
-            charge_point_id=None if station_wide else _charge_point(form),
-            connector_id=None if station_wide else _connector(form),
-            availability=_choice(form, "type", ("Inoperative", "Operative")),
+            order.reading,
+            order.edge,
+            order.caller,
+            station_id=order.station_id,
+            charge_point_id=None if station_wide else _charge_point(order.form),
+            connector_id=None if station_wide else _connector(order.form),
+            availability=_choice(order.form, "type", ("Inoperative", "Operative")),
         )
         return _status_of(answer)
 
@@ -425,77 +416,50 @@ def _availability(station_wide: bool) -> Send:
 def _trigger(station_wide: bool) -> Send:
     """TriggerMessage for the connector the form names (of the messages about one), or for the whole station."""
 
-    async def send(
-        reading: Transactions,
-        edge: StationCommands,
-        caller: OperatorCaller,
-        station_id: str,
-        form: Mapping[str, str],
-        sent: Sent,
-    ) -> Answered:
+    async def send(order: Order) -> Answered:
         answer = await station_commands.trigger(
-            reading,
-            edge,
-            caller,
-            station_id=station_id,
-            requested_message=_choice(form, "message", TRIGGERS if station_wide else CONNECTOR_TRIGGERS),
-            charge_point_id=None if station_wide else _charge_point(form),
-            connector_id=None if station_wide else _connector(form),
+            order.reading,
+            order.edge,
+            order.caller,
+            station_id=order.station_id,
+            requested_message=_choice(order.form, "message", TRIGGERS if station_wide else CONNECTOR_TRIGGERS),
+            charge_point_id=None if station_wide else _charge_point(order.form),
+            connector_id=None if station_wide else _connector(order.form),
         )
         return _status_of(answer)
 
     return send
 
 
-async def _reset(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    kind = _choice(form, "type", ("Soft", "Hard"))
-    return _status_of(await station_commands.reset(reading, edge, caller, station_id=station_id, kind=kind))
+async def _reset(order: Order) -> Answered:
+    kind = _choice(order.form, "type", ("Soft", "Hard"))
+    return _status_of(
+        await station_commands.reset(order.reading, order.edge, order.caller, station_id=order.station_id, kind=kind)
+    )
 
 
-async def _clear_cache(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="ClearCache", payload={}
+async def _clear_cache(order: Order) -> Answered:
+    answer = await order.central("ClearCache", {})
+    return _status_of(answer)
+
+
+async def _request_csr(order: Order) -> Answered:
+    answer = await station_certificates.request_csr(
+        order.reading, order.edge, order.caller, station_id=order.station_id
     )
     return _status_of(answer)
 
 
-async def _request_csr(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    answer = await station_certificates.request_csr(reading, edge, caller, station_id=station_id)
-    return _status_of(answer)
-
-
-async def _request_log(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    assert sent.transaction is not None
+async def _request_log(order: Order) -> Answered:
+    assert order.transaction is not None
     answer = await station_logs.request_log(
-        reading, sent.transaction, edge, caller, station_id=station_id, upload_base=sent.upload_base, now=sent.now
+        order.reading,
+        order.transaction,
+        order.edge,
+        order.caller,
+        station_id=order.station_id,
+        upload_base=order.upload_base,
+        now=order.now,
     )
     named = f"; it will upload {answer.file_name}" if answer.file_name else ""
     return Answered(answer.status, detail=f"log request {answer.request_id}{named}")
@@ -518,19 +482,10 @@ def _configuration_keys(answer: Payload) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["key"])
 
 
-async def _get_configuration(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    wanted = [key.strip() for key in form.get("keys", "").split(",") if key.strip()]
+async def _get_configuration(order: Order) -> Answered:
+    wanted = [key.strip() for key in order.form.get("keys", "").split(",") if key.strip()]
     payload: Payload = {"key": wanted} if wanted else {}
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="GetConfiguration", payload=payload
-    )
+    answer = await order.central("GetConfiguration", payload)
     unknown = answer.get("unknownKey")
     return Answered(
         None,
@@ -539,21 +494,12 @@ async def _get_configuration(
     )
 
 
-async def _change_configuration(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    key = form.get("key", "").strip()
+async def _change_configuration(order: Order) -> Answered:
+    key = order.form.get("key", "").strip()
     if not key:
         raise InvalidInput("type the key to change", field="key")
-    payload: Payload = {"key": key, "value": form.get("value", "")}
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="ChangeConfiguration", payload=payload
-    )
+    payload: Payload = {"key": key, "value": order.form.get("value", "")}
+    answer = await order.central("ChangeConfiguration", payload)
     return _status_of(answer)
 
 
@@ -576,68 +522,45 @@ def _reservation_id(form: Mapping[str, str]) -> int:
     return number
 
 
-async def _reserve(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    id_tag = text(form, "id_tag")
+async def _reserve(order: Order) -> Answered:
+    id_tag = text(order.form, "id_tag")
     if not id_tag:
         raise InvalidInput("type the idTag the connector is reserved for", field="id_tag")
-    expires = local_instant(form, "expires", sent.reads_in)
+    expires = local_instant(order.form, "expires", order.reads_in)
     if expires is None:
         raise InvalidInput("say when the reservation expires", field="expires")
-    if expires <= sent.now:
-        raise InvalidInput(f"must be in the future (it is {sent.reads_in.text(sent.now)} now)", field="expires")
+    if expires <= order.now:
+        raise InvalidInput(f"must be in the future (it is {order.reads_in.text(order.now)} now)", field="expires")
     answer = await station_commands.reserve_now(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
-        connector=station_commands.StationConnector(_charge_point(form), _connector(form)),
+        order.reading,
+        order.edge,
+        order.caller,
+        station_id=order.station_id,
+        connector=station_commands.StationConnector(_charge_point(order.form), _connector(order.form)),
         id_tag=id_tag,
         expires_at=expires,
-        reservation_id=_reservation_id(form),
-        parent_id_tag=optional_text(form, "parent_id_tag"),
+        reservation_id=_reservation_id(order.form),
+        parent_id_tag=optional_text(order.form, "parent_id_tag"),
     )
     return _status_of(answer)
 
 
-async def _cancel_reservation(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    payload: Payload = {"reservationId": _reservation_id(form)}
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="CancelReservation", payload=payload
-    )
+async def _cancel_reservation(order: Order) -> Answered:
+    payload: Payload = {"reservationId": _reservation_id(order.form)}
+    answer = await order.central("CancelReservation", payload)
     return _status_of(answer)
 
 
-async def _send_local_list(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    version = whole_number(form, "list_version", low=1, high=INT32_MAX)
+async def _send_local_list(order: Order) -> Answered:
+    version = whole_number(order.form, "list_version", low=1, high=INT32_MAX)
     if version is None:
         raise InvalidInput("type the version the station is to record for the list", field="list_version")
-    update = _choice(form, "update_type", station_commands.LOCAL_LIST_UPDATES)
+    update = _choice(order.form, "update_type", station_commands.LOCAL_LIST_UPDATES)
     answer = await station_commands.send_local_list(
-        reading,
-        edge,
-        caller,
-        station_id=station_id,
+        order.reading,
+        order.edge,
+        order.caller,
+        station_id=order.station_id,
         list_version=version,
         limits=frames.DEFAULT_LIMITS,
         update_type="Full" if update == "Full" else "Differential",
@@ -645,40 +568,22 @@ async def _send_local_list(
     return _status_of(answer)
 
 
-async def _local_list_version(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="GetLocalListVersion", payload={}
-    )
+async def _local_list_version(order: Order) -> Answered:
+    answer = await order.central("GetLocalListVersion", {})
     version = answer.get("listVersion")
     return Answered(None, list_version=version if isinstance(version, int) else None)
 
 
-async def _data_transfer(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    vendor = _bounded_text(form, "vendor_id", MAX_VENDOR_ID, required="type the vendor's id")
+async def _data_transfer(order: Order) -> Answered:
+    vendor = _bounded_text(order.form, "vendor_id", MAX_VENDOR_ID, required="type the vendor's id")
     payload: Payload = {"vendorId": vendor}
-    message = _bounded_text(form, "message_id", MAX_MESSAGE_ID)
+    message = _bounded_text(order.form, "message_id", MAX_MESSAGE_ID)
     if message is not None:
         payload["messageId"] = message
-    data = _bounded_text(form, "data", MAX_DATA)
+    data = _bounded_text(order.form, "data", MAX_DATA)
     if data is not None:
         payload["data"] = data
-    answer = await station_commands.central_command(
-        reading, edge, caller, station_id=station_id, action="DataTransfer", payload=payload
-    )
+    answer = await order.central("DataTransfer", payload)
     carried = answer.get("data")
     return Answered(
         str(answer.get("status", "")) or None,
@@ -715,49 +620,30 @@ def _variable_rows(results: Any) -> list[dict[str, Any]]:
     return rows
 
 
-async def _get_variables(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
+async def _get_variables(order: Order) -> Answered:
     answer = await station_commands.get_variables(
-        reading, edge, caller, station_id=station_id, variables=[_variable(form)]
+        order.reading, order.edge, order.caller, station_id=order.station_id, variables=[_variable(order.form)]
     )
     return Answered(None, configuration=_variable_rows(answer.get("getVariableResult")), unknown_keys=[])
 
 
-async def _set_variables(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    value = form.get("value", "")
+async def _set_variables(order: Order) -> Answered:
+    value = order.form.get("value", "")
     if len(value) > MAX_VARIABLE_VALUE:
         raise InvalidInput(f"must be at most {MAX_VARIABLE_VALUE} characters", field="value")
     answer = await station_commands.set_variables(
-        reading, edge, caller, station_id=station_id, values=[(_variable(form), value)]
+        order.reading, order.edge, order.caller, station_id=order.station_id, values=[(_variable(order.form), value)]
     )
     results = answer.get("setVariableResult")
     first = results[0] if isinstance(results, list) and results else None
     return Answered(str(first.get("attributeStatus")) if isinstance(first, dict) else None)
 
 
-async def _get_base_report(
-    reading: Transactions,
-    edge: StationCommands,
-    caller: OperatorCaller,
-    station_id: str,
-    form: Mapping[str, str],
-    sent: Sent,
-) -> Answered:
-    base = _choice(form, "report_base", tuple(value for value, _ in REPORT_BASES))
-    answer = await station_commands.request_base_report(reading, edge, caller, station_id=station_id, report_base=base)
+async def _get_base_report(order: Order) -> Answered:
+    base = _choice(order.form, "report_base", tuple(value for value, _ in REPORT_BASES))
+    answer = await station_commands.request_base_report(
+        order.reading, order.edge, order.caller, station_id=order.station_id, report_base=base
+    )
     return Answered(
         str(answer.get("status", "")) or None,
         detail=f"report {answer.get('requestId')}; it shows below as its parts arrive (reload the page)",
@@ -820,8 +706,18 @@ async def _send(request: Request, signed: Signed) -> Response:
     )
     try:
         reading, edge = _runtime(console, station_id)
-        sent = Sent(console.clock.now(), signed.reads_in, console.transaction, console.upload_url or console.public_url)
-        answered = await command.send(reading, edge, caller, station_id, form, sent)
+        order = Order(
+            reading,
+            edge,
+            caller,
+            station_id,
+            form,
+            console.clock.now(),
+            signed.reads_in,
+            console.transaction,
+            console.upload_url or console.public_url,
+        )
+        answered = await command.send(order)
         outcome = replace(
             outcome,
             status=answered.status,
