@@ -20,7 +20,7 @@ from chargenet.meters.bus import Transport
 from chargenet.meters.detect import Mark
 from chargenet.meters.spec import MeterSpec, ThresholdSettings, build_spec, build_thresholds, parse_transport
 from chargenet.outbox import Outbox
-from chargenet.store.models import Meter, MeterSession, MeterState
+from chargenet.store.models import GridMeter, Meter, MeterSession, MeterState
 from chargenet.store.sequences import next_transaction_id
 
 
@@ -129,7 +129,8 @@ async def save_state(
     await session.flush()
 
 
-def transport_of(row: Meter) -> Transport:
+def transport_of(row: Meter | GridMeter) -> Transport:
+    """The bus a stored meter is on, a session's or a grid's (both keep it in the same columns)."""
     if row.transport == "tcp":
         return parse_transport(tcp=f"[{row.tcp_host}]:{row.tcp_port}", rtu=None)
     if row.transport == "rtu":

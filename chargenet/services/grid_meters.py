@@ -14,16 +14,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from chargenet.domain.scopes import Scope
 from chargenet.errors import Conflict, InvalidInput, NotFound
 from chargenet.ids import new_id
-from chargenet.meters.bus import TcpEndpoint, Transport
+from chargenet.meters.bus import TcpEndpoint
 from chargenet.meters.profiles import get_profile
+from chargenet.meters.records import transport_of
 from chargenet.meters.spec import POLL_INTERVAL_S, UNIT_IDS, parse_transport
 from chargenet.services import audit
 from chargenet.services.callers import Caller
+from chargenet.services.meter_addresses import check_address_free
 from chargenet.services.meters import RtuTransportView, TcpTransportView
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_on_site, reachable_site, site_filter
 from chargenet.services.views import Instant, View
-from chargenet.store.models import Circuit, GridMeter, Meter, Site
+from chargenet.store.models import Circuit, GridMeter, Site
 
 GRID_POLL_INTERVAL_S = 1.0
 
@@ -41,16 +43,8 @@ class GridMeterView(View):
     created_at: Instant
 
 
-def _transport(row: GridMeter) -> Transport:
-    if row.transport == "tcp":
-        return parse_transport(tcp=f"[{row.tcp_host}]:{row.tcp_port}", rtu=None)
-    return parse_transport(
-        tcp=None, rtu=row.rtu_device or "", baud=row.baudrate, parity=row.parity, stopbits=row.stopbits
-    )
-
-
 def _view(row: GridMeter, circuit_id: str | None) -> GridMeterView:
-    transport = _transport(row)
+    transport = transport_of(row)
     shown: TcpTransportView | RtuTransportView
     if isinstance(transport, TcpEndpoint):
         shown = TcpTransportView(host=transport.host, port=transport.port)
@@ -98,7 +92,7 @@ async def create_grid_meter(
     if not low <= interval <= high:
         raise InvalidInput(f"must be {low}-{high:g} seconds, got {interval:g}", field="poll-interval")
     transport = parse_transport(tcp=tcp, rtu=rtu, baud=baud, parity=parity, stopbits=stopbits)
-    await _check_free(session, transport, unit_id)
+    await check_address_free(session, transport.key, unit_id)
     row = GridMeter(
         id=new_id("meter"),
         site_id=site_id,
@@ -119,21 +113,6 @@ async def create_grid_meter(
     detail = {"site": site_id, "role": "grid", "profile": row.profile, "bus": transport.key, "unit": str(unit_id)}
     await audit.record_change(session, caller, "meter.create", row, now=now, detail=detail)
     return _view(row, None)
-
-
-async def _check_free(session: AsyncSession, transport: Transport, unit_id: int) -> None:
-    for other in await session.scalars(select(GridMeter).where(GridMeter.unit_id == unit_id)):
-        if _transport(other).key == transport.key:
-            raise Conflict(f"unit {unit_id} on {transport.key} is already meter {other.id!r}")
-    for meter in await session.scalars(select(Meter).where(Meter.unit_id == unit_id)):
-        host, device = (meter.tcp_host, meter.tcp_port), meter.rtu_device
-        same = (
-            f"tcp://{host[0]}:{host[1]}" == transport.key
-            if meter.transport == "tcp"
-            else f"rtu://{device}" == transport.key
-        )
-        if same:
-            raise Conflict(f"unit {unit_id} on {transport.key} is already meter {meter.id!r}")
 
 
 async def _reachable(

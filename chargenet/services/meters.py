@@ -26,6 +26,7 @@ from chargenet.meters.spec import MeterSpec, ThresholdSettings, build_spec, buil
 from chargenet.outbox import Outbox
 from chargenet.services import audit
 from chargenet.services.callers import Caller
+from chargenet.services.meter_addresses import check_address_free
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_on_site, reachable_site, site_filter
 from chargenet.services.versions import check_version
@@ -226,8 +227,7 @@ async def _check_free(session: AsyncSession, spec: MeterSpec) -> None:
             raise Conflict(
                 f"connector {spec.connector_id} of {spec.charge_point_id!r} is already measured by meter {other.id!r}"
             )
-        if transport_of(other).key == spec.bus_key and other.unit_id == spec.unit_id:
-            raise Conflict(f"unit {spec.unit_id} on {spec.bus_key} is already meter {other.id!r}")
+    await check_address_free(session, spec.bus_key, spec.unit_id, meter_id=spec.meter_id)
 
 
 def _store_spec(row: Meter, spec: MeterSpec) -> None:

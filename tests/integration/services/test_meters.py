@@ -11,7 +11,7 @@ from chargenet.keys import KeyStore
 from chargenet.meters import records as meter_sessions
 from chargenet.meters.spec import MeterSpec, ThresholdSettings
 from chargenet.outbox import Outbox
-from chargenet.services import meters
+from chargenet.services import grid_meters, meters
 from chargenet.services.callers import OPERATOR
 from chargenet.services.views import rendered
 from chargenet.store.db import Store
@@ -115,6 +115,23 @@ async def test_same_unit_on_the_same_bus_is_a_conflict(store: Store, clock: Manu
     with pytest.raises(Conflict):
         await create(store, clock, tenant, tcp=None, rtu="/dev/ttyUSB0", connector_id=2)
     await create(store, clock, tenant, tcp=None, rtu="/dev/ttyUSB0", connector_id=2, unit_id=2)
+
+
+async def test_a_session_meter_and_a_grid_meter_never_share_a_bus_address(
+    store: Store, clock: ManualClock, tenant: Tenant
+) -> None:
+    async with store.transaction() as session:
+        grid = await grid_meters.create_grid_meter(
+            session, OPERATOR, site_id=tenant.site_id, profile="sdm630", unit_id=1, tcp="10.0.0.5", now=clock.now()
+        )
+    with pytest.raises(Conflict, match=grid.id):
+        await create(store, clock, tenant)
+    await create(store, clock, tenant, unit_id=2)
+    with pytest.raises(Conflict):
+        async with store.transaction() as session:
+            await grid_meters.create_grid_meter(
+                session, OPERATOR, site_id=tenant.site_id, profile="sdm630", unit_id=2, tcp="10.0.0.5", now=clock.now()
+            )
 
 
 async def test_update_changes_thresholds_and_keeps_the_rest(store: Store, clock: ManualClock, tenant: Tenant) -> None:
