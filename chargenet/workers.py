@@ -7,8 +7,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from chargenet.clock import Clock
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from chargenet.store.db import Store
 
 log = logging.getLogger(__name__)
 
@@ -39,3 +46,23 @@ class LoopWorker(ABC):
         await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
         for task in (sleeper, stopper):
             task.cancel()
+
+
+class RetentionWorker(LoopWorker):
+    """Hourly by default, one unit of work that deletes what is past its retention (`purge`, which says how many
+    rows went); logged when anything did."""
+
+    what = "records"  # the log's name for what goes, e.g. "old audit records"
+
+    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
+        super().__init__(clock, interval)
+        self.store = store
+
+    @abstractmethod
+    async def purge(self, session: AsyncSession, now: datetime) -> int: ...
+
+    async def run_once(self) -> None:
+        async with self.store.transaction() as session:
+            purged = await self.purge(session, self.clock.now())
+        if purged:
+            log.info(f"purged {self.what}", extra={"fields": {"count": purged, "worker": self.name}})

@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.clock import Clock
-from chargenet.store.db import LONG, Store
+from chargenet.store.db import LONG
 from chargenet.store.models import Alert
-from chargenet.workers import LoopWorker
+from chargenet.workers import RetentionWorker
 
 log = logging.getLogger(__name__)
 
 RETENTION = timedelta(days=365)
 
 
-class AlertRetention(LoopWorker):
+class AlertRetention(RetentionWorker):
     name = "alert-retention"
+    what = "old alerts"
 
-    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
-        super().__init__(clock, interval)
-        self.store = store
-
-    async def run_once(self) -> None:
-        cutoff = self.clock.now() - RETENTION
-        async with self.store.transaction() as session:
-            result = await session.execute(delete(Alert).where(Alert.cleared_at < cutoff).execution_options(**LONG))
-        purged = int(getattr(result, "rowcount", 0) or 0)
-        if purged:
-            log.info("purged old alerts", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        result = await session.execute(
+            delete(Alert).where(Alert.cleared_at < now - RETENTION).execution_options(**LONG)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.clock import Clock
 from chargenet.domain.scopes import Scope
 from chargenet.errors import NotFound
 from chargenet.services.callers import Actor, ApiApplication, Caller
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.views import Instant, View, like_escaped
-from chargenet.store.db import LONG, Store
+from chargenet.store.db import LONG
 from chargenet.store.models import AuditRecord
-from chargenet.workers import LoopWorker
+from chargenet.workers import RetentionWorker
 
 if TYPE_CHECKING:
     from chargenet.store.models import (
@@ -278,20 +277,14 @@ async def purge(session: AsyncSession, *, now: datetime) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-class AuditRetention(LoopWorker):
+class AuditRetention(RetentionWorker):
     """Purges audit records older than RETENTION."""
 
     name = "audit-retention"
+    what = "old audit records"
 
-    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
-        super().__init__(clock, interval)
-        self.store = store
-
-    async def run_once(self) -> None:
-        async with self.store.transaction() as session:
-            purged = await purge(session, now=self.clock.now())
-        if purged:
-            log.info("purged old audit records", extra={"fields": {"count": purged}})
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        return await purge(session, now=now)
 
 
 def _entry(row: AuditRecord, name: str | None = None) -> AuditEntry:

@@ -15,7 +15,6 @@ from datetime import datetime
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from chargenet.clock import Clock
 from chargenet.domain.scopes import Scope
 from chargenet.domain.session_requests import KEPT, RequestStatus, shown_status
 from chargenet.errors import NotFound
@@ -23,9 +22,9 @@ from chargenet.ids import new_id
 from chargenet.services.callers import Caller
 from chargenet.services.reach import reachable_on_site
 from chargenet.services.views import Instant, View, optional
-from chargenet.store.db import LONG, Store
+from chargenet.store.db import LONG
 from chargenet.store.models import SessionRequest
-from chargenet.workers import LoopWorker
+from chargenet.workers import RetentionWorker
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +115,11 @@ async def purge(session: AsyncSession, *, now: datetime) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-class SessionRequestRetention(LoopWorker):
+class SessionRequestRetention(RetentionWorker):
     """Purges session requests past their 7 days, hourly, like the other retention jobs."""
 
     name = "session-request-retention"
+    what = "old session requests"
 
-    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
-        super().__init__(clock, interval)
-        self.store = store
-
-    async def run_once(self) -> None:
-        async with self.store.transaction() as session:
-            purged = await purge(session, now=self.clock.now())
-        if purged:
-            log.info("purged old session requests", extra={"fields": {"count": purged}})
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        return await purge(session, now=now)

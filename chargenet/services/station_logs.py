@@ -38,7 +38,7 @@ from chargenet.services.reach import reachable_station
 from chargenet.services.views import Instant, View
 from chargenet.store.db import Store, Transactions
 from chargenet.store.models import LogUploadSlot, Station, StationLog
-from chargenet.workers import LoopWorker
+from chargenet.workers import RetentionWorker
 
 log = logging.getLogger(__name__)
 
@@ -296,21 +296,18 @@ async def purge(session: AsyncSession, data_dir: Path, *, now: datetime, retenti
     return len(rows)
 
 
-class StationLogRetention(LoopWorker):
+class StationLogRetention(RetentionWorker):
     """Deletes station logs past their retention (`CHARGENET_LOG_RETENTION_DAYS`, 30), hourly."""
 
     name = "station-log-retention"
+    what = "old station logs"
 
     def __init__(
         self, store: Store, clock: Clock, data_dir: Path, retention_days: int = RETENTION_DAYS, interval: float = 3600
     ) -> None:
-        super().__init__(clock, interval)
-        self.store = store
+        super().__init__(store, clock, interval)
         self.data_dir = data_dir
         self.retention = timedelta(days=retention_days)
 
-    async def run_once(self) -> None:
-        async with self.store.transaction() as session:
-            purged = await purge(session, self.data_dir, now=self.clock.now(), retention=self.retention)
-        if purged:
-            log.info("purged old station logs", extra={"fields": {"count": purged}})
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        return await purge(session, self.data_dir, now=now, retention=self.retention)

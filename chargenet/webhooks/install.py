@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.context import AppContext
@@ -18,31 +19,26 @@ from chargenet.webhooks.metrics import WebhookMetrics, health_check
 from chargenet.webhooks.oneshot import OneShotSender
 from chargenet.webhooks.retry import RetryPolicy
 from chargenet.webhooks.sender import WebhookSender, WebhookSigningKeys
-from chargenet.workers import LoopWorker
+from chargenet.workers import LoopWorker, RetentionWorker
 
 log = logging.getLogger(__name__)
 
 DEAD_LETTER_RETENTION = timedelta(days=30)
 
 
-class DeadLetterRetention(LoopWorker):
+class DeadLetterRetention(RetentionWorker):
     """Purges dead letters older than 30 days (decisions.md §4)."""
 
     name = "webhook-dead-letter-retention"
+    what = "old dead letters"
 
-    def __init__(self, store: Store, clock: Clock, interval: float = 3600) -> None:
-        super().__init__(clock, interval)
-        self.store = store
-
-    async def run_once(self) -> None:
-        cutoff = self.clock.now() - DEAD_LETTER_RETENTION
-        async with self.store.transaction() as session:
-            result = await session.execute(
-                delete(WebhookDeadLetter).where(WebhookDeadLetter.dead_at < cutoff).execution_options(**LONG)
-            )
-        purged = int(getattr(result, "rowcount", 0) or 0)
-        if purged:
-            log.info("purged old dead letters", extra={"fields": {"count": purged, "before": cutoff.isoformat()}})
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        result = await session.execute(
+            delete(WebhookDeadLetter)
+            .where(WebhookDeadLetter.dead_at < now - DEAD_LETTER_RETENTION)
+            .execution_options(**LONG)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 class CredentialOverlapEnd(LoopWorker):
