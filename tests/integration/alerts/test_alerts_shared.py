@@ -29,7 +29,7 @@ async def test_two_processes_raise_one_alert_and_send_one_mail(
         await set_server(first, keys, tenant.company_id, clock.now(), host=smtp.host, port=smtp.port)
         evaluators = [AlertEvaluator(store, clock) for store in (first, second)]
         mailers = [
-            AlertMailer(store, clock, keys.credential_cipher(), owner, timeout=2.0)
+            AlertMailer(store, clock, keys.credential_cipher(), owner, timeout=30.0)
             for store, owner in ((first, "process-1"), (second, "process-2"))
         ]
         await set_presence(first, tenant.station_id, connected=False, at=clock.now())

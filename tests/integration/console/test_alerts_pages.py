@@ -165,7 +165,7 @@ async def test_a_raised_alert_is_listed_with_its_mail_failure_counted_in_the_bad
     await AlertEvaluator(harness.store, harness.clock).run_once()
     cipher = harness.console.credential_cipher
     assert cipher is not None
-    await AlertMailer(harness.store, harness.clock, cipher, "process-1", timeout=2.0).run_once()
+    await AlertMailer(harness.store, harness.clock, cipher, "process-1", timeout=30.0).run_once()
 
     client = await harness.signed_in("admin@acme.test")
     assert (await client.get("/console/alerts/badge")).text.strip() == '<span class="badge">1 open</span>'

@@ -121,7 +121,7 @@ class Hooks:
 @pytest.fixture
 async def hooks(harness: ConsoleHarness, tmp_path: Path) -> AsyncIterator[Hooks]:
     keys = KeyStore(tmp_path / "keys")
-    sender = WebhookSender(clock=harness.clock, keys=signing_keys, allow_private=True, timeout=2.0)
+    sender = WebhookSender(clock=harness.clock, keys=signing_keys, allow_private=True, timeout=30.0)
     harness.console.webhook_allow_private = True
     harness.console.webhook_tests = OneShotSender(harness.store, sender, keys.credential_cipher())
     async with harness.store.transaction() as session:

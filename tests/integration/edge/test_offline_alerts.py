@@ -40,7 +40,7 @@ async def test_an_operator_gets_one_mail_when_a_real_station_drops_off_and_one_w
     served = served_manual
     clock, store, keys = manual_clock(served), served.context.store, served.context.keys
     evaluator = AlertEvaluator(store, clock)
-    mailer = AlertMailer(store, clock, keys.credential_cipher(), "test-process", timeout=2.0)
+    mailer = AlertMailer(store, clock, keys.credential_cipher(), "test-process", timeout=30.0)
 
     async def shown(connected: bool) -> bool:
         await served.edge.message_log.run_once()  # the presence the edge keeps, written now, not within a second

@@ -198,7 +198,7 @@ async def test_a_window_the_lane_has_no_room_for_is_refused_and_nothing_is_recov
 
 async def test_a_custom_header_naming_a_signed_one_is_never_sent_even_if_stored() -> None:
     clock = ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
-    sender = WebhookSender(clock=clock, keys=signing_keys, allow_private=True, timeout=2.0)
+    sender = WebhookSender(clock=clock, keys=signing_keys, allow_private=True, timeout=30.0)
     async with run_receiver() as receiver:
         endpoint = Endpoint(
             webhook_id="wh_1",
