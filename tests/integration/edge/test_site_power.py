@@ -156,6 +156,9 @@ async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cp
     assert station.current_a(1) == 8.0
     # One profile per purpose: the merge replaced the edge's, it did not stack beside it.
     assert [p.profile["transactionId"] for p in station.profiles.kept if p.purpose == TX] == [started]
+    # The upstream asks what the station will do: the station's own answer, which is the merge's.
+    composite = await cpo.call("CS-1", "GetCompositeSchedule", {"connectorId": 1, "duration": 3600})
+    assert composite[2]["chargingSchedule"]["chargingSchedulePeriod"][0]["limit"] == 8.0
 
     # Cleared by the upstream: the edge's own limit comes back rather than none.
     answer = await cpo.call("CS-1", "ClearChargingProfile", {"id": 5})
