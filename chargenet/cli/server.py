@@ -138,13 +138,15 @@ def run_demo(args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
     async def run_demo() -> None:
-        from chargenet.simulators import fleet_demo, meter_demo
+        from chargenet.simulators import fleet_demo, grid_demo, meter_demo
 
         context = await open_context(settings)
         try:
             fleet = await fleet_demo.install(context, site_id)
             sys.stdout.write(f"  upstream CPO    {fleet.central.url} (simulated)\n")
             sys.stdout.write(f"  stations        {fleet.described()}\n")
+            grid = await grid_demo.install(context, site_id, fleet.stations_draw_a)
+            sys.stdout.write(f"  grid meter      {grid.described()}\n")
             await meter_demo.install(context, site_id)
             partner_url = await add_demo_partner(context, site_id)
             sys.stdout.write(f"  partner         {partner_url} (prints every verified webhook event)\n")

@@ -13,14 +13,18 @@ purpose, if the upstream set one.
 - 2.0.1 carries the same two purposes with an EVSE id and the station's transaction id (a string).
 - The merge keeps the upstream's schedule and caps each of its periods by the edge's limit, converted to watts at
   `VOLTS` per phase when the upstream speaks in watts: the lower of both at every moment. It carries the edge's id
-  and stack level, so that it replaces the edge's profile rather than stacking beside it.
+  and stack level, so that it replaces the edge's profile rather than stacking beside it. Both generations merge
+  alike (`Wording`: where each keeps the profile, its connector or EVSE, and how a ClearChargingProfile names it).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from chargenet.domain.generations import OCPP201
 
 Payload = dict[str, Any]
 
@@ -83,6 +87,16 @@ def profile_201(limit: Limit) -> Payload:
     return {"evseId": limit.connector_id, "chargingProfile": profile}
 
 
+def _cap_schedule(schedule: Payload, edge: Limit) -> None:
+    """Cap each period of one schedule (either generation's) by the edge's limit, in the schedule's unit."""
+    in_watts = schedule.get("chargingRateUnit") == "W"
+    for period in schedule["chargingSchedulePeriod"]:
+        cap = edge.amps
+        if in_watts:
+            cap = edge.amps * VOLTS * int(period.get("numberPhases", edge.phases))
+        period["limit"] = round(min(float(period["limit"]), cap), 1)
+
+
 def merged_16(edge: Limit | None, upstream: Payload | None) -> Payload | None:
     """The one 1.6 SetChargingProfile request a connector gets for a purpose: the edge's limit, the upstream's
     profile (a SetChargingProfile request as the upstream sent it, with edge transaction ids), or the lower of both
@@ -97,19 +111,26 @@ def merged_16(edge: Limit | None, upstream: Payload | None) -> Payload | None:
     profile["stackLevel"] = STACK_LEVEL
     if edge.purpose == TX and edge.transaction_id is not None:
         profile["transactionId"] = edge.transaction_id
-    schedule = profile["chargingSchedule"]
-    in_watts = schedule.get("chargingRateUnit") == "W"
-    for period in schedule["chargingSchedulePeriod"]:
-        cap = edge.amps
-        if in_watts:
-            cap = edge.amps * VOLTS * int(period.get("numberPhases", edge.phases))
-        period["limit"] = round(min(float(period["limit"]), cap), 1)
+    _cap_schedule(profile["chargingSchedule"], edge)
     return merged
 
 
-def upstream_key(payload: Payload) -> tuple[int, str]:
-    """The connector and purpose an upstream's 1.6 SetChargingProfile is about."""
-    return int(payload["connectorId"]), str(payload["csChargingProfiles"]["chargingProfilePurpose"])
+def merged_201(edge: Limit | None, upstream: Payload | None) -> Payload | None:
+    """`merged_16` for a 2.0.1 station: the upstream's request names an EVSE and the station's transaction id, and
+    its profile may carry several schedules, each capped alike."""
+    if upstream is None:
+        return None if edge is None else profile_201(edge)
+    if edge is None:
+        return upstream
+    merged = copy.deepcopy(upstream)
+    profile = merged["chargingProfile"]
+    profile["id"] = profile_id(edge.purpose, edge.connector_id)
+    profile["stackLevel"] = STACK_LEVEL
+    if edge.purpose == TX and edge.transaction_id is not None:
+        profile["transactionId"] = str(edge.transaction_id)
+    for schedule in profile["chargingSchedule"]:
+        _cap_schedule(schedule, edge)
+    return merged
 
 
 def clear_matches(request: Payload, connector_id: int, profile: Payload) -> bool:
@@ -124,9 +145,60 @@ def clear_matches(request: Payload, connector_id: int, profile: Payload) -> bool
     return not ("stackLevel" in request and request["stackLevel"] != inner.get("stackLevel"))
 
 
+def clear_matches_201(request: Payload, evse_id: int, profile: Payload) -> bool:
+    """Whether a 2.0.1 ClearChargingProfile request (an id, or criteria: EVSE, purpose, stack level) clears an
+    upstream profile kept for `evse_id`."""
+    inner = profile["chargingProfile"]
+    if "chargingProfileId" in request:
+        return bool(request["chargingProfileId"] == inner.get("id"))
+    criteria = request.get("chargingProfileCriteria", {})
+    if "evseId" in criteria and criteria["evseId"] != evse_id:
+        return False
+    if "chargingProfilePurpose" in criteria and criteria["chargingProfilePurpose"] != inner["chargingProfilePurpose"]:
+        return False
+    return not ("stackLevel" in criteria and criteria["stackLevel"] != inner.get("stackLevel"))
+
+
 def limit_of(request: Payload) -> float | None:
     """The limit of a 1.6 SetChargingProfile request's first period (the one in force when it starts), in its unit."""
     periods = request["csChargingProfiles"]["chargingSchedule"]["chargingSchedulePeriod"]
     if not periods:
         return None
     return float(min(periods, key=lambda p: p["startPeriod"])["limit"])
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """How one generation words the profiles of an upstream: what a station sends through the edge is the same
+    merge whichever it speaks."""
+
+    profile_field: str  # the request's field holding the profile
+    connector_field: str  # the request's field naming the connector (1.6) or EVSE (2.0.1)
+    profile: Callable[[Limit], Payload]
+    merged: Callable[[Limit | None, Payload | None], Payload | None]
+    clear_matches: Callable[[Payload, int, Payload], bool]
+
+    def key(self, request: Payload) -> tuple[int, str]:
+        """The connector and purpose an upstream's SetChargingProfile is about."""
+        return int(request[self.connector_field]), str(request[self.profile_field]["chargingProfilePurpose"])
+
+    def on_connector(self, request: Payload, connector_id: int) -> Payload:
+        return {**request, self.connector_field: connector_id}
+
+    def transaction_of(self, request: Payload) -> int | str | None:
+        """The transaction a kept profile names, if any."""
+        named = request[self.profile_field].get("transactionId")
+        return named if isinstance(named, int | str) else None
+
+    def speaks(self, request: Payload) -> bool:
+        """Whether a kept request is in this generation's words (a station may come back speaking the other)."""
+        return self.profile_field in request
+
+
+WORDING_16 = Wording("csChargingProfiles", "connectorId", profile_16, merged_16, clear_matches)
+WORDING_201 = Wording("chargingProfile", "evseId", profile_201, merged_201, clear_matches_201)
+
+
+def wording(generation: str) -> Wording:
+    """The wording of a station's generation (its subprotocol)."""
+    return WORDING_201 if generation == OCPP201 else WORDING_16

@@ -9,8 +9,9 @@ the stations' answers are written in another unit. The rules of what is sent are
   after each reconnection), and each session the round says to send gets its allowance as a TxProfile;
 - a station that answers Rejected, or does not support SetChargingProfile (NotSupported, NotImplemented), is kept as
   such and counted at its sessions' full rating until it accepts one again (it is asked again when it reconnects);
-- on a 1.6 station behind an upstream, each profile is the lower of the edge's and the upstream's profile of that
-  purpose (`intercept_set`, `intercept_clear`: the upstream's SetChargingProfile and ClearChargingProfile).
+- on a station behind an upstream, each profile is the lower of the edge's and the upstream's profile of that
+  purpose (the upstream's SetChargingProfile and ClearChargingProfile are intercepted by the station's link, which
+  keeps them with `keep_upstream_profile` and `drop_upstream_profiles`).
 
 On PostgreSQL several processes share a store: one runs a site's rounds, the holder of its lease (`power_leases`,
 the rules of `meters.lease`: held 10 s, renewed each round). SQLite is one process: it holds every site.
@@ -19,7 +20,6 @@ the rules of `meters.lease`: held 10 s, renewed each round). SQLite is one proce
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +34,8 @@ from chargenet.clock import Clock
 from chargenet.domain import charging_profiles as profiles
 from chargenet.domain import power
 from chargenet.domain.circuits import PHASES, Phase, parse_phases
-from chargenet.domain.generations import OCPP201
-from chargenet.edge.ocpp16.frames import Payload
+from chargenet.domain.generations import OCPP16, OCPP201
+from chargenet.edge.ocpp16.frames import Payload, dump_payload, load_payload
 from chargenet.errors import ChargenetError, StationAnswerFailed
 from chargenet.ids import process_owner
 from chargenet.meters.grid import CircuitGrid, SessionDraw, circuit_grids, session_draws
@@ -279,17 +279,17 @@ class PowerController(LoopWorker):
 
     async def _send(self, send: _Send, upstream: dict[tuple[str, int, str], Payload]) -> str | None:
         limit = send.limit
-        if send.generation == OCPP201:
-            payload: Payload | None = profiles.profile_201(limit)
-        else:
-            kept = upstream.get((send.station_id, limit.connector_id, limit.purpose)) or upstream.get(
-                (send.station_id, 0, limit.purpose)
-            )
-            if kept is not None and limit.purpose == profiles.TX:
-                named = kept["csChargingProfiles"].get("transactionId")
-                if named is not None and named != send.transaction_id:
-                    kept = None  # the upstream's profile of an earlier transaction
-            payload = profiles.merged_16(limit, kept)
+        wording = profiles.wording(send.generation)
+        kept = upstream.get((send.station_id, limit.connector_id, limit.purpose)) or upstream.get(
+            (send.station_id, 0, limit.purpose)
+        )
+        if kept is not None and not wording.speaks(kept):
+            kept = None  # kept while the station spoke the other generation
+        if kept is not None and limit.purpose == profiles.TX:
+            named = wording.transaction_of(kept)
+            if named is not None and named != limit.transaction_id:
+                kept = None  # the upstream's profile of an earlier transaction
+        payload = wording.merged(limit, kept)
         assert payload is not None
         try:
             answer = await self.edge.command(send.station_id, "SetChargingProfile", payload)
@@ -399,7 +399,7 @@ async def _upstream_profiles(store: Store, station_ids: set[str]) -> dict[tuple[
         rows = await session.scalars(
             select(UpstreamChargingProfile).where(UpstreamChargingProfile.station_id.in_(sorted(station_ids)))
         )
-        return {(row.station_id, row.connector_id, row.purpose): json.loads(row.request) for row in rows}
+        return {(row.station_id, row.connector_id, row.purpose): load_payload(row.request) for row in rows}
 
 
 # Deciding what to send ---------------------------------------------------------------------------------------
@@ -553,7 +553,7 @@ async def _store_answers(
             row.defaults_sent = defaults_text(sent)
 
 
-# The upstream's profiles on a 1.6 station ----------------------------------------------------------------------
+# The upstream's profiles on a station behind one ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,26 +561,35 @@ class EdgeLimits:
     """What the edge allows a station's connectors now, per purpose, for the merge with an upstream's profile."""
 
     defaults: dict[int, float]
-    allowances: dict[int, tuple[int, float]]  # connector -> (edge transaction id, amperes)
+    allowances: dict[int, tuple[int | str, float]]  # connector -> (its transaction as the station knows it, amperes)
     phases: int
 
 
-async def edge_limits(session: AsyncSession, station_id: str) -> EdgeLimits | None:
-    """None when the station hangs on no circuit: the upstream's profiles reach it as they are."""
+async def edge_limits(session: AsyncSession, station_id: str, generation: str = OCPP16) -> EdgeLimits | None:
+    """None when the station hangs on no circuit: the upstream's profiles reach it as they are. A 2.0.1 station's
+    transactions are named by its own ids."""
     placement = await session.get(StationCircuit, station_id)
     if placement is None:
         return None
     answer = await session.get(StationProfileAnswer, station_id)
     rows = (
         await session.execute(
-            select(EdgeTransaction.ocpp_connector_id, PowerAllowance.transaction_id, PowerAllowance.amps)
+            select(
+                EdgeTransaction.ocpp_connector_id,
+                PowerAllowance.transaction_id,
+                EdgeTransaction.station_transaction_id,
+                PowerAllowance.amps,
+            )
             .join(PowerAllowance, PowerAllowance.transaction_id == EdgeTransaction.id)
             .where(EdgeTransaction.station_id == station_id, EdgeTransaction.stopped_at.is_(None))
         )
     ).all()
     return EdgeLimits(
         defaults=parse_defaults(answer.defaults_sent if answer else None),
-        allowances={connector: (transaction_id, amps) for connector, transaction_id, amps in rows},
+        allowances={
+            connector: (own if generation == OCPP201 and own is not None else transaction_id, amps)
+            for connector, transaction_id, own, amps in rows
+        },
         phases=len(parse_phases(placement.phases)),
     )
 
@@ -597,22 +606,30 @@ def edge_limit(limits: EdgeLimits, connector_id: int, purpose: str) -> profiles.
     return None
 
 
-async def keep_upstream_profile(session: AsyncSession, station_id: str, request: Payload, now: datetime) -> None:
-    connector_id, purpose = profiles.upstream_key(request)
+async def keep_upstream_profile(
+    session: AsyncSession, station_id: str, request: Payload, now: datetime, wording: profiles.Wording
+) -> None:
+    connector_id, purpose = wording.key(request)
     row = await session.get(UpstreamChargingProfile, (station_id, connector_id, purpose))
     if row is None:
         row = UpstreamChargingProfile(station_id=station_id, connector_id=connector_id, purpose=purpose)
         session.add(row)
-    row.request = json.dumps(request)
+    row.request = dump_payload(request)
     row.received_at = now
 
 
-async def drop_upstream_profiles(session: AsyncSession, station_id: str, request: Payload) -> list[tuple[int, str]]:
+async def drop_upstream_profiles(
+    session: AsyncSession, station_id: str, request: Payload, wording: profiles.Wording
+) -> list[tuple[int, str]]:
     """Forget the upstream's profiles a ClearChargingProfile names; returns their (connector, purpose)."""
     rows = list(
         await session.scalars(select(UpstreamChargingProfile).where(UpstreamChargingProfile.station_id == station_id))
     )
-    cleared = [row for row in rows if profiles.clear_matches(request, row.connector_id, json.loads(row.request))]
+    cleared = [
+        row
+        for row in rows
+        if wording.speaks(kept := load_payload(row.request)) and wording.clear_matches(request, row.connector_id, kept)
+    ]
     for row in cleared:
         await session.delete(row)
     return [(row.connector_id, row.purpose) for row in cleared]

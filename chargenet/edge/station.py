@@ -208,6 +208,53 @@ class LinkBase(abc.ABC):
         self._answered(action, payload, answer)
         return answer
 
+    async def upstream_sets_profile(self, payload: Payload) -> Payload:
+        """The station gets, per purpose, the lower of the upstream's profile and the edge's limit (decisions.md
+        "Site power"); the upstream's is kept for the edge's next profiles once the station accepted it."""
+        station_id = self.station.station_id
+        wording = charging_profiles.wording(self.generation)
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id, self.generation)
+        if limits is None:
+            return await self.call_station("SetChargingProfile", payload)
+        connector_id, purpose = wording.key(payload)
+        connectors = [connector_id]
+        if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT and limits.defaults:
+            connectors = sorted(limits.defaults)  # the edge's defaults per connector would override it on connector 0
+        answer: Payload = {"status": "Accepted"}
+        for connector in connectors:
+            upstream = wording.on_connector(payload, connector)
+            merged = wording.merged(power.edge_limit(limits, connector, purpose), upstream)
+            assert merged is not None
+            answer = await self.call_station("SetChargingProfile", merged)
+            if answer.get("status") != "Accepted":
+                return answer
+        async with self.edge.unit() as session:
+            await power.keep_upstream_profile(session, station_id, payload, self.edge.clock.now(), wording)
+        return answer
+
+    async def upstream_clears_profiles(self, payload: Payload) -> Payload:
+        """The upstream's profiles it names are forgotten; where the edge limits the same purpose, the station gets
+        the edge's profile alone instead of losing its limit."""
+        station_id = self.station.station_id
+        wording = charging_profiles.wording(self.generation)
+        async with self.edge.unit() as session:
+            limits = await power.edge_limits(session, station_id, self.generation)
+            cleared = await power.drop_upstream_profiles(session, station_id, payload, wording) if limits else []
+        if limits is None:
+            return await self.call_station("ClearChargingProfile", payload)
+        for connector_id, purpose in cleared:
+            connectors = (
+                sorted(limits.defaults)
+                if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT
+                else [connector_id]
+            )
+            for connector in connectors:
+                limit = power.edge_limit(limits, connector, purpose)
+                if limit is not None:
+                    await self.call_station("SetChargingProfile", wording.profile(limit))
+        return {"status": "Accepted" if cleared else "Unknown"}
+
     @property
     def upstream_state(self) -> auth.UpstreamState:
         if self.upstream is None:
@@ -298,57 +345,12 @@ class StationLink(LinkBase):
             return dict(relaying.REJECTED_BY_EDGE)
         try:
             if call.action == "SetChargingProfile":
-                return await self._upstream_sets_profile(payload)
+                return await self.upstream_sets_profile(payload)
             if call.action == "ClearChargingProfile":
-                return await self._upstream_clears_profiles(payload)
+                return await self.upstream_clears_profiles(payload)
             return await self.call_station(call.action, payload)
         except (CallTimedOut, ConnectionLost):
             return None  # proxy Rule 5: the upstream sees the station's silence
-
-    async def _upstream_sets_profile(self, payload: Payload) -> Payload:
-        """The station gets, per purpose, the lower of the upstream's profile and the edge's limit (decisions.md
-        "Site power"); the upstream's is kept for the edge's next profiles once the station accepted it."""
-        station_id = self.station.station_id
-        async with self.edge.unit() as session:
-            limits = await power.edge_limits(session, station_id)
-        if limits is None:
-            return await self.call_station("SetChargingProfile", payload)
-        connector_id, purpose = charging_profiles.upstream_key(payload)
-        connectors = [connector_id]
-        if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT and limits.defaults:
-            connectors = sorted(limits.defaults)  # the edge's defaults per connector would override it on connector 0
-        answer: Payload = {"status": "Accepted"}
-        for connector in connectors:
-            upstream = {**payload, "connectorId": connector}
-            merged = charging_profiles.merged_16(power.edge_limit(limits, connector, purpose), upstream)
-            assert merged is not None
-            answer = await self.call_station("SetChargingProfile", merged)
-            if answer.get("status") != "Accepted":
-                return answer
-        async with self.edge.unit() as session:
-            await power.keep_upstream_profile(session, station_id, payload, self.edge.clock.now())
-        return answer
-
-    async def _upstream_clears_profiles(self, payload: Payload) -> Payload:
-        """The upstream's profiles it names are forgotten; where the edge limits the same purpose, the station gets
-        the edge's profile alone instead of losing its limit."""
-        station_id = self.station.station_id
-        async with self.edge.unit() as session:
-            limits = await power.edge_limits(session, station_id)
-            cleared = await power.drop_upstream_profiles(session, station_id, payload) if limits else []
-        if limits is None:
-            return await self.call_station("ClearChargingProfile", payload)
-        for connector_id, purpose in cleared:
-            connectors = (
-                sorted(limits.defaults)
-                if connector_id == 0 and purpose == charging_profiles.TX_DEFAULT
-                else [connector_id]
-            )
-            for connector in connectors:
-                limit = power.edge_limit(limits, connector, purpose)
-                if limit is not None:
-                    await self.call_station("SetChargingProfile", charging_profiles.profile_16(limit))
-        return {"status": "Accepted" if cleared else "Unknown"}
 
     # Station -> edge -------------------------------------------------------------------------------------
 

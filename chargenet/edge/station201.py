@@ -129,9 +129,14 @@ class Station201Link(LinkBase):
             await self._link_upstream(OCPP201_UPSTREAM)
 
     async def relay_to_station(self, call: Call) -> Payload | None:
-        """proxy Rule 5: as for 1.6, without ids to rewrite (a 2.0.1 transaction's id is the station's own)."""
+        """proxy Rule 5: as for 1.6, without ids to rewrite (a 2.0.1 transaction's id is the station's own); the
+        upstream's charging profiles are merged with the edge's limits as for 1.6 (decisions.md "Site power")."""
         proxy.check_upstream_may_send(call.action, call.unique_id)
         try:
+            if call.action == "SetChargingProfile":
+                return await self.upstream_sets_profile(call.payload)
+            if call.action == "ClearChargingProfile":
+                return await self.upstream_clears_profiles(call.payload)
             return await self.call_station(call.action, call.payload)
         except (CallTimedOut, ConnectionLost):
             return None  # the upstream sees the station's silence

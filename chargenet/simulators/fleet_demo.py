@@ -13,7 +13,9 @@ station's generation is its own: the same story, told in TransactionEvents), cha
 the first turn, so the newest generation is on show from the start.
 
 The site has a limit: its grid connection carries `DEMO_LIMIT_A` per phase and every demo station hangs on it, so
-each station holds its safe default and each session the allowance the edge sends it as a charging profile.
+each station holds its safe default and each session the allowance the edge sends it as a charging profile. What
+the charging station draws (`stations_draw_a`) is what the site's grid meter adds to the building's load
+(`grid_demo`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.simulators import demo_site
 from chargenet.simulators.cpo import SimulatedCentralSystem
+from chargenet.simulators.ocpp201.charging_profiles import DEFAULT_PHASES, VOLTS
+from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.scenario import simulated_station
+from chargenet.simulators.session import DemoStation
+from chargenet.simulators.station import SimulatedStation
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +67,18 @@ class DemoFleet:
         self.stations = [(station_id, tag, False) for station_id, tag in DEMO_STATIONS]
         if ocpp201:
             self.stations.insert(0, (*DEMO_STATION_201, True))
+        self._charging: tuple[DemoStation, int] | None = None  # the station whose turn it is, and its connector
+
+    def stations_draw_a(self) -> float:
+        """What the stations draw per phase now: the vehicle of the station whose turn it is, within its profiles."""
+        if self._charging is None:
+            return 0.0
+        station, connector_id = self._charging
+        if isinstance(station, SimulatedStation201):
+            power_w = station.power_w(connector_id)
+            return (station.max_power_w if power_w is None else power_w) / (VOLTS * DEFAULT_PHASES)
+        assert isinstance(station, SimulatedStation)
+        return station.current_a(connector_id)
 
     def described(self) -> str:
         """The stations for the demo's banner, by generation: the 1.6 ones go through the upstream CPO, and the edge
@@ -136,13 +154,18 @@ class DemoFleet:
                 # Each station alternates its connectors and the order of cable and badge, turn by turn.
                 round_ = turn // len(fleet)
                 session = station.plug_first_session if round_ % 2 == 0 else station.id_first_session
-                await session(
-                    1 + round_ % 2,
-                    tag,
-                    wh=random.randint(2_000, 12_000),
-                    charging_seconds=CHARGING_S,
-                    meter_every=METER_EVERY_S,
-                )
+                connector_id = 1 + round_ % 2
+                self._charging = (station, connector_id)
+                try:
+                    await session(
+                        connector_id,
+                        tag,
+                        wh=random.randint(2_000, 12_000),
+                        charging_seconds=CHARGING_S,
+                        meter_every=METER_EVERY_S,
+                    )
+                finally:
+                    self._charging = None
                 for waiting, _ in fleet:
                     await waiting.heartbeat()
                 turn += 1

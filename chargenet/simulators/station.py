@@ -90,6 +90,24 @@ class SimulatedStation(StationConnection):
             self.answers["SetChargingProfile"] = self.profiles.set
         self.answers.setdefault("ClearChargingProfile", self.profiles.clear)
         self.answers.setdefault("GetDiagnostics", self._get_diagnostics)
+        self.answers.setdefault("GetCompositeSchedule", self._composite_schedule)
+
+    def _composite_schedule(self, payload: Payload) -> Payload:
+        """What the connector will draw from now: one period, the current its profiles allow its vehicle."""
+        connector_id = int(payload["connectorId"])
+        unit = payload.get("chargingRateUnit", "A")
+        limit = self.current_a(connector_id) if unit == "A" else self.power_w(connector_id)
+        schedule = {
+            "duration": payload["duration"],
+            "chargingRateUnit": unit,
+            "chargingSchedulePeriod": [{"startPeriod": 0, "limit": round(limit, 1), "numberPhases": self.phases}],
+        }
+        return {
+            "status": "Accepted",
+            "connectorId": connector_id,
+            "scheduleStart": now_text(),
+            "chargingSchedule": schedule,
+        }
 
     def _get_diagnostics(self, payload: Payload) -> Payload:
         """Names its file, then uploads it to the location (a directory) and tells how that went."""

@@ -1,5 +1,6 @@
 """`make demo` shows real events flow: simulated stations of both generations charge through the edge and the
-partner receiver prints every event type, each verified against the server's published keys."""
+partner receiver prints every event type, each verified against the server's published keys; the site's grid meter
+is read, so its Power page shows a measured load."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
     seen: dict[str, dict[str, object]] = {}
     seen_201: dict[str, dict[str, object]] = {}  # the OCPP 2.0.1 station's, which takes the first turn
     sign_in: list[str] = []
+    site_id = ""
     try:
         wait_for_health(port, process)
         assert process.stdout is not None
@@ -32,6 +34,8 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
             if not ready:
                 continue
             line = process.stdout.readline()
+            if line.startswith("  site "):
+                site_id = line.split()[1]
             if line.startswith("  console sign-in "):
                 sign_in = line.removeprefix("  console sign-in ").split(" (")[0].split(" / ")
             if line.startswith("partner received "):
@@ -50,6 +54,9 @@ def test_demo_delivers_every_event_type_verified_to_the_partner(tmp_path: Path) 
             )
             assert response.status_code == 303
             assert "Overview" in client.get("/").text
+            # The grid meter is read: its circuit shows a measured load rather than falling back to its limit.
+            power = client.get(f"/sites/{site_id}/power").text
+            assert "<td>reading<br>" in power
     finally:
         process.kill()
         process.communicate()

@@ -54,6 +54,23 @@ class ChargingProfiles:
         ]
         self.kept.append(new)
 
+    def clear(self, request: Payload) -> bool:
+        """ClearChargingProfile (K10): by id, or by its criteria (EVSE, purpose, stack level); whether any went."""
+        criteria = request.get("chargingProfileCriteria", {})
+
+        def named(kept: KeptProfile) -> bool:
+            if "chargingProfileId" in request:
+                return bool(kept.profile["id"] == request["chargingProfileId"])
+            return bool(
+                criteria.get("evseId", kept.evse_id) == kept.evse_id
+                and criteria.get("chargingProfilePurpose", kept.purpose) == kept.purpose
+                and criteria.get("stackLevel", kept.stack_level) == kept.stack_level
+            )
+
+        before = len(self.kept)
+        self.kept = [p for p in self.kept if not named(p)]
+        return len(self.kept) < before
+
     def end_transaction(self, evse_id: int) -> None:
         """A transaction's profiles end with it."""
         self.kept = [p for p in self.kept if not (p.evse_id == evse_id and p.purpose == "TxProfile")]

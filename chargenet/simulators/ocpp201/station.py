@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from chargenet.simulators.log_upload import log_content, upload_log
 from chargenet.simulators.ocpp201 import frames
-from chargenet.simulators.ocpp201.charging_profiles import ChargingProfiles
+from chargenet.simulators.ocpp201.charging_profiles import DEFAULT_PHASES, VOLTS, ChargingProfiles
 from chargenet.simulators.ocpp201.device_model import DeviceModel, report_parts, standard_variables
 from chargenet.simulators.ocpp201.transactions import (
     IdToken,
@@ -355,6 +355,8 @@ class SimulatedStation201(StationConnection):
             "CancelReservation": self._cancel_reservation,
             "DataTransfer": self._data_transfer,
             "SetChargingProfile": self._set_charging_profile,
+            "ClearChargingProfile": self._clear_charging_profile,
+            "GetCompositeSchedule": self._composite_schedule,
             "GetLog": self._get_log,
         }
 
@@ -600,3 +602,23 @@ class SimulatedStation201(StationConnection):
                 return {"status": "Rejected"}
         self.profiles.keep(evse_id, profile)
         return {"status": "Accepted"}
+
+    def _clear_charging_profile(self, payload: Payload) -> Payload:
+        return {"status": "Accepted" if self.profiles.clear(payload) else "Unknown"}
+
+    def _composite_schedule(self, payload: Payload) -> Payload:
+        """What the EVSE will draw from now: one period, the limit its profiles allow it (K08)."""
+        evse_id = payload["evseId"]
+        power_w = self.power_w(evse_id) if evse_id in self.evse_ids else None
+        if power_w is None:
+            return {"status": "Rejected"}
+        unit = payload.get("chargingRateUnit", "W")
+        limit = power_w if unit == "W" else power_w / (VOLTS * DEFAULT_PHASES)
+        schedule = {
+            "evseId": evse_id,
+            "duration": payload["duration"],
+            "scheduleStart": now_text(),
+            "chargingRateUnit": unit,
+            "chargingSchedulePeriod": [{"startPeriod": 0, "limit": round(limit, 1)}],
+        }
+        return {"status": "Accepted", "schedule": schedule}

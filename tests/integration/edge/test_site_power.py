@@ -8,10 +8,11 @@ from dataclasses import replace
 from datetime import timedelta
 
 import httpx
+from ocpp.v201 import call
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from chargenet.domain.charging_profiles import TX, TX_DEFAULT
+from chargenet.domain.charging_profiles import TX, TX_DEFAULT, profile_id
 from chargenet.edge.power import PowerController
 from chargenet.meters.profiles import get_profile
 from chargenet.services.callers import OPERATOR
@@ -23,6 +24,7 @@ from chargenet.simulators.ocpp201.station import SimulatedStation201
 from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import Circuit, PowerAllowance, StationCircuit, StationProfileAnswer
 from tests.integration.edge.conftest import PASSWORD, Served, manual_clock
+from tests.integration.edge.test_ocpp201_upstream import Upstream201
 from tests.support.processes import eventually
 
 LIMIT_A = 20.0
@@ -154,12 +156,60 @@ async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cp
     assert station.current_a(1) == 8.0
     # One profile per purpose: the merge replaced the edge's, it did not stack beside it.
     assert [p.profile["transactionId"] for p in station.profiles.kept if p.purpose == TX] == [started]
+    # The upstream asks what the station will do: the station's own answer, which is the merge's.
+    composite = await cpo.call("CS-1", "GetCompositeSchedule", {"connectorId": 1, "duration": 3600})
+    assert composite[2]["chargingSchedule"]["chargingSchedulePeriod"][0]["limit"] == 8.0
 
     # Cleared by the upstream: the edge's own limit comes back rather than none.
     answer = await cpo.call("CS-1", "ClearChargingProfile", {"id": 5})
     assert answer[2] == {"status": "Accepted"}
     assert limit_on(station, 1, TX) == LIMIT_A
     await station.close()
+
+
+async def test_on_2_0_1_an_upstreams_lower_profile_wins_is_what_the_schedule_says_and_a_clear_restores_the_edges(
+    served: Served,
+) -> None:
+    await served.add_station("CS-201", password=PASSWORD, charge_points=2, connectors=1)
+    await limit_the_site(served, "CS-201")
+    upstream = Upstream201()
+    await upstream.start()
+    await served.set_upstream(upstream.url, ocpp_versions=["ocpp1.6", "ocpp2.0.1"])
+    station = SimulatedStation201(served.ocpp_url, "CS-201", PASSWORD)
+    await station.connect()
+    await station.boot()
+    await station.cable_in(1)
+    await station.badge(1, "TAG1")
+    transaction = await station.begin(1, "TAG1")
+    await eventually(lambda: station.power_w(1) == watts(LIMIT_A) and "CS-201" in upstream.points)
+    csms = upstream.points["CS-201"]
+    lower = {
+        "id": 5,
+        "stackLevel": 2,
+        "chargingProfilePurpose": TX,
+        "chargingProfileKind": "Relative",
+        "transactionId": transaction.transaction_id,
+        "chargingSchedule": [
+            {"id": 1, "chargingRateUnit": "W", "chargingSchedulePeriod": [{"startPeriod": 0, "limit": watts(8.0)}]}
+        ],
+    }
+    answer = await csms.call(call.SetChargingProfile(evse_id=1, charging_profile=lower))
+    assert answer.status == "Accepted"
+    assert station.power_w(1) == watts(8.0)
+    # One profile per purpose: the merge replaced the edge's, it did not stack beside it.
+    assert [p.profile["id"] for p in station.profiles.kept if p.purpose == TX] == [profile_id(TX, 1)]
+
+    # The upstream asks what the station will do: the station's own answer, which is the merge's.
+    composite = await csms.call(call.GetCompositeSchedule(duration=3600, evse_id=1, charging_rate_unit="A"))
+    assert composite.status == "Accepted"
+    assert composite.schedule["charging_schedule_period"][0]["limit"] == 8.0
+
+    # Cleared by the upstream: the edge's own limit comes back rather than none.
+    cleared = await csms.call(call.ClearChargingProfile(charging_profile_id=5))
+    assert cleared.status == "Accepted"
+    assert station.power_w(1) == watts(LIMIT_A)
+    await station.close()
+    await upstream.stop()
 
 
 async def test_a_2_0_1_station_charges_within_its_allowance_beside_one_that_refuses_profiles(served: Served) -> None:

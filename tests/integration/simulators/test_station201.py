@@ -275,7 +275,7 @@ async def test_device_model_report_local_list_cache_and_data_transfer_commands_a
     echo = await csms.command(call.DataTransfer(vendor_id="chargenet", message_id="Echo", data={"n": 1}))
     assert (unknown_vendor.status, echo.status, echo.data) == ("UnknownVendorId", "Accepted", {"n": 1})
     with pytest.raises(NotSupportedError):  # a 2.0.1 action this station does not handle
-        await csms.command(call.ClearChargingProfile(charging_profile_id=1))
+        await csms.command(call.ClearDisplayMessage(id=1))
 
 
 async def test_commands_acting_on_charging_are_answered_by_what_the_station_is_doing(

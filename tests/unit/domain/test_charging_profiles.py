@@ -11,7 +11,9 @@ from chargenet.domain.charging_profiles import (
     TX_DEFAULT,
     Limit,
     clear_matches,
+    clear_matches_201,
     merged_16,
+    merged_201,
     profile_16,
     profile_201,
     profile_id,
@@ -33,6 +35,23 @@ def upstream_profile(limits: list[float], unit: str = "A", stack_level: int = 3,
     if purpose == TX:
         profile["transactionId"] = 5
     return {"connectorId": 1, "csChargingProfiles": profile}
+
+
+def upstream_profile_201(limits: list[float], unit: str = "A", purpose: str = TX) -> dict:
+    periods = [{"startPeriod": 600 * i, "limit": limit, "numberPhases": 3} for i, limit in enumerate(limits)]
+    profile = {
+        "id": 77,
+        "stackLevel": 3,
+        "chargingProfilePurpose": purpose,
+        "chargingProfileKind": "Absolute",
+        "chargingSchedule": [
+            {"id": 1, "chargingRateUnit": unit, "chargingSchedulePeriod": periods},
+            {"id": 2, "chargingRateUnit": unit, "chargingSchedulePeriod": periods[:1]},
+        ],
+    }
+    if purpose == TX:
+        profile["transactionId"] = "upstream-named"
+    return {"evseId": 1, "chargingProfile": profile}
 
 
 def test_a_safe_default_is_a_tx_default_profile_per_connector_in_amperes_per_phase() -> None:
@@ -108,6 +127,43 @@ def test_a_clear_request_matches_by_id_or_by_its_criteria() -> None:
     assert clear_matches({}, 1, kept)
 
 
+def test_on_201_an_upstreams_lower_limit_wins_in_every_schedule_under_the_edges_id_and_transaction() -> None:
+    merged = merged_201(Limit(TX, 1, 16.0, 3, transaction_id="tx-9"), upstream_profile_201([10.0, 20.0]))
+    assert merged is not None
+    profile = merged["chargingProfile"]
+    assert [[p["limit"] for p in s["chargingSchedulePeriod"]] for s in profile["chargingSchedule"]] == [
+        [10.0, 16.0],
+        [10.0],
+    ]
+    assert (profile["id"], profile["stackLevel"], profile["transactionId"]) == (profile_id(TX, 1), STACK_LEVEL, "tx-9")
+    assert merged["evseId"] == 1
+
+
+def test_on_201_an_upstream_profile_in_watts_is_capped_by_the_edges_limit_in_watts() -> None:
+    merged = merged_201(Limit(TX, 1, 10.0, 3, transaction_id="tx-9"), upstream_profile_201([11_000.0, 4_000.0], "W"))
+    assert merged is not None
+    periods = merged["chargingProfile"]["chargingSchedule"][0]["chargingSchedulePeriod"]
+    assert [p["limit"] for p in periods] == [6_900.0, 4_000.0]
+
+
+def test_on_201_without_an_upstream_profile_the_edges_goes_alone_and_without_an_edge_limit_the_upstreams() -> None:
+    edge = Limit(TX_DEFAULT, 1, 6.0, 1)
+    upstream = upstream_profile_201([20.0], purpose=TX_DEFAULT)
+    assert merged_201(edge, None) == profile_201(edge)
+    assert merged_201(None, upstream) == upstream
+    assert merged_201(None, None) is None
+
+
+def test_on_201_a_clear_request_matches_by_id_or_by_its_criteria() -> None:
+    kept = upstream_profile_201([10.0])
+    assert clear_matches_201({"chargingProfileId": 77}, 1, kept)
+    assert not clear_matches_201({"chargingProfileId": 78}, 1, kept)
+    assert clear_matches_201({"chargingProfileCriteria": {"evseId": 1, "chargingProfilePurpose": TX}}, 1, kept)
+    assert not clear_matches_201({"chargingProfileCriteria": {"evseId": 2}}, 1, kept)
+    assert not clear_matches_201({"chargingProfileCriteria": {"stackLevel": 0}}, 1, kept)
+    assert clear_matches_201({}, 1, kept)
+
+
 def on_the_wire(payload: dict | None) -> dict:
     """The payload as a station's frame carries it (numbers with a fraction read as decimals, as the edge does)."""
     return json.loads(json.dumps(payload), parse_float=Decimal)
@@ -121,3 +177,5 @@ def test_the_profiles_pass_each_generations_schema() -> None:
             frames201.check_call(Call("a", "SetChargingProfile", on_the_wire(profile_201(limit))))
     merged = merged_16(Limit(TX, 1, 12.7, 3, transaction_id=5), upstream_profile([11_000.0], unit="W"))
     frames16.check_call(Call("a", "SetChargingProfile", on_the_wire(merged)))
+    merged = merged_201(Limit(TX, 1, 12.7, 3, transaction_id="tx-9"), upstream_profile_201([11_000.0], unit="W"))
+    frames201.check_call(Call("a", "SetChargingProfile", on_the_wire(merged)))
