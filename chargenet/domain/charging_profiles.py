@@ -97,18 +97,27 @@ def _cap_schedule(schedule: Payload, edge: Limit) -> None:
         period["limit"] = round(min(float(period["limit"]), cap), 1)
 
 
+def _as_the_edges(profile: Payload, id_field: str, connector_id: int) -> None:
+    """An upstream's profile of a purpose the edge limits takes the edge's id and stack level, even while the edge
+    has no limit of its own there yet: the edge's next profile for that connector then replaces it, where one at the
+    upstream's stack level would have stayed beside it, and won."""
+    purpose = profile["chargingProfilePurpose"]
+    if purpose in EDGE_PURPOSES:
+        profile[id_field] = profile_id(purpose, connector_id)
+        profile["stackLevel"] = STACK_LEVEL
+
+
 def merged_16(edge: Limit | None, upstream: Payload | None) -> Payload | None:
     """The one 1.6 SetChargingProfile request a connector gets for a purpose: the edge's limit, the upstream's
     profile (a SetChargingProfile request as the upstream sent it, with edge transaction ids), or the lower of both
     at every moment. None when neither says anything."""
     if upstream is None:
         return None if edge is None else profile_16(edge)
-    if edge is None:
-        return upstream
     merged = copy.deepcopy(upstream)
     profile = merged["csChargingProfiles"]
-    profile["chargingProfileId"] = profile_id(edge.purpose, edge.connector_id)
-    profile["stackLevel"] = STACK_LEVEL
+    _as_the_edges(profile, "chargingProfileId", int(merged["connectorId"]))
+    if edge is None:
+        return merged
     if edge.purpose == TX and edge.transaction_id is not None:
         profile["transactionId"] = edge.transaction_id
     _cap_schedule(profile["chargingSchedule"], edge)
@@ -120,12 +129,11 @@ def merged_201(edge: Limit | None, upstream: Payload | None) -> Payload | None:
     its profile may carry several schedules, each capped alike."""
     if upstream is None:
         return None if edge is None else profile_201(edge)
-    if edge is None:
-        return upstream
     merged = copy.deepcopy(upstream)
     profile = merged["chargingProfile"]
-    profile["id"] = profile_id(edge.purpose, edge.connector_id)
-    profile["stackLevel"] = STACK_LEVEL
+    _as_the_edges(profile, "id", int(merged["evseId"]))
+    if edge is None:
+        return merged
     if edge.purpose == TX and edge.transaction_id is not None:
         profile["transactionId"] = str(edge.transaction_id)
     for schedule in profile["chargingSchedule"]:
@@ -177,6 +185,7 @@ class Wording:
     profile: Callable[[Limit], Payload]
     merged: Callable[[Limit | None, Payload | None], Payload | None]
     clear_matches: Callable[[Payload, int, Payload], bool]
+    clear_field: str  # the ClearChargingProfile request's field naming one profile by its id
 
     def key(self, request: Payload) -> tuple[int, str]:
         """The connector and purpose an upstream's SetChargingProfile is about."""
@@ -190,13 +199,17 @@ class Wording:
         named = request[self.profile_field].get("transactionId")
         return named if isinstance(named, int | str) else None
 
+    def clear_edge_profile(self, connector_id: int, purpose: str) -> Payload:
+        """The ClearChargingProfile request that takes the edge's profile of `purpose` off a connector."""
+        return {self.clear_field: profile_id(purpose, connector_id)}
+
     def speaks(self, request: Payload) -> bool:
         """Whether a kept request is in this generation's words (a station may come back speaking the other)."""
         return self.profile_field in request
 
 
-WORDING_16 = Wording("csChargingProfiles", "connectorId", profile_16, merged_16, clear_matches)
-WORDING_201 = Wording("chargingProfile", "evseId", profile_201, merged_201, clear_matches_201)
+WORDING_16 = Wording("csChargingProfiles", "connectorId", profile_16, merged_16, clear_matches, "id")
+WORDING_201 = Wording("chargingProfile", "evseId", profile_201, merged_201, clear_matches_201, "chargingProfileId")
 
 
 def wording(generation: str) -> Wording:

@@ -253,6 +253,10 @@ class LinkBase(abc.ABC):
                 limit = power.edge_limit(limits, connector, purpose)
                 if limit is not None:
                     await self.call_station("SetChargingProfile", wording.profile(limit))
+                elif purpose in charging_profiles.EDGE_PURPOSES:
+                    # The upstream's profile went to the station under the edge's id (`charging_profiles`), and
+                    # the edge has no limit there to put in its place.
+                    await self.call_station("ClearChargingProfile", wording.clear_edge_profile(connector, purpose))
         return {"status": "Accepted" if cleared else "Unknown"}
 
     @property

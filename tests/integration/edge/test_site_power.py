@@ -167,6 +167,48 @@ async def test_an_upstreams_lower_profile_wins_over_the_edges(served: Served, cp
     await station.close()
 
 
+async def test_an_upstreams_profile_before_the_edges_allowance_is_replaced_by_the_merge_and_cleared_by_its_id(
+    served_manual: Served, cpo: SimulatedCentralSystem
+) -> None:
+    served = served_manual
+    await served.point_site_at(cpo)
+    station = served.station()
+    await station.connect()
+    await cpo.wait_connected("CS-1")
+    await station.boot()
+    await station.start(1, "TAG1")
+    await limit_the_site(served)  # placed after the session started, before any round gave it an allowance
+    lower = {
+        "connectorId": 1,
+        "csChargingProfiles": {
+            "chargingProfileId": 5,
+            "transactionId": 90001,  # the upstream simulator's first transaction id
+            "stackLevel": 2,
+            "chargingProfilePurpose": TX,
+            "chargingProfileKind": "Relative",
+            "chargingSchedule": {"chargingRateUnit": "A", "chargingSchedulePeriod": [{"startPeriod": 0, "limit": 8}]},
+        },
+    }
+    assert (await cpo.call("CS-1", "SetChargingProfile", lower))[2] == {"status": "Accepted"}
+    # Under the edge's id and stack level: the edge's own profile will replace it rather than lose to it.
+    (held,) = [p.profile for p in station.profiles.kept if p.purpose == TX]
+    assert (held["chargingProfileId"], held["stackLevel"], limit_on(station, 1, TX)) == (profile_id(TX, 1), 0, 8.0)
+
+    # Cleared by the upstream while the edge has no limit of its own there: the station holds no TxProfile.
+    assert (await cpo.call("CS-1", "ClearChargingProfile", {"id": 5}))[2] == {"status": "Accepted"}
+    assert [p for p in station.profiles.kept if p.purpose == TX] == []
+
+    # Set again, then the edge's round: one TxProfile, the lower of both.
+    assert (await cpo.call("CS-1", "SetChargingProfile", lower))[2] == {"status": "Accepted"}
+    assert served.edge.power is not None
+    served.edge.power.poke(served.tenant.site_id)
+    await eventually(
+        lambda: sum(1 for p in station.profiles.kept if p.purpose == TX) == 1 and station.current_a(1) == 8.0
+    )
+    assert limit_on(station, 1, TX) == 8.0
+    await station.close()
+
+
 async def test_on_2_0_1_an_upstreams_lower_profile_wins_is_what_the_schedule_says_and_a_clear_restores_the_edges(
     served: Served,
 ) -> None:

@@ -114,8 +114,30 @@ def test_without_an_upstream_profile_the_edges_goes_alone_and_without_an_edge_li
     edge = Limit(TX_DEFAULT, 1, 6.0, 1)
     upstream = upstream_profile([20.0], purpose=TX_DEFAULT)
     assert merged_16(edge, None) == profile_16(edge)
-    assert merged_16(None, upstream) == upstream
+    alone = merged_16(None, upstream)
+    assert (
+        alone is not None
+        and alone["csChargingProfiles"]["chargingSchedule"] == upstream["csChargingProfiles"]["chargingSchedule"]
+    )
     assert merged_16(None, None) is None
+
+
+def test_an_upstreams_profile_the_edge_does_not_limit_yet_takes_the_edges_id_so_the_edges_next_replaces_it() -> None:
+    alone = merged_16(None, upstream_profile([20.0]))
+    assert alone is not None
+    inner = alone["csChargingProfiles"]
+    assert (inner["chargingProfileId"], inner["stackLevel"]) == (profile_id(TX, 1), 0)
+    assert inner["transactionId"] == 5
+    alone_201 = merged_201(None, upstream_profile_201([20.0]))
+    assert alone_201 is not None
+    assert (alone_201["chargingProfile"]["id"], alone_201["chargingProfile"]["stackLevel"]) == (profile_id(TX, 1), 0)
+
+
+def test_an_upstreams_profile_of_a_purpose_the_edge_never_limits_goes_as_the_upstream_sent_it() -> None:
+    station_max = upstream_profile([20.0], purpose="ChargePointMaxProfile")
+    assert merged_16(None, station_max) == station_max
+    station_max_201 = upstream_profile_201([20.0], purpose="ChargingStationMaxProfile")
+    assert merged_201(None, station_max_201) == station_max_201
 
 
 def test_a_clear_request_matches_by_id_or_by_its_criteria() -> None:
@@ -146,11 +168,9 @@ def test_on_201_an_upstream_profile_in_watts_is_capped_by_the_edges_limit_in_wat
     assert [p["limit"] for p in periods] == [6_900.0, 4_000.0]
 
 
-def test_on_201_without_an_upstream_profile_the_edges_goes_alone_and_without_an_edge_limit_the_upstreams() -> None:
+def test_on_201_without_an_upstream_profile_the_edges_goes_alone() -> None:
     edge = Limit(TX_DEFAULT, 1, 6.0, 1)
-    upstream = upstream_profile_201([20.0], purpose=TX_DEFAULT)
     assert merged_201(edge, None) == profile_201(edge)
-    assert merged_201(None, upstream) == upstream
     assert merged_201(None, None) is None
 
 
