@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench install setup-test setup-demo clean
+.PHONY: demo test lint typecheck unit bench bench-power install setup-test setup-demo clean
 
 setup-test:
 	@$(PYTHON) scripts/setup.py test
@@ -36,6 +36,10 @@ test: lint typecheck unit
 
 bench: setup-test
 	$(BIN)/python -m bench
+
+# Site power in real time (10 minutes; CHARGENET_BENCH_POWER_SECONDS sets it): not in `make bench`.
+bench-power: setup-test
+	$(BIN)/python -m bench power_realtime
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache tests/interop/node_modules tests/browser/node_modules

@@ -33,10 +33,21 @@ def main() -> int:
         server.stop()
 
 
+# Benchmarks that run for minutes on the wall clock: only when an argument names one whole (`python -m bench
+# power_realtime`, `make bench-power`), never in the default set.
+ON_REQUEST = frozenset({"bench_power_realtime"})
+
+
+def _selected(name: str, args: list[str]) -> bool:
+    if name in ON_REQUEST:
+        return any(arg in (name, name.removeprefix("bench_")) for arg in args)
+    return not args or any(arg in name for arg in args)
+
+
 def _main() -> int:
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
-    selected = [n for n in names if not sys.argv[1:] or any(arg in n for arg in sys.argv[1:])]
+    selected = [n for n in names if _selected(n, sys.argv[1:])]
     results: list[Result] = []
     for name in selected:
         module = importlib.import_module(f"bench.{name}")

@@ -1,9 +1,9 @@
 """What a circuit's grid meter tells the allocator: the other load on the circuit, or why it tells nothing (pure).
 
 A grid meter measures everything its circuit carries: the stations below it and whatever else the building draws.
-The other load, per phase, is its reading less what the sessions below the circuit draw (their stations' last meter
-values, `draw_estimate`); never below zero, since a meter that reads less than the stations draw is behind them,
-not lending current.
+The other load, per phase, is its reading less what the sessions below the circuit are known to draw (their
+stations' last meter values, `known_draw`); never below zero, since a meter that reads less than the stations draw
+is behind them, not lending current.
 
 A meter that has not answered for `silent_after`, or whose reading is nonsense (a current that is not a number, is
 negative, or is above `max_reading_a`, a bound no grid connection reaches), tells nothing: the allocator falls back
@@ -113,6 +113,17 @@ def draw_estimate(
     if reported_a is None or reported_at is None or (held_since is not None and reported_at < held_since):
         return held_a
     return min(reported_a, held_a)
+
+
+def known_draw(reported_a: float | None, held_a: float | None) -> float:
+    """What a session is known to draw, per phase, to take off its circuit's reading: what its station last
+    reported, at most the allowance it holds; nothing before its first report. Never more than it may draw: a
+    vehicle that draws less than its allowance (a smaller one, or one nearly full) would otherwise hide as much of
+    the other load, which would then be shared out beyond the limit. Less after an increase, until its next report:
+    the others are left less meanwhile, not more."""
+    if reported_a is None:
+        return 0.0
+    return reported_a if held_a is None else min(reported_a, held_a)
 
 
 def draw_amps(power_w: float | None, phases: int, volts: float) -> float | None:

@@ -17,6 +17,9 @@ A round is a pure function of the site's state and the time (decisions.md "Site 
 - Demand: a session's maximum current, or, when its vehicle has drawn clearly less than its allowance for a while,
   what it draws plus `unused_slack_a`: headroom a vehicle does not use goes to the others. A vehicle that draws
   within `draw_tolerance_a` of its allowance is taken to want more, up to its maximum.
+- Lending: a session whose demand is under the minimum is sent the minimum but holds only its demand; the rest goes
+  to the others, at most the margin of each circuit on its path whose meter is live (the meter sees a lending
+  vehicle rise, and its reading pokes a round).
 - Smoothing: a decrease is sent at once; an increase only when at least `increase_step_a` and when the station was
   sent nothing for `increase_every`; meanwhile the session keeps its last allowance, which is less.
 
@@ -155,6 +158,16 @@ class _Tree:
             self._resources[key] = found
         return found
 
+    def lendable(self) -> list[float]:
+        """Per resource, what may be lent beyond the shares: a circuit's margin, while a live meter measures it (only
+        a meter sees a vehicle rise back to its allowance, and the round it pokes takes it back from the others)."""
+        budget = [0.0] * (3 * len(self.circuits))
+        for k, circuit in enumerate(self.circuits):
+            if circuit.metered and circuit.other_load_a is not None:
+                for phase in circuit.phases:
+                    budget[3 * k + _PHASE_INDEX[phase]] = circuit.margin_a
+        return budget
+
     def capacities(self, settings: Settings, *, measured: bool) -> list[float]:
         capacity = [0.0] * (3 * len(self.circuits))
         for k, circuit in enumerate(self.circuits):
@@ -243,7 +256,7 @@ def allocate(
             before = last_sent.get(session.station_id)
             if before is None or sent_at > before:
                 last_sent[session.station_id] = sent_at
-    targets = _share(online, capacity, now, settings)
+    targets = _share(online, capacity, tree.lendable(), now, settings)
     smoothed: dict[str, tuple[float, bool]] = {}
     held = []
     for entry in online:
@@ -258,7 +271,7 @@ def allocate(
             for r in uses:
                 capacity[r] -= smoothed[session.id][0]
         rest = [entry for entry in online if smoothed[entry[0].id][0] >= targets[entry[0].id]]
-        targets.update(_share(rest, capacity, now, settings))
+        targets.update(_share(rest, capacity, tree.lendable(), now, settings))
         for session, station, _, _ in rest:
             smoothed[session.id] = _smoothed(session, targets[session.id], last_sent.get(station.id), now, settings)
     for session, station, phases, _ in online:
@@ -297,6 +310,8 @@ def allocate(
 
 
 def _demand(session: Session, now: datetime, settings: Settings) -> float:
+    """What the session asks for: its maximum, or what its vehicle draws and the slack when it draws clearly less
+    than its allowance (below the minimum too: see lending in `_share`)."""
     most = max(session.max_current_a, settings.minimum_a)
     given = session.allowance_a
     if (
@@ -306,13 +321,14 @@ def _demand(session: Session, now: datetime, settings: Settings) -> float:
         and now - session.sent_at >= settings.draw_settle
         and session.draw_a < given - settings.draw_tolerance_a
     ):
-        return min(most, max(settings.minimum_a, session.draw_a + settings.unused_slack_a))
+        return min(most, session.draw_a + settings.unused_slack_a)
     return most
 
 
 def _share(
     online: list[tuple[Session, Station, tuple[Phase, ...], list[int]]],
     capacity: list[float],
+    lendable: list[float],
     now: datetime,
     settings: Settings,
 ) -> dict[str, float]:
@@ -338,45 +354,69 @@ def _share(
         )
         for session, station, _, _ in online
     ]
-
     room = list(capacity)
+    budget = list(lendable)
+    # Only a live meter lends (below): without one, every session holds the minimum and its demand is asked later.
+    demands = [_demand(entry[0], now, settings) for entry in online] if any(budget) else None
     admitted: list[tuple[Session, Station, tuple[Phase, ...], list[int]]] = []
+    lent_by: dict[str, float] = {}  # session id -> what it lends of its minimum
     targets: dict[str, float] = {}
     floor = minimum - _EPSILON
     for index in sorted(range(len(online)), key=ranks.__getitem__):
         entry = online[index]
         uses = entry[3]
+        lent = 0.0
+        if demands is not None and demands[index] < floor:
+            # A vehicle that draws clearly less than the minimum keeps the minimum on the wire, but holds only what
+            # it asks for (its draw and the slack); the rest is lent to the others, within what its circuits may lend.
+            lent = max(0.0, min(minimum - demands[index], *(budget[r] for r in uses)))
         for r in uses:
-            if room[r] < floor:
+            if room[r] < floor - lent:
                 targets[entry[0].id] = 0.0
                 break
         else:
-            for r in uses:
-                room[r] -= minimum
+            if lent:
+                lent_by[entry[0].id] = lent
+                for r in uses:
+                    budget[r] -= lent
+                    room[r] -= minimum - lent
+            else:
+                for r in uses:
+                    room[r] -= minimum
             admitted.append(entry)
 
-    # The admitted sessions' minimums are held for every priority below the one being served.
+    # The admitted sessions' floors (the minimum less what they lend) are held for every priority below the one
+    # being served.
     held = [0.0] * len(capacity)
     for entry in admitted:
+        holds = minimum - lent_by.get(entry[0].id, 0.0) if lent_by else minimum
         for r in entry[3]:
-            held[r] += minimum
+            held[r] += holds
     left = list(capacity)
+    demand_of = {entry[0].id: demands[index] for index, entry in enumerate(online)} if demands is not None else None
     priorities = sorted({entry[1].priority for entry in admitted}, reverse=True)
     for priority in priorities:
         group = [entry for entry in admitted if entry[1].priority == priority]
         for entry in group:
+            holds = minimum - lent_by.get(entry[0].id, 0.0) if lent_by else minimum
             for r in entry[3]:
-                held[r] -= minimum
+                held[r] -= holds
+        if demand_of is None:
+            wants = [max(minimum, _demand(entry[0], now, settings)) for entry in group]
+        else:
+            wants = [max(demand_of[entry[0].id], minimum - lent_by.get(entry[0].id, 0.0)) for entry in group]
         shares = water_fill(
-            [_demand(entry[0], now, settings) for entry in group],
+            wants,
             [entry[3] for entry in group],
             [left[r] - held[r] for r in range(len(left))],
         )
         for entry, share in zip(group, shares, strict=True):
             amps = max(minimum, math.floor(share * 10 + 1e-6) / 10)
             targets[entry[0].id] = amps
+            # A lending session holds its floor (its demand, which its share reached), under the minimum it is sent.
+            holds = minimum - lent_by[entry[0].id] if entry[0].id in lent_by else amps
             for r in entry[3]:
-                left[r] -= amps
+                left[r] -= holds
     return targets
 
 

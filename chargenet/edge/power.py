@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -361,12 +361,15 @@ async def _load(
         )
         for entry in sessions
     ]
+    draws = await session_draws(session, below)
+    # What a vehicle draws tells the allocator when it wants less than its allowance (its rules of demand and lending).
+    sessions = [replace(entry, draw_a=draws.estimated.get(int(entry.id))) for entry in sessions]
     grids = await circuit_grids(
         session,
         {row.id: row.parent_id for row in circuit_rows},
         {row.id: row.meter_id for row in circuit_rows if row.meter_id is not None},
         below,
-        await session_draws(session, below),
+        draws.known,
         now,
         settings.meter_silent_after,
     )

@@ -118,12 +118,22 @@ class SessionDraw:
     held_since: datetime | None = None  # when it was sent
 
 
-async def session_draws(session: AsyncSession, sessions: Sequence[SessionDraw]) -> dict[int, float]:
-    """Each session's draw per phase (`domain.grid_meters.draw_estimate`): from the power in its station's last meter
-    values, at most the allowance its station holds; that allowance when nothing was reported since it was sent."""
+@dataclass(frozen=True, slots=True)
+class SessionDraws:
+    """Per session (edge transaction id), per phase: what it draws as far as can be told
+    (`domain.grid_meters.draw_estimate`), and what it is known to draw (`known_draw`), which is taken off its
+    circuits' readings."""
+
+    estimated: dict[int, float]
+    known: dict[int, float]
+
+
+async def session_draws(session: AsyncSession, sessions: Sequence[SessionDraw]) -> SessionDraws:
+    """Each session's draw per phase, from the power in its station's last meter values and the allowance its
+    station holds."""
     ids = [entry.transaction_id for entry in sessions]
     if not ids:
-        return {}
+        return SessionDraws({}, {})
     last = (
         select(MeterSample.transaction_id, func.max(MeterSample.at).label("at"))
         .where(MeterSample.transaction_id.in_(ids))
@@ -136,12 +146,14 @@ async def session_draws(session: AsyncSession, sessions: Sequence[SessionDraw]) 
         )
     )
     reported = {int(transaction_id): (power_w, at) for transaction_id, power_w, at in rows}
-    draws: dict[int, float] = {}
+    draws = SessionDraws({}, {})
     for entry in sessions:
         power_w, at = reported.get(entry.transaction_id, (None, None))
-        amps = grid.draw_estimate(grid.draw_amps(power_w, len(entry.phases), VOLTS), at, entry.held_a, entry.held_since)
+        reported_a = grid.draw_amps(power_w, len(entry.phases), VOLTS)
+        amps = grid.draw_estimate(reported_a, at, entry.held_a, entry.held_since)
         if amps is not None:
-            draws[entry.transaction_id] = amps
+            draws.estimated[entry.transaction_id] = amps
+        draws.known[entry.transaction_id] = grid.known_draw(reported_a, entry.held_a)
     return draws
 
 
@@ -155,7 +167,7 @@ async def circuit_grids(
     silent_after: timedelta = grid.SILENT_AFTER,
 ) -> dict[str, CircuitGrid]:
     """Per circuit (`parents`: circuit id -> its parent's; `meters`: circuit id -> its meter's id), what its meter
-    tells and what the sessions below it draw."""
+    tells and what the sessions below it are known to draw (`SessionDraws.known`)."""
     below: dict[str, list[grid.Draw]] = {circuit_id: [] for circuit_id in parents}
     for entry in sessions:
         amps = draws.get(entry.transaction_id)

@@ -179,7 +179,7 @@ async def site_power(
         {row.id: row.parent_id for row in circuit_rows},
         {row.id: row.meter_id for row in circuit_rows if row.meter_id is not None},
         below,
-        draws,
+        draws.known,
         now,
         silent_after,
     )
@@ -195,7 +195,7 @@ async def site_power(
         )
         for row in circuit_rows
     ]
-    sessions = [allocator_session(row, allowance) for row, allowance in rows]
+    sessions = [allocator_session(row, allowance, draws.estimated.get(row.id)) for row, allowance in rows]
     result = power.allocate(circuits, stations, sessions, now)
     online = {station.id: station.offline_since is None for station in stations}
     return SitePowerView(
@@ -227,7 +227,7 @@ async def site_power(
                 connector_id=row.connector_id,
                 phases=phases_text(allowance.phases),
                 allowance_amps=allowance.amps,
-                draw_amps=draws.get(row.id),
+                draw_amps=draws.estimated.get(row.id),
                 paused=allowance.paused is not None,
                 paused_reason=allowance.paused.value if allowance.paused else None,
                 station_online=online[row.station_id],

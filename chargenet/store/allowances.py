@@ -30,14 +30,18 @@ async def open_transactions(
     return [(transaction, allowance) for transaction, allowance in rows if transaction.station_id in on_circuits]
 
 
-def allocator_session(transaction: EdgeTransaction, allowance: PowerAllowance | None) -> power.Session:
-    """The transaction as the allocator's session, resuming from the allowance it holds (none: a new one)."""
+def allocator_session(
+    transaction: EdgeTransaction, allowance: PowerAllowance | None, draw_a: float | None = None
+) -> power.Session:
+    """The transaction as the allocator's session, resuming from the allowance it holds (none: a new one), with what
+    its vehicle draws as far as is known (`meters.grid.session_draws`)."""
     return power.Session(
         str(transaction.id),
         transaction.station_id,
         transaction.ocpp_connector_id,
         transaction.started_at,
         max_current_a=DEFAULT_MAX_CURRENT_A,
+        draw_a=draw_a,
         allowance_a=allowance.amps if allowance else None,
         sent_at=allowance.sent_at if allowance else None,
         paused_since=allowance.paused_since if allowance else None,

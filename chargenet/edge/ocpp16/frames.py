@@ -295,6 +295,18 @@ def _fast_verdict(schema_name: str, payload: object, generation: str = "v16") ->
     return True
 
 
+def _exact(node: object) -> object:
+    """The payload with its floats as the Decimals they print as: our own payloads carry floats (a limit of 30.6 A),
+    and the schemas' Decimal bounds (`multipleOf: 0.1`) take Decimals only."""
+    if isinstance(node, float):
+        return Decimal(repr(node))
+    if isinstance(node, dict):
+        return {key: _exact(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_exact(value) for value in node]
+    return node
+
+
 def validate_payload(schema_name: str, payload: object, generation: str = "v16") -> None:
     """Check `payload` against the schema `schema_name` of `generation` (1.6: `Action` or `ActionResponse`;
     2.0.1: `ActionRequest` or `ActionResponse`).
@@ -306,7 +318,7 @@ def validate_payload(schema_name: str, payload: object, generation: str = "v16")
     if _fast_verdict(schema_name, payload, generation):
         return  # the common case, without jsonschema
     validator = _validator(schema_name, generation)
-    error = best_match(validator.iter_errors(payload))
+    error = best_match(validator.iter_errors(_exact(payload)))
     if error is None:
         return
     kind = _CODE_OF_KEYWORD.get(str(error.validator), PropertyConstraintViolation)

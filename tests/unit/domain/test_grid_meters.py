@@ -14,6 +14,7 @@ from chargenet.domain.grid_meters import (
     draw_amps,
     draw_estimate,
     judge,
+    known_draw,
     other_load,
     status,
 )
@@ -76,3 +77,9 @@ def test_a_sessions_draw_is_what_it_reported_within_its_allowance_or_the_allowan
     assert draw_estimate(8.0, after, 12.0, before) == 8.0  # a vehicle drawing less than it may
     assert draw_estimate(0.0, before, 12.0, after) == 12.0  # nothing reported since the increase
     assert draw_estimate(None, None, None, None) is None
+
+
+def test_what_is_taken_off_a_reading_is_what_a_session_reported_within_its_allowance_never_more() -> None:
+    assert known_draw(20.0, 12.0) == 12.0  # reported before a decrease: it draws 12 A at most now
+    assert known_draw(8.0, 30.0) == 8.0  # a smaller vehicle than its allowance, or one nearly full
+    assert known_draw(None, 30.0) == 0.0  # before its first report: what it draws shows as other load

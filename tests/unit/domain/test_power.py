@@ -184,6 +184,40 @@ def test_headroom_a_vehicle_does_not_use_goes_to_the_others() -> None:
     assert amps(allocate([grid(40)], fleet, sessions, T0)) == {"tx-s0": 10, "tx-s1": 30}
 
 
+def test_a_vehicle_drawing_under_the_minimum_keeps_it_and_lends_the_rest_under_a_live_meter() -> None:
+    fleet = stations(2)
+    sessions = [
+        session("s0", draw=1, allowance=6, sent_seconds_ago=60),  # asks for its draw and the slack: 3 A
+        session("s1", draw=29, allowance=29, sent_seconds_ago=60),
+    ]
+    metered = grid(40, margin=5, other=0)
+    assert amps(allocate([metered], fleet, sessions, T0)) == {"tx-s0": 6, "tx-s1": 32}
+
+
+def test_nothing_is_lent_without_a_live_meter() -> None:
+    fleet = stations(2)
+    sessions = [
+        session("s0", draw=1, allowance=6, sent_seconds_ago=60),
+        session("s1", draw=29, allowance=29, sent_seconds_ago=60),
+    ]
+    unmetered = grid(40, margin=5)
+    silent = Circuit(GRID, None, 40, 5, metered=True, other_load_a=None)
+    for circuit in (unmetered, silent):
+        assert amps(allocate([circuit], fleet, sessions, T0)) == {"tx-s0": 6, "tx-s1": 29}
+
+
+def test_what_is_lent_never_exceeds_the_circuits_margin() -> None:
+    fleet = stations(3)
+    sessions = [
+        session("s0", draw=0, allowance=6, sent_seconds_ago=60),  # lends 4 A of its minimum
+        session("s1", draw=0, allowance=6, sent_seconds_ago=60),  # lends the 1 A of the margin left
+        session("s2", draw=20, allowance=20, sent_seconds_ago=60),
+    ]
+    result = allocate([grid(40, margin=5, other=0)], fleet, sessions, T0)
+    assert amps(result) == {"tx-s0": 6, "tx-s1": 6, "tx-s2": 28}
+    assert result.circuits[0].allocated_a["L1"] == 40  # the limit: the margin is what was lent
+
+
 def test_a_vehicle_drawing_close_to_its_allowance_is_taken_to_want_more() -> None:
     fleet = stations(2)
     sessions = [

@@ -255,6 +255,25 @@ def test_charging_limit_with_one_decimal_passes_multiple_of_check() -> None:
     frames.check_call(Call("a", "SetChargingProfile", payload))
 
 
+def test_our_own_charging_limit_as_a_float_is_checked_against_multiple_of() -> None:
+    def profile(limit: float) -> dict[str, Any]:
+        schedule = {"chargingRateUnit": "A", "chargingSchedulePeriod": [{"startPeriod": 0, "limit": limit}]}
+        return {
+            "connectorId": 1,
+            "csChargingProfiles": {
+                "chargingProfileId": 1,
+                "stackLevel": 0,
+                "chargingProfilePurpose": "TxProfile",
+                "chargingProfileKind": "Relative",
+                "chargingSchedule": schedule,
+            },
+        }
+
+    frames.validate_payload("SetChargingProfile", profile(30.6))
+    with pytest.raises(frames.PropertyConstraintViolation):
+        frames.validate_payload("SetChargingProfile", profile(30.65))
+
+
 def test_valid_call_passes() -> None:
     frames.check_call(Call("a", "BootNotification", BOOT))
 
