@@ -14,7 +14,8 @@ connections; each path is measured for one fleet and then the other, so both mee
 
 Each figure is compared with the bare responder's for the same generation, and 2.0.1's ratio with 1.6's of the
 same run (target: at least 0.9): the bare responder too is slower with 2.0.1's larger frames and richer schemas,
-so the ratios, not the raw rates, say what the edge's 2.0.1 face costs beside its 1.6 one.
+so the ratios, not the raw rates, say what the edge's 2.0.1 face costs beside its 1.6 one. Each step starts on a
+settled edge (`SETTLE_SECONDS`), so that no fleet's figure carries the batched writes of the step before it.
 `CHARGENET_BENCH_STATIONS` sets N (default 1000). The edge runs on SQLite, then on a fresh PostgreSQL database
 when `make bench` has a server (as `bench_edge`).
 """
@@ -44,6 +45,11 @@ from chargenet.services.callers import OPERATOR
 OCPP16, OCPP201 = "ocpp1.6", "ocpp2.0.1"
 PREFIX = {OCPP16: "G", OCPP201: "H"}  # the fleets' station ids: G00000..., H00000...
 TARGET = 0.9  # a 2.0.1 figure against the 1.6 one of the same run
+# The edge writes the message log (every frame, each station's last heartbeat) in a batch every second. A step
+# timed right after another would pay for the other's batch: 500 stations' Heartbeat step leaves 5,000 frames,
+# about 60 ms of CPU (100 ms and more of wall time) for SQLite to write, which landed in the 2.0.1 fleet's step
+# timed next. Every step starts once the batches of the one before have been written.
+SETTLE_SECONDS = 2.0
 Frame = list[object]
 
 
@@ -219,6 +225,7 @@ async def _measure(url: str) -> dict[tuple[str, str], float]:
     figures: dict[tuple[str, str], float] = {}
     try:
         for generation, fleet in fleets.items():
+            await asyncio.sleep(SETTLE_SECONDS)
             figures[generation, "connecting"] = await fleet.connect_all()
         steps: list[tuple[str, Callable[[Fleet], Awaitable[float]]]] = [
             ("Boot + Status", lambda fleet: fleet.sequences(lambda n: _boot_and_status(fleet.generation, n))),
@@ -227,6 +234,7 @@ async def _measure(url: str) -> dict[tuple[str, str], float]:
         ]
         for path, step in steps:
             for generation, fleet in fleets.items():
+                await asyncio.sleep(SETTLE_SECONDS)
                 figures[generation, path] = await step(fleet)
     finally:
         for fleet in fleets.values():
