@@ -14,7 +14,10 @@ connections; each path is measured for one fleet and then the other, so both mee
 
 Each figure is compared with the bare responder's for the same generation, and 2.0.1's ratio with 1.6's of the
 same run (target: at least 0.9): the bare responder too is slower with 2.0.1's larger frames and richer schemas,
-so the ratios, not the raw rates, say what the edge's 2.0.1 face costs beside its 1.6 one.
+so the ratios, not the raw rates, say what the edge's 2.0.1 face costs beside its 1.6 one. Each step starts on a
+settled edge (`SETTLE_SECONDS`), so that no fleet's figure carries the batched writes of the step before it. The
+same ratios are also given by the server's CPU time a call (its batched writes included), which, unlike the rates,
+the machine's other load does not move much.
 `CHARGENET_BENCH_STATIONS` sets N (default 1000). The edge runs on SQLite, then on a fresh PostgreSQL database
 when `make bench` has a server (as `bench_edge`).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import tempfile
@@ -44,6 +48,11 @@ from chargenet.services.callers import OPERATOR
 OCPP16, OCPP201 = "ocpp1.6", "ocpp2.0.1"
 PREFIX = {OCPP16: "G", OCPP201: "H"}  # the fleets' station ids: G00000..., H00000...
 TARGET = 0.9  # a 2.0.1 figure against the 1.6 one of the same run
+# The edge writes the message log (every frame, each station's last heartbeat) in a batch every second. A step
+# timed right after another would pay for the other's batch: 500 stations' Heartbeat step leaves 5,000 frames,
+# about 60 ms of CPU (100 ms and more of wall time) for SQLite to write, which landed in the 2.0.1 fleet's step
+# timed next. Every step starts once the batches of the one before have been written.
+SETTLE_SECONDS = 2.0
 Frame = list[object]
 
 
@@ -120,6 +129,7 @@ class Fleet:
         self.url = url
         self.generation = generation
         self.sockets: list[ClientConnection] = []
+        self.answered = 0  # calls (or connections) of the latest step
 
     async def _open(self, n: int) -> ClientConnection:
         station_id = f"{PREFIX[self.generation]}{n:05d}"
@@ -142,13 +152,15 @@ class Fleet:
         start = time.perf_counter()
         self.sockets = list(await asyncio.gather(*(limited(n) for n in range(STATIONS))))
         assert all(s.subprotocol == self.generation for s in self.sockets)
+        self.answered = STATIONS
         return STATIONS / (time.perf_counter() - start)
 
     async def _each(self, station: Callable[[int, ClientConnection], Awaitable[int]]) -> float:
         """Every station runs `station` at once; calls answered per second."""
         start = time.perf_counter()
         calls = await asyncio.gather(*(station(n, s) for n, s in enumerate(self.sockets)))
-        return sum(calls) / (time.perf_counter() - start)
+        self.answered = sum(calls)
+        return self.answered / (time.perf_counter() - start)
 
     async def sequences(self, make: Callable[[int], list[Frame]]) -> float:
         async def station(n: int, socket: ClientConnection) -> int:
@@ -213,21 +225,59 @@ async def _call(socket: ClientConnection, frame: Frame) -> dict[str, object]:
 PATHS = ("connecting", "Boot + Status", "Heartbeat", "transaction stream")
 
 
-async def _measure(url: str) -> dict[tuple[str, str], float]:
-    """(generation, path) -> rate; each path measured for the 1.6 fleet, then the 2.0.1 one."""
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has used, all its threads (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Figures:
+    """What `_measure` found, by (generation, path): the rate, and the server's CPU time a call (or connection)
+    took, counted until the next step starts, so with the batched writes it left, less what the server spends idle
+    with both fleets connected over as long. The machine's other load slows the rates but hardly the CPU a call
+    takes, so on a busy machine the CPU figures compare the generations better. (PostgreSQL's own CPU is not
+    counted: it is another process.)"""
+
+    def __init__(self) -> None:
+        self.rates: dict[tuple[str, str], float] = {}
+        self._used: dict[tuple[str, str], tuple[float, float, int]] = {}  # CPU seconds, wall seconds, calls
+        self.idle = 0.0  # CPU seconds a second, nothing being asked
+
+    def used(self, key: tuple[str, str], cpu: float, wall: float, calls: int) -> None:
+        self._used[key] = (cpu, wall, calls)
+
+    def cpu(self, generation: str, path: str) -> float:
+        """CPU seconds a call."""
+        cpu, wall, calls = self._used[generation, path]
+        return max(cpu - self.idle * wall, 1e-7 * calls) / calls  # never 0: ratios divide by it
+
+
+async def _measure(url: str, server_pid: int) -> Figures:
+    """Each path measured for the 1.6 fleet, then the 2.0.1 one."""
     fleets = {generation: Fleet(url, generation) for generation in (OCPP16, OCPP201)}
-    figures: dict[tuple[str, str], float] = {}
+    figures = Figures()
+
+    async def timed(path: str, fleet: Fleet, step: Callable[[], Awaitable[float]]) -> None:
+        cpu, start = _cpu_seconds(server_pid), time.perf_counter()
+        figures.rates[fleet.generation, path] = await step()
+        await asyncio.sleep(SETTLE_SECONDS)
+        used = _cpu_seconds(server_pid) - cpu
+        figures.used((fleet.generation, path), used, time.perf_counter() - start, fleet.answered)
+
     try:
-        for generation, fleet in fleets.items():
-            figures[generation, "connecting"] = await fleet.connect_all()
+        for fleet in fleets.values():
+            await timed("connecting", fleet, fleet.connect_all)
+        cpu, start = _cpu_seconds(server_pid), time.perf_counter()
+        await asyncio.sleep(2 * SETTLE_SECONDS)
+        figures.idle = (_cpu_seconds(server_pid) - cpu) / (time.perf_counter() - start)
         steps: list[tuple[str, Callable[[Fleet], Awaitable[float]]]] = [
             ("Boot + Status", lambda fleet: fleet.sequences(lambda n: _boot_and_status(fleet.generation, n))),
             ("Heartbeat", Fleet.heartbeats),
             ("transaction stream", Fleet.transactions),
         ]
         for path, step in steps:
-            for generation, fleet in fleets.items():
-                figures[generation, path] = await step(fleet)
+            for fleet in fleets.values():
+                await timed(path, fleet, functools.partial(step, fleet))
     finally:
         for fleet in fleets.values():
             await fleet.close()
@@ -254,7 +304,7 @@ def _run(database_url: str | None) -> list[Result]:
         asyncio.run(_prepare_store(data, database_url))
         baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
         try:
-            theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp"))
+            theirs = asyncio.run(_measure(f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid))
         finally:
             baseline.kill()
             baseline.wait()
@@ -263,7 +313,7 @@ def _run(database_url: str | None) -> list[Result]:
             serve += ["--database-url", database_url]
         edge = _start(serve, edge_port)
         try:
-            ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp"))
+            ours = asyncio.run(_measure(f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid))
         finally:
             edge.terminate()
             edge.wait()
@@ -271,7 +321,10 @@ def _run(database_url: str | None) -> list[Result]:
     unit = {"connecting": "connections/s"}
     results = [
         Result(
-            f"edge {label} {path} ({n})", ours[generation, path], theirs[generation, path], unit.get(path, "calls/s")
+            f"edge {label} {path} ({n})",
+            ours.rates[generation, path],
+            theirs.rates[generation, path],
+            unit.get(path, "calls/s"),
         )
         for path in PATHS
         for generation, label in ((OCPP16, "1.6"), (OCPP201, "2.0.1"))
@@ -281,11 +334,31 @@ def _run(database_url: str | None) -> list[Result]:
     results += [
         Result(
             f"edge 2.0.1 {path}, its ratio to the bare responder against 1.6's ({n})",
-            ours[OCPP201, path] / theirs[OCPP201, path],
-            ours[OCPP16, path] / theirs[OCPP16, path],
+            ours.rates[OCPP201, path] / theirs.rates[OCPP201, path],
+            ours.rates[OCPP16, path] / theirs.rates[OCPP16, path],
             "x bare",
             target=TARGET,
         )
         for path in PATHS
+    ]
+    # The same comparison in calls per CPU second of the server, which the machine's other load leaves alone.
+    results += [
+        Result(
+            f"edge 2.0.1 {path}, its ratio to the bare responder against 1.6's, by CPU time ({n})",
+            theirs.cpu(OCPP201, path) / ours.cpu(OCPP201, path),
+            theirs.cpu(OCPP16, path) / ours.cpu(OCPP16, path),
+            "x bare",
+        )
+        for path in PATHS
+    ]
+    results += [
+        Result(
+            f"edge {label} {path}, CPU time a call ({n})",
+            ours.cpu(generation, path) * 1e6,
+            theirs.cpu(generation, path) * 1e6,
+            "us",
+        )
+        for path in PATHS
+        for generation, label in ((OCPP16, "1.6"), (OCPP201, "2.0.1"))
     ]
     return results

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.domain.events import AuthorizationStatus
+from chargenet.domain.generations import OCPP201
 from chargenet.domain.scopes import Scope
 from chargenet.edge.ocpp201.commands import DEFAULT_TOKEN_TYPE, IdTokenType
 from chargenet.errors import InvalidInput, NotFound
@@ -62,6 +63,20 @@ def validate_id_tag(id_tag: str, field: str = "idTag", longest: int = MAX_ID_TAG
     """A tag a station may be sent: `longest` is 1.6's 20 unless said otherwise."""
     if not 1 <= len(id_tag) <= longest:
         raise InvalidInput(f"must be 1 to {longest} characters", field=field)
+    return id_tag
+
+
+def longest_id_tag(generation: str) -> int:
+    """The longest tag a station speaking `generation` may be sent: 1.6's idTag is CiString20Type, 2.0.1's
+    IdTokenType.idToken 36 characters."""
+    return MAX_ID_TOKEN if generation == OCPP201 else MAX_ID_TAG
+
+
+def validate_id_tag_for(generation: str, id_tag: str, field: str = "idTag") -> str:
+    """A tag a station speaking `generation` may be sent; `InvalidInput` naming the limit and the generation."""
+    longest = longest_id_tag(generation)
+    if not 1 <= len(id_tag) <= longest:
+        raise InvalidInput(f"must be 1 to {longest} characters for a station speaking {generation}", field=field)
     return id_tag
 
 

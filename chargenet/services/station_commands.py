@@ -32,7 +32,7 @@ from chargenet.ports import StationCommands
 from chargenet.services import charge_point_commands
 from chargenet.services.callers import Caller
 from chargenet.services.charge_point_commands import AvailabilityAnswer, CommandAnswer, checked, generation_of, worded
-from chargenet.services.localauth import entries_of_site, fits_16, validate_id_tag
+from chargenet.services.localauth import entries_of_site, fits_16, validate_id_tag_for
 from chargenet.services.reach import reachable_station, site_of
 from chargenet.store.db import Transactions
 
@@ -263,11 +263,12 @@ async def reserve_now(
     parent_id_tag: str | None = None,
 ) -> CommandAnswer:
     """ReserveNow of one connector. Connector 0 (a reservation of no particular connector) is refused: on a
-    station with several charge points it would reserve the whole station."""
+    station with several charge points it would reserve the whole station. The tags are up to 20 characters for a
+    1.6 station (idTag), 36 for a 2.0.1 one (idToken)."""
     target = await _station(reading, caller, station_id, central_only=True)
     if connector.connector_id < 1:
         raise InvalidInput("a reservation names a connector numbered from 1", field="connector")
-    validate_id_tag(id_tag, "id-tag")
+    validate_id_tag_for(target.generation, id_tag, "id-tag")
     payload: Payload = {
         "connectorId": connector.connector_id,
         "expiryDate": ocpp_time(expires_at),
@@ -275,7 +276,7 @@ async def reserve_now(
         "reservationId": reservation_id,
     }
     if parent_id_tag is not None:
-        payload["parentIdTag"] = validate_id_tag(parent_id_tag, "parent-id-tag")
+        payload["parentIdTag"] = validate_id_tag_for(target.generation, parent_id_tag, "parent-id-tag")
     return await _to_charge_point(
         reading, edge, caller, target.charge_point(connector.charge_point_id), "ReserveNow", payload
     )

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictStr
 
 from chargenet.api.bounds import Bounds, Int32, Integral
 from chargenet.api.dependencies import Context
-from chargenet.api.fields import DateTime, IdTag, ObjectId
+from chargenet.api.fields import DateTime, IdToken, ObjectId
 from chargenet.api.security import require
 from chargenet.domain.scopes import Scope
 from chargenet.domain.triggers import MessageTrigger
@@ -155,8 +155,8 @@ class ReserveBody(_Body):
 
     chargePointId: ObjectId | None = Field(default=None, description="Needed on a station with several")
     connectorId: Annotated[int, Bounds(ge=1), Integral]
-    idTag: IdTag
-    parentIdTag: IdTag | None = None
+    idTag: IdToken = Field(description="Up to 20 characters for an OCPP 1.6 station, 36 for an OCPP 2.0.1 one")
+    parentIdTag: IdToken | None = Field(default=None, description="As idTag")
     expiryDate: DateTime
     reservationId: Int32
 

@@ -173,6 +173,8 @@ async def test_another_companys_station_is_404_and_reaches_nothing(
         ("change-configuration", {"key": "", "value": "1"}),
         ("reserve", {"connectorId": 0, "idTag": "T", "expiryDate": "2027-01-01T18:00:00+01:00", "reservationId": 1}),
         ("reserve", {"connectorId": 1, "idTag": "T", "expiryDate": "2027-01-01T18:00:00", "reservationId": 1}),
+        # An OCPP 1.6 station takes an idTag of 20 characters at most; a 2.0.1 one an idToken of 36.
+        ("reserve", {"connectorId": 1, "idTag": "T" * 21, "expiryDate": "2027-01-01T18:00:00Z", "reservationId": 1}),
         ("cancel-reservation", {"reservationId": 2**40}),
         ("send-local-list", {"listVersion": "3"}),
         ("send-local-list", {"listVersion": 3, "updateType": "Partial"}),

@@ -213,7 +213,7 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
         assert await answered("POST", "/stations/CS-1/local-list-version") == (200, {"listVersion": 3})
         assert await answered("POST", "/stations/CS-1/clear-cache") == (200, {"status": "Accepted"})
         expiry = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
-        reservation = {"connectorId": 1, "idTag": "CARD-1", "expiryDate": expiry, "reservationId": 5}
+        reservation = {"connectorId": 1, "idTag": TOKEN, "expiryDate": expiry, "reservationId": 5}
         assert await answered("POST", "/stations/CS-1/reserve", reservation) == (200, {"status": "Accepted"})
         cancel = await answered("POST", "/stations/CS-1/cancel-reservation", {"reservationId": 5})
         assert cancel == (200, {"status": "Accepted"})
@@ -258,7 +258,7 @@ async def test_the_apis_commands_reach_a_2_0_1_station_in_its_own_words(served: 
     assert (reserved["id"], reserved["evseId"], reserved["idToken"]) == (
         5,
         1,
-        {"idToken": "CARD-1", "type": "ISO14443"},
+        {"idToken": TOKEN, "type": "ISO14443"},
     )
     assert sent["CancelReservation"] == {"reservationId": 5}
     assert sent["DataTransfer"] == {"vendorId": "com.example", "data": "x"}
