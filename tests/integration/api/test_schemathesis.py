@@ -75,7 +75,7 @@ PUBLIC_KEYS = r"^/applications/[^/]+/keys$"
 GENERATION_BOUND = (
     r"^/(charge-points/[^/]+/trigger|sessions"
     r"|stations/[^/]+/(trigger|get-variables|set-variables|get-base-report|get-configuration|change-configuration"
-    r"|install-certificate|installed-certificates))$"
+    r"|install-certificate|installed-certificates|reserve))$"
 )
 # Reads of a period: an `until` before its `since` is 422 naming `until`, a rule across two parameters.
 PERIODS = r"^/(stations/[^/]+/messages|audit-log)$"
