@@ -36,7 +36,11 @@ from tests.support.templates import (
     sqlite_template_unchanged,
 )
 
-pytest_plugins = ["tests.support.tracebacks", "pytester"]  # a test fails on a traceback it did not expect
+pytest_plugins = [
+    "tests.support.tracebacks",  # a test fails on a traceback it did not expect
+    "tests.support.store_choice",  # `sqlite_only`: a test whose store plays no part runs on SQLite alone
+    "pytester",
+]
 BACKENDS = ["sqlite", "postgresql"]
 DATABASE_URL_VARIABLE = "CHARGENET_TEST_DATABASE_URL"
 _throwaway: ThrowawayPostgres | None = None

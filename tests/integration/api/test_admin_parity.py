@@ -1,7 +1,7 @@
 """Every administrative operation of the command line is an API operation over the same use case (decisions.md
 §3): sites, stations with their charge points, and local authorization lists, on the real app over ASGI, on
-SQLite and PostgreSQL. Each is tested like the rest of the API: it works, it needs its scope (403), another
-company's object is 404, and a malformed body is 422."""
+SQLite (the use cases have their own tests on both stores). Each is tested like the rest of the API: it works, it
+needs its scope (403), another company's object is 404, and a malformed body is 422."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ from chargenet.app import AppContext, create_app, open_context
 from chargenet.clock import ManualClock
 from chargenet.config import load_settings
 from tests.factories import Tenant, make_tenant, partner_token
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="each operation's scope, reach and body checks over the API; the use cases' stores have their own tests"
+)
 
 
 @dataclass

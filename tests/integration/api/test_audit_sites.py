@@ -14,12 +14,14 @@ from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from tests.factories import make_tenant, partner_token
+from tests.support.templates import prepare_data_dir
 
 KEY = "0123456789abcdef-key"
 UPSTREAM = "upstream-secret-1"
 
 
 async def test_api_changes_are_audited_as_the_application(tmp_path: Path, clock: ManualClock) -> None:
+    prepare_data_dir(tmp_path / "data")
     settings = load_settings({"data_dir": str(tmp_path / "data")}, environ={})
     context = await open_context(settings, clock=clock)
     try:

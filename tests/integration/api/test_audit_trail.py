@@ -1,12 +1,18 @@
 """The audit log holds the API's changes as it holds the console's: who (the application), from where, what, and
-never a secret; on SQLite and PostgreSQL, over the real app."""
+never a secret; over the real app, on SQLite."""
 
 from __future__ import annotations
+
+import pytest
 
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from tests.integration.api.test_admin_parity import Api, api
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="what the API records of its caller; the audit log's store has its own tests"
+)
 
 __all__ = ["api"]
 

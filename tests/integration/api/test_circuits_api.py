@@ -17,11 +17,13 @@ from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.models import Circuit, EdgeTransaction, StationPresence
 from tests.factories import make_tenant, partner_token
+from tests.support.templates import prepare_data_dir
 
 
 async def test_circuits_are_set_up_checked_audited_and_share_the_sites_power(
     tmp_path: Path, clock: ManualClock
 ) -> None:
+    prepare_data_dir(tmp_path / "data")
     settings = load_settings({"data_dir": str(tmp_path / "data")}, environ={})
     context = await open_context(settings, clock=clock)
     try:

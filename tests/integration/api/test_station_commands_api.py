@@ -12,6 +12,8 @@ from tests.factories import partner_token
 from tests.integration.edge.conftest import Served, served, station  # noqa: F401  (fixtures)
 from tests.integration.edge.test_sessions_api import api, rival  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.sqlite_only(reason="commands relayed to a station over the API: nothing of them is stored")
+
 
 async def test_reset_of_the_station_is_its_answer(api: httpx.AsyncClient, station: SimulatedStation) -> None:  # noqa: F811
     response = await api.post("/stations/CS-1/reset", json={"type": "Soft"})

@@ -1,8 +1,12 @@
-"""`POST /api/v1/stations/import`: many stations of one site in one call, all or none, on both backends."""
+"""`POST /api/v1/stations/import`: many stations of one site in one call, all or none (that on both backends)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.api.test_admin_parity import Api, api
+
+pytestmark = pytest.mark.sqlite_only(reason="the import's answers over the API")
 
 __all__ = ["api"]
 
@@ -17,6 +21,7 @@ async def test_an_import_creates_every_station_and_answers_201(api: Api) -> None
     assert shown.json()["chargePointIds"] == ["IMP-1-1", "IMP-1-2"]
 
 
+@pytest.mark.both_stores(reason="all or none is one unit of work on each store")
 async def test_a_refused_import_lists_each_bad_row_and_creates_nothing(api: Api) -> None:
     headers = await api.as_("sites:write", "sites:read")
     url = f"/sites/{api.tenant.site_id}/stations/import"

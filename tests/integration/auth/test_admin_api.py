@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.auth.conftest import Served
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="applications and groups administered over the API: scopes, reach and problems"
+)
 
 
 async def admin_token(served: Served, company_id: str, *extra: str) -> str:

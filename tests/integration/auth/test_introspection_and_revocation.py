@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 from chargenet_partner import AsyncTokenClient, TokenRequestError
 from sqlalchemy import func, select
 
@@ -15,6 +16,8 @@ from chargenet.services import applications
 from chargenet.store.models import RevokedToken
 from tests.integration.auth.conftest import Served
 from tests.integration.auth.test_token_endpoint import assert_no_store, claims_of
+
+pytestmark = pytest.mark.sqlite_only(reason="introspection's and revocation's answers")
 
 
 def introspect_url(served: Served) -> str:
@@ -103,6 +106,7 @@ async def test_introspection_without_a_token_is_invalid_request(served: Served) 
     assert get.status_code == 405 and get.headers["allow"] == "POST"
 
 
+@pytest.mark.both_stores(reason="a revocation is read by each store's own path")
 async def test_a_revoked_token_is_refused_by_the_api_at_once_and_introspects_as_inactive(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id, "sites:read")
@@ -117,6 +121,7 @@ async def test_a_revoked_token_is_refused_by_the_api_at_once_and_introspects_as_
     assert (await served.get("/sites", kept)).status_code == 200
 
 
+@pytest.mark.both_stores(reason="another process's revocation is read by each store's own path")
 async def test_a_token_revoked_by_another_process_is_refused_within_the_time_of_a_group_change(
     served: Served,
 ) -> None:
@@ -168,6 +173,7 @@ async def test_revocation_needs_client_authentication(served: Served) -> None:
     assert await revoked_rows(served) == 0
 
 
+@pytest.mark.both_stores(reason="the purge deletes in batches on each store")
 async def test_revoked_tokens_are_purged_once_they_would_have_expired(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)

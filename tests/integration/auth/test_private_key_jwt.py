@@ -31,6 +31,8 @@ from tests.integration.auth.conftest import Served, serving
 from tests.support.in_loop import start_serving
 from tests.support.ports import free_port
 
+pytestmark = pytest.mark.sqlite_only(reason="the assertions and key sets the server refuses")
+
 GRANT = {"grant_type": "client_credentials"}
 JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -147,6 +149,7 @@ async def test_an_assertion_valid_for_too_long_is_refused(served: Served) -> Non
     )
 
 
+@pytest.mark.both_stores(reason="a jti is refused again by what each store keeps of it")
 async def test_a_reused_jti_is_refused(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)
@@ -359,6 +362,7 @@ async def test_a_key_set_and_a_url_together_are_refused(served: Served) -> None:
     assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
 
 
+@pytest.mark.both_stores(reason="a jti is refused again by what each store keeps of it")
 async def test_a_disabled_applications_assertion_is_refused_and_its_jti_not_stored(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)

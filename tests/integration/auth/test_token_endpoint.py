@@ -13,6 +13,8 @@ from chargenet_partner import AsyncTokenClient, TokenClient, TokenRequestError
 from chargenet.services.callers import OPERATOR
 from tests.integration.auth.conftest import Served
 
+pytestmark = pytest.mark.sqlite_only(reason="the token endpoint's input handling and answers")
+
 GRANT = {"grant_type": "client_credentials"}
 
 
@@ -29,6 +31,7 @@ def claims_of(token: str) -> tuple[dict[str, object], dict[str, object]]:
     )
 
 
+@pytest.mark.both_stores(reason="a client is read from the store by a path of each store's own")
 async def test_basic_grant_issues_an_rfc9068_token(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id, "sites:read")
@@ -83,6 +86,7 @@ async def test_disabled_application_cannot_get_a_token(served: Served) -> None:
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
 
 
+@pytest.mark.both_stores(reason="a rotated secret is refused at once by either store's read of the client")
 async def test_rotated_secret_stops_working_at_once(served: Served) -> None:
     from chargenet.services import applications
 
@@ -160,6 +164,7 @@ async def test_oversized_body_is_refused(served: Served) -> None:
     assert_no_store(response)
 
 
+@pytest.mark.both_stores(reason="PostgreSQL shares the rate limits' buckets between processes")
 async def test_eleventh_failure_for_one_client_id_gets_429_even_with_the_right_secret(served: Served) -> None:
     tenant = await served.tenant("ST-1")
     app = await served.app(tenant.company_id)
@@ -173,6 +178,7 @@ async def test_eleventh_failure_for_one_client_id_gets_429_even_with_the_right_s
     assert (await served.http.post(served.token_url, data=GRANT, auth=(app.client_id, app.client_secret))).is_success
 
 
+@pytest.mark.both_stores(reason="PostgreSQL shares the rate limits' buckets between processes")
 async def test_fifty_failures_from_one_address_block_it(served: Served) -> None:
     for i in range(50):
         await served.http.post(served.token_url, data=GRANT, auth=(f"app_guess{i}", "wrong"))

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
+
 
 async def test_company_site_station_create_list_show_with_json(cli) -> None:  # type: ignore[no-untyped-def]
     company = (await cli("admin", "company", "create", "Acme", "--json")).json()
@@ -90,6 +92,7 @@ async def test_bad_upstream_url_is_named(cli) -> None:  # type: ignore[no-untype
     assert "upstream-url" in result.err and "'http://x'" in result.err
 
 
+@pytest.mark.both_stores(reason="migrating reads each store's schema its own way")
 async def test_migrate_reports_the_schema(cli) -> None:  # type: ignore[no-untyped-def]
     result = (await cli("migrate", "--json")).json()
     assert result["action"] in ("created", "current")

@@ -1,4 +1,4 @@
-"""`chargenet admin app|group|keys` on both backends, through the real command entry point."""
+"""`chargenet admin app|group|keys` on SQLite, through the real command entry point."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 from chargenet_partner import PrivateKeyJwt
 from cryptography.hazmat.primitives.asymmetric import ec
 from joserfc.jwk import ECKey
@@ -16,6 +17,8 @@ from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.integration.cli.helpers import Result, company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def test_app_create_prints_client_id_and_secret_once(cli) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,8 @@ import sqlite3
 import pytest
 from sqlalchemy import make_url
 
+pytestmark = pytest.mark.sqlite_only(reason="the command line's output")
+
 
 async def test_each_list_prints_one_items_object(cli) -> None:  # type: ignore[no-untyped-def]
     company = (await cli("admin", "company", "create", "Acme", "--json")).json()["id"]

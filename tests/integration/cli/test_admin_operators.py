@@ -14,6 +14,8 @@ from chargenet.store.db import Store
 from tests.integration.cli.conftest import cli  # noqa: F401 - a fixture
 from tests.support import operators as operator_support
 
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
+
 
 @pytest.fixture(autouse=True)
 def cheap_passwords(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,8 @@ import pytest
 
 from tests.integration.cli.helpers import company_and_site
 
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
+
 
 @pytest.fixture(autouse=True)
 def public_webhooks_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.integration.cli.conftest import cli  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="what the command line records as the local operator; the audit log's store has its own tests"
+)
 
 KEY = "0123456789abcdef-key"
 UPSTREAM = "upstream-secret-1"

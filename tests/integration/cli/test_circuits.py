@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.integration.cli.helpers import Cli, company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def site_with_station(cli: Cli) -> tuple[str, str]:

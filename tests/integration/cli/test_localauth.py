@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.cli.helpers import company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def test_localauth_add_prints_site_tag_and_status(cli) -> None:  # type: ignore[no-untyped-def]

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.integration.cli.helpers import Cli, company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def tenant(cli: Cli) -> str:

@@ -15,6 +15,8 @@ from tests.integration.cli.helpers import company_and_site
 from tests.integration.edge.conftest import Served
 from tests.support.receiver import run_receiver
 
+pytestmark = pytest.mark.sqlite_only(reason="how the command line takes secrets")
+
 NEW_KEY = "a-new-authorization-key-42"
 
 

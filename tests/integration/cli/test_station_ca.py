@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.cli.helpers import Cli, company_and_site
 from tests.support.certificates import issue, make_ca
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def test_a_station_ca_is_imported_shown_and_a_bad_import_is_refused_naming_the_file(

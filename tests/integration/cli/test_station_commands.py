@@ -20,6 +20,8 @@ from tests.integration.edge.conftest import Served
 from tests.integration.edge.test_ocpp201 import station_201
 from tests.integration.edge.test_ocpp201_commands import Answering
 
+pytestmark = pytest.mark.sqlite_only(reason="the command line's messages and exit codes; the relay has its own tests")
+
 
 async def connected(served: Served, station_id: str = "CS-1") -> SimulatedStation:
     station = served.station(station_id)

@@ -1,10 +1,14 @@
-"""`chargenet admin station import`: a file of stations, all created or none, on both backends."""
+"""`chargenet admin station import`: a file of stations, all created or none (that on both backends)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.cli.helpers import company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def station_ids(cli, site: str) -> list[str]:  # type: ignore[no-untyped-def]
@@ -33,6 +37,7 @@ async def test_a_json_lines_file_is_read_by_its_name(cli, tmp_path: Path) -> Non
     assert await station_ids(cli, site) == ["ST-1", "ST-2"]
 
 
+@pytest.mark.both_stores(reason="all or none is one unit of work on each store")
 async def test_one_bad_row_imports_nothing_and_every_bad_row_is_named(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _, site = await company_and_site(cli)
     assert (await cli("admin", "station", "create", "--site", site, "ST-OLD")).code == 0

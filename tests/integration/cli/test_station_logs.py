@@ -5,9 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from chargenet.store.db import Store
 from chargenet.store.models import LogUploadSlot, StationLog
 from tests.integration.cli.helpers import Cli, company_and_site
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

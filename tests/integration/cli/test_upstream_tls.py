@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from chargenet.services import audit
 from chargenet.services.callers import OPERATOR
 from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.integration.cli.helpers import Cli, company_and_site
 from tests.support.certificates import issue, make_ca
+
+pytestmark = pytest.mark.sqlite_only(reason="the command line's arguments, output and exit codes")
 
 
 async def test_a_sites_upstream_tls_is_set_shown_audited_and_cleared(

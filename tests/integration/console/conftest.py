@@ -1,5 +1,6 @@
 """The console in-process: the sub-app mounted at /console as the composition root mounts it, on a scratch SQLite
-store, driven through httpx's ASGI transport with a ManualClock and a cheap argon2 profile."""
+store (a copy of the run's template), driven through httpx's ASGI transport with a ManualClock and a cheap argon2
+profile."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from chargenet.store import schema
 from chargenet.store.db import Store
 from tests.support import operators as operator_support
 from tests.support.operators import PASSWORD, add_operator
+from tests.support.templates import copy_sqlite_template
 
 BRUSSELS = ZoneInfo("Europe/Brussels")  # the team's company's zone, as every company's by default
 PUBLIC_URL = "http://console.test"
@@ -150,8 +152,9 @@ def cheap_passwords() -> operators.Passwords:
 async def harness(
     tmp_path: Path, clock: ManualClock, cheap_passwords: operators.Passwords
 ) -> AsyncIterator[ConsoleHarness]:
+    copy_sqlite_template(tmp_path / "console.db")  # a copy of the run's migrated store, not a migration of its own
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'console.db'}")
-    await schema.prepare_schema(store)
+    await schema.prepare_schema(store)  # a check: the copy is at the latest schema already
 
     async def make(company_id: str, email: str, role: str) -> operators.OperatorView:
         return await add_operator(

@@ -1,4 +1,5 @@
-"""The live connector status page and its event stream, served for real (uvicorn on loopback) on both backends.
+"""The live connector status page and its event stream, served for real (uvicorn on loopback); the stream on
+both backends, the table's rendering on SQLite.
 
 The process's live feed runs on a ManualClock: a status the edge's writer commits in this process wakes it at
 once (the outbox signal); what only a poll finds (a connection change, another process's commit) is found when
@@ -42,6 +43,8 @@ from tests.factories import add_station
 from tests.support.in_loop import start_serving
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
 from tests.support.ports import free_port
+
+pytestmark = pytest.mark.sqlite_only(reason="the live table's rendering, filters and refusals")
 
 
 @dataclass
@@ -200,6 +203,7 @@ def stream_url(page: str) -> str:
 # --- the stream ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.both_stores(reason="the live feed is woken by each store's own signal")
 async def test_a_status_committed_by_the_edge_reaches_the_open_stream_of_its_company_only(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     other = await served.signed_in("owner@other.test")
@@ -215,6 +219,7 @@ async def test_a_status_committed_by_the_edge_reaches_the_open_stream_of_its_com
         await ours.stream.row('id="live-ST-A-1"', "status-charging")
 
 
+@pytest.mark.both_stores(reason="the live feed is woken by each store's own signal")
 async def test_a_row_sent_to_several_streams_is_rendered_once(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A", connected=True)
@@ -230,6 +235,7 @@ async def test_a_row_sent_to_several_streams_is_rendered_once(served: Served) ->
         assert len(connectors.rendered_rows) == before + first.stream.rows
 
 
+@pytest.mark.both_stores(reason="the live feed is woken by each store's own signal")
 async def test_a_streamed_row_names_its_site_like_the_page_does(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A", connected=True)
@@ -240,6 +246,7 @@ async def test_a_streamed_row_names_its_site_like_the_page_does(served: Served) 
         assert f'<code class="hint" title="Site ID">{served.site_a}</code>' in row
 
 
+@pytest.mark.both_stores(reason="the live feed polls each store for presence")
 async def test_a_disconnected_station_turns_offline_in_the_stream_with_its_last_status(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A", connected=True)
@@ -252,6 +259,7 @@ async def test_a_disconnected_station_turns_offline_in_the_stream_with_its_last_
         await opened.stream.row('id="live-ST-A-2"', "status-offline", "last reported Charging")
 
 
+@pytest.mark.both_stores(reason="what the feed reads after the page differs in each store's snapshots")
 async def test_a_change_committed_between_the_page_and_its_stream_is_not_lost(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A", connected=True)
@@ -273,6 +281,7 @@ async def test_station_supplied_info_is_sent_as_text(served: Served) -> None:
         assert "&lt;img src=x&gt;" in data
 
 
+@pytest.mark.both_stores(reason="the live feed is woken by each store's own signal")
 async def test_a_stream_that_falls_behind_is_told_to_resync(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     served.feed.capacity = 1
@@ -340,6 +349,7 @@ async def test_the_stream_needs_a_signed_in_operator(served: Served) -> None:
     assert "/console/login" in response.headers["location"]
 
 
+@pytest.mark.both_stores(reason="another process's commit reaches the feed by each store's own way")
 async def test_a_change_committed_by_another_process_reaches_the_stream(served: Served, database_url: str) -> None:
     acme = await served.signed_in("owner@acme.test")
     await served.presence("ST-A2", connected=True)
@@ -442,6 +452,7 @@ async def test_the_connection_filter_separates_connected_and_offline_stations(se
     assert shown_rows(offline.text) == ["ST-A2-1", "ST-A2-2"]
 
 
+@pytest.mark.both_stores(reason="matching in any case is each store's own")
 async def test_the_station_search_matches_part_of_a_station_id_in_any_case(served: Served) -> None:
     acme = await served.signed_in("owner@acme.test")
     page = await acme.get("/console/connectors?station=a2")
@@ -477,6 +488,7 @@ async def test_a_filter_holding_text_no_id_can_hold_is_refused_naming_the_field(
     assert 'aria-invalid="true"' in page.text
 
 
+@pytest.mark.both_stores(reason="keyset order is each store's")
 async def test_the_table_is_paged_by_keyset_fifty_rows_at_a_time(served: Served) -> None:
     async with served.store.transaction() as session:
         await add_station(

@@ -23,6 +23,7 @@ from chargenet.services.pages import PageRequest
 from chargenet.store.db import Store
 from tests.factories import make_tenant, partner_token
 from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of, token_of
+from tests.support.templates import copy_sqlite_template
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -438,6 +439,7 @@ async def test_hostile_names_are_shown_as_text(harness: ConsoleHarness) -> None:
 
 
 async def test_an_api_call_and_a_cli_command_leave_audit_records(tmp_path: Path, clock: ManualClock) -> None:
+    copy_sqlite_template(tmp_path / "faces.db")
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'faces.db'}"
     settings = load_settings({"database_url": database_url, "data_dir": str(tmp_path / "data")}, environ={})
     context = await open_context(settings, clock=clock)

@@ -1,5 +1,5 @@
 """The station page's central-system commands (reservations, the local list, DataTransfer) sent to a simulated
-station on a real WebSocket, through a real chargenet on SQLite and on PostgreSQL: the station's answer shown as it
+station on a real WebSocket, through a real chargenet on SQLite: the station's answer shown as it
 came, bad input refused before anything is sent, the refusal on a site with an upstream, an offline station, and a
 viewer who gets no forms."""
 
@@ -21,6 +21,10 @@ from tests.integration.edge.conftest import Served, served, station  # noqa: F40
 from tests.integration.edge.test_ocpp201 import at, station_201
 from tests.integration.edge.test_ocpp201_commands import Answering, report_item
 from tests.support.operators import PASSWORD, add_operator, cheap_passwords
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="the console's forms and the answers it shows for commands relayed to a station: nothing of them is stored"
+)
 
 # The words of `station_commands`' refusal, which the API answers 409 with.
 UPSTREAM_OWNS = "owns its configuration, local list, reservations and data transfers"

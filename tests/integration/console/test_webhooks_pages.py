@@ -43,6 +43,7 @@ from tests.integration.console.conftest import ORIGIN, ConsoleHarness, csrf_of, 
 from tests.integration.webhooks.harness import drain
 from tests.support.keys import public_keys, signing_keys
 from tests.support.receiver import Reply, run_receiver
+from tests.support.templates import copy_sqlite_template
 
 HOSTILE = "<script>alert(1)</script>"
 SECRET = "pw-never-shown-9f3"
@@ -545,6 +546,7 @@ async def test_an_api_call_and_a_cli_command_leave_audit_records_and_reach_the_d
     tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CHARGENET_WEBHOOK_ALLOW_PRIVATE", "1")
+    copy_sqlite_template(tmp_path / "faces.db")
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'faces.db'}"
     settings = load_settings(
         {"database_url": database_url, "data_dir": str(tmp_path / "data"), "webhook_allow_private": True}, environ={}

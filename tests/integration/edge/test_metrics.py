@@ -14,8 +14,7 @@ from tests.integration.edge.conftest import Served
 from tests.support.ports import free_port
 from tests.support.scrape import Scrape
 
-# What is measured here does not depend on the store: SQLite alone.
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+pytestmark = pytest.mark.sqlite_only(reason="what is measured here does not depend on the store")
 
 CALLS = "chargenet_ocpp_call_duration_seconds_count"
 

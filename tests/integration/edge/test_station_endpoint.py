@@ -19,6 +19,8 @@ from tests.integration.edge.conftest import PASSWORD, Served, manual_clock
 from tests.support.logs import collected_logs
 from tests.support.processes import eventually
 
+pytestmark = pytest.mark.sqlite_only(reason="the handshake and the RPC framework: the store only holds the station")
+
 
 async def test_unknown_station_gets_404_before_the_upgrade(served: Served) -> None:
     with pytest.raises(InvalidStatus) as caught:

@@ -19,6 +19,10 @@ from chargenet.simulators.station import SimulatedStation
 from chargenet.store.models import EdgeTransaction, StationPresence, UpstreamMessage
 from tests.integration.edge.conftest import Served, manual_clock
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="the relay of calls between a station and its upstream; the backlog's tests keep both stores"
+)
+
 
 @contextlib.asynccontextmanager
 async def station_behind(
@@ -293,6 +297,7 @@ async def test_start_whose_tag_the_upstream_does_not_accept_is_still_its_transac
     assert len(await served.events("StopTransaction")) == 1
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_replayed_start_whose_tag_the_upstream_does_not_accept_is_followed_by_its_messages(
     served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -308,6 +313,7 @@ async def test_replayed_start_whose_tag_the_upstream_does_not_accept_is_followed
     assert sent == ["StartTransaction", "MeterValues", "StopTransaction"]
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids(
     served: Served, cpo: SimulatedCentralSystem
 ) -> None:
@@ -334,6 +340,7 @@ async def test_upstream_down_at_start_then_back_replays_in_order_with_mapped_ids
     await station.close()
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
     served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -348,6 +355,7 @@ async def test_once_the_backlog_is_replayed_a_new_start_goes_straight_up(
     assert await queued(served) == []
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_a_new_start_waits_behind_the_backlog_even_with_the_upstream_back(
     served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -362,6 +370,7 @@ async def test_a_new_start_waits_behind_the_backlog_even_with_the_upstream_back(
     assert sent == [("StartTransaction", "TAG1"), ("StopTransaction", None), ("StartTransaction", "NEWTAG")]
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_upstream_going_down_mid_transaction_queues_the_stop(
     served: Served, proxied: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -398,6 +407,7 @@ async def test_slow_upstream_gets_the_stop_once(
     assert len(cpo.received("CS-1", "StopTransaction")) == 1
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_replayed_start_answered_late_is_not_sent_again(
     served_manual: Served, upstream_down: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -413,6 +423,7 @@ async def test_replayed_start_answered_late_is_not_sent_again(
     assert len(cpo.received("CS-1", "StartTransaction")) == 1
 
 
+@pytest.mark.both_stores(reason="the upstream's backlog is a queue in the store, replayed in order")
 async def test_start_unanswered_when_the_upstream_link_drops_is_sent_again_after_it_returns(
     served_manual: Served, upstream_up: SimulatedStation, cpo: SimulatedCentralSystem
 ) -> None:
@@ -520,6 +531,7 @@ async def stored_upstream_state(served: Served, station_id: str = "CS-1") -> boo
     return row.upstream_connected
 
 
+@pytest.mark.both_stores(reason="the presence row is upserted by each store's own statement")
 async def test_a_stations_upstream_link_going_down_is_stored_for_every_process_to_see(
     served: Served, cpo: SimulatedCentralSystem
 ) -> None:

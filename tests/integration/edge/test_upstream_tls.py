@@ -18,7 +18,7 @@ from tests.integration.edge.conftest import Served
 from tests.support.certificates import Issued, issue, make_ca
 from tests.support.logs import collected_logs
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the store plays no part here
+pytestmark = pytest.mark.sqlite_only(reason="the upstream link's TLS: the store plays no part here")
 
 
 @pytest.fixture
