@@ -4,8 +4,9 @@ A use case that changes what a site may draw (a circuit's limit, margin, phases 
 station hangs) calls `site_power_changed(session, site_id)` in its unit of work, and the grid meters' poller does
 the same when it stores a reading; once that unit commits (`store.commit_hooks`), every power controller of this
 process is poked and runs the site's round at once rather than at its next timed round. A change rolled back wakes
-nobody. The controllers of other processes sharing the store (on PostgreSQL, the holder of the site's lease runs
-its rounds) notice at their next timed round.
+nobody. On PostgreSQL the same commit notifies the other processes sharing the store (`store.notify`, channel
+`SITE_POWER` with the site's id), so that the holder of the site's lease runs its round at once too: a limit changed
+by the command line, or a grid meter polled by the process that holds its bus.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Protocol
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.store.commit_hooks import after_commit
+from chargenet.store.notify import SITE_POWER, notify
 
 
 class PowerRounds(Protocol):
@@ -33,6 +35,7 @@ def run_rounds_on_changes(controller: PowerRounds) -> None:
 def site_power_changed(session: AsyncSession, site_id: str) -> None:
     """Called in the unit of work that changes what a site may draw: its round runs once the unit commits."""
     after_commit(session, lambda: _poke(site_id), key=("site-power", site_id))
+    notify(session, SITE_POWER, site_id)
 
 
 def _poke(site_id: str) -> None:

@@ -54,6 +54,7 @@ from chargenet.store.models import (
     StationProfileAnswer,
     UpstreamChargingProfile,
 )
+from chargenet.store.notify import SITE_POWER
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ class PowerController(LoopWorker):
         self._timed = True  # the next round is the timed one, of every site
         self._fallbacks: dict[str, str | None] = {}  # circuit id -> why its meter told nothing at the last round
         self._sampled: dict[str, datetime] = {}  # site id -> when its circuits' figures were last kept
+        # On PostgreSQL, per site this process holds: set when another process changed what the site may draw.
+        self._notified: dict[str, asyncio.Event] = {}
 
     def poke(self, site_id: str, reconnected: str | None = None) -> None:
         """Something changed on a site (a session started or ended, a station connected, a limit changed, its grid
@@ -151,12 +154,28 @@ class PowerController(LoopWorker):
     async def pause(self, stopping: asyncio.Event) -> None:
         sleeper = asyncio.ensure_future(self.clock.sleep(self.interval))
         stopper = asyncio.ensure_future(stopping.wait())
-        waker = asyncio.ensure_future(self._wake.wait())
-        await asyncio.wait({sleeper, stopper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        wakers = [asyncio.ensure_future(event.wait()) for event in (self._wake, *self._notified.values())]
+        await asyncio.wait({sleeper, stopper, *wakers}, return_when=asyncio.FIRST_COMPLETED)
+        for site_id, notified in self._notified.items():
+            if notified.is_set():
+                notified.clear()
+                self._poked.add(site_id)
+                self._wake.set()
         self._timed = sleeper.done() or not self._wake.is_set()
-        for task in (sleeper, stopper, waker):
+        for task in (sleeper, stopper, *wakers):
             task.cancel()
         self._wake.clear()
+
+    def _listen(self, held: Sequence[str]) -> None:
+        """Be told of the changes other processes make to the sites this one holds (PostgreSQL)."""
+        if self.store.dialect != "postgresql":
+            return
+        listener = self.store.listener
+        for site_id in set(self._notified) - set(held):
+            listener.unsubscribe(SITE_POWER, self._notified.pop(site_id))
+        for site_id in held:
+            if site_id not in self._notified:
+                self._notified[site_id] = listener.subscribe(SITE_POWER, site_id)
 
     async def run_once(self) -> None:
         now = self.clock.now()
@@ -169,6 +188,7 @@ class PowerController(LoopWorker):
         async with self.store.read() as session:
             site_ids = sorted(set(await session.scalars(select(Circuit.site_id))))
         held = await self.hold(site_ids, now)
+        self._listen(held)
         for gone in set(self.figures) - set(held):
             del self.figures[gone]
         poked, self._poked = self._poked, set()

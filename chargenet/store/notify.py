@@ -51,6 +51,7 @@ STATION_COMMANDS = "chargenet_station_commands"  # a command waits for the stati
 COMMAND_ANSWERS = "chargenet_command_answers"  # the command whose id is the payload was answered or failed
 CONNECTOR_STATUS = "chargenet_connector_status"  # connector statuses were written: the console's live feeds read
 WEBHOOK_LANES = "chargenet_webhook_lanes"  # a filler put entries in lanes: their holders wake the idle ones
+SITE_POWER = "chargenet_site_power"  # what the site named by the payload may draw changed: its round runs at once
 
 APPLICATION_NAME = "chargenet-listener"  # how the connection shows in pg_stat_activity
 CHECK_EVERY = 30.0  # seconds between liveness checks of an idle listening connection (a peer gone without a word)

@@ -147,6 +147,13 @@ async def served_manual(tmp_path: Path, database_url: str) -> AsyncIterator[Serv
         yield instance
 
 
+@pytest.fixture
+async def served_manual_pg(tmp_path: Path, pg_url: str) -> AsyncIterator[Served]:
+    """`served_manual` on PostgreSQL alone: for what only processes sharing one store do."""
+    async for instance in _served(tmp_path, pg_url, ManualClock(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))):
+        yield instance
+
+
 async def _served(tmp_path: Path, database_url: str | None, clock: Clock | None) -> AsyncIterator[Served]:
     context, server, task, port = await serve_chargenet(tmp_path, database_url, clock)
     tenant = await make_tenant(

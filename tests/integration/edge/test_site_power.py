@@ -4,18 +4,22 @@ charging profiles, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import replace
 from datetime import timedelta
 
 import httpx
+import pytest
 from ocpp.v201 import call
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
+from chargenet import power_changes
 from chargenet.domain.charging_profiles import TX, TX_DEFAULT, profile_id
 from chargenet.edge.power import PowerController
 from chargenet.meters.profiles import get_profile
 from chargenet.services.callers import OPERATOR
+from chargenet.services.circuits import update_circuit
 from chargenet.services.grid_meters import create_grid_meter
 from chargenet.services.site_power import SitePowerView, site_power
 from chargenet.simulators.cpo import SimulatedCentralSystem
@@ -126,6 +130,25 @@ async def test_sessions_on_a_limited_circuit_share_it_and_a_restart_keeps_their_
     result = await restarted.run_site(site_id)
     assert [(a.session_id, a.amps, a.send) for a in result.allowances] == [(str(second), 20.0, False)]
     assert len(station.received_calls) == sent_before
+    await station.close()
+
+
+async def test_a_limit_lowered_by_another_process_is_shared_at_once_on_postgresql(
+    served_manual_pg: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = served_manual_pg
+    # This process's own commits poke nobody here: the change reaches the controller as another process's would.
+    monkeypatch.setattr(power_changes, "_controllers", weakref.WeakSet())
+    await limit_the_site(served)
+    station = served.station()
+    await station.connect()
+    await station.boot()
+    await station.start(1, "TAG1")  # the session's start pokes the round itself
+    await eventually(lambda: limit_on(station, 1, TX) == LIMIT_A)
+    async with served.context.store.transaction() as session:
+        await update_circuit(session, OPERATOR, "circuit_grid", now=served.context.clock.now(), limit_amps=12.0)
+    # No timed round comes (the clock stands still): the notification alone runs it.
+    await eventually(lambda: limit_on(station, 1, TX) == 12.0)
     await station.close()
 
 
