@@ -47,7 +47,7 @@ PASSWORD = "0123456789abcdef0123"
 RATE_TARGET = 600.0  # events/s on SQLite
 RATIO_TARGET = 0.8  # of the one-lane bench
 ARRIVAL_TIMEOUT = 120.0
-PACED_RATE = 300  # events/s, all stations together
+PACED_RATE = int(os.environ.get("CHARGENET_BENCH_PIPELINE_RATE", "300"))  # events/s, all stations together
 PACED_SECONDS = 3.0  # 900 events: fewer than a lane holds, however far it falls behind
 P99_TARGET_MS = 100.0
 
