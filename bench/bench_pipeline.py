@@ -11,7 +11,7 @@ Then, on the same server, a paced phase: the stations send PACED_RATE status cha
 its own schedule (station n's k-th frame at n + k * STATIONS slots of 1 / PACED_RATE s after the start), for
 PACED_SECONDS. Each frame carries a mark in its `info`, which the event and so the webhook carry, and the receiver
 notes when each mark arrived: the latency is from the frame's send to its event's arrival at the partner. Target: a
-p99 under 100 ms.
+p99 under 100 ms. CHARGENET_BENCH_PIPELINE_RATE sets another rate, to see the latency below saturation.
 """
 
 from __future__ import annotations
