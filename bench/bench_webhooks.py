@@ -44,10 +44,12 @@ PAYLOAD = AuthorizePayload.model_validate({"stationId": "ST-1", "idTag": "TAG", 
 
 
 class Receiver:
-    """The receiver process (bench/webhook_receiver.py), noting when each request arrived."""
+    """The receiver process (bench/webhook_receiver.py), noting when each request arrived, and when each event
+    marked in its `payload.info` did."""
 
     def __init__(self) -> None:
         self.arrivals: list[float] = []
+        self.marked: dict[str, float] = {}
         self.port = 0
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -62,7 +64,10 @@ class Receiver:
 
     async def _read(self, stdout: asyncio.StreamReader) -> None:
         while line := await stdout.readline():
-            self.arrivals.append(float(line))
+            at, _, mark = line.decode().strip().partition(" ")
+            self.arrivals.append(float(at))
+            if mark:
+                self.marked[mark] = float(at)
 
     async def stop(self) -> None:
         assert self._process is not None and self._reader is not None

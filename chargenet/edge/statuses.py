@@ -137,10 +137,13 @@ async def record_status(
 
 
 def bulk_writer(outbox: Outbox) -> BulkHandler:
-    """The group committer's handler: `write_statuses` for a batch."""
+    """The group committer's handler: `write_statuses` for a batch, then the outbox's batch consumers."""
 
     async def write(session: AsyncSession, items: list[StatusWrite]) -> None:
-        await write_statuses(session, outbox, items)
+        if await write_statuses(session, outbox, items):
+            # The batch's events go into the webhook lanes with the batch's commit: no filler transaction of their
+            # own, and no wait for the filler's next round between the status and its delivery.
+            await outbox.consume_in(session)
 
     return write
 
