@@ -116,11 +116,16 @@ class Vehicle:
     got_wh: float = 0.0
 
     def accepts(self) -> float:
-        """What the vehicle takes per phase now: its maximum, tapering over the last fifth of its charge."""
-        left = 1 - self.got_wh / self.wants_wh
-        if left <= 0:
-            return 0.0
-        return self.max_a * min(1.0, max(0.15, left / 0.2))
+        """What the vehicle takes per phase now (`tapered`)."""
+        return tapered(self.max_a, self.got_wh, self.wants_wh)
+
+
+def tapered(max_a: float, got_wh: float, wants_wh: float) -> float:
+    """What a vehicle takes per phase: its maximum, tapering over the last fifth of its charge; nothing once full."""
+    left = 1 - got_wh / wants_wh
+    if left <= 0:
+        return 0.0
+    return max_a * min(1.0, max(0.15, left / 0.2))
 
 
 @dataclass

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.bench_edge import PASSWORD, _free_port, _start, _store_flags
+from bench.bench_power import tapered
 from bench.common import Result
 from chargenet.app import open_context
 from chargenet.clock import SystemClock
@@ -71,11 +72,8 @@ class Vehicle:
     got_wh: float = 0.0
 
     def accepts(self) -> float:
-        """What it takes per phase: its maximum, tapering over the last fifth of its charge; nothing once full."""
-        left = 1 - self.got_wh / self.wants_wh
-        if left <= 0:
-            return 0.0
-        return self.max_a * min(1.0, max(0.15, left / 0.2))
+        """What it takes per phase now (`bench_power.tapered`, as the simulated day's vehicles)."""
+        return tapered(self.max_a, self.got_wh, self.wants_wh)
 
 
 @dataclass
