@@ -35,6 +35,7 @@ from chargenet.domain import charging_profiles as profiles
 from chargenet.domain import power
 from chargenet.domain.circuits import PHASES, Phase, parse_phases
 from chargenet.domain.generations import OCPP16, OCPP201
+from chargenet.domain.grid_meters import MeterFault
 from chargenet.edge.ocpp16.frames import Payload, dump_payload, load_payload
 from chargenet.errors import ChargenetError, StationAnswerFailed
 from chargenet.ids import process_owner
@@ -138,6 +139,7 @@ class PowerController(LoopWorker):
         self._poked: set[str] = set()
         self._timed = True  # the next round is the timed one, of every site
         self._fallbacks: dict[str, str | None] = {}  # circuit id -> why its meter told nothing at the last round
+        self._started = self.clock.now()
         self._sampled: dict[str, datetime] = {}  # site id -> when its circuits' figures were last kept
         # On PostgreSQL, per site this process holds: set when another process changed what the site may draw.
         self._notified: dict[str, asyncio.Event] = {}
@@ -288,6 +290,9 @@ class PowerController(LoopWorker):
             known = circuit_id in self._fallbacks
             if known and self._fallbacks[circuit_id] == fault:
                 continue
+            if not known and fault == MeterFault.SILENT and self._starting():
+                # Not polled yet since this process started: no news, though the round falls back meanwhile.
+                continue
             self._fallbacks[circuit_id] = fault
             fields = {"site": site_id, "circuit": circuit_id, "reason": fault}
             if fault is not None:
@@ -296,6 +301,10 @@ class PowerController(LoopWorker):
                 )
             elif known:
                 log.info("a circuit's grid meter is heard again", extra={"fields": fields})
+
+    def _starting(self) -> bool:
+        """Within a silent meter's grace of this controller's start: its grid meters may not have been polled yet."""
+        return self.clock.now() - self._started <= self.settings.meter_silent_after
 
     async def _send(self, send: _Send, upstream: dict[tuple[str, int, str], Payload]) -> str | None:
         limit = send.limit
