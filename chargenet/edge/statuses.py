@@ -137,13 +137,10 @@ async def record_status(
 
 
 def bulk_writer(outbox: Outbox) -> BulkHandler:
-    """The group committer's handler: `write_statuses` for a batch, then the outbox's batch consumers."""
+    """The group committer's handler: `write_statuses` for a batch."""
 
     async def write(session: AsyncSession, items: list[StatusWrite]) -> None:
-        if await write_statuses(session, outbox, items):
-            # The batch's events go into the webhook lanes with the batch's commit: no filler transaction of their
-            # own, and no wait for the filler's next round between the status and its delivery.
-            await outbox.consume_in(session)
+        await write_statuses(session, outbox, items)
 
     return write
 

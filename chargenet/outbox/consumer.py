@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Integer, Table, and_, bindparam, delete, func, select
+from sqlalchemy import Integer, Table, and_, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,11 +44,6 @@ class OutboxConsumer:
     async def pending_streams(self, session: AsyncSession) -> list[PendingStream]:
         rows = await session.execute(_PENDING_STREAMS, {"consumer": self.name})
         return [PendingStream(site, kind, int(after), int(last)) for site, kind, after, last in rows]
-
-    def anything_pending(self, connection: Connection) -> bool:
-        """Whether any stream has events past the cursor: a read of one snapshot (`Store.read_at_once`), for a
-        consumer that takes a transaction only when there is something to take."""
-        return connection.execute(_PENDING_STREAMS, {"consumer": self.name}).first() is not None
 
     async def read(self, session: AsyncSession, stream: PendingStream, limit: int = 100) -> list[StoredEvent]:
         """The stream's next events after the cursor and up to its `last_seq` as `pending_streams` saw it,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert
@@ -15,9 +15,6 @@ from chargenet.outbox.signal import note_published
 from chargenet.store.models import EventStream, OutboxEvent
 from chargenet.store.notify import OUTBOX, notify
 
-BatchConsumer = Callable[[AsyncSession], Awaitable[None]]
-"""A consumer that takes what a batch published inside the batch's own transaction (the webhook lanes' filler)."""
-
 
 class Outbox:
     """Publishes events into the store, inside the transaction the caller already holds."""
@@ -25,18 +22,6 @@ class Outbox:
     def __init__(self, clock: Clock, new_id: Callable[[], str] = new_event_id) -> None:
         self._clock = clock
         self._new_id = new_id
-        self._batch_consumers: list[BatchConsumer] = []
-
-    def add_batch_consumer(self, consumer: BatchConsumer) -> None:
-        """Have `consumer` take the events of a publisher's batch inside its transaction (`consume_in`): with the
-        events' commit rather than in a transaction, and on SQLite a turn of the writer, of its own."""
-        self._batch_consumers.append(consumer)
-
-    async def consume_in(self, session: AsyncSession) -> None:
-        """Called by a publisher once its batch is written: the batch consumers take the events in `session`.
-        A consumer that fails leaves them to its own rounds; it must not fail the batch."""
-        for consumer in self._batch_consumers:
-            await consumer(session)
 
     async def publish(self, session: AsyncSession, *, site_id: str, payload: Payload) -> Event:
         """Store the event for `payload`; it becomes visible to consumers when `session` commits.

@@ -12,11 +12,6 @@ Theory of operation.
   change of a webhook that this process made commits (`webhooks.changes`). A lease lasts 10 s
   and is renewed every second, so the lanes of a process that died are taken over within about 11 s
   (decisions.md §4 asks for 15).
-- The edge's batches of statuses run a filler round themselves, in a savepoint of the batch's transaction
-  (`fill_within`, handed to the outbox as a batch consumer), and wake the lanes they filled once it commits: a
-  status reaches its lanes with its own commit, without waiting for the supervisor's round or taking the SQLite
-  writer for one. The supervisor's rounds take whatever that did not (other publishers, a round that failed or
-  found the filler's lock taken), and a round with nothing pending takes no transaction.
 - Each held lane has one task that repeats `step`: read the lane (up to WINDOW entries), ask the lane core
   what is due, send the head if it is, persist the core's effect (only while the lease is still ours) and read
   the lane again in the same transaction. While heads are acknowledged, the step sends on from the entries it
@@ -45,11 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -60,7 +53,6 @@ from chargenet.errors import NotFound
 from chargenet.ids import process_owner
 from chargenet.keys import CredentialCipher
 from chargenet.outbox import outbox_committed
-from chargenet.store.commit_hooks import after_commit
 from chargenet.store.db import Store
 from chargenet.store.group_commit import Failure, GroupCommit
 from chargenet.store.models import Webhook
@@ -69,7 +61,7 @@ from chargenet.waiting import first_of
 from chargenet.webhooks import queue
 from chargenet.webhooks.changes import wake_on_changes
 from chargenet.webhooks.endpoints import endpoint_of
-from chargenet.webhooks.filler import FillReport, fill, fill_once
+from chargenet.webhooks.filler import FillReport, fill_once
 from chargenet.webhooks.lane import (
     Acknowledge,
     Action,
@@ -183,28 +175,11 @@ class DeliveryEngine:
 
     async def fill_once(self) -> FillReport:
         report = await fill_once(self.store, self.clock)
-        self._wake_lanes(report.filled_lanes)
-        return report
-
-    async def fill_within(self, session: AsyncSession) -> None:
-        """A filler round inside a publisher's transaction (the edge's batch of statuses: `Outbox.consume_in`), in
-        a savepoint: the entries commit with the events, and the lanes they went to wake once they have. A round
-        that fails is rolled back alone and logged; the supervisor's next round, woken by the same commit, takes
-        the events instead."""
-        try:
-            async with session.begin_nested():
-                report = await fill(session, self.clock)
-        except Exception:
-            log.warning("webhook lanes not filled in the publishing transaction", exc_info=True)
-            return
-        if report.filled_lanes:
-            after_commit(session, functools.partial(self._wake_lanes, frozenset(report.filled_lanes)))
-
-    def _wake_lanes(self, lane_ids: Iterable[int]) -> None:
-        for lane_id in lane_ids:
+        for lane_id in report.filled_lanes:
             wake = self._wakes.get(lane_id)
             if wake is not None:
                 wake.set()
+        return report
 
     async def lease_once(self) -> set[int]:
         """Renew, give up and take leases; start and stop lane tasks to match. Returns the lanes held."""

@@ -7,10 +7,6 @@ the cursor; a stream no lane takes has its cursor advanced past what the round l
 of it or none of it, so an event is neither lost nor enqueued twice. Only one filler works at a time: on
 PostgreSQL a transaction-scoped advisory lock (a second process skips the round), on SQLite the `BEGIN IMMEDIATE`
 every transaction starts with.
-
-A round runs in a transaction of its own (`fill_once`, the engine's supervisor), or inside the transaction that
-published the events (`fill`, the edge's batches of statuses through `Outbox.consume_in`): then the entries commit
-with the events and their state change, or neither does, and the round costs no commit of its own.
 """
 
 from __future__ import annotations
@@ -48,89 +44,80 @@ class FillReport:
 
 
 async def fill_once(store: Store, clock: Clock, *, batch: int = BATCH) -> FillReport:
-    """A round in a transaction of its own. A round that would find nothing pending takes no transaction: on
-    SQLite one is a turn of the single writer, which the edge's batches and the lanes' acknowledgements wait for."""
-    if not await store.read_at_once(OutboxConsumer(CONSUMER).anything_pending):
-        return FillReport()
-    async with store.transaction() as session:
-        return await fill(session, clock, batch=batch)
-
-
-async def fill(session: AsyncSession, clock: Clock, *, batch: int = BATCH) -> FillReport:
-    """A round in the caller's transaction: the edge's batch that published the events, or a round of its own."""
     report = FillReport()
-    if not await _take_filler_lock(session):
-        return report
-    consumer = OutboxConsumer(CONSUMER)
-    streams = await consumer.pending_streams(session)
-    if not streams:
-        return report
-    # Every lane this round may touch is locked up front, in id order: lane workers settling several lanes
-    # in one transaction lock them in id order too, so the two never wait for each other in a cycle.
-    rows = await session.execute(
-        select(
-            _lanes.c.id,
-            _lanes.c.webhook_id,
-            _lanes.c.event_type,
-            _lanes.c.size,
-            _webhooks.c.site_id,
-            _webhooks.c.station_filter,
-            _webhooks.c.charge_point_filter,
+    async with store.transaction() as session:
+        if not await _take_filler_lock(session):
+            return report
+        consumer = OutboxConsumer(CONSUMER)
+        streams = await consumer.pending_streams(session)
+        if not streams:
+            return report
+        # Every lane this round may touch is locked up front, in id order: lane workers settling several lanes
+        # in one transaction lock them in id order too, so the two never wait for each other in a cycle.
+        rows = await session.execute(
+            select(
+                _lanes.c.id,
+                _lanes.c.webhook_id,
+                _lanes.c.event_type,
+                _lanes.c.size,
+                _webhooks.c.site_id,
+                _webhooks.c.station_filter,
+                _webhooks.c.charge_point_filter,
+            )
+            .join(_webhooks, _webhooks.c.id == _lanes.c.webhook_id)
+            .where(tuple_(_webhooks.c.site_id, _lanes.c.event_type).in_([(s.site_id, s.event_type) for s in streams]))
+            .order_by(_lanes.c.id)
+            .with_for_update(of=_lanes)
         )
-        .join(_webhooks, _webhooks.c.id == _lanes.c.webhook_id)
-        .where(tuple_(_webhooks.c.site_id, _lanes.c.event_type).in_([(s.site_id, s.event_type) for s in streams]))
-        .order_by(_lanes.c.id)
-        .with_for_update(of=_lanes)
-    )
-    lanes_of: dict[tuple[str, str], list[tuple[FillableLane, EventFilter]]] = {}
-    for lane_id, webhook_id, event_type, size, site_id, stations, charge_points in rows:
-        lane = FillableLane(lane_id, webhook_id, event_type, size)
-        lanes_of.setdefault((site_id, event_type), []).append(
-            (lane, EventFilter(loaded(stations), loaded(charge_points)))
-        )
-    for stream in streams:
-        lanes = lanes_of.get((stream.site_id, stream.event_type), [])
-        if not lanes:
-            # No webhook takes them: the cursor passes over every event the listing saw without reading one (under
-            # a flood of statuses with no webhook, the reads were 2 % of the edge's time).
-            await consumer.advance(session, stream.site_id, stream.event_type, stream.last_seq)
-            continue
-        events = await consumer.read(session, stream, limit=batch)
-        if not events:
-            continue
-        now = clock.now()
-        # Each event is read once for the lanes with a filter, and not at all when none has one.
-        subjects = [subject_of(e.body) for e in events] if any(not w.takes_all for _, w in lanes) else []
-        for lane, wanted in lanes:
-            # Events the webhook's filter leaves out never enter its lane, so they can never hold it back.
-            if wanted.takes_all:
-                taken = events
-            else:
-                taken = [e for e, about in zip(events, subjects, strict=True) if wanted.takes(*about)]
-            if not taken:
+        lanes_of: dict[tuple[str, str], list[tuple[FillableLane, EventFilter]]] = {}
+        for lane_id, webhook_id, event_type, size, site_id, stations, charge_points in rows:
+            lane = FillableLane(lane_id, webhook_id, event_type, size)
+            lanes_of.setdefault((site_id, event_type), []).append(
+                (lane, EventFilter(loaded(stations), loaded(charge_points)))
+            )
+        for stream in streams:
+            lanes = lanes_of.get((stream.site_id, stream.event_type), [])
+            if not lanes:
+                # No webhook takes them: the cursor passes over every event the listing saw without reading one (under
+                # a flood of statuses with no webhook, the reads were 2 % of the edge's time).
+                await consumer.advance(session, stream.site_id, stream.event_type, stream.last_seq)
                 continue
-            letters = await enqueue_many(session, lane, taken, now=now)
-            report.enqueued += len(taken) - len(letters)
-            report.refused += len(letters)
-            if len(letters) < len(taken):
-                report.filled_lanes.add(lane.id)
-            for letter in letters:
-                log.warning(
-                    "webhook lane full: event dead-lettered",
-                    extra={
-                        "fields": {
-                            "webhookId": lane.webhook_id,
-                            "eventType": lane.event_type,
-                            "eventId": letter.event_id,
-                            "reason": letter.reason.value,
-                        }
-                    },
-                )
-        await consumer.advance(session, stream.site_id, stream.event_type, events[-1].seq)
-    if report.filled_lanes:
-        # The lanes another process holds sleep until it hears of their entries: at its next lease round,
-        # or at once by this (PostgreSQL; one notification a fill, whichever lanes it filled).
-        notify(session, WEBHOOK_LANES)
+            events = await consumer.read(session, stream, limit=batch)
+            if not events:
+                continue
+            now = clock.now()
+            # Each event is read once for the lanes with a filter, and not at all when none has one.
+            subjects = [subject_of(e.body) for e in events] if any(not w.takes_all for _, w in lanes) else []
+            for lane, wanted in lanes:
+                # Events the webhook's filter leaves out never enter its lane, so they can never hold it back.
+                if wanted.takes_all:
+                    taken = events
+                else:
+                    taken = [e for e, about in zip(events, subjects, strict=True) if wanted.takes(*about)]
+                if not taken:
+                    continue
+                letters = await enqueue_many(session, lane, taken, now=now)
+                report.enqueued += len(taken) - len(letters)
+                report.refused += len(letters)
+                if len(letters) < len(taken):
+                    report.filled_lanes.add(lane.id)
+                for letter in letters:
+                    log.warning(
+                        "webhook lane full: event dead-lettered",
+                        extra={
+                            "fields": {
+                                "webhookId": lane.webhook_id,
+                                "eventType": lane.event_type,
+                                "eventId": letter.event_id,
+                                "reason": letter.reason.value,
+                            }
+                        },
+                    )
+            await consumer.advance(session, stream.site_id, stream.event_type, events[-1].seq)
+        if report.filled_lanes:
+            # The lanes another process holds sleep until it hears of their entries: at its next lease round,
+            # or at once by this (PostgreSQL; one notification a fill, whichever lanes it filled).
+            notify(session, WEBHOOK_LANES)
     return report
 
 

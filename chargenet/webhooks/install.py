@@ -96,8 +96,6 @@ def install(
         lease_interval=lease_interval,
         policy=policy,
     )
-    # The edge's batches of statuses fill the lanes in their own transaction; the supervisor's rounds take the rest.
-    context.outbox.add_batch_consumer(engine.fill_within)
     context.webhook_tests = OneShotSender(context.store, sender, context.keys.credential_cipher())
     context.workers.append(engine)
     context.workers.append(DeadLetterRetention(context.store, context.clock))

@@ -8,7 +8,6 @@ from chargenet.clock import ManualClock
 from chargenet.outbox import Outbox, outbox_committed
 from chargenet.outbox.consumer import OutboxConsumer
 from chargenet.store.db import Store
-from chargenet.store.models import WebhookLane
 from chargenet.webhooks.filler import CONSUMER, fill_once
 from tests.integration.webhooks.harness import authorize, make_harness
 
@@ -28,24 +27,6 @@ async def test_a_rolled_back_outbox_event_wakes_nothing(store: Store, clock: Man
             await Outbox(clock).publish(session, site_id=harness.tenant.site_id, payload=authorize("A"))
             raise RuntimeError("rolled back")
     assert not woken.is_set()
-
-
-async def test_events_a_batch_hands_to_the_lanes_enter_them_with_its_commit(
-    store: Store, clock: ManualClock, tmp_path: Path
-) -> None:
-    harness = await make_harness(store, clock, tmp_path)
-    lane_id = await harness.lane_id(await harness.webhook("http://127.0.0.1:9/a"))
-    engine = harness.engine()
-    outbox = Outbox(clock)
-    outbox.add_batch_consumer(engine.fill_within)
-    async with store.transaction() as session:
-        await outbox.publish_many(session, [(harness.tenant.site_id, authorize(tag)) for tag in ("A", "B")])
-        await outbox.consume_in(session)
-    async with store.read() as session:
-        lane = await session.get(WebhookLane, lane_id)
-    later = await engine.fill_once()
-    await engine.sender.aclose()
-    assert lane is not None and (lane.size, later.enqueued) == (2, 0)
 
 
 async def test_one_fill_round_serves_every_stream_with_lanes(store: Store, clock: ManualClock, tmp_path: Path) -> None:
