@@ -40,6 +40,7 @@ from bench.common import POSTGRES_SERVER, Result, create_database, drop_database
 from chargenet.app import open_context
 from chargenet.config import load_settings
 from chargenet.domain.rate_limits import MAX_REQUESTS
+from chargenet.domain.security_profiles import SecurityProfile
 from chargenet.services import applications, companies, groups, sites, stations
 from chargenet.services.callers import OPERATOR
 from chargenet.store.models import ChargePoint, Connector, Station
@@ -94,7 +95,8 @@ async def _setup(data_dir: str, database_url: str | None) -> tuple[str, str, str
         # The rest of the fleet, written directly: the list reads them, nothing here logs them in.
         ids = [f"BULK-{n:05d}" for n in range(STATIONS - 20)]
         await session.execute(
-            insert(Station).values(created_at=now),
+            # Security profile 0, as `create_station` gives a station without a password: the fleet connects without.
+            insert(Station).values(created_at=now, security_profile=SecurityProfile.NO_PASSWORD),
             [{"id": i, "site_id": site.id, "charge_points": 1, "connectors_per_charge_point": 2} for i in ids],
         )
         await session.execute(
