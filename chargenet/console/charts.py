@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from markupsafe import Markup, escape
@@ -134,6 +135,81 @@ def _line_time(at: datetime, span_s: float) -> str:
     return at.strftime("%m-%d %H:%M" if span_s >= 86_400 else "%H:%M" if span_s >= 600 else "%H:%M:%S")
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """An SVG chart's accessible name and description (`name` makes their ids unique on the page), its size, where
+    its time axis runs and where the axis's own label sits."""
+
+    name: str
+    title: str
+    description: str
+    width: int
+    height: int
+    axis: float
+    time_label_y: float
+
+
+@dataclass(frozen=True, slots=True)
+class _ValueAxis:
+    unit: str
+    bottom: float
+    top: float
+    step: float
+    plot_h: float
+    y: Callable[[float], float]
+
+
+@dataclass(frozen=True, slots=True)
+class _TimeAxis:
+    start: datetime
+    end: datetime
+    span_s: float
+    reads_in: LocalTime
+    x: Callable[[datetime], float]
+
+
+def _axes(frame: _Frame, values: _ValueAxis, times: _TimeAxis) -> list[str]:
+    """The opening of a line chart's SVG: its name, the value axis's grid lines and figures, and five time marks."""
+    width, name = frame.width, frame.name
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {frame.height}" width="100%" role="img" '
+        f'aria-labelledby="{name}-title {name}-desc">',
+        f'<title id="{name}-title">{escape(frame.title)}</title>'
+        f'<desc id="{name}-desc">{escape(frame.description)}</desc>',
+        '<g fill="currentColor" font-size="12" stroke="currentColor">',
+    ]
+    for index in range(round((values.top - values.bottom) / values.step) + 1):
+        value = values.bottom + index * values.step
+        level = values.y(value)
+        dash = "" if value == 0 else ' stroke-dasharray="3 3"'
+        parts.append(
+            f'<line x1="{_LINE_LEFT}" x2="{width - _LINE_RIGHT}" y1="{level:.1f}" y2="{level:.1f}" '
+            f'stroke-opacity="0.25"{dash}/>'
+            f'<text x="{_LINE_LEFT - 6}" y="{level + 4:.1f}" text-anchor="end" stroke="none">'
+            f"{_line_number(value, values.step)}</text>"
+        )
+    middle = _LINE_TOP + values.plot_h / 2
+    parts.append(
+        f'<text x="12" y="{middle:.1f}" text-anchor="middle" stroke="none" '
+        f'transform="rotate(-90 12 {middle:.1f})">{escape(values.unit)}</text>'
+    )
+    axis = frame.axis
+    for index in range(5):
+        at = times.start + (times.end - times.start) * index / 4
+        across = times.x(at)
+        anchor = "start" if index == 0 else "end" if index == 4 else "middle"
+        parts.append(
+            f'<line x1="{across:.1f}" x2="{across:.1f}" y1="{axis}" y2="{axis + 4}"/>'
+            f'<text x="{across:.1f}" y="{axis + 18}" text-anchor="{anchor}" stroke="none">'
+            f"{_line_time(times.reads_in.local(at), times.span_s)}</text>"
+        )
+    parts.append(
+        f'<text x="{width - _LINE_RIGHT}" y="{frame.time_label_y}" text-anchor="end" stroke="none">'
+        f"time ({escape(times.reads_in.name)})</text>"
+    )
+    return parts
+
+
 def line_chart(
     points: Sequence[tuple[datetime, float]],
     unit: str,
@@ -165,40 +241,10 @@ def line_chart(
     def y(value: float) -> float:
         return _LINE_TOP + plot_h * (top - value) / (top - bottom)
 
-    parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        f'aria-labelledby="{name}-title {name}-desc">',
-        f'<title id="{name}-title">{escape(title)}</title><desc id="{name}-desc">{escape(description)}</desc>',
-        '<g fill="currentColor" font-size="12" stroke="currentColor">',
-    ]
-    ticks = round((top - bottom) / step)
-    for index in range(ticks + 1):
-        value = bottom + index * step
-        level = y(value)
-        dash = "" if value == 0 else ' stroke-dasharray="3 3"'
-        parts.append(
-            f'<line x1="{_LINE_LEFT}" x2="{width - _LINE_RIGHT}" y1="{level:.1f}" y2="{level:.1f}" '
-            f'stroke-opacity="0.25"{dash}/>'
-            f'<text x="{_LINE_LEFT - 6}" y="{level + 4:.1f}" text-anchor="end" stroke="none">'
-            f"{_line_number(value, step)}</text>"
-        )
-    parts.append(
-        f'<text x="12" y="{_LINE_TOP + plot_h / 2:.1f}" text-anchor="middle" stroke="none" '
-        f'transform="rotate(-90 12 {_LINE_TOP + plot_h / 2:.1f})">{escape(unit)}</text>'
-    )
-    for index in range(5):
-        at = start + (end - start) * index / 4
-        across = x(at)
-        anchor = "start" if index == 0 else "end" if index == 4 else "middle"
-        parts.append(
-            f'<line x1="{across:.1f}" x2="{across:.1f}" y1="{height - _LINE_BOTTOM}" '
-            f'y2="{height - _LINE_BOTTOM + 4}"/>'
-            f'<text x="{across:.1f}" y="{height - _LINE_BOTTOM + 18}" text-anchor="{anchor}" stroke="none">'
-            f"{_line_time(reads_in.local(at), span_s)}</text>"
-        )
-    parts.append(
-        f'<text x="{width - _LINE_RIGHT}" y="{height - 2}" text-anchor="end" stroke="none">'
-        f"time ({escape(reads_in.name)})</text>"
+    parts = _axes(
+        _Frame(name, title, description, width, height, height - _LINE_BOTTOM, height - 2),
+        _ValueAxis(unit, bottom, top, step, plot_h, y),
+        _TimeAxis(start, end, span_s, reads_in, x),
     )
     line = " ".join(f"{x(at):.1f},{y(value):.1f}" for at, value in points)
     parts.append(f'<polyline points="{line}" fill="none" stroke-width="2"/>')
@@ -246,39 +292,11 @@ def lines_chart(
     def y(value: float) -> float:
         return _LINE_TOP + plot_h * (top - max(value, 0.0)) / top
 
-    parts = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        f'aria-labelledby="{name}-title {name}-desc">',
-        f'<title id="{name}-title">{escape(title)}</title><desc id="{name}-desc">{escape(description)}</desc>',
-        '<g fill="currentColor" font-size="12" stroke="currentColor">',
-    ]
-    for index in range(round(top / step) + 1):
-        value = index * step
-        level = y(value)
-        dash = "" if value == 0 else ' stroke-dasharray="3 3"'
-        parts.append(
-            f'<line x1="{_LINE_LEFT}" x2="{width - _LINE_RIGHT}" y1="{level:.1f}" y2="{level:.1f}" '
-            f'stroke-opacity="0.25"{dash}/>'
-            f'<text x="{_LINE_LEFT - 6}" y="{level + 4:.1f}" text-anchor="end" stroke="none">'
-            f"{_line_number(value, step)}</text>"
-        )
-    parts.append(
-        f'<text x="12" y="{_LINE_TOP + plot_h / 2:.1f}" text-anchor="middle" stroke="none" '
-        f'transform="rotate(-90 12 {_LINE_TOP + plot_h / 2:.1f})">{escape(unit)}</text>'
-    )
     axis = height - bottom_room
-    for index in range(5):
-        at = start + (end - start) * index / 4
-        across = x(at)
-        anchor = "start" if index == 0 else "end" if index == 4 else "middle"
-        parts.append(
-            f'<line x1="{across:.1f}" x2="{across:.1f}" y1="{axis}" y2="{axis + 4}"/>'
-            f'<text x="{across:.1f}" y="{axis + 18}" text-anchor="{anchor}" stroke="none">'
-            f"{_line_time(reads_in.local(at), span_s)}</text>"
-        )
-    parts.append(
-        f'<text x="{width - _LINE_RIGHT}" y="{axis + 34}" text-anchor="end" stroke="none">'
-        f"time ({escape(reads_in.name)})</text>"
+    parts = _axes(
+        _Frame(name, title, description, width, height, axis, axis + 34),
+        _ValueAxis(unit, 0.0, top, step, plot_h, y),
+        _TimeAxis(start, end, span_s, reads_in, x),
     )
     for index, (label, points) in enumerate(drawn):
         dash = f' stroke-dasharray="{_DASHES[index]}"' if _DASHES[index] else ""
