@@ -323,7 +323,13 @@ class RpcConnection:
         sleeper = asyncio.ensure_future(self._clock.sleep(within.total_seconds()))
         try:
             waiting: list[asyncio.Future[Any]] = [future, sleeper]
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                # The caller is gone: a failure set on this future later (the link closing) would have no reader,
+                # and asyncio would report it as never retrieved.
+                future.cancel()
+                raise
             if not future.done():
                 self._expire(unique_id, action)
         finally:
