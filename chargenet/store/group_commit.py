@@ -248,11 +248,20 @@ class _Ride:
 
 
 class _Writer:
-    """The committers sharing a SQLite store's one writer in this process: the carrier and its riders."""
+    """The committers sharing a SQLite store's one writer in this process: the carrier and its riders. Held weakly
+    (a committer holds its store), so a store and its committers that nobody uses any more go."""
 
     def __init__(self) -> None:
-        self.carrier: GroupCommit | None = None
+        self._carrier: weakref.ref[GroupCommit] | None = None
         self.riders: weakref.WeakSet[GroupCommit] = weakref.WeakSet()
+
+    @property
+    def carrier(self) -> GroupCommit | None:
+        return self._carrier() if self._carrier is not None else None
+
+    @carrier.setter
+    def carrier(self, carrier: GroupCommit | None) -> None:
+        self._carrier = weakref.ref(carrier) if carrier is not None else None
 
 
 _writers: weakref.WeakKeyDictionary[Store, _Writer] = weakref.WeakKeyDictionary()
@@ -393,6 +402,10 @@ class GroupCommit:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._carrying:
+            # Cancelled before its batch began: the riders that left their work to it commit it on their own.
+            self._carrying = False
+            self._release_riders()
 
     def _start(self) -> None:
         # In a context of its own: the committer serves every caller, so it must not inherit the station id (or
