@@ -6,7 +6,9 @@ The edge's use of the store's group commit (`chargenet.store.group_commit`): a u
 (`Failure.UNIT`), so one that fails (a duplicate start losing a unique constraint, a bad connector id) is rolled
 back alone while the rest of the batch commits; BootNotification's and StatusNotification's writes go through
 `bulk`. Batches are
-unordered, so under load a batch grows to what arrives while it runs, up to MAX_BATCH units.
+unordered, so under load a batch grows to what arrives while it runs, up to MAX_BATCH units. On SQLite it is the
+store's carrier: the webhook engine's acknowledgements ride its batches (`GroupCommit`'s `carries`), so a busy
+station's batch and a busy lane's acknowledgements take one turn of the writer and one sync to disk.
 """
 
 from __future__ import annotations
@@ -21,4 +23,4 @@ MAX_BATCH = 256
 
 class GroupCommitter(GroupCommit):
     def __init__(self, store: Store, max_batch: int = MAX_BATCH) -> None:
-        super().__init__(store, name="edge", failure=Failure.UNIT, max_batch=max_batch)
+        super().__init__(store, name="edge", failure=Failure.UNIT, max_batch=max_batch, carries=True)

@@ -31,6 +31,15 @@ Options:
 - `delay`: work submitted with `now=False` is committed when someone waits for it (`flush`, `settled`), with a
   unit that asks for a commit now, or `delay` seconds after it was handed over, whichever comes first: work that
   nobody waits for yet gathers company instead of paying a commit of its own.
+- `carries` and `rides`, on SQLite only, where every transaction takes the one writer in turn: a committer that
+  `rides` (under `Failure.BATCH`) has its batch written in a batch of the store's committer that `carries`
+  (one a store, in this process), right before that batch commits, rather than waiting behind it for a turn of the
+  writer and a sync of its own. While a batch of the carrier runs, the rider starts none of its own: what it is
+  handed meanwhile, flushed or not, goes into that batch, or into the next one the carrier runs at once; once the
+  carrier has no batch to run, the rider commits on its own again. The rider's batch runs in one savepoint of the
+  carrier's transaction: if anything in it fails, that savepoint is rolled back and every unit of the rider's batch
+  gets the error, while the carrier's units commit as their own policy says; if the carrier's commit fails, both
+  fail. On PostgreSQL, whose writers do not take turns, each commits on its own as before.
 
 When a batch starts and what it takes is plain code (`Batching`); `GroupCommit` runs it against a `Store`.
 Units are short: database work only, never a network call.
@@ -42,6 +51,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
@@ -136,6 +146,15 @@ class Batching(Generic[U, G, M]):
         groups, self._groups = self._groups, {}
         return groups
 
+    def ride(self) -> bool:
+        """A carrier's batch takes what waits here, flushed or not (it commits anyway): starts a batch if anything
+        waits. False when nothing does."""
+        if not (self._waiting or self._groups):
+            return False
+        self._flush = True
+        self.start()
+        return True
+
     def abandon(self) -> list[U]:
         """The batch failed: the units it fixed at its start and had not taken yet fail with it; those it never
         took (unordered) are left behind, and start the next batch at once."""
@@ -218,6 +237,36 @@ class _Item:
     outcome: asyncio.Future[None]
 
 
+@dataclass(slots=True, eq=False)
+class _Ride:
+    """A rider's batch written in a carrier's transaction: settled once the carrier's batch is."""
+
+    rider: GroupCommit
+    done: list[_Unit]
+    written: list[_Item]
+    failed: bool = False  # its savepoint was rolled back, and its units got the error
+
+
+class _Writer:
+    """The committers sharing a SQLite store's one writer in this process: the carrier and its riders. Held weakly
+    (a committer holds its store), so a store and its committers that nobody uses any more go."""
+
+    def __init__(self) -> None:
+        self._carrier: weakref.ref[GroupCommit] | None = None
+        self.riders: weakref.WeakSet[GroupCommit] = weakref.WeakSet()
+
+    @property
+    def carrier(self) -> GroupCommit | None:
+        return self._carrier() if self._carrier is not None else None
+
+    @carrier.setter
+    def carrier(self, carrier: GroupCommit | None) -> None:
+        self._carrier = weakref.ref(carrier) if carrier is not None else None
+
+
+_writers: weakref.WeakKeyDictionary[Store, _Writer] = weakref.WeakKeyDictionary()
+
+
 _Unit = _Lease | _Job
 
 
@@ -240,7 +289,11 @@ class GroupCommit:
         max_batch: int | None = None,
         delay: float = 0.0,
         log_failures: bool = True,
+        carries: bool = False,
+        rides: bool = False,
     ) -> None:
+        if rides and failure is not Failure.BATCH:
+            raise ValueError("a rider's batch runs in one savepoint of the carrier's, and fails as a whole")
         self._store = store
         self._name = name
         self._failure = failure
@@ -254,6 +307,15 @@ class GroupCommit:
         self._timer: asyncio.TimerHandle | None = None
         self.batches = 0  # committed
         self.units = 0  # committed with them
+        self.carried = 0  # of those batches, written in a carrier's batch
+        self._carrying = False  # carries riders, and a batch of its own runs or is about to
+        self._writer: _Writer | None = None
+        if (carries or rides) and store.dialect == "sqlite":
+            self._writer = _writers.setdefault(store, _Writer())
+            if carries:
+                self._writer.carrier = self
+            else:
+                self._writer.riders.add(self)
 
     @asynccontextmanager
     async def unit(self, *, key: int = 0) -> AsyncIterator[AsyncSession]:
@@ -313,8 +375,12 @@ class GroupCommit:
             self._timer.cancel()
             self._timer = None
         self._batching.flush()
-        if self._batching.due() and (self._task is None or self._task.done()):
-            self._start()
+        self._release()
+
+    def _carried(self) -> bool:
+        """A carrier's batch runs, or is about to: it takes what this rider has waiting."""
+        writer = self._writer
+        return writer is not None and writer.carrier is not None and writer.carrier._carrying
 
     async def settled(self) -> None:
         """Wait until everything handed over so far is committed or has failed (not what is handed over
@@ -326,6 +392,9 @@ class GroupCommit:
         await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
 
     async def close(self) -> None:
+        writer = self._writer
+        if writer is not None and writer.carrier is self:
+            writer.carrier = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -333,15 +402,26 @@ class GroupCommit:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._carrying:
+            # Cancelled before its batch began: the riders that left their work to it commit it on their own.
+            self._carrying = False
+            self._release_riders()
 
     def _start(self) -> None:
         # In a context of its own: the committer serves every caller, so it must not inherit the station id (or
         # the request id) of the caller that happened to start it, which every line it logs would then carry.
+        if self._writer is not None and self._writer.carrier is self:
+            self._carrying = True
         self._task = asyncio.create_task(self._loop(), name=f"{self._name}-group-commit", context=contextvars.Context())
 
     async def _loop(self) -> None:
-        while self._batching.due():
-            await self._commit()
+        try:
+            while self._batching.due():
+                await self._commit()
+        finally:
+            if self._carrying:
+                self._carrying = False
+                self._release_riders()
         # Work handed over with `now=False` during the last commit still has its delay to run.
         if not self._batching.empty() and self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay, self.flush)
@@ -352,13 +432,35 @@ class GroupCommit:
         self._current = []
         written: list[_Item] = []
         self._bulk_current = written
+        rides: list[_Ride] = []
         try:
             async with self._store.transaction() as session:
                 if self._failure is Failure.UNIT:
                     await self._isolated(session, done, written)
                 else:
                     await self._together(session, done, written)
-        except _SessionDiscarded as exc:
+                if self._carrying and self._writer is not None:
+                    for rider in list(self._writer.riders):
+                        await rider._ride(session, rides)
+        except BaseException as exc:
+            error = exc.error if isinstance(exc, _BatchFailed) else exc
+            if not isinstance(error, Exception):
+                error = _SessionDiscarded()  # cancelled: the riders' writes went with the carrier's transaction
+            for ride in rides:
+                ride.rider._ride_ended(ride, error)
+            self._ended(done, written, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        finally:
+            self._current, self._bulk_current, self._bulk_taken = [], [], []
+        self._committed(done, written)
+        for ride in rides:
+            ride.rider._ride_ended(ride, None)
+
+    def _ended(self, done: list[_Unit], written: list[_Item], exc: BaseException) -> None:
+        """The batch did not commit: its units get the error, or (a discarded session) a new transaction."""
+        if isinstance(exc, _SessionDiscarded):
             if done and self._log_failures:
                 # Their bodies ran in the discarded transaction: they fail, and their callers answer for it.
                 log.error(
@@ -367,15 +469,12 @@ class GroupCommit:
                 )
             self._batching.requeue()
             _settle([unit.outcome for unit in done], exc)
-            return
-        except _BatchFailed as failed:
-            self._failed(done, written, failed.error)
-            return
-        except Exception as exc:
+        elif isinstance(exc, _BatchFailed):
+            self._failed(done, written, exc.error)
+        elif isinstance(exc, Exception):
             self._failed(done, written, exc)
-            return
-        finally:
-            self._current, self._bulk_current, self._bulk_taken = [], [], []
+
+    def _committed(self, done: list[_Unit], written: list[_Item]) -> None:
         for item in written:
             if not item.outcome.done():
                 item.outcome.set_result(None)
@@ -384,6 +483,43 @@ class GroupCommit:
         for unit in done:
             if not unit.outcome.done():
                 unit.outcome.set_result(unit.value if isinstance(unit, _Job) else None)
+
+    async def _ride(self, session: AsyncSession, rides: list[_Ride]) -> None:
+        """Write this rider's batch in a carrier's transaction, in a savepoint of its own, unless a batch of its own
+        runs. Added to `rides`, it is settled when the carrier's batch is (`_ride_ended`)."""
+        if (self._task is not None and not self._task.done()) or not self._batching.ride():
+            return
+        ride = _Ride(self, [], [])
+        rides.append(ride)
+        self._current, self._bulk_current = [], ride.written
+        try:
+            async with session.begin_nested():
+                await self._together(session, ride.done, ride.written)
+        except Exception as exc:
+            ride.failed = True
+            self._failed(ride.done, ride.written, exc.error if isinstance(exc, _BatchFailed) else exc)
+            self._current, self._bulk_current, self._bulk_taken = [], [], []
+
+    def _ride_ended(self, ride: _Ride, error: Exception | None) -> None:
+        """The carrier's batch committed (`error` None) or failed, with this rider's batch in it."""
+        if not ride.failed:
+            if error is None:
+                self._committed(ride.done, ride.written)
+                self.carried += 1
+            else:
+                self._failed(ride.done, ride.written, error)
+        self._current, self._bulk_current, self._bulk_taken = [], [], []
+        self._release()
+
+    def _release_riders(self) -> None:
+        """This carrier runs no batch now: riders with work waiting commit it on their own."""
+        if self._writer is not None:
+            for rider in list(self._writer.riders):
+                rider._release()
+
+    def _release(self) -> None:
+        if self._batching.due() and (self._task is None or self._task.done()) and not self._carried():
+            self._start()
 
     def _next(self) -> _Unit | None:
         unit = self._batching.next()

@@ -152,9 +152,18 @@ class DeliveryEngine:
         # instead of N, and a lone lane waits for no one. Each lane's statements check its own lease; if any
         # statement of a batch fails, the whole batch rolls back and every lane in it sees the error (their
         # attempts are sent again). Lanes are settled in id order, the order in which the filler locks them, so
-        # the two cannot deadlock. Each lane reports its own failure, so the committer logs none.
+        # the two cannot deadlock. Each lane reports its own failure, so the committer logs none. On SQLite, whose
+        # one writer takes every transaction in turn, the batches ride the edge's (`GroupCommit`'s `rides`): a lane
+        # waiting for its acknowledgements' commit waits for the station batch that is committing anyway, not for a
+        # turn of the writer and a sync of its own behind it.
         self._commits = GroupCommit(
-            store, name="webhooks", failure=Failure.BATCH, ordered=True, delay=ACK_DELAY, log_failures=False
+            store,
+            name="webhooks",
+            failure=Failure.BATCH,
+            ordered=True,
+            delay=ACK_DELAY,
+            log_failures=False,
+            rides=True,
         )
         self._open_acks: dict[int, _Acknowledgements] = {}
         self._generation = 0

@@ -1,5 +1,6 @@
 """The edge's group commit on both backends: a unit that fails, however it fails, is rolled back where it failed and
-its session is handed to nobody else (no PendingRollbackError for whatever runs next)."""
+its session is handed to nobody else (no PendingRollbackError for whatever runs next). On SQLite it carries the
+webhook engine's acknowledgements (a committer that rides, as the engine's does) in its batches."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from chargenet.edge.committer import GroupCommitter
 from chargenet.observability import log_context
 from chargenet.store.db import Store
+from chargenet.store.group_commit import Failure, GroupCommit
 from chargenet.store.models import StoreSetting
 from chargenet.store.notify import OUTBOX, notify
 
@@ -121,4 +123,76 @@ async def test_a_batch_whose_units_each_notify_sends_one_notification_at_its_com
     await asyncio.gather(*(publishing(f"t-{n}") for n in range(5)))
     assert committer.batches == 1
     assert len(sent) == (1 if store.dialect == "postgresql" else 0)
+    await committer.close()
+
+
+def acknowledgements(store: Store) -> GroupCommit:
+    """A committer configured as the webhook engine's."""
+    return GroupCommit(store, name="test-acks", failure=Failure.BATCH, ordered=True, log_failures=False, rides=True)
+
+
+async def test_acknowledgements_handed_over_during_a_station_batch_commit_with_it_on_sqlite(store: Store) -> None:
+    committer, acks = GroupCommitter(store), acknowledgements(store)
+    written, release = asyncio.Event(), asyncio.Event()
+
+    async def station() -> None:
+        async with committer.unit() as session:
+            await session.execute(insert(StoreSetting).values(key="t-station", value="v"))
+            written.set()
+            await release.wait()
+
+    def acknowledge(key: str) -> Any:
+        async def work(session: Any) -> str | None:
+            await session.execute(insert(StoreSetting).values(key=key, value="v"))
+            # The station's row: before its commit, seen only by the transaction that wrote it.
+            return await session.scalar(select(StoreSetting.value).where(StoreSetting.key == "t-station"))
+
+        return work
+
+    transactions: list[float] = []
+    store.time_units(transaction=transactions.append, read=lambda _: None)
+    batch = asyncio.create_task(station())
+    await written.wait()
+    acknowledged = acks.submit(acknowledge("t-ack-1"))
+    release.set()
+    await batch
+    sqlite = store.dialect == "sqlite"
+    seen = await acknowledged
+    assert seen == "v" or not sqlite
+    assert (committer.batches, acks.batches, acks.carried) == (1, 1, 1 if sqlite else 0)
+    assert len(transactions) == (1 if sqlite else 2)
+    # With no station batch running, acknowledgements commit on their own.
+    assert await acks.submit(acknowledge("t-ack-2")) == "v"
+    assert (acks.batches, acks.carried) == (2, 1 if sqlite else 0)
+    assert await keys(store) == ["t-ack-1", "t-ack-2", "t-station"]
+    await committer.close()
+
+
+async def test_acknowledgements_that_fail_in_a_station_batch_fail_together_and_the_station_commits(
+    store: Store,
+) -> None:
+    committer, acks = GroupCommitter(store), acknowledgements(store)
+    written, release = asyncio.Event(), asyncio.Event()
+
+    async def station() -> str:
+        async with committer.unit() as session:
+            await session.execute(insert(StoreSetting).values(key="t-station", value="v"))
+            written.set()
+            await release.wait()
+        return "committed"
+
+    async def acknowledge(session: Any) -> None:
+        await session.execute(insert(StoreSetting).values(key="t-ack", value="v"))
+
+    async def too_big(session: Any) -> None:
+        await session.execute(text("SELECT :v"), {"v": 2**70})
+
+    batch = asyncio.create_task(station())
+    await written.wait()
+    results = acks.submit(acknowledge, key=1), acks.submit(too_big, key=2)
+    release.set()
+    assert await batch == "committed"
+    outcomes = await asyncio.gather(*results, return_exceptions=True)
+    assert all(isinstance(outcome, Exception) for outcome in outcomes)
+    assert await keys(store) == ["t-station"]
     await committer.close()

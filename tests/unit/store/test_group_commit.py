@@ -160,3 +160,32 @@ def test_a_bulk_item_alone_makes_a_batch_due_once_flushed() -> None:
     batch.add_to_group("statuses", "s1")
     batch.flush()
     assert batch.due()
+
+
+def test_a_ride_takes_the_units_waiting_though_no_flush_was_asked_for() -> None:
+    batch = batching(ordered=True)
+    batch.add("b", 2)
+    batch.add("a", 1)
+    assert not batch.due()
+    assert batch.ride()
+    assert take_all(batch) == ["a", "b"]
+    assert batch.empty()
+
+
+def test_a_ride_with_nothing_waiting_starts_no_batch() -> None:
+    batch = batching(ordered=True)
+    assert not batch.ride()
+    batch.add("a", 1)
+    batch.flush()
+    batch.start()
+    take_all(batch)
+    assert not batch.ride()
+
+
+def test_units_handed_over_after_a_ride_wait_for_the_next_flush() -> None:
+    batch = batching(ordered=True)
+    batch.add("a", 1)
+    batch.ride()
+    batch.add("b", 1)
+    assert take_all(batch) == ["a"]
+    assert not batch.due()
