@@ -43,7 +43,6 @@ from chargenet.keys import KeyStore
 from chargenet.keys.upstream_tls import UpstreamTlsContexts
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.group_commit import Work
 from chargenet.workers import LoopWorker
 
 log = logging.getLogger(__name__)
@@ -104,10 +103,11 @@ class Edge:
         """A unit of database work sharing a group commit (see `committer`)."""
         return self._committer.unit()
 
-    def write_behind(self, work: Work[None]) -> None:
-        """Work committed with a coming batch that nobody waits for: bookkeeping whose loss in a crash costs
-        nothing a station's next messages do not set right. A failure is logged."""
-        self._committer.submit(work, now=False).add_done_callback(_log_write_behind_failure)
+    def note_progress(self, progress: records.Progress) -> None:
+        """A running transaction's progress, written with a coming batch that nobody waits for, all of a batch's
+        in one statement (`records.write_progress`): bookkeeping whose loss in a crash costs nothing a station's
+        next messages do not set right. A failure is logged by the committer."""
+        self._committer.submit_bulk(records.write_progress, progress, now=False).add_done_callback(_retrieved)
 
     @property
     def connected_stations(self) -> list[str]:
@@ -225,9 +225,10 @@ class Edge:
         await self._committer.close()
 
 
-def _log_write_behind_failure(future: asyncio.Future[None]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.error("a write behind the answers failed", exc_info=future.exception())
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """Nobody waits for a write behind the answers: its failure, logged where it failed, is taken here."""
+    if not future.cancelled():
+        future.exception()
 
 
 class IdleSweeper(LoopWorker):

@@ -225,17 +225,30 @@ async def cache_authorization(session: AsyncSession, site_id: str, entry: auth.C
     row.expires_at = entry.expires_at
 
 
+# Built once: these run for every start and every 2.0.1 TransactionEvent that is not a running one's Updated, and
+# building them cost more than running them.
+_ACTIVE_OF_TAG = (
+    select(EdgeTransaction.id)
+    .where(
+        EdgeTransaction.site_id == bindparam("site_id"),
+        EdgeTransaction.id_tag == bindparam("id_tag"),
+        EdgeTransaction.stopped_at.is_(None),
+    )
+    .limit(1)
+)
+_STATION_TRANSACTION = (
+    select(EdgeTransaction)
+    .where(
+        EdgeTransaction.station_id == bindparam("station_id"),
+        EdgeTransaction.station_transaction_id == bindparam("station_transaction_id"),
+    )
+    .with_for_update()
+)
+
+
 async def has_active_transaction(session: AsyncSession, site_id: str, id_tag: str) -> bool:
     """Whether the tag has an open transaction at the site (authorize Rule 5; a site judges its own stations)."""
-    found = await session.scalar(
-        select(EdgeTransaction.id)
-        .where(
-            EdgeTransaction.site_id == site_id,
-            EdgeTransaction.id_tag == id_tag,
-            EdgeTransaction.stopped_at.is_(None),
-        )
-        .limit(1)
-    )
+    found = await session.scalar(_ACTIVE_OF_TAG, {"site_id": site_id, "id_tag": id_tag})
     return found is not None
 
 
@@ -605,14 +618,8 @@ async def station_transaction(
     session: AsyncSession, station_id: str, station_transaction_id: str
 ) -> EdgeTransaction | None:
     """The edge's transaction for the station's own id, locked for the unit that plans on it."""
-    found = await session.scalars(
-        select(EdgeTransaction)
-        .where(
-            EdgeTransaction.station_id == station_id,
-            EdgeTransaction.station_transaction_id == station_transaction_id,
-        )
-        .with_for_update()
-    )
+    params = {"station_id": station_id, "station_transaction_id": station_transaction_id}
+    found = await session.scalars(_STATION_TRANSACTION, params)
     return found.first()
 
 
@@ -778,22 +785,39 @@ async def start_station_transaction(
     return transaction_id
 
 
-async def note_progress(session: AsyncSession, transaction_id: int, seq_no: int, meter_last_wh: int | None) -> None:
-    """A running 2.0.1 transaction's latest seqNo and reading, written behind its answers: never back over a later
-    one or a stop, whichever commits first."""
-    values: dict[str, int] = {"seq_no": seq_no}
-    if meter_last_wh is not None:
-        values["meter_last"] = meter_last_wh
-    await session.execute(
-        update(EdgeTransaction)
-        .where(
-            EdgeTransaction.id == transaction_id,
-            EdgeTransaction.stopped_at.is_(None),
-            func.coalesce(EdgeTransaction.seq_no, -1) < seq_no,
-        )
-        .values(**values)
-        .execution_options(synchronize_session=False)  # no object of it is loaded in the unit that writes behind
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A running 2.0.1 transaction's latest seqNo and reading, written behind its answers (`write_progress`)."""
+
+    transaction_id: int
+    seq_no: int
+    meter_last_wh: int | None
+
+
+_transactions = cast(Table, EdgeTransaction.__table__)
+# Built once, on the table: built per Updated event and run through the ORM's bulk update, the same statement cost
+# the event loop more than everything else a 2.0.1 transaction adds to a 1.6 one.
+_PROGRESS = (
+    update(_transactions)
+    .where(
+        _transactions.c.id == bindparam("b_id"),
+        _transactions.c.stopped_at.is_(None),
+        func.coalesce(_transactions.c.seq_no, -1) < bindparam("b_seq_no"),
     )
+    .values(
+        seq_no=bindparam("b_seq_no"),
+        meter_last=func.coalesce(
+            bindparam("b_meter_last", type_=_transactions.c.meter_last.type), _transactions.c.meter_last
+        ),
+    )
+)
+
+
+async def write_progress(session: AsyncSession, items: list[Progress]) -> None:
+    """The progress of a batch in one statement, in the order noted: never back over a later seqNo or a stop,
+    whichever commits first; a reading left out keeps the one before."""
+    rows = [{"b_id": p.transaction_id, "b_seq_no": p.seq_no, "b_meter_last": p.meter_last_wh} for p in items]
+    await session.execute(_PROGRESS, rows)
 
 
 def update_station_transaction(row: EdgeTransaction, report: TransactionReport) -> None:

@@ -53,7 +53,6 @@ from chargenet.keys import KeyStore
 from chargenet.keys.upstream_tls import UpstreamTlsContexts
 from chargenet.outbox import Outbox
 from chargenet.store.db import Store
-from chargenet.store.group_commit import Work
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ class EdgeRuntime(Protocol):
 
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]: ...
 
-    def write_behind(self, work: Work[None]) -> None: ...
+    def note_progress(self, progress: records.Progress) -> None: ...
 
     async def write_status(self, write: statuses.StatusWrite) -> None: ...
 

@@ -460,7 +460,7 @@ class Station201Link(LinkBase):
 
     async def _progress(self, call: Call, report: TransactionReport, running: _Running) -> Payload:
         """An Updated event of a transaction running on this connection: planned on what the link knows of it,
-        answered at once, its seqNo and reading written behind the answer (`records.note_progress`). Nothing it
+        answered at once, its seqNo and reading written behind the answer (`records.write_progress`). Nothing it
         changes raises an event, and a station's resend of it after a crash would be applied again harmlessly."""
         planned = te.plan(report, running.known)
         self._log_plan(report, planned)
@@ -469,11 +469,7 @@ class Station201Link(LinkBase):
         meter_last = planned.meter_last_wh if planned.meter_last_wh is not None else running.known.meter_last_wh
         known = replace(running.known, last_seq_no=report.seq_no, meter_last_wh=meter_last)
         self._running[report.station_transaction_id] = _Running(known, running.connector)
-
-        async def write(session: AsyncSession) -> None:
-            await records.note_progress(session, known.transaction_id, report.seq_no, planned.meter_last_wh)
-
-        self.edge.write_behind(write)
+        self.edge.note_progress(records.Progress(known.transaction_id, report.seq_no, planned.meter_last_wh))
         await self._applied(call, report, known, running.connector, ended=False)
         return {}
 

@@ -7,7 +7,8 @@ Two kinds of unit, which may share a batch:
 - `submit(work)` / `run(work)`: a function of the session run inside the committer's task, so it is written
   even when the task that handed it over is cancelled meanwhile (the webhook engine's acknowledgements).
 `bulk(handler, item)` hands an item to a handler that writes all items of a batch with a few multi-row statements;
-the handlers run after the batch's units.
+the handlers run after the batch's units (`submit_bulk`: the same without waiting, and, like `submit`, without
+asking for a commit now if need be).
 
 The failure policy is a parameter (`Failure`):
 - `Failure.UNIT`: each unit (and each bulk handler) runs in a savepoint of its own, so one that fails (a unique
@@ -350,11 +351,14 @@ class GroupCommit:
         the batch has committed, or the error that failed it. With `now=False` the commit may wait (`delay`)."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._batching.add(_Job(work, future), key)
+        self._asked(now)
+        return future
+
+    def _asked(self, now: bool) -> None:
         if now:
             self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay, self.flush)
-        return future
 
     async def run(self, work: Work[T], *, key: int = 0) -> T:
         """`submit(work)` and wait for its commit."""
@@ -364,10 +368,15 @@ class GroupCommit:
         """Hand `item` to `handler`, which writes all items of a batch with a few multi-row statements; returns
         once the batch has committed. Raises what the handler raised: under `Failure.UNIT` only for the items that
         fail when written alone, under `Failure.BATCH` for every item of the batch."""
+        await self.submit_bulk(handler, item)
+
+    def submit_bulk(self, handler: BulkHandler, item: Any, *, now: bool = True) -> asyncio.Future[None]:
+        """`bulk` without waiting: the future is done once the batch has committed, or has the handler's error.
+        With `now=False` the commit may wait (`delay`), as for `submit`."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._batching.add_to_group(handler, _Item(item, future))
-        self.flush()
-        await future
+        self._asked(now)
+        return future
 
     def flush(self) -> None:
         """Commit what waits without delay: called before anything waits for it."""

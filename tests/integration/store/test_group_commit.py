@@ -232,6 +232,23 @@ async def test_a_bulk_handler_gets_the_items_of_a_batch_in_one_call(store: Store
     assert await keys(store) == ["t-0", "t-1", "t-2"]
 
 
+async def test_a_bulk_item_handed_over_without_now_is_written_with_the_next_batch_and_nobody_waits(
+    store: Store,
+) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT, delay=60.0)
+
+    async def insert_all(session: AsyncSession, items: list[Any]) -> None:
+        await session.execute(insert(StoreSetting), [{"key": key, "value": "v"} for key in items])
+
+    later = group.submit_bulk(insert_all, "t-1", now=False)
+    assert await keys(store) == [] and not later.done()
+    await write(group, "t-2")
+    assert later.done() and later.exception() is None
+    assert await keys(store) == ["t-1", "t-2"]
+    assert group.batches == 1
+    await group.close()
+
+
 @pytest.mark.parametrize("failure", list(Failure))
 async def test_a_unit_cancelled_as_its_turn_comes_does_not_hold_up_its_batch(
     store: Store, failure: Failure, monkeypatch: pytest.MonkeyPatch
