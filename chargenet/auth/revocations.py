@@ -47,29 +47,31 @@ class RevokedTokens:
         self._read_at: datetime | None = None
         self._revoked: frozenset[str] = frozenset()
         self._here: set[str] = set()  # revoked by this process since the last read
-        self._reading: asyncio.Task[None] | None = None  # the read in flight, which every request out of date awaits
+        self._reading: asyncio.Future[None] | None = None  # done when the read in flight ends, however it ends
 
     async def is_revoked(self, jti: str) -> bool:
         now = self._clock.now()
         if self._read_at is None or now - self._read_at >= self._ttl:
-            reading = self._reading
-            if reading is None:
-                reading = self._reading = asyncio.create_task(self._read_again(now))
-                reading.add_done_callback(self._read_done)
-            # A request cancelled meanwhile leaves the read to the others.
-            await asyncio.shield(reading)
+            reading, read_at = self._reading, self._read_at
+            if reading is not None:
+                await asyncio.shield(reading)  # a request cancelled meanwhile leaves the read to the others
+            if reading is None or self._read_at == read_at:  # none was in flight, or it failed: read them
+                await self._read_again(now)
         return jti in self._revoked or jti in self._here
 
     async def _read_again(self, now: datetime) -> None:
+        """Read in the request's own task, not one of its own: on SQLite it then ends before any other request
+        runs, where waiting for a task cost every request in flight a turn of the busy event loop."""
+        reading = self._reading = asyncio.get_running_loop().create_future()
         here = set(self._here)  # a revocation of this process during the read may be missing from it: kept
-        self._revoked = await self._store.read_statement(lambda connection: _revoked_at(connection, now))
-        self._here -= here
-        self._read_at = now
-
-    def _read_done(self, reading: asyncio.Task[None]) -> None:
-        self._reading = None
-        if not reading.cancelled():
-            reading.exception()  # retrieved here too: every waiter may have been cancelled
+        try:
+            self._revoked = await self._store.read_statement(lambda connection: _revoked_at(connection, now))
+            self._here -= here
+            self._read_at = now
+        finally:
+            if self._reading is reading:
+                self._reading = None
+            reading.set_result(None)
 
     async def revoke(self, *, jti: str, client_id: str, expires_at: int) -> None:
         """Record the token as revoked (again is harmless) and purge rows whose tokens have expired."""
