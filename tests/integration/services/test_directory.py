@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import delete, event, insert, select, text, update
 
 from chargenet.auth.permissions import Grant, Permissions
 from chargenet.clock import ManualClock
@@ -103,6 +103,24 @@ async def test_one_charge_point_is_served_from_memory_as_the_store_reads_it(flee
     read = await charge_points.get_charge_point(fleet.store.read_statement, OPERATOR, None, listed.id)
     assert kept == read and [c.status for c in kept.connectors] == ["Charging", None]
     assert (fleet.directory.served, fleet.directory.missed) == (2, 0)
+
+
+async def test_pages_asked_together_share_reads_of_the_version_each_begun_after_they_were_asked(fleet: Fleet) -> None:
+    if fleet.store.dialect != "postgresql":
+        pytest.skip("on SQLite the version is read in one synchronous call, which no other page can overlap")
+    reads: list[str] = []
+    event.listen(
+        fleet.store.engine.sync_engine,
+        "before_cursor_execute",
+        lambda *args: reads.append(args[2]) if "directory_version" in args[2] else None,
+    )
+    reach = OPERATOR.reach(Scope.CHARGE_POINTS_READ)
+    kept = await asyncio.gather(*(fleet.directory.one(reach, "ST-1") for _ in range(50)))
+    assert all(k is not None and k.point is not None and k.point.id == "ST-1" for k in kept)
+    assert len(reads) == 2  # the first page's, then one for the 49 asked while it ran
+    await fleet.station("ST-2")  # the version moves: a page asked after the commit reads the new one
+    assert await fleet.directory.one(reach, "ST-2") is None
+    assert fleet.directory.missed == 1
 
 
 async def test_one_charge_point_of_another_company_is_not_found_in_memory_either(fleet: Fleet) -> None:
