@@ -12,6 +12,7 @@ writers, which costs less than the thread hand-offs of the async driver and its 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -131,20 +132,41 @@ class PrincipalReader:
 
 
 class PrincipalCache:
-    """Principals by client id, each reused for at most `ttl` seconds of the clock."""
+    """Principals by client id, each reused for at most `ttl` seconds of the clock.
+
+    An application's requests in flight all find its principal out of date at the same moment: one of them reads it
+    and the others wait for that read. On PostgreSQL each read a round trip on a pooled connection of its own, so
+    50 clients of one application made 50 reads every `ttl`, queued for the pool, 170-620 ms each under load
+    (docs/performance.md); on SQLite a read is one synchronous call, which no other request can overlap."""
 
     def __init__(self, reader: PrincipalReader, clock: Clock, ttl: float = PRINCIPAL_TTL) -> None:
         self._reader = reader
         self._clock = clock
         self._ttl = timedelta(seconds=ttl)
         self._entries: dict[str, tuple[datetime, Principal | None]] = {}
+        self._reading: dict[str, asyncio.Future[None]] = {}  # by client id: done when its read in flight ends
 
     async def get(self, client_id: str) -> Principal | None:
         now = self._clock.now()
         cached = self._entries.get(client_id)
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        principal = await self._reader.read(client_id)
+        reading = self._reading.get(client_id)
+        if reading is not None:
+            await asyncio.shield(reading)  # a request cancelled meanwhile leaves the read to the others
+            read = self._entries.get(client_id)
+            if read is not None and read is not cached:
+                return read[1]
+        return await self._read(client_id, now)
+
+    async def _read(self, client_id: str, now: datetime) -> Principal | None:
+        reading = self._reading[client_id] = asyncio.get_running_loop().create_future()
+        try:
+            principal = await self._reader.read(client_id)
+        finally:
+            if self._reading.get(client_id) is reading:
+                del self._reading[client_id]
+            reading.set_result(None)
         if len(self._entries) >= MAX_CACHED:
             self._entries.clear()
         self._entries[client_id] = (now, principal)

@@ -6,15 +6,22 @@ revoked in any process is refused by every process within that time, well inside
 allows for a group change; the process that revoked it refuses it at once. A row is kept until the token would
 have expired anyway (900 s), then purged by the next revocation.
 
+Reading the set again is on the path of every request that finds it out of date, so it is one statement
+(`Store.read_statement`: on SQLite pysqlite on the loop's thread, on PostgreSQL one round trip) and one read for
+all the requests that find it out of date while it runs. As a unit of the ORM session each of them read it on its
+own, a thread hop a statement: with 50 clients asking, every 2 s all 50 requests in flight waited 250 ms to 1.4 s
+for 50 reads, the whole tail of `bench_auth`'s single reads (docs/performance.md).
+
 A client assertion's `jti` is recorded once it has authenticated a client, until the assertion expires; a second
 use of it is refused (RFC 7523 §3, item 7). The primary key makes that hold across processes sharing a database.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from chargenet.auth.principals import PRINCIPAL_TTL
@@ -27,6 +34,11 @@ def _instant(epoch: int) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
+def _revoked_at(connection: Connection, now: datetime) -> frozenset[str]:
+    """The `jti`s of the tokens revoked and not yet expired at `now`."""
+    return frozenset(connection.execute(select(RevokedToken.jti).where(RevokedToken.expires_at > now)).scalars())
+
+
 class RevokedTokens:
     def __init__(self, store: Store, clock: Clock, ttl: float = PRINCIPAL_TTL) -> None:
         self._store = store
@@ -35,16 +47,31 @@ class RevokedTokens:
         self._read_at: datetime | None = None
         self._revoked: frozenset[str] = frozenset()
         self._here: set[str] = set()  # revoked by this process since the last read
+        self._reading: asyncio.Future[None] | None = None  # done when the read in flight ends, however it ends
 
     async def is_revoked(self, jti: str) -> bool:
         now = self._clock.now()
         if self._read_at is None or now - self._read_at >= self._ttl:
-            async with self._store.read() as session:
-                rows = await session.scalars(select(RevokedToken.jti).where(RevokedToken.expires_at > now))
-                self._revoked = frozenset(rows)
-            self._here.clear()
-            self._read_at = now
+            reading, read_at = self._reading, self._read_at
+            if reading is not None:
+                await asyncio.shield(reading)  # a request cancelled meanwhile leaves the read to the others
+            if reading is None or self._read_at == read_at:  # none was in flight, or it failed: read them
+                await self._read_again(now)
         return jti in self._revoked or jti in self._here
+
+    async def _read_again(self, now: datetime) -> None:
+        """Read in the request's own task, not one of its own: on SQLite it then ends before any other request
+        runs, where waiting for a task cost every request in flight a turn of the busy event loop."""
+        reading = self._reading = asyncio.get_running_loop().create_future()
+        here = set(self._here)  # a revocation of this process during the read may be missing from it: kept
+        try:
+            self._revoked = await self._store.read_statement(lambda connection: _revoked_at(connection, now))
+            self._here -= here
+            self._read_at = now
+        finally:
+            if self._reading is reading:
+                self._reading = None
+            reading.set_result(None)
 
     async def revoke(self, *, jti: str, client_id: str, expires_at: int) -> None:
         """Record the token as revoked (again is harmless) and purge rows whose tokens have expired."""

@@ -21,7 +21,14 @@ What the copy promises, on both backends and whichever process wrote:
   same store, so its changes take the same path. Statuses are found by their events' sequence, so none is missed;
   a heartbeat or a new error code is found by its instant, re-reading 2 s behind the newest seen, so one committed
   later than that after its instant (a store overloaded for seconds, another process's clock ahead) is found by
-  the whole read the copy makes at least once a minute (`whole_every`).
+  the sweep: each follow read also reads a few charge points again whole, in the store's order and round again,
+  sized so that every charge point is read again at least once a `whole_every` (a minute).
+
+The copy is read whole only at the start and when its structure moves. A whole read every minute, as the sweep once
+was, took 150 ms of rows for 10,000 charge points with nothing else running and over a second on a loaded machine,
+in a thread holding the interpreter's lock against the event loop half the time, with young collections of the rows
+it made in between: every page in flight waited, and the worst round of `bench_auth` was that minute's. The sweep's
+part, 84 charge points a read at 10,000, is a page's work.
 
 Memory: 0.75 KiB a charge point with two connectors (7.6 MB for 10,000, by tracemalloc), besides the views the list
 keeps anyway (`charge_points.VIEWS_CACHED`).
@@ -66,9 +73,13 @@ REFRESH_EVERY = 0.5  # seconds between reads of what changed by the second
 OVERLAP = timedelta(seconds=2)  # re-read behind the newest instant seen: a row stamped earlier may commit later
 IDLE_AFTER = 60.0  # seconds without a page after which the copy is let go, and read again when asked for
 WHOLE_READ_PART = 1000  # charge points a part of the whole read (about 15 ms of the event loop's time each)
-# A whole read at least this often (seconds) while asked: what the follow reads cannot see (a heartbeat or an error
-# code committed more than OVERLAP after its instant, a clock of another process ahead) is shown within it.
+# Every charge point read again at least this often (seconds) while asked, by the sweep: what the follow reads cannot
+# see (a heartbeat or an error code committed more than OVERLAP after its instant, a clock of another process ahead)
+# is shown within it.
 WHOLE_EVERY = 60.0
+# At most this many charge points a sweep's part, however late a follow read comes: on SQLite it runs on the event
+# loop's thread. Follow reads slowed past the period stretch the sweep's round rather than the loop's stalls.
+SWEEP_PART_MAX = 500
 STALE_AFTER = 2.0  # seconds since the last successful read past which pages are read from the store (decisions.md)
 
 _VERSION = select(DirectoryVersion.version).where(DirectoryVersion.id == 1)
@@ -127,6 +138,19 @@ class DirectoryIndex:
                 point.present = True
                 point.last_heartbeat = link.last_heartbeat_at
                 point.ocpp_version = link.ocpp_version or point.ocpp_version
+
+    def renew(self, points: Iterable[ChargePointRows]) -> None:
+        """Charge points read again whole (the sweep's part): their links and connectors as read, whatever the
+        follow reads found or missed. Meters are `take_meters`'s, read with every follow."""
+        for read in points:
+            point = self.points.get(read.id)
+            if point is None:
+                continue
+            point.present = read.present
+            point.last_heartbeat = read.last_heartbeat
+            point.ocpp_version = read.ocpp_version
+            if read.connectors != point.connectors:
+                point.connectors = read.connectors
 
     def take_meters(self, meters: Iterable[tuple[str, str, MeterRow]]) -> None:
         """Every meter with its last reading and open session, replacing those known. Only charge points with
@@ -210,7 +234,8 @@ class ChargePointDirectory:
         self.stale_after = timedelta(seconds=stale_after)
         self.idle_after = timedelta(seconds=idle_after)
         self.whole_every = timedelta(seconds=whole_every)
-        self._whole_at = clock.now()  # when the last whole read began
+        self._swept_at = clock.now()  # when the last read (whole, or a follow with its part of the sweep) began
+        self._swept_after: str | None = None  # the sweep's place: the last charge point it read, None to begin again
         self._read_at = clock.now()  # when the last successful read began
         self._asked_at = datetime.min.replace(tzinfo=UTC)  # when a page was last asked for
         self._behind = asyncio.Event()  # a page met a newer version than the index's: reload now
@@ -218,6 +243,9 @@ class ChargePointDirectory:
         self.whole_reads = 0
         self._counted = counted  # told `memory` or `store` for each page (the process's metrics)
         self.served = 0  # pages served from memory
+        self._version_reading = False  # a read of the store's version is in flight
+        self._version_next: asyncio.Future[int | None] | None = None  # the read the requests arriving meanwhile share
+        self._version_task: asyncio.Task[None] | None = None  # that read, kept referenced while it runs
         self.missed = 0  # pages left to the store: the copy was behind the store's structure, or not loaded yet
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -255,27 +283,38 @@ class ChargePointDirectory:
         second since the last read. True for a whole read."""
         started = self.clock.now()
         index = self.index
-        if index is not None and started - self._whole_at < self.whole_every:
+        if index is not None:
             assert self._marks is not None
+            fetch = sweep_part(len(index.points), started - self._swept_at, self.whole_every)
             # One call for the whole follow read (on SQLite pysqlite on this thread, a few milliseconds): as a unit
             # of the ORM session each of its statements was a round trip through the store's thread and the busy
             # event loop, and under 50 clients' pages the read took 1-5 s, past `stale_after`.
             followed = await self.store.read_at_once(
                 functools.partial(
-                    _follow, version=index.version, marks=self._marks, now=self.clock.now(), overlap=self.overlap
+                    _follow,
+                    version=index.version,
+                    marks=self._marks,
+                    now=self.clock.now(),
+                    overlap=self.overlap,
+                    sweep=(self._swept_after, fetch),
                 )
             )
             if followed is not None:
-                changes, meters = followed
+                changes, meters, swept = followed
                 index.absorb(changes.connectors, changes.links)
                 index.take_meters(meters)
+                index.renew(swept)
+                if fetch:
+                    self._swept_after = swept[-1].id if len(swept) == fetch else None
+                    self._swept_at = started
                 self._marks = changes.marks
                 self._read_at = started
                 self.reads += 1
                 return False
         # 150 ms of rows for 10,000 charge points: in a thread on SQLite, in parts on PostgreSQL.
         self.index, self._marks = await self.store.read_in_parts(functools.partial(_whole, now=self.clock.now()))
-        self._read_at = self._whole_at = started
+        self._read_at = self._swept_at = started
+        self._swept_after = None
         self.reads += 1
         self.whole_reads += 1
         return True
@@ -312,7 +351,7 @@ class ChargePointDirectory:
             self._missed()
             return None
         try:
-            version = await self.store.read_value(_VERSION)
+            version = await self._store_version()
         except Exception:
             # The store answers the page, or says why it cannot.
             log.warning("the charge point directory could not read the store's version", exc_info=True)
@@ -323,6 +362,42 @@ class ChargePointDirectory:
             self._missed()
             return None
         return index
+
+    async def _store_version(self) -> int | None:
+        """The store's directory version, read after this call began. Pages that arrive while a read is in flight
+        share the next one, which begins as that one ends: on PostgreSQL each read is a pooled connection and a
+        round trip, and one a page, 50 pages at a time, waited 32-39 ms (median) and up to 370 ms under load. On
+        SQLite a read is one synchronous call, which no other page can overlap."""
+        if self._version_reading:
+            following = self._version_next
+            if following is None:
+                following = self._version_next = asyncio.get_running_loop().create_future()
+            return await asyncio.shield(following)  # a page cancelled meanwhile leaves the read to the others
+        self._version_reading = True
+        try:
+            return await self.store.read_value(_VERSION)
+        finally:
+            self._version_reading = False
+            self._read_version_next()
+
+    def _read_version_next(self) -> None:
+        """Begin the read that the pages which arrived during the last one wait for, if any did."""
+        following, self._version_next = self._version_next, None
+        if following is None:
+            return
+        self._version_reading = True
+
+        async def read() -> None:
+            try:
+                following.set_result(await self.store.read_value(_VERSION))
+            except Exception as exc:
+                following.set_exception(exc)
+            finally:
+                self._version_reading = False
+                self._read_version_next()
+
+        following.add_done_callback(_retrieved)
+        self._version_task = asyncio.create_task(read())
 
     def _served(self) -> None:
         self.served += 1
@@ -335,6 +410,12 @@ class ChargePointDirectory:
             self._behind.set()  # read the store again now
         if self._counted is not None:
             self._counted("store")
+
+
+def _retrieved(future: asyncio.Future[int | None]) -> None:
+    """Mark a shared read's failure as seen, should every page waiting for it have been cancelled."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _whole(connection: Connection, *, now: datetime) -> Generator[None, None, tuple[DirectoryIndex, Marks]]:
@@ -354,16 +435,35 @@ def _whole(connection: Connection, *, now: datetime) -> Generator[None, None, tu
         yield
 
 
+def sweep_part(points: int, since_last: timedelta, whole_every: timedelta) -> int:
+    """How many charge points a follow read reads again whole, `since_last` after the sweep's last part: its share of
+    `points` for that time, rounded up, so that the sweep goes round them all within `whole_every` whatever the
+    reads' pace; but at most SWEEP_PART_MAX (past 60,000 charge points at a read each 0.5 s, a round takes longer)."""
+    if points <= 0 or since_last <= timedelta(0):
+        return 0
+    share = -(-points * since_last // whole_every) if since_last < whole_every else points
+    return min(share, SWEEP_PART_MAX)
+
+
 def _follow(
-    connection: Connection, *, version: int, marks: Marks, now: datetime, overlap: timedelta
-) -> tuple[connector_status.Read, list[tuple[str, str, MeterRow]]] | None:
-    """What changed by the second since `marks`, and every meter's row, in one snapshot; None when the store's
-    directory version is no longer `version` (the copy is read whole instead)."""
+    connection: Connection,
+    *,
+    version: int,
+    marks: Marks,
+    now: datetime,
+    overlap: timedelta,
+    sweep: tuple[str | None, int],
+) -> tuple[connector_status.Read, list[tuple[str, str, MeterRow]], list[ChargePointRows]] | None:
+    """What changed by the second since `marks`, every meter's row, and the sweep's part (up to `sweep[1]` charge
+    points after `sweep[0]`, whole), in one snapshot; None when the store's directory version is no longer `version`
+    (the copy is read whole instead)."""
     # The version first: whatever the reads after it find is at least as new as it says.
     if int(connection.execute(_VERSION).scalar_one()) != version:
         return None
     changes = connector_status.read_changes_on(connection, marks, now=now, overlap=overlap)
-    return changes, _meter_rows(connection.execute(_METERS))
+    after, fetch = sweep
+    swept = read_charge_points_after(connection, after, fetch) if fetch else []
+    return changes, _meter_rows(connection.execute(_METERS)), swept
 
 
 def _meter_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, MeterRow]]:

@@ -3,12 +3,12 @@ what changed does to them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from chargenet.auth.permissions import Reach
 from chargenet.domain.live import ConnectorState, StationLink
 from chargenet.services.charge_points import ChargePointRows
-from chargenet.services.directory import DirectoryIndex
+from chargenet.services.directory import SWEEP_PART_MAX, DirectoryIndex, sweep_part
 
 AT = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 # (charge point, site, station, company): company co_a holds sites s1 and s2, co_b holds s3.
@@ -113,3 +113,28 @@ def test_one_charge_point_is_found_where_its_company_or_site_is_reached() -> Non
 def test_one_charge_point_outside_the_reach_is_not_found_like_one_that_does_not_exist() -> None:
     assert index().one(Reach(frozenset({"co_a"}), frozenset()), "CP-2") is None
     assert index().one(Reach(frozenset({"co_a"}), frozenset()), "CP-404") is None
+
+
+def test_charge_points_read_again_whole_take_their_links_and_connectors_as_read() -> None:
+    loaded = index()
+    read = ChargePointRows("CP-3", "s2", "ST-3", True, AT, [(1, "Faulted", "GroundFailure", None, AT)], [], "2.0.1")
+    loaded.renew([read, ChargePointRows("CP-9", "s1", "ST-9", True, AT, [], [])])
+    point = loaded.points["CP-3"]
+    assert (point.present, point.last_heartbeat, point.ocpp_version) == (True, AT, "2.0.1")
+    assert point.connectors == [(1, "Faulted", "GroundFailure", None, AT)]
+    assert "CP-9" not in loaded.points  # not of this version: left for the whole read its version brings
+
+
+MINUTE = timedelta(minutes=1)
+
+
+def test_the_sweep_reads_its_share_of_the_charge_points_for_the_time_since_its_last_part() -> None:
+    assert sweep_part(10_000, timedelta(seconds=0.5), MINUTE) == 84  # rounded up: round within the minute
+    assert sweep_part(10_000, timedelta(seconds=2), MINUTE) == 334
+
+
+def test_a_sweep_part_is_at_most_its_bound_and_nothing_without_time_or_charge_points() -> None:
+    assert sweep_part(10_000, timedelta(seconds=30), MINUTE) == SWEEP_PART_MAX
+    assert sweep_part(3, 2 * MINUTE, MINUTE) == 3
+    assert sweep_part(10_000, timedelta(0), MINUTE) == 0
+    assert sweep_part(0, MINUTE, MINUTE) == 0
