@@ -14,11 +14,12 @@ from chargenet.clock import ManualClock
 from chargenet.store.db import Store
 
 
+@pytest.mark.postgresql_only(
+    reason="on SQLite a principal is read in one synchronous call, which no other request can overlap"
+)
 async def test_requests_that_find_a_principal_out_of_date_together_read_it_once(
     store: Store, clock: ManualClock
 ) -> None:
-    if store.dialect != "postgresql":
-        pytest.skip("on SQLite a principal is read in one synchronous call, which no other request can overlap")
     statements: list[str] = []
 
     def executed(*args: Any) -> None:

@@ -105,9 +105,10 @@ async def test_one_charge_point_is_served_from_memory_as_the_store_reads_it(flee
     assert (fleet.directory.served, fleet.directory.missed) == (2, 0)
 
 
+@pytest.mark.postgresql_only(
+    reason="on SQLite the version is read in one synchronous call, which no other page can overlap"
+)
 async def test_pages_asked_together_share_reads_of_the_version_each_begun_after_they_were_asked(fleet: Fleet) -> None:
-    if fleet.store.dialect != "postgresql":
-        pytest.skip("on SQLite the version is read in one synchronous call, which no other page can overlap")
     reads: list[str] = []
     event.listen(
         fleet.store.engine.sync_engine,
