@@ -329,12 +329,32 @@ class RpcConnection:
                 # The caller is gone: a failure set on this future later (the link closing) would have no reader,
                 # and asyncio would report it as never retrieved.
                 future.cancel()
+                self._abandon(unique_id, within)
                 raise
             if not future.done():
                 self._expire(unique_id, action)
         finally:
             sleeper.cancel()
         return future.result()
+
+    def _abandon(self, unique_id: str, within: timedelta) -> None:
+        """The call's caller is gone. Not sent yet, it is dropped; sent, it keeps the link's one slot until it is
+        answered or `within` has passed (no CALL goes out while one is unanswered), and nobody listens after."""
+        self._futures.pop(unique_id, None)
+        outstanding = self.session.outstanding
+        if outstanding is None or outstanding.unique_id != unique_id:
+            self.session.expire_call(unique_id)
+            return
+
+        async def free_the_slot() -> None:
+            await self._clock.sleep(within.total_seconds())
+            if (ended := self.session.expire_call(unique_id)) is not None and ended.listening:
+                self.session.expire_call(unique_id)
+            await self._pump()
+
+        task = asyncio.get_running_loop().create_task(free_the_slot())
+        self._follow_ups.add(task)
+        task.add_done_callback(self._follow_ups.discard)
 
     def _payload(self, action: str, unique_id: str, outcome: CallOutcome) -> Payload:
         if outcome.error is not None:

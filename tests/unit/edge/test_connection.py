@@ -6,7 +6,7 @@ import asyncio
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +37,15 @@ class Wire:
             self.arrived.clear()
             await asyncio.wait_for(self.arrived.wait(), 2)
         return self.sent.pop(0)
+
+
+async def within_turns(condition: Callable[[], bool], turns: int = 100) -> bool:
+    """Whether `condition` holds within so many turns of the event loop: all in memory, nothing to wait for."""
+    for _ in range(turns):
+        if condition():
+            return True
+        await asyncio.sleep(0)
+    return condition()
 
 
 @pytest.fixture
@@ -117,6 +126,39 @@ async def test_a_call_whose_caller_gave_up_leaves_no_unread_failure_when_the_lin
         del abandoned  # with the frames its cancellation holds, the last reference to the call's future
         gc.collect()
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+async def test_a_queued_call_whose_caller_gave_up_is_never_sent(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    first = asyncio.create_task(connection.call("ClearCache", {}))
+    sent = await wire.next()
+    abandoned = asyncio.create_task(connection.call("Reset", {"type": "Soft"}))
+    assert await within_turns(lambda: clock.sleepers == 2)  # both calls wait for their answers
+    abandoned.cancel()
+    await asyncio.wait([abandoned])
+    third = asyncio.create_task(connection.call("GetConfiguration", {}))
+    await connection.feed(json.dumps([3, sent[1], {"status": "Accepted"}]))
+    assert (await wire.next())[2] == "GetConfiguration"
+    assert await first == {"status": "Accepted"}
+    third.cancel()
+
+
+async def test_a_sent_call_whose_caller_gave_up_keeps_the_slot_until_its_timeout(
+    connection: RpcConnection, wire: Wire, clock: ManualClock
+) -> None:
+    abandoned = asyncio.create_task(connection.call("ClearCache", {}))
+    await wire.next()
+    abandoned.cancel()
+    await asyncio.wait([abandoned])
+    assert await within_turns(lambda: clock.sleepers == 1)  # the abandoned call's own timeout
+    clock.advance(10)
+    following = asyncio.create_task(connection.call("Reset", {"type": "Soft"}))
+    assert await within_turns(lambda: clock.sleepers == 2)
+    assert wire.sent == []  # the station has not answered, nor has the first call timed out
+    clock.advance(20)
+    assert (await wire.next())[2] == "Reset"
+    following.cancel()
 
 
 async def test_call_times_out_on_the_clock_and_a_late_answer_goes_to_nobody(
