@@ -401,9 +401,6 @@ class GroupCommit:
         await asyncio.gather(*(asyncio.shield(future) for future in pending), return_exceptions=True)
 
     async def close(self) -> None:
-        writer = self._writer
-        if writer is not None and writer.carrier is self:
-            writer.carrier = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -411,6 +408,11 @@ class GroupCommit:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        # Given up only once its batch has ended: until then a rider that started a batch of its own meanwhile
+        # would have that batch's units settled by the ride the carrier's batch is still ending.
+        writer = self._writer
+        if writer is not None and writer.carrier is self:
+            writer.carrier = None
         if self._carrying:
             # Cancelled before its batch began: the riders that left their work to it commit it on their own.
             self._carrying = False
@@ -506,8 +508,12 @@ class GroupCommit:
                 await self._together(session, ride.done, ride.written)
         except Exception as exc:
             ride.failed = True
-            self._failed(ride.done, ride.written, exc.error if isinstance(exc, _BatchFailed) else exc)
+            error = exc.error if isinstance(exc, _BatchFailed) else exc
+            self._failed(ride.done, ride.written, error)
             self._current, self._bulk_current, self._bulk_taken = [], [], []
+            if isinstance(error, _SessionDiscarded) or not _leaves_session_reusable(error):
+                # The carrier's session is suspect too: its batch is rolled back, as when a unit of its own breaks it.
+                raise _SessionDiscarded() from None
 
     def _ride_ended(self, ride: _Ride, error: Exception | None) -> None:
         """The carrier's batch committed (`error` None) or failed, with this rider's batch in it."""
