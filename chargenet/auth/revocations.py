@@ -48,6 +48,10 @@ class RevokedTokens:
         self._revoked: frozenset[str] = frozenset()
         self._here: set[str] = set()  # revoked by this process since the last read
         self._reading: asyncio.Future[None] | None = None  # done when the read in flight ends, however it ends
+        # Reads may overlap (after one failed, each of its waiters reads): only a read begun after the one applied
+        # last is applied, so an older read ending last cannot take back a revocation a newer one brought.
+        self._reads_begun = 0
+        self._applied = 0
 
     async def is_revoked(self, jti: str) -> bool:
         now = self._clock.now()
@@ -64,10 +68,15 @@ class RevokedTokens:
         runs, where waiting for a task cost every request in flight a turn of the busy event loop."""
         reading = self._reading = asyncio.get_running_loop().create_future()
         here = set(self._here)  # a revocation of this process during the read may be missing from it: kept
+        self._reads_begun += 1
+        begun = self._reads_begun
         try:
-            self._revoked = await self._store.read_statement(lambda connection: _revoked_at(connection, now))
-            self._here -= here
-            self._read_at = now
+            revoked = await self._store.read_statement(lambda connection: _revoked_at(connection, now))
+            if begun > self._applied:
+                self._applied = begun
+                self._revoked = revoked
+                self._here -= here
+                self._read_at = now
         finally:
             if self._reading is reading:
                 self._reading = None

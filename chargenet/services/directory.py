@@ -392,6 +392,9 @@ class ChargePointDirectory:
                 following.set_result(await self.store.read_value(_VERSION))
             except Exception as exc:
                 following.set_exception(exc)
+            except BaseException:
+                following.cancel()  # the copy is closing: its waiting pages end with it rather than hang
+                raise
             finally:
                 self._version_reading = False
                 self._read_version_next()
