@@ -287,7 +287,7 @@ def carrier_and_rider(store: Store) -> tuple[GroupCommit, GroupCommit]:
     return carrier, rider
 
 
-@pytest.mark.sqlite_only(reason="only SQLite's committers carry and ride")
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # only SQLite's committers carry and ride
 async def test_work_a_rider_is_handed_while_the_closing_carrier_ends_its_batch_commits(store: Store) -> None:
     carrier, rider = carrier_and_rider(store)
     riding, hold = asyncio.Event(), asyncio.Event()
@@ -309,7 +309,7 @@ async def test_work_a_rider_is_handed_while_the_closing_carrier_ends_its_batch_c
     await rider.close()
 
 
-@pytest.mark.sqlite_only(reason="only SQLite's committers carry and ride")
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # only SQLite's committers carry and ride
 async def test_a_rider_that_breaks_the_session_rolls_back_the_carriers_batch(store: Store) -> None:
     carrier, rider = carrier_and_rider(store)
 
