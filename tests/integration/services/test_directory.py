@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import delete, event, insert, select, text, update
@@ -122,6 +123,43 @@ async def test_pages_asked_together_share_reads_of_the_version_each_begun_after_
     await fleet.station("ST-2")  # the version moves: a page asked after the commit reads the new one
     assert await fleet.directory.one(reach, "ST-2") is None
     assert fleet.directory.missed == 1
+
+
+@pytest.mark.postgresql_only(
+    reason="on SQLite the version is read in one synchronous call, which no other page can overlap"
+)
+async def test_pages_waiting_for_a_shared_read_of_the_version_end_when_that_read_is_cancelled(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fleet.store.read_value
+    first_may_end, shared_began, never = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    calls = 0
+
+    async def read_value(statement: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the first page's read, ending once a second page waits for the next one
+            await first_may_end.wait()
+            return await real(statement)
+        shared_began.set()  # the read the second page shares, held until the copy closes
+        await never.wait()
+        return await real(statement)
+
+    monkeypatch.setattr(fleet.store, "read_value", read_value)
+    reach = OPERATOR.reach(Scope.CHARGE_POINTS_READ)
+    first = asyncio.create_task(fleet.directory.one(reach, "ST-1"))
+    await asyncio.sleep(0)
+    waiting = asyncio.create_task(fleet.directory.one(reach, "ST-1"))
+    await asyncio.sleep(0)
+    first_may_end.set()
+    await first
+    await shared_began.wait()
+    shared = fleet.directory._version_task
+    assert shared is not None
+    shared.cancel()  # as when the copy closes
+    ended, _ = await asyncio.wait({waiting}, timeout=10)
+    assert ended == {waiting}
+    assert waiting.cancelled()
 
 
 async def test_one_charge_point_of_another_company_is_not_found_in_memory_either(fleet: Fleet) -> None:

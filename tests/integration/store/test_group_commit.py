@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import insert, select, text
+from sqlalchemy.exc import PendingRollbackError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.store import group_commit
@@ -277,3 +278,49 @@ async def test_a_unit_cancelled_as_its_turn_comes_does_not_hold_up_its_batch(
     assert await asyncio.wait_for(following, 5.0) == "t-1"
     assert callers[0].cancelled()
     await group.close()
+
+
+def carrier_and_rider(store: Store) -> tuple[GroupCommit, GroupCommit]:
+    """A committer that carries (as the edge's) and one that rides it (as the webhook engine's)."""
+    carrier = GroupCommit(store, name="test-carrier", failure=Failure.UNIT, log_failures=False, carries=True)
+    rider = GroupCommit(store, name="test-rider", failure=Failure.BATCH, ordered=True, log_failures=False, rides=True)
+    return carrier, rider
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # only SQLite's committers carry and ride
+async def test_work_a_rider_is_handed_while_the_closing_carrier_ends_its_batch_commits(store: Store) -> None:
+    carrier, rider = carrier_and_rider(store)
+    riding, hold = asyncio.Event(), asyncio.Event()
+
+    async def held(session: AsyncSession) -> None:
+        riding.set()
+        await hold.wait()
+
+    carrier.submit(inserting("t-carried"))
+    carried = rider.submit(held)
+    await riding.wait()  # the rider's batch runs in the carrier's
+    closing = asyncio.create_task(carrier.close())
+    await asyncio.sleep(0)  # the carrier's batch is cancelled, and has not ended yet
+    assert not closing.done()
+    assert await asyncio.wait_for(rider.run(inserting("t-after")), timeout=10) == "t-after"
+    await closing
+    await asyncio.gather(carried, return_exceptions=True)
+    assert await keys(store) == ["t-after"]
+    await rider.close()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # only SQLite's committers carry and ride
+async def test_a_rider_that_breaks_the_session_rolls_back_the_carriers_batch(store: Store) -> None:
+    carrier, rider = carrier_and_rider(store)
+
+    async def breaking(session: AsyncSession) -> None:
+        raise PendingRollbackError("the session's transaction was rolled back by an error", None, None)
+
+    carried = carrier.submit(inserting("t-carried"))
+    broken = rider.submit(breaking)
+    outcomes = await asyncio.gather(carried, broken, return_exceptions=True)
+    assert all(isinstance(outcome, Exception) for outcome in outcomes)
+    assert rider.carried == 0
+    assert await keys(store) == []
+    await carrier.close()
+    await rider.close()
