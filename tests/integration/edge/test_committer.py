@@ -131,15 +131,23 @@ def acknowledgements(store: Store) -> GroupCommit:
     return GroupCommit(store, name="test-acks", failure=Failure.BATCH, ordered=True, log_failures=False, rides=True)
 
 
-async def test_acknowledgements_handed_over_during_a_station_batch_commit_with_it_on_sqlite(store: Store) -> None:
-    committer, acks = GroupCommitter(store), acknowledgements(store)
-    written, release = asyncio.Event(), asyncio.Event()
+class HeldStationBatch:
+    """A station's unit that writes its row and holds its batch open until released."""
 
-    async def station() -> None:
+    def __init__(self, committer: GroupCommitter) -> None:
+        self.written, self.release = asyncio.Event(), asyncio.Event()
+        self.task = asyncio.create_task(self._station(committer))
+
+    async def _station(self, committer: GroupCommitter) -> str:
         async with committer.unit() as session:
             await session.execute(insert(StoreSetting).values(key="t-station", value="v"))
-            written.set()
-            await release.wait()
+            self.written.set()
+            await self.release.wait()
+        return "committed"
+
+
+async def test_acknowledgements_handed_over_during_a_station_batch_commit_with_it_on_sqlite(store: Store) -> None:
+    committer, acks = GroupCommitter(store), acknowledgements(store)
 
     def acknowledge(key: str) -> Any:
         async def work(session: Any) -> str | None:
@@ -151,11 +159,11 @@ async def test_acknowledgements_handed_over_during_a_station_batch_commit_with_i
 
     transactions: list[float] = []
     store.time_units(transaction=transactions.append, read=lambda _: None)
-    batch = asyncio.create_task(station())
-    await written.wait()
+    batch = HeldStationBatch(committer)
+    await batch.written.wait()
     acknowledged = acks.submit(acknowledge("t-ack-1"))
-    release.set()
-    await batch
+    batch.release.set()
+    await batch.task
     sqlite = store.dialect == "sqlite"
     seen = await acknowledged
     assert seen == "v" or not sqlite
@@ -172,14 +180,6 @@ async def test_acknowledgements_that_fail_in_a_station_batch_fail_together_and_t
     store: Store,
 ) -> None:
     committer, acks = GroupCommitter(store), acknowledgements(store)
-    written, release = asyncio.Event(), asyncio.Event()
-
-    async def station() -> str:
-        async with committer.unit() as session:
-            await session.execute(insert(StoreSetting).values(key="t-station", value="v"))
-            written.set()
-            await release.wait()
-        return "committed"
 
     async def acknowledge(session: Any) -> None:
         await session.execute(insert(StoreSetting).values(key="t-ack", value="v"))
@@ -187,11 +187,11 @@ async def test_acknowledgements_that_fail_in_a_station_batch_fail_together_and_t
     async def too_big(session: Any) -> None:
         await session.execute(text("SELECT :v"), {"v": 2**70})
 
-    batch = asyncio.create_task(station())
-    await written.wait()
+    batch = HeldStationBatch(committer)
+    await batch.written.wait()
     results = acks.submit(acknowledge, key=1), acks.submit(too_big, key=2)
-    release.set()
-    assert await batch == "committed"
+    batch.release.set()
+    assert await batch.task == "committed"
     outcomes = await asyncio.gather(*results, return_exceptions=True)
     assert all(isinstance(outcome, Exception) for outcome in outcomes)
     assert await keys(store) == ["t-station"]
