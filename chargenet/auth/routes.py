@@ -7,6 +7,8 @@ form is RFC 6749's, not the API's.
 
 from __future__ import annotations
 
+import json
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -29,6 +31,8 @@ MAX_BODY = 4096
 # Introspection and revocation carry a token, and perhaps a client assertion, each of up to 8 KiB.
 MAX_OPERATION_BODY = 20_480
 METADATA_MAX_AGE = 3600
+# What `JSONResponse` renders with, made once: `json.dumps` with any option builds an encoder for every call.
+_TOKEN_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _error(error: TokenError) -> JSONResponse:
@@ -50,7 +54,8 @@ async def _raw(request: Request, limit: int = MAX_BODY) -> RawTokenRequest | Tok
         return TokenError(ErrorCode.INVALID_REQUEST, "the request body is too large", 413)
     return RawTokenRequest(
         method=request.method,
-        query=request.url.query,
+        # As `request.url.query` has it, without building the whole URL: that cost more than parsing the form.
+        query=request.scope["query_string"].decode("latin-1"),
         content_type=request.headers.get("content-type"),
         authorization=tuple(request.headers.getlist("authorization")),
         body=body,
@@ -85,7 +90,7 @@ def auth_routes(server: AuthServer) -> list[BaseRoute]:
         if issued.claims.scopes:
             # RFC 6749 §5.1: required when it differs from what was asked, and nothing was asked.
             answer["scope"] = " ".join(issued.claims.scopes)
-        return JSONResponse(answer, headers=NO_STORE)
+        return Response(_TOKEN_JSON.encode(answer).encode(), media_type="application/json", headers=NO_STORE)
 
     async def introspect(request: Request) -> Response:
         operation = await _operation(request, "introspection")
