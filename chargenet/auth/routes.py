@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
@@ -40,24 +40,39 @@ def _error(error: TokenError) -> JSONResponse:
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None past `limit` bytes: `request.stream()`'s loop, without its generator (nothing before the
+    endpoint reads the body)."""
     body = b""
-    async for chunk in request.stream():
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        chunk: bytes = message.get("body", b"")
         body += chunk
         if len(body) > limit:
             return None
-    return body
+        if not message.get("more_body", False):
+            return body
 
 
 async def _raw(request: Request, limit: int = MAX_BODY) -> RawTokenRequest | TokenError:
     body = await _read_body(request, limit) if request.method == "POST" else b""
     if body is None:
         return TokenError(ErrorCode.INVALID_REQUEST, "the request body is too large", 413)
+    # What `request.url.query`, `request.headers.get` and `getlist` give, read off the scope in one pass: building
+    # the URL and the headers' mapping cost more than parsing the form.
+    content_type: str | None = None
+    authorization: list[str] = []
+    for name, value in request.scope["headers"]:
+        if name == b"content-type" and content_type is None:
+            content_type = value.decode("latin-1")
+        elif name == b"authorization":
+            authorization.append(value.decode("latin-1"))
     return RawTokenRequest(
         method=request.method,
-        # As `request.url.query` has it, without building the whole URL: that cost more than parsing the form.
         query=request.scope["query_string"].decode("latin-1"),
-        content_type=request.headers.get("content-type"),
-        authorization=tuple(request.headers.getlist("authorization")),
+        content_type=content_type,
+        authorization=tuple(authorization),
         body=body,
     )
 

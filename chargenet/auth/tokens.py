@@ -72,8 +72,10 @@ def _b64encode(data: bytes) -> bytes:
     return base64.urlsafe_b64encode(data).rstrip(b"=")
 
 
-def _compact_json(value: dict[str, Any], *, ensure_ascii: bool) -> bytes:
-    return json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":")).encode()
+# joserfc's encodings of the header and of the claims, each made once: `json.dumps` with any option builds an encoder
+# for every call.
+_HEADER_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+_CLAIMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class TokenIssuer:
@@ -99,7 +101,7 @@ class TokenIssuer:
         self._lifetime = lifetime
         # In joserfc's order: `typ` first, as `jwt.encode` puts its default type before the header it is given.
         header = {"typ": "at+jwt", "alg": "RS256", "kid": kid}
-        self._header_segment = _b64encode(_compact_json(header, ensure_ascii=True)) + b"."
+        self._header_segment = _b64encode(_HEADER_JSON.encode(header).encode()) + b"."
 
     @property
     def kid(self) -> str:
@@ -128,7 +130,7 @@ class TokenIssuer:
         if scope_list:
             # RFC 6749 §3.3 has no empty scope, so an application without grants gets no claim.
             claims["scope"] = " ".join(scope_list)
-        signing_input = self._header_segment + _b64encode(_compact_json(claims, ensure_ascii=False))
+        signing_input = self._header_segment + _b64encode(_CLAIMS_JSON.encode(claims).encode())
         signature = self._private.sign(signing_input, PKCS1v15(), SHA256())
         token = (signing_input + b"." + _b64encode(signature)).decode("ascii")
         return IssuedToken(
