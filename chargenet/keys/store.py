@@ -79,7 +79,7 @@ class SecretHasher:
 
     def __init__(self, key: bytes) -> None:
         # Keyed once and copied for each secret: a new HMAC looks its digest up in OpenSSL and hashes the key
-        # again, which cost as much as the hash itself on the token endpoint, where every grant hashes a secret.
+        # again, most of the hash's time on the token endpoint, where every grant hashes a secret.
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
 
     def hash(self, secret: str | bytes) -> str:
