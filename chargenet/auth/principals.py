@@ -7,7 +7,8 @@ decisions.md §3 allows, and it holds across processes because each one reads th
 The token endpoint reads the application on every grant (a rotated secret stops working at once), so that
 read is the hot path of the service. It is one statement; on SQLite it runs on a read-only connection of
 its own, synchronously: a primary-key lookup in a WAL database takes microseconds and never waits for
-writers, which costs less than the thread hand-offs of the async driver and its BEGIN IMMEDIATE.
+writers, which costs less than the thread hand-offs of the async driver and its BEGIN IMMEDIATE. On PostgreSQL
+it runs outside a transaction (`Store.read_statement`): one round trip, not three.
 """
 
 from __future__ import annotations
@@ -107,9 +108,13 @@ class PrincipalReader:
                     f"file:{self._sqlite_path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
                 )
             return self._built(client_id, self._sqlite.execute(self._sqlite_sql, (client_id,)).fetchall())
-        async with self._store.engine.connect() as connection:
-            result = await connection.execute(self._statement, {"client_id": client_id})
-            return self._built(client_id, [tuple(row) for row in result.all()])
+        # One statement sees one snapshot by itself: outside a transaction, which on PostgreSQL spares the BEGIN and
+        # ROLLBACK round trips around it (each a write to the server's socket: most of a grant's CPU beyond the
+        # signature there, docs/performance.md).
+        rows = await self._store.read_statement(
+            lambda connection: [tuple(row) for row in connection.execute(self._statement, {"client_id": client_id})]
+        )
+        return self._built(client_id, rows)
 
     def _built(self, client_id: str, rows: list[tuple[Any, ...]]) -> Principal | None:
         """The principal of `rows`: the one built last for the client when the rows just read are the same. A

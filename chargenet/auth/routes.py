@@ -7,7 +7,9 @@ form is RFC 6749's, not the API's.
 
 from __future__ import annotations
 
-from starlette.requests import Request
+import json
+
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
@@ -29,6 +31,8 @@ MAX_BODY = 4096
 # Introspection and revocation carry a token, and perhaps a client assertion, each of up to 8 KiB.
 MAX_OPERATION_BODY = 20_480
 METADATA_MAX_AGE = 3600
+# What `JSONResponse` renders with, made once: `json.dumps` with any option builds an encoder for every call.
+_TOKEN_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _error(error: TokenError) -> JSONResponse:
@@ -36,23 +40,39 @@ def _error(error: TokenError) -> JSONResponse:
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None past `limit` bytes: `request.stream()`'s loop, without its generator (nothing before the
+    endpoint reads the body)."""
     body = b""
-    async for chunk in request.stream():
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        chunk: bytes = message.get("body", b"")
         body += chunk
         if len(body) > limit:
             return None
-    return body
+        if not message.get("more_body", False):
+            return body
 
 
 async def _raw(request: Request, limit: int = MAX_BODY) -> RawTokenRequest | TokenError:
     body = await _read_body(request, limit) if request.method == "POST" else b""
     if body is None:
         return TokenError(ErrorCode.INVALID_REQUEST, "the request body is too large", 413)
+    # What `request.url.query`, `request.headers.get` and `getlist` give, read off the scope in one pass: building
+    # the URL and the headers' mapping cost more than parsing the form.
+    content_type: str | None = None
+    authorization: list[str] = []
+    for name, value in request.scope["headers"]:
+        if name == b"content-type" and content_type is None:
+            content_type = value.decode("latin-1")
+        elif name == b"authorization":
+            authorization.append(value.decode("latin-1"))
     return RawTokenRequest(
         method=request.method,
-        query=request.url.query,
-        content_type=request.headers.get("content-type"),
-        authorization=tuple(request.headers.getlist("authorization")),
+        query=request.scope["query_string"].decode("latin-1"),
+        content_type=content_type,
+        authorization=tuple(authorization),
         body=body,
     )
 
@@ -85,7 +105,7 @@ def auth_routes(server: AuthServer) -> list[BaseRoute]:
         if issued.claims.scopes:
             # RFC 6749 §5.1: required when it differs from what was asked, and nothing was asked.
             answer["scope"] = " ".join(issued.claims.scopes)
-        return JSONResponse(answer, headers=NO_STORE)
+        return Response(_TOKEN_JSON.encode(answer).encode(), media_type="application/json", headers=NO_STORE)
 
     async def introspect(request: Request) -> Response:
         operation = await _operation(request, "introspection")

@@ -167,7 +167,7 @@ def _authenticated(request: RawTokenRequest, endpoint: str) -> tuple[dict[str, s
     if request.method.upper() != "POST":
         return TokenError(ErrorCode.INVALID_REQUEST, f"the {endpoint} endpoint accepts POST only", 405, allow="POST")
     try:
-        query = parse_qsl(request.query, keep_blank_values=True, errors="strict")
+        query = parse_qsl(request.query, keep_blank_values=True, errors="strict") if request.query else []
     except ValueError:
         return _invalid_request("the query string is malformed")
     in_query = sorted({name for name, _ in query} & TOKEN_PARAMETERS)

@@ -98,7 +98,8 @@ class AccessLog:
             status = status or 500
             raise
         finally:
-            if self.enabled:
+            # A line the logger would drop is not built (a bench or a deployment logging at `warning`).
+            if self.enabled and log.isEnabledFor(logging.INFO):
                 self._log(scope, status, (self.monotonic() - started) * 1000)
             log_context.request_id.reset(token)
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import hashlib
+import hmac
 import stat
 from pathlib import Path
 
 import pytest
 
 from chargenet.keys import KeyStore
-from chargenet.keys.store import CredentialDecryptError
+from chargenet.keys.store import CredentialDecryptError, SecretHasher
 
 
 def test_keys_are_created_private(tmp_path: Path) -> None:
@@ -29,6 +31,15 @@ def test_secret_hash_verifies_the_secret_and_nothing_else(tmp_path: Path) -> Non
     assert stored.startswith("hs256$")
     assert hasher.verify("s3cret-station-key", stored)
     assert not hasher.verify("s3cret-station-kez", stored)
+
+
+def test_secret_hash_is_hmac_sha256_under_the_key_on_every_call() -> None:
+    # Hashes stored by earlier versions must keep verifying, however the hasher computes them.
+    key = bytes(range(32))
+    hasher = SecretHasher(key)
+    expected = "hs256$" + hmac.new(key, b"s3cret", hashlib.sha256).hexdigest()
+    assert [hasher.hash("s3cret"), hasher.hash(b"s3cret"), hasher.hash("s3cret")] == [expected] * 3
+    assert hasher.hash("other") != expected
 
 
 def test_secret_hash_depends_on_the_key(tmp_path: Path) -> None:
