@@ -5,7 +5,8 @@ The edge's use of the store's group commit (`chargenet.store.group_commit`): a u
 `async with committer.unit() as session:` block, run in the station's task, each in its own savepoint
 (`Failure.UNIT`), so one that fails (a duplicate start losing a unique constraint, a bad connector id) is rolled
 back alone while the rest of the batch commits; BootNotification's and StatusNotification's writes go through
-`bulk`. Batches are
+`bulk`, and the statuses a 2.0.1 TransactionEvent derives are handed over with its unit to the same status writer
+(`submit_bulk_with_unit`). Batches are
 unordered, so under load a batch grows to what arrives while it runs, up to MAX_BATCH units. On SQLite it is the
 store's carrier: the webhook engine's acknowledgements ride its batches (`GroupCommit`'s `carries`), so a busy
 station's batch and a busy lane's acknowledgements take one turn of the writer and one sync to disk.

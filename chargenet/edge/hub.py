@@ -197,6 +197,11 @@ class Edge:
     async def write_status(self, write: statuses.StatusWrite) -> None:
         await self._committer.bulk(self._status_writer, write)
 
+    def write_status_with_unit(self, write: statuses.StatusWrite) -> asyncio.Future[None]:
+        """From the body of a unit (`unit`): the status written with the status writes of that unit's batch, in
+        its transaction, and only if the unit ends well."""
+        return self._committer.submit_bulk_with_unit(self._status_writer, write)
+
     async def record_boot(self, boot: records.Boot) -> None:
         """Written with the boots of the group commit's batch, in one statement."""
         await self._committer.bulk(records.record_boots, boot)

@@ -86,6 +86,8 @@ class EdgeRuntime(Protocol):
 
     async def write_status(self, write: statuses.StatusWrite) -> None: ...
 
+    def write_status_with_unit(self, write: statuses.StatusWrite) -> asyncio.Future[None]: ...
+
     async def record_boot(self, boot: records.Boot) -> None: ...
 
     def heartbeat_interval(self, station_id: str) -> int: ...
@@ -128,6 +130,8 @@ class LinkBase(abc.ABC):
         self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
         self._shut = False
         self._connectors: dict[tuple[str, int], statuses.LoadedConnector] = {}
+        # Statuses handed over with the unit running now, written in its batch (`_statuses_written`).
+        self._statuses_with_unit: list[asyncio.Future[None]] = []
 
     @abc.abstractmethod
     async def handle(self, call: Call) -> Payload | None:
@@ -281,10 +285,11 @@ class LinkBase(abc.ABC):
         if self.upstream is not None:
             self.upstream.enqueued(sequence, late_answer)
 
-    async def _record_status(self, report: StatusReport, session: AsyncSession | None = None) -> None:
+    async def _record_status(self, report: StatusReport, *, with_unit: bool = False) -> None:
         """A connector's status, decided against its last known one and written in the group commit's next batch
-        with its ChargePointStatus event (the pre-status-notification hook: before anything goes upstream), or in
-        `session`, the caller's unit, which then drops `_connectors` if it fails."""
+        with its ChargePointStatus event (the pre-status-notification hook: before anything goes upstream); with
+        `with_unit`, handed over from the body of the caller's unit and written with the bulk writes of its batch,
+        committed with it (the caller then waits for `_statuses_written` after the unit)."""
         now = self.edge.clock.now()
         address = report.connector.address
         key = (address.charge_point_id, address.connector_id)
@@ -299,10 +304,10 @@ class LinkBase(abc.ABC):
             self.station.station_id, self.station.site_id, address, loaded, reported, now
         )
         try:
-            if session is None:
-                await self.edge.write_status(write)
+            if with_unit:
+                self._statuses_with_unit.append(self.edge.write_status_with_unit(write))
             else:
-                await statuses.write_statuses(session, self.edge.outbox, [write])
+                await self.edge.write_status(write)
         except BaseException:
             self._connectors.pop(key, None)  # the store is the truth again after a failed write
             raise
@@ -314,6 +319,19 @@ class LinkBase(abc.ABC):
                 "unexpected connector transition",
                 extra={"fields": {"station": self.station.station_id, "transition": assessment.transition}},
             )
+
+    async def _statuses_written(self) -> None:
+        """Once the unit that handed statuses over (`_record_status`) has committed: they were written in its batch.
+        One whose write failed (after the unit's own writes committed) leaves the link's connectors to the store
+        again, and its error is the CALL's."""
+        written, self._statuses_with_unit = self._statuses_with_unit, []
+        if not written:
+            return
+        outcomes = await asyncio.gather(*written, return_exceptions=True)
+        failed = next((outcome for outcome in outcomes if isinstance(outcome, BaseException)), None)
+        if failed is not None:
+            self._connectors.clear()
+            raise failed
 
 
 class StationLink(LinkBase):

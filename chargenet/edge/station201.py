@@ -234,6 +234,7 @@ class Station201Link(LinkBase):
                     known = await self._known(problem.connector, session)
                     self._evse[problem.connector.address] = fault_reported(known, problem.fault)
                     await self._derive(problem.connector, problem.timestamp, session=session)
+            await self._statuses_written()
         except BaseException:
             self._forget()
             raise
@@ -293,6 +294,7 @@ class Station201Link(LinkBase):
         self._evse.clear()
         self._connectors.clear()
         self._derived.clear()
+        self._statuses_with_unit.clear()
 
     async def _derive(
         self,
@@ -304,11 +306,14 @@ class Station201Link(LinkBase):
     ) -> None:
         """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
         when it changes (`LinkBase._record_status`). A StatusNotification is written as a report even when the
-        status stays; a TransactionEvent that leaves it as it was writes nothing."""
+        status stays; a TransactionEvent that leaves it as it was writes nothing. Derived in a unit (`session`),
+        it is handed over with the unit and written with its batch's status writes, its caller waiting for
+        `_statuses_written` after the unit."""
         derived = derive(self._evse.get(connector.address, EvseConnector()))
         if derived is None or (not reported and self._derived.get(connector.address) == derived):
             return
-        await self._record_status(StatusReport(connector, parse.known_status(derived, timestamp)), session)
+        report = StatusReport(connector, parse.known_status(derived, timestamp))
+        await self._record_status(report, with_unit=session is not None)
         self._derived[connector.address] = derived
 
     # Authorization -----------------------------------------------------------------------------------------
@@ -424,6 +429,7 @@ class Station201Link(LinkBase):
                     report, planned, row, unstarted = await self._plan(session, received)
                     await self._apply(session, call, report, planned, row, unstarted, decision)
                     sequence = await self._enqueue_in(session, call) if queue else None
+            await self._statuses_written()
         except BaseException:
             self._running.pop(received.station_transaction_id, None)
             self._forget()
@@ -484,7 +490,7 @@ class Station201Link(LinkBase):
         session: AsyncSession | None = None,
     ) -> None:
         """What an applied event tells beyond its transaction: its readings to the session's samples, and the status
-        its connector derives (written in `session` when given)."""
+        its connector derives (handed over with the unit of `session` when given)."""
         readings = parse.energy_readings(call.payload.get("meterValue"))
         station_id = self.station.station_id
         self.edge.message_log.samples(station_id, known.transaction_id, parse.samples(readings), last=ended)

@@ -8,7 +8,10 @@ Two kinds of unit, which may share a batch:
   even when the task that handed it over is cancelled meanwhile (the webhook engine's acknowledgements).
 `bulk(handler, item)` hands an item to a handler that writes all items of a batch with a few multi-row statements;
 the handlers run after the batch's units (`submit_bulk`: the same without waiting, and, like `submit`, without
-asking for a commit now if need be).
+asking for a commit now if need be). From the body of a `unit()`, `submit_bulk_with_unit` hands over an item that
+belongs with the unit's writes: it joins the bulk writes of the unit's own batch once the body has ended well, and
+is dropped with a unit that fails, so that a write the unit decides costs its share of a multi-row statement
+rather than statements of its own in the unit.
 
 The failure policy is a parameter (`Failure`):
 - `Failure.UNIT`: each unit (and each bulk handler) runs in a savepoint of its own, so one that fails (a unique
@@ -56,7 +59,7 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
@@ -221,6 +224,7 @@ class _Lease:
     handoff: asyncio.Future[AsyncSession]
     finished: asyncio.Future[None]
     outcome: asyncio.Future[None]
+    with_unit: list[tuple[BulkHandler, _Item]] = field(default_factory=list)  # `submit_bulk_with_unit`
 
 
 @dataclass(slots=True, eq=False)
@@ -269,6 +273,28 @@ _writers: weakref.WeakKeyDictionary[Store, _Writer] = weakref.WeakKeyDictionary(
 
 
 _Unit = _Lease | _Job
+
+# The unit whose body runs in this task, and its committer: what `submit_bulk_with_unit` ties an item to.
+_BODY: contextvars.ContextVar[tuple[GroupCommit, _Lease] | None] = contextvars.ContextVar("unit_body", default=None)
+
+
+def _outcomes(units: list[_Unit]) -> list[asyncio.Future[Any]]:
+    """The futures that settle with `units`: their own and those of the bulk items tied to them."""
+    futures: list[asyncio.Future[Any]] = []
+    for unit in units:
+        futures.append(unit.outcome)
+        if isinstance(unit, _Lease):
+            futures.extend(item.outcome for _, item in unit.with_unit)
+    return futures
+
+
+def _with_units(groups: dict[BulkHandler, list[_Item]], done: list[_Unit]) -> dict[BulkHandler, list[_Item]]:
+    """The batch's bulk groups with the items its units that ended well tied to them, after the others."""
+    for unit in done:
+        if isinstance(unit, _Lease):
+            for handler, item in unit.with_unit:
+                groups.setdefault(handler, []).append(item)
+    return groups
 
 
 def _settle(futures: list[asyncio.Future[Any]], error: BaseException) -> None:
@@ -334,6 +360,7 @@ class GroupCommit:
                 # Cancelled just after its turn came: the body never ran, and the batch must not wait for it.
                 lease.finished.set_result(None)
             raise
+        body = _BODY.set((self, lease))
         try:
             yield session
             # Flushed here, in the caller's task: what the body left pending (a row whose key another process
@@ -341,8 +368,12 @@ class GroupCommit:
             await session.flush()
         except BaseException as exc:
             lease.outcome.cancel()
+            for _, item in lease.with_unit:
+                item.outcome.cancel()  # dropped with the unit
             lease.finished.set_exception(_BodyFailed(exc))
             raise
+        finally:
+            _BODY.reset(body)
         lease.finished.set_result(None)
         await lease.outcome
 
@@ -376,6 +407,20 @@ class GroupCommit:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._batching.add_to_group(handler, _Item(item, future))
         self._asked(now)
+        return future
+
+    def submit_bulk_with_unit(self, handler: BulkHandler, item: Any) -> asyncio.Future[None]:
+        """From the body of one of this committer's `unit()`s: `submit_bulk` for an item that belongs with the
+        unit's writes. It is written with the bulk writes of the unit's own batch (so committed with the unit, in
+        the same transaction) once the body has ended well; a unit that fails drops it (its future is cancelled),
+        a batch that fails fails it too. Its handler runs in a savepoint of its own, after the batch's units, as
+        for any bulk item: the future has the handler's error if it fails, the unit's writes committing all the
+        same."""
+        current = _BODY.get()
+        if current is None or current[0] is not self:
+            raise RuntimeError("an item is handed over with a unit from the body of that unit")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        current[1].with_unit.append((handler, _Item(item, future)))
         return future
 
     def flush(self) -> None:
@@ -479,7 +524,7 @@ class GroupCommit:
                     extra={"fields": {"units": len(done)}},
                 )
             self._batching.requeue()
-            _settle([unit.outcome for unit in done], exc)
+            _settle(_outcomes(done), exc)
         elif isinstance(exc, _BatchFailed):
             self._failed(done, written, exc.error)
         elif isinstance(exc, Exception):
@@ -551,8 +596,8 @@ class GroupCommit:
             if isinstance(unit, _Lease) and not unit.handoff.done():
                 _settle([unit.handoff], error)
             else:
-                _settle([unit.outcome], error)
-        _settle([unit.outcome for unit in done], error)
+                _settle(_outcomes([unit]), error)
+        _settle(_outcomes(done), error)
         _settle([item.outcome for item in written], error)
 
     async def _isolated(self, session: AsyncSession, done: list[_Unit], written: list[_Item]) -> None:
@@ -577,7 +622,7 @@ class GroupCommit:
                     _settle([unit.outcome], exc)
                     continue
             done.append(unit)
-        groups = self._batching.take_groups()
+        groups = _with_units(self._batching.take_groups(), done)
         self._bulk_taken = [entry for items in groups.values() for entry in items]  # what `settled` waits for
         for handler, items in groups.items():
             try:
@@ -621,7 +666,7 @@ class GroupCommit:
             else:
                 done.append(unit)
                 unit.value = await unit.work(session)
-        groups = self._batching.take_groups()
+        groups = _with_units(self._batching.take_groups(), done)
         for items in groups.values():
             written.extend(items)
         for handler, items in groups.items():

@@ -250,6 +250,64 @@ async def test_a_bulk_item_handed_over_without_now_is_written_with_the_next_batc
     await group.close()
 
 
+async def insert_all(session: AsyncSession, items: list[Any]) -> None:
+    await session.execute(insert(StoreSetting), [{"key": key, "value": "v"} for key in items])
+
+
+@pytest.mark.parametrize("failure", list(Failure))
+async def test_bulk_items_handed_over_with_units_are_written_in_their_batch_in_one_call(
+    store: Store, failure: Failure
+) -> None:
+    group = GroupCommit(store, name="test", failure=failure)
+    calls: list[list[Any]] = []
+
+    async def recording(session: AsyncSession, items: list[Any]) -> None:
+        calls.append(items)
+        await insert_all(session, items)
+
+    async def unit_with_item(key: str) -> None:
+        async with group.unit() as session:
+            await session.execute(insert(StoreSetting).values(key=key, value="v"))
+            item = group.submit_bulk_with_unit(recording, f"{key}-item")
+        await item
+
+    await asyncio.gather(unit_with_item("t-1"), unit_with_item("t-2"))
+    assert calls == [["t-1-item", "t-2-item"]]
+    assert group.batches == 1
+    assert await keys(store) == ["t-1", "t-1-item", "t-2", "t-2-item"]
+
+
+async def test_a_bulk_item_handed_over_with_a_unit_that_fails_is_dropped_with_it(store: Store) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT, log_failures=False)
+    items: list[asyncio.Future[None]] = []
+
+    async def failing_unit() -> None:
+        async with group.unit() as session:
+            await session.execute(insert(StoreSetting).values(key="t-failed", value="v"))
+            items.append(group.submit_bulk_with_unit(insert_all, "t-failed-item"))
+            raise ValueError("the unit fails after handing its item over")
+
+    async def unit_with_item() -> None:
+        async with group.unit() as session:
+            await session.execute(insert(StoreSetting).values(key="t-kept", value="v"))
+            item = group.submit_bulk_with_unit(insert_all, "t-kept-item")
+        await item
+
+    results = await asyncio.gather(failing_unit(), unit_with_item(), return_exceptions=True)
+    assert isinstance(results[0], ValueError) and results[1] is None
+    assert items[0].cancelled()
+    assert await keys(store) == ["t-kept", "t-kept-item"]
+
+
+async def test_a_bulk_item_is_handed_over_with_a_unit_only_from_that_units_body(store: Store) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT)
+    with pytest.raises(RuntimeError):
+        group.submit_bulk_with_unit(insert_all, "t-1")
+    async with GroupCommit(store, name="other", failure=Failure.UNIT).unit():
+        with pytest.raises(RuntimeError):
+            group.submit_bulk_with_unit(insert_all, "t-1")
+
+
 @pytest.mark.parametrize("failure", list(Failure))
 async def test_a_unit_cancelled_as_its_turn_comes_does_not_hold_up_its_batch(
     store: Store, failure: Failure, monkeypatch: pytest.MonkeyPatch
