@@ -33,7 +33,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from chargenet.clock import Clock, SystemClock
-from chargenet.store.notify import Listener, connect_arguments
+from chargenet.store.notify import DIRECTORY, Listener, connect_arguments
 from chargenet.store.sqlite_driver import LoopConnection, loop_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -129,6 +129,10 @@ class Store:
         self.listener = Listener(
             connect_arguments(self.engine) if self.dialect == "postgresql" else None, clock or SystemClock()
         )
+        if self.dialect == "postgresql":
+            # The directory version is learned from its notifications (`services.directory`); this process's own
+            # changes to it must be known before their commit returns, not when the listening connection hears them.
+            self.listener.hear_own_commits(self.engine, DIRECTORY)
 
     def time_units(self, *, transaction: Observe, read: Observe) -> None:
         """Report the duration of every `transaction()` and every `read()` from now on."""
