@@ -307,8 +307,10 @@ class ChargePointDirectory:
             fetch = sweep_part(len(index.points), started - self._swept_at, self.whole_every)
             # One call for the whole follow read (on SQLite pysqlite on this thread, a few milliseconds): as a unit
             # of the ORM session each of its statements was a round trip through the store's thread and the busy
-            # event loop, and under 50 clients' pages the read took 1-5 s, past `stale_after`.
-            followed = await self.store.read_at_once(
+            # event loop, and under 50 clients' pages the read took 1-5 s, past `stale_after`. On PostgreSQL its
+            # statements run on a loop of their own (`Store.read_aside`): on the serving loop each answer waited for
+            # it to come round, and the read took up to 1.8 s under the clients.
+            followed = await self.store.read_aside(
                 functools.partial(
                     _follow,
                     version=index.version,

@@ -1,7 +1,8 @@
 """The charge point directory on PostgreSQL while the process listens: pages take the store's version as its
 notifications tell it, without a read a page; this process's own commits are in its very next page, another
 process's once notified; a listening connection killed (as a restart of the server kills them all) is opened
-again and the version read until it listens; and it is closed when the process stops."""
+again and the version read until it listens, the follow read's connection too; and it is closed when the process
+stops."""
 
 from __future__ import annotations
 
@@ -124,6 +125,12 @@ async def test_a_listening_connection_killed_is_opened_again_and_the_version_rea
         reads = len(process.version_reads)
         await process.until_served("ST-1")  # the pool's dead connections fail a page or two, left to the store
         assert len(process.version_reads) > reads  # the version read anew: what was notified meanwhile was missed
+
+        reads = process.directory.reads
+        async with asyncio.timeout(WITHIN):
+            while process.directory.reads == reads:  # the follow read's own connection, dropped too, opened anew
+                clock.advance(process.directory.refresh_every)
+                await asyncio.sleep(0.01)
 
         reads = len(process.version_reads)
         await process.other.station("ST-2")
