@@ -2,7 +2,7 @@
 that must not wait a turn of a busy serving loop for each of them.
 
 Every statement awaited on the serving loop waits, once its answer is in, for the loop to come round to it: behind
-every request ready at that moment. The charge point directory's follow read is nine statements in one snapshot
+every request ready at that moment. The charge point directory's follow read is eight statements or more in one snapshot
 (BEGIN, the version, the outbox's streams, the connectors and stations that changed, the sweep's part, the meters,
 COMMIT); under 50 clients' pages at load 5 the loop came round every 50-200 ms, and the read took up to 1.8 s,
 enough for two in a row to leave the copy past `stale_after`, every page then read from the store. Here each answer

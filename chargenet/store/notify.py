@@ -70,10 +70,10 @@ RECONNECT_FIRST = 0.1
 RECONNECT_MAX = 5.0
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+_DRIVER_ONLY = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
 
 # Told each payload heard on a channel, and None when its LISTEN takes effect (what was sent before was missed).
 Hearer = Callable[[str | None], None]
-_DRIVER_ONLY = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
 
 
 def notify(session: AsyncSession, channel: str, payload: str = "") -> None:
