@@ -24,6 +24,7 @@ from chargenet.domain import charging_profiles
 from chargenet.domain.certificate_requests import CertificateKind
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.generations import OCPP16
+from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge import power, records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.certificates import StationCertificates, certificate_signed_logged
@@ -83,6 +84,8 @@ class EdgeRuntime(Protocol):
     def unit(self) -> AbstractAsyncContextManager[AsyncSession]: ...
 
     def note_progress(self, progress: records.Progress) -> None: ...
+
+    async def load_connector(self, address: ConnectorAddress, ocpp_connector_id: int) -> statuses.LoadedConnector: ...
 
     async def write_status(self, write: statuses.StatusWrite) -> None: ...
 
@@ -291,9 +294,7 @@ class LinkBase(abc.ABC):
         loaded = self._connectors.get(key)
         if loaded is None:
             number = report.connector.station_number
-            loaded = await self.edge.store.read_statement(
-                lambda connection: statuses.load_connector(connection, address, number)
-            )
+            loaded = await self.edge.load_connector(address, number)
         reported = report.status
         write, assessment = statuses.decide(
             self.station.station_id, self.station.site_id, address, loaded, reported, now
