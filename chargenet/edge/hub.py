@@ -17,12 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from chargenet.clock import Clock
 from chargenet.domain.generations import OCPP16, OCPP201
+from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge import records, relay, statuses
 from chargenet.edge.admission import Admission
 from chargenet.edge.authorizers import Authorizer
 from chargenet.edge.certificates import StationCertificates
 from chargenet.edge.committer import GroupCommitter
 from chargenet.edge.connection import CallTimer, ConnectionLost, OwnFaults
+from chargenet.edge.connector_reads import ConnectorReads
 from chargenet.edge.core.status import TransitionCounts
 from chargenet.edge.messagelog import MessageLog
 from chargenet.edge.ocpp16 import frames, proxy
@@ -95,6 +97,7 @@ class Edge:
         self._intervals: dict[str, int] = {}
         self._committer = GroupCommitter(store)
         self._status_writer = statuses.bulk_writer(outbox)
+        self._connector_reads = ConnectorReads(store)
         # Told of what changes a site's power: a session's start or end, a station's connection (`power`).
         self.power_listeners: list[Callable[[str, str | None], None]] = []
         self.power: PowerController | None = None  # the site power controller the app installed
@@ -193,6 +196,10 @@ class Edge:
             raise StationAnswerFailed(station_id, action, exc.code.value, exc.description) from None
         except PayloadViolation as exc:
             raise StationAnswerFailed(station_id, action, None, f"{exc.field}: {exc.message}") from None
+
+    async def load_connector(self, address: ConnectorAddress, ocpp_connector_id: int) -> statuses.LoadedConnector:
+        """A connector's last known status, read with the other links' first reads (`connector_reads`)."""
+        return await self._connector_reads.load(address, ocpp_connector_id)
 
     async def write_status(self, write: statuses.StatusWrite) -> None:
         await self._committer.bulk(self._status_writer, write)

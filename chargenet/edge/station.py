@@ -24,6 +24,7 @@ from chargenet.domain import charging_profiles
 from chargenet.domain.certificate_requests import CertificateKind
 from chargenet.domain.events import AuthorizationStatus
 from chargenet.domain.generations import OCPP16
+from chargenet.domain.tenants import ConnectorAddress
 from chargenet.edge import power, records, statuses
 from chargenet.edge.authorizers import Authorizer, AuthorizeRequest, ask_plugins
 from chargenet.edge.certificates import StationCertificates, certificate_signed_logged
@@ -84,6 +85,8 @@ class EdgeRuntime(Protocol):
 
     def note_progress(self, progress: records.Progress) -> None: ...
 
+    async def load_connector(self, address: ConnectorAddress, ocpp_connector_id: int) -> statuses.LoadedConnector: ...
+
     async def write_status(self, write: statuses.StatusWrite) -> None: ...
 
     def write_status_with_unit(self, write: statuses.StatusWrite) -> asyncio.Future[None]: ...
@@ -125,6 +128,7 @@ class LinkBase(abc.ABC):
             on_own_fault=edge.own_faults,
             time_call=edge.time_station_call,
             dialect=dialect,
+            quick=self.quick_answer,
         )
         self.upstream: UpstreamLink | None = None
         self.last_seen = edge.clock.now()  # when the station last sent anything, a ping included
@@ -136,6 +140,11 @@ class LinkBase(abc.ABC):
     @abc.abstractmethod
     async def handle(self, call: Call) -> Payload | None:
         """Answer one CALL from the station, in its generation's words (None: answered already)."""
+
+    def quick_answer(self, call: Call) -> Payload | None:
+        """The answer to a CALL that needs no wait for anything (no store, no upstream), given at once; None: the
+        CALL goes to `handle`."""
+        return None
 
     @abc.abstractmethod
     async def open_upstream(self) -> None:
@@ -296,9 +305,7 @@ class LinkBase(abc.ABC):
         loaded = self._connectors.get(key)
         if loaded is None:
             number = report.connector.station_number
-            loaded = await self.edge.store.read_statement(
-                lambda connection: statuses.load_connector(connection, address, number)
-            )
+            loaded = await self.edge.load_connector(address, number)
         reported = report.status
         write, assessment = statuses.decide(
             self.station.station_id, self.station.site_id, address, loaded, reported, now
@@ -385,6 +392,18 @@ class StationLink(LinkBase):
         if handler is None:
             return await self._forward_or_local(call, route)
         return await handler(self, call, route)
+
+    def quick_answer(self, call: Call) -> Payload | None:
+        # A Heartbeat the edge answers itself (no upstream, or one that is away) is the message stations send most.
+        if call.action != "Heartbeat":
+            return None
+        queue_empty = self.upstream is None or self.upstream.queued == 0
+        if proxy.route_station_call(call.action, self.upstream_state, queue_empty) is not Handling.LOCAL:
+            return None
+        self.heard()
+        now = self.edge.clock.now()
+        self.edge.message_log.heartbeat(self.station.station_id, now)
+        return proxy.local_answer(call.action, now)
 
     async def _forward_or_local(self, call: Call, route: Handling, local: Payload | None = None) -> Payload:
         answer = local if local is not None else proxy.local_answer(call.action, self.edge.clock.now())

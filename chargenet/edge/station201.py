@@ -269,7 +269,7 @@ class Station201Link(LinkBase):
         # One statement each, the second only when it may matter: the first StatusNotification of a connection
         # is on the path a reconnect storm takes.
         if session is None:
-            loaded = await self.edge.store.read_statement(load)
+            loaded = await self.edge.load_connector(address, number)
         else:
             loaded = await session.run_sync(lambda sync: load(sync.connection()))
         last = loaded.last

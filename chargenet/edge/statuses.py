@@ -40,12 +40,37 @@ _CONNECTOR = select(Connector.status, Connector.error_code, Connector.info, Conn
 )
 
 
+_CONNECTORS_OF = select(
+    Connector.charge_point_id,
+    Connector.connector_id,
+    Connector.status,
+    Connector.error_code,
+    Connector.info,
+    Connector.status_at,
+).where(Connector.charge_point_id.in_(bindparam("charge_point_ids", expanding=True)))
+
+ConnectorRow = tuple[str | None, str | None, str | None, datetime | None]  # status, error code, info, status at
+
+
 def load_connector(connection: Connection, address: ConnectorAddress, ocpp_connector_id: int) -> LoadedConnector:
     """A connector's last known status, read once per connection (run by `Store.read_statement`, so a station's
     first StatusNotification does not queue behind the store's writers; the link keeps it from then on)."""
     row = connection.execute(
         _CONNECTOR, {"charge_point_id": address.charge_point_id, "connector_id": address.connector_id}
     ).first()
+    return loaded_from(None if row is None else cast(ConnectorRow, tuple(row)), address, ocpp_connector_id)
+
+
+def load_connectors(connection: Connection, charge_point_ids: list[str]) -> dict[tuple[str, int], ConnectorRow]:
+    """The status columns of every connector of `charge_point_ids`, by (charge point id, connector id): the first
+    reads of many links in one statement (`edge.connector_reads`)."""
+    rows = connection.execute(_CONNECTORS_OF, {"charge_point_ids": charge_point_ids})
+    return {(cp, c): (status, error_code, info, status_at) for cp, c, status, error_code, info, status_at in rows}
+
+
+def loaded_from(row: ConnectorRow | None, address: ConnectorAddress, ocpp_connector_id: int) -> LoadedConnector:
+    """What a link keeps of a connector from its row (None: the connector has no row yet). Raises `InvalidInput`
+    for a connector that has none and may not be created, being above the limit."""
     if row is None:
         if address.connector_id > MAX_CONNECTORS_PER_CHARGE_POINT:
             raise InvalidInput(f"{ocpp_connector_id} is above the connector limit", field="connectorId")

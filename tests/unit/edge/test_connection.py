@@ -382,3 +382,45 @@ async def test_a_call_made_after_the_answer_reaches_the_peer_after_that_answer(w
         assert follow_up[0] == 2 and follow_up[2:] == ["CertificateSigned", {"certificateChain": "PEM"}]
     finally:
         await rpc.close()
+
+
+async def test_a_call_answered_at_once_is_answered_before_feed_returns_without_the_handler(
+    wire: Wire, clock: ManualClock
+) -> None:
+    handled: list[str] = []
+
+    async def handler(call: Call) -> Payload | None:
+        handled.append(call.action)
+        return {}
+
+    def quick(call: Call) -> Payload | None:
+        return HEARTBEAT_ANSWER if call.action == "Heartbeat" else None
+
+    rpc = RpcConnection("test", wire.send, clock, handler, quick=quick)
+    await rpc.feed(json.dumps([2, "h1", "Heartbeat", {}]))
+
+    assert wire.sent == [[3, "h1", HEARTBEAT_ANSWER]]
+    assert handled == []
+    await rpc.close()
+
+
+async def test_a_call_that_could_be_answered_at_once_waits_for_the_calls_before_it(
+    wire: Wire, clock: ManualClock
+) -> None:
+    release = asyncio.Event()
+
+    async def handler(call: Call) -> Payload | None:
+        await release.wait()
+        return HEARTBEAT_ANSWER if call.action == "Heartbeat" else {"idTagInfo": {"status": "Accepted"}}
+
+    def quick(call: Call) -> Payload | None:
+        return HEARTBEAT_ANSWER if call.action == "Heartbeat" else None
+
+    rpc = RpcConnection("test", wire.send, clock, handler, quick=quick)
+    await rpc.feed(json.dumps([2, "a1", "Authorize", {"idTag": "TAG"}]))
+    await rpc.feed(json.dumps([2, "h1", "Heartbeat", {}]))
+    assert wire.sent == []
+    release.set()
+
+    assert [(await wire.next())[1], (await wire.next())[1]] == ["a1", "h1"]
+    await rpc.close()
