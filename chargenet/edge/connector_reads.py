@@ -14,6 +14,7 @@ status written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from dataclasses import dataclass
 from functools import partial
@@ -56,6 +57,10 @@ class ConnectorReads:
                 continue
             try:
                 rows = await self._store.read_statement(partial(statuses.load_connectors, charge_point_ids=ids))
+            except asyncio.CancelledError:
+                for wanted in taken:
+                    wanted.found.cancel()  # the edge is closing (`close`)
+                raise
             except Exception as exc:
                 for wanted in taken:
                     if not wanted.found.done():
@@ -73,6 +78,17 @@ class ConnectorReads:
                     )
                 except Exception as exc:
                     wanted.found.set_exception(exc)
+
+    async def close(self) -> None:
+        """Stop reading: a read in progress is cancelled, and so are the reads that wait (their links are shut)."""
+        reader, self._reader = self._reader, None
+        if reader is not None and not reader.done():
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        waiting, self._waiting = self._waiting, []
+        for wanted in waiting:
+            wanted.found.cancel()
 
     def _take(self) -> tuple[list[_Wanted], list[str]]:
         """The waiting reads of up to `MAX_CHARGE_POINTS` charge points, and those charge points; the rest wait."""

@@ -233,6 +233,7 @@ class Edge:
         for link in list(self._links.values()):
             await link.shut(1001, "server shutting down")
         self._links.clear()
+        await self._connector_reads.close()
         await self._committer.settled()  # what was written behind goes in too
         await self._committer.close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from chargenet.clock import ManualClock
 from chargenet.domain.connectors import KnownStatus
 from chargenet.domain.events import ChargePointErrorCode, ConnectorStatus
@@ -69,3 +71,21 @@ async def test_a_connector_above_the_limit_without_a_row_fails_its_own_read_alon
 
     assert isinstance(above, InvalidInput) and above.field == "connectorId"
     assert fine == statuses.LoadedConnector(exists=False, last=None)
+
+
+async def test_closing_cancels_the_reads_still_waiting_and_leaves_no_reader_running(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-A")
+    async with store.transaction() as session:
+        station = await session.get(Station, "CS-A")
+    assert station is not None
+    reads = ConnectorReads(store)
+    waiting = asyncio.ensure_future(reads.load(locate_connector(station.layout(), 1), 1))
+    await asyncio.sleep(0)  # one turn: the read is asked for and its reader task created, not yet run
+
+    await reads.close()
+
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert reads.statements == 0
