@@ -329,16 +329,21 @@ class LinkBase(abc.ABC):
 
     async def _statuses_written(self) -> None:
         """Once the unit that handed statuses over (`_record_status`) has committed: they were written in its batch.
-        One whose write failed (after the unit's own writes committed) leaves the link's connectors to the store
-        again, and its error is the CALL's."""
+        A status whose write failed had been written alone already (the batch's bulk writes are retried item by
+        item), so it would fail again: the unit's writes are committed and the CALL is answered as they say, the
+        failure is logged once with its cause, and the link's connectors are left to the store again."""
         written, self._statuses_with_unit = self._statuses_with_unit, []
         if not written:
             return
         outcomes = await asyncio.gather(*written, return_exceptions=True)
-        failed = next((outcome for outcome in outcomes if isinstance(outcome, BaseException)), None)
-        if failed is not None:
+        failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        if failed:
             self._connectors.clear()
-            raise failed
+            for error in failed:
+                log.error(
+                    "derived connector status not written",
+                    extra={"fields": {"station": self.station.station_id, "error": repr(error)}},
+                )
 
 
 class StationLink(LinkBase):

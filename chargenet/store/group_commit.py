@@ -297,6 +297,11 @@ def _with_units(groups: dict[BulkHandler, list[_Item]], done: list[_Unit]) -> di
     return groups
 
 
+def _taken(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 def _settle(futures: list[asyncio.Future[Any]], error: BaseException) -> None:
     for future in futures:
         if not future.done():
@@ -375,7 +380,14 @@ class GroupCommit:
         finally:
             _BODY.reset(body)
         lease.finished.set_result(None)
-        await lease.outcome
+        try:
+            await lease.outcome
+        except BaseException:
+            # The batch failed, or the caller was cancelled while it committed: whoever handed items over with the
+            # unit will not look at them, so their outcome is taken here rather than reported as never retrieved.
+            for _, item in lease.with_unit:
+                item.outcome.add_done_callback(_taken)
+            raise
 
     def submit(self, work: Work[T], *, key: int = 0, now: bool = True) -> asyncio.Future[T]:
         """Hand `work` over to run in the committer's task in the next batch; the future has its result once
@@ -417,7 +429,9 @@ class GroupCommit:
         for any bulk item: the future has the handler's error if it fails, the unit's writes committing all the
         same."""
         current = _BODY.get()
-        if current is None or current[0] is not self:
+        if current is None or current[0] is not self or current[1].finished.done():
+            # `finished.done()`: a task started in the body carries its context past the body's end, when the
+            # batch may have taken the unit's items already.
             raise RuntimeError("an item is handed over with a unit from the body of that unit")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         current[1].with_unit.append((handler, _Item(item, future)))

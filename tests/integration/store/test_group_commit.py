@@ -6,6 +6,7 @@ it has its own tests (tests/integration/edge/test_committer.py), and so has the 
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
@@ -297,6 +298,50 @@ async def test_a_bulk_item_handed_over_with_a_unit_that_fails_is_dropped_with_it
     assert isinstance(results[0], ValueError) and results[1] is None
     assert items[0].cancelled()
     assert await keys(store) == ["t-kept", "t-kept-item"]
+
+
+async def test_an_item_handed_over_with_a_unit_whose_batch_fails_is_not_reported_as_never_retrieved(
+    store: Store,
+) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.BATCH, ordered=True, log_failures=False)
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+
+    async def unit_handing_over() -> None:
+        async with group.unit() as session:
+            await session.execute(insert(StoreSetting).values(key="t-1", value="v"))
+            group.submit_bulk_with_unit(insert_all, "t-1-item")  # its caller fails with the batch, never looking
+
+    async def refusing() -> None:
+        async with group.unit():
+            raise ValueError("refused: the batch both units share fails")
+
+    try:
+        results = await asyncio.gather(unit_handing_over(), refusing(), return_exceptions=True)
+        assert all(isinstance(result, Exception) for result in results)
+        del results
+        gc.collect()
+        assert reported == []
+    finally:
+        loop.set_exception_handler(None)
+    assert await keys(store) == []
+
+
+async def test_a_task_started_in_a_units_body_cannot_hand_items_over_once_the_body_ended(store: Store) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT)
+    body_ended = asyncio.Event()
+
+    async def later() -> None:
+        await body_ended.wait()
+        group.submit_bulk_with_unit(insert_all, "t-late")
+
+    async with group.unit():
+        straggler = asyncio.create_task(later())  # carries the body's context past its end
+    body_ended.set()
+    with pytest.raises(RuntimeError):
+        await straggler
+    await group.close()
 
 
 async def test_a_bulk_item_is_handed_over_with_a_unit_only_from_that_units_body(store: Store) -> None:
