@@ -54,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import logging
 import weakref
 from collections import deque
@@ -236,10 +237,16 @@ class _Job:
     value: Any = None
 
 
+# Items in the order they were handed over, whichever way: a bulk handler may rely on it (the last status of a
+# connector in a batch wins), and an item handed over with a unit joins its group only when the batch runs.
+_handed_over = itertools.count()
+
+
 @dataclass(slots=True, eq=False)
 class _Item:
     item: Any
     outcome: asyncio.Future[None]
+    order: int = field(default_factory=lambda: next(_handed_over))
 
 
 @dataclass(slots=True, eq=False)
@@ -289,12 +296,21 @@ def _outcomes(units: list[_Unit]) -> list[asyncio.Future[Any]]:
 
 
 def _with_units(groups: dict[BulkHandler, list[_Item]], done: list[_Unit]) -> dict[BulkHandler, list[_Item]]:
-    """The batch's bulk groups with the items its units that ended well tied to them, after the others."""
+    """The batch's bulk groups with the items its units that ended well tied to them, each group in the order its
+    items were handed over."""
+    joined: set[BulkHandler] = set()
     for unit in done:
         if isinstance(unit, _Lease):
             for handler, item in unit.with_unit:
                 groups.setdefault(handler, []).append(item)
+                joined.add(handler)
+    for handler in joined:
+        groups[handler].sort(key=_order)
     return groups
+
+
+def _order(item: _Item) -> int:
+    return item.order
 
 
 def _taken(future: asyncio.Future[Any]) -> None:

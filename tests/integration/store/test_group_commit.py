@@ -278,6 +278,24 @@ async def test_bulk_items_handed_over_with_units_are_written_in_their_batch_in_o
     assert await keys(store) == ["t-1", "t-1-item", "t-2", "t-2-item"]
 
 
+async def test_a_batch_writes_its_bulk_items_in_the_order_they_were_handed_over_with_units_or_not(
+    store: Store,
+) -> None:
+    group = GroupCommit(store, name="test", failure=Failure.UNIT)
+    calls: list[list[Any]] = []
+
+    async def recording(session: AsyncSession, items: list[Any]) -> None:
+        calls.append(items)
+        await insert_all(session, items)
+
+    async with group.unit():
+        with_unit = group.submit_bulk_with_unit(recording, "t-first")
+        alone = group.submit_bulk(recording, "t-second")  # later, without a unit, while the body runs: one batch
+    await asyncio.gather(with_unit, alone)
+    assert calls == [["t-first", "t-second"]]
+    await group.close()
+
+
 async def test_a_bulk_item_handed_over_with_a_unit_that_fails_is_dropped_with_it(store: Store) -> None:
     group = GroupCommit(store, name="test", failure=Failure.UNIT, log_failures=False)
     items: list[asyncio.Future[None]] = []
