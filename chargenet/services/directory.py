@@ -6,23 +6,21 @@ event loop's time on SQLite, and on PostgreSQL a planned statement on a server s
 it costs the page's own selection.
 
 What the copy promises, on both backends and whichever process wrote:
-- **Its structure is checked against the store's.** Which charge points exist, on which site of which company,
-  with which connectors and meters, is versioned by the store itself (`directory_version`, bumped by triggers in
-  the transaction that changes it). Every page first checks that version; when it has moved, the page is read from
+- **Its structure is never behind.** Which charge points exist, on which site of which company, with which
+  connectors and meters, is versioned by the store itself (`directory_version`, bumped by triggers in the
+  transaction that changes it). Every page first checks that version; when it has moved, the page is read from
   the store as before and the copy is read again in the background, at once but at most once a `refresh_every`
-  (stations created one by one by a script cost one whole read a period, not one each). On SQLite, where the
-  version is read a page, a station created, moved or deleted, by the API, the command line or another process,
-  shows in the very next page.
+  (stations created one by one by a script cost one whole read a period, not one each). A station created, moved
+  or deleted, by the API, the command line or another process, shows in the very next page.
 - **On PostgreSQL the version is heard, not read a page.** The trigger also notifies each version it writes
   (`store.notify.DIRECTORY`), and while the process's listening connection listens, pages take the version last
-  heard: no round trip, where one a page was most of a page's wait under load. This process's own commits are heard
-  before they return (`Listener.hear_own_commits`), so what it writes is in its next page as before; another
+  heard: no round trip, where one a page was most of a page's wait under load. This process's own commits are
+  heard before they return (`Listener.hear_own_commits`), so what it writes is in its next page as before; another
   process's change shows once its notification arrives, milliseconds, well inside the 2 s of decisions.md. Not
-  listening (before the LISTEN takes effect, while the connection is down), pages read the version as on SQLite, and
-  once it listens again the first page's read is the base, raised to the newest version notified since the LISTEN
-  took effect (a commit landing while that read runs is in no snapshot of it, but is notified). A connection lost
-  without a word is not noticed for up to `notify.CHECK_EVERY`: meanwhile each follow read finds a moved version
-  itself, so the structure is at most a period and a read behind, and `stale_after` still holds.
+  listening (before the LISTEN takes effect, while the connection is down), pages read the version as on SQLite,
+  and once it listens again the first page's read is the base. A connection lost without a word is not noticed for
+  up to `notify.CHECK_EVERY`: meanwhile each follow read finds a moved version itself, so the structure is at most
+  a period and a read behind, and `stale_after` still holds.
 - **Never a copy the reader could not keep.** A page is read from the store while the copy has not been read
   for `stale_after` (2 s): the store away for a moment, the reader behind.
 - **What changes by the second follows within `refresh_every` (0.5 s).** A connector's status, a station's
@@ -263,9 +261,6 @@ class ChargePointDirectory:
         # listening connection listens. None until a read that began after the LISTEN took effect, and again
         # whenever it takes effect anew (what was notified before was missed).
         self._heard_version: int | None = None
-        # The highest version notified (or read) since the LISTEN took effect while there is no base yet: the base
-        # is the newer of it and the base read's.
-        self._notified_version: int | None = None
         self._listens = 0  # how often the LISTEN took effect: a read begun before the last one is no base
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -401,20 +396,15 @@ class ChargePointDirectory:
         except ValueError:
             version = None  # not the trigger's: what is heard is no longer known to be the store's
         if version is None:
-            self._heard_version = self._notified_version = None
+            self._heard_version = None
             self._listens += 1
             return
         self._learned(version)
 
     def _learned(self, version: int) -> None:
-        """The store's version was `version` at some moment since the LISTEN took effect: the newer one is kept, as
-        the version heard once there is a base, and until then as what the base read is to be raised to (a commit
-        that lands while that read runs is in no snapshot it saw, but notified). Versions only grow; a notification
-        may come late (through two connections), never a version taken back."""
-        if self._heard_version is None:
-            if self._notified_version is None or version > self._notified_version:
-                self._notified_version = version
-        elif version > self._heard_version:
+        """The store's version was `version` at some moment since the version heard was: the newer one is kept.
+        Versions only grow; a notification may come late (through two connections), never a version taken back."""
+        if self._heard_version is not None and version > self._heard_version:
             self._heard_version = version
 
     async def _store_version(self) -> int | None:
@@ -431,9 +421,7 @@ class ChargePointDirectory:
             and listens == self._listens  # the LISTEN did not take effect anew while it was read
             and self.store.listener.listening(DIRECTORY)
         ):
-            # Whatever was notified since the LISTEN took effect, during this read too, is as much the store's.
-            version = max(v for v in (version, self._heard_version, self._notified_version) if v is not None)
-            self._heard_version = version
+            self._heard_version = version if self._heard_version is None else max(self._heard_version, version)
         return version
 
     async def _read_version(self) -> int | None:

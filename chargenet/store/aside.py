@@ -9,10 +9,8 @@ enough for two in a row to leave the copy past `stale_after`, every page then re
 is taken up as it comes, by a loop with nothing else to do, its thread holding the interpreter's lock only while
 it works (the serving loop's thread gets it back within the switch interval, 5 ms).
 
-One connection of its own, opened at the first read and closed with `close()`. It is checked as the main pool's
-are (`on_engine`: a ping once it rested), so a server restarted between two reads costs neither; one dropped in
-steady use fails that read, and the next opens another. `close()` cancels the reads in flight, and their callers
-get `AsideReadsClosed`, as every read asked after it does: nothing is left on a loop that is gone.
+One connection of its own, opened at the first read and closed with `close()`; a connection the server dropped
+fails that read, and the next opens another.
 """
 
 from __future__ import annotations
@@ -26,39 +24,25 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from chargenet.errors import StoreError
-
 T = TypeVar("T")
 
 
-class AsideReadsClosed(StoreError):
-    """A read asked of aside reads that were closed, or in flight when they were."""
-
-
 class AsideReads:
-    """Read-only units of one snapshot each (`read_at_once`) on a thread's own loop and connection. `on_engine` is
-    called with the engine once it is made, on the reads' loop (its pool's events)."""
+    """Read-only units of one snapshot each (`read_at_once`) on a thread's own loop and connection."""
 
-    def __init__(self, url: str, on_engine: Callable[[AsyncEngine], None] | None = None) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
-        self._on_engine = on_engine
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._engine: AsyncEngine | None = None
-        self._reading: set[asyncio.Task[Any]] = set()  # the reads in flight, on the reads' loop only
-        self._closed = False
 
     async def read_at_once(self, work: Callable[[Connection], T]) -> T:
         """Run `work`, a function of Core statements that only reads, in one read-only REPEATABLE READ transaction
         on this reader's connection. Cancelled, the read is cancelled on its loop too."""
-        if self._closed:
-            raise AsideReadsClosed("the store's aside reads are closed")
         return await asyncio.wrap_future(self._submit(self._read(work)))
 
     async def close(self) -> None:
-        """Cancel the reads in flight, close the connection and end the thread, if a read ever started them. Reads
-        asked from now on are refused."""
-        self._closed = True
+        """Close the connection and end the thread, if a read ever started them."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
@@ -79,32 +63,14 @@ class AsideReads:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     async def _read(self, work: Callable[[Connection], T]) -> T:
-        reading = asyncio.current_task()
-        assert reading is not None
-        self._reading.add(reading)
-        try:
-            if self._engine is None:
-                self._engine = create_async_engine(self.url, pool_size=1, max_overflow=0)
-                if self._on_engine is not None:
-                    self._on_engine(self._engine)
-            async with self._engine.connect() as pooled:
-                await pooled.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-                async with pooled.begin():
-                    return await pooled.run_sync(work)
-        except asyncio.CancelledError:
-            if self._closed:
-                raise AsideReadsClosed("the store's aside reads were closed during the read") from None
-            raise
-        finally:
-            self._reading.discard(reading)
+        if self._engine is None:
+            self._engine = create_async_engine(self.url, pool_size=1, max_overflow=0)
+        async with self._engine.connect() as pooled:
+            await pooled.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            async with pooled.begin():
+                return await pooled.run_sync(work)
 
     async def _dispose(self) -> None:
-        # The reads in flight end first, their connection given back, so that the engine closes it and their
-        # callers' futures are settled while the loop still runs (one cancelled later would reach a closed loop).
-        reads = list(self._reading)
-        for read in reads:
-            read.cancel()
-        await asyncio.gather(*reads, return_exceptions=True)
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None

@@ -20,7 +20,6 @@ to the observers given to `time_units` (the `/metrics` histogram of a serving pr
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
@@ -81,7 +80,6 @@ class Store:
         self.url = url
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
-        rest = PING_AFTER_IDLE if ping_after_idle is None else ping_after_idle
         if self.dialect == "sqlite":
             database = parsed.database
             if database and database != ":memory:":
@@ -99,7 +97,9 @@ class Store:
             self.engine = create_async_engine(
                 url, pool_size=pool_size or POOL_SIZE, max_overflow=0, pool_timeout=pool_timeout
             )
-            _ping_when_idle(self.engine, clock or SystemClock(), rest)
+            _ping_when_idle(
+                self.engine, clock or SystemClock(), PING_AFTER_IDLE if ping_after_idle is None else ping_after_idle
+            )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._read_engine: AsyncEngine | None = None
         self._reads = self._sessions
@@ -130,13 +130,8 @@ class Store:
         self.listener = Listener(
             connect_arguments(self.engine) if self.dialect == "postgresql" else None, clock or SystemClock()
         )
-        # `read_aside` on PostgreSQL: a loop and a connection of its own, in a thread, started at its first read, and
-        # pinged after a rest as the pool's are (a follow read after a server restart would fail otherwise).
-        self._aside = (
-            AsideReads(url, functools.partial(_ping_when_idle, clock=clock or SystemClock(), idle=rest))
-            if self.dialect == "postgresql"
-            else None
-        )
+        # `read_aside` on PostgreSQL: a loop and a connection of its own, in a thread, started at its first read.
+        self._aside = AsideReads(url) if self.dialect == "postgresql" else None
         if self.dialect == "postgresql":
             # The directory version is learned from its notifications (`services.directory`); this process's own
             # changes to it must be known before their commit returns, not when the listening connection hears them.

@@ -11,15 +11,14 @@ savepoint: a notification sent inside one that is rolled back is discarded with 
 transaction would then be missing. A wish made inside a savepoint that is rolled back goes with it. On SQLite it
 does nothing: there is no LISTEN, and processes learn of each other's commits by polling.
 
-Receiving. `Listener` (one per `Store`, a worker the process's lifecycle runs) holds one asyncpg connection of its
-own, outside the pool, opened only once something subscribes. It LISTENs on every channel asked for (and keeps
-listening on one subscribed to: the channels are a few fixed names, below; one only heard, `hearing`, is let go with
-its last hearer, and the connection closed when no channel is left) and sets the asyncio Events of the subscribers
-of a channel, or only of those waiting for a given payload. Whenever a channel's LISTEN takes effect (the first
+Receiving. `Listener` (one per `Store`, a worker the process's lifecycle runs) holds one asyncpg connection of
+its own, outside the pool, opened only once something subscribes. It LISTENs on every channel asked for (and
+keeps listening: the channels are a few fixed names, below) and sets the asyncio Events of the subscribers of a
+channel, or only of those waiting for a given payload. Whenever a channel's LISTEN takes effect (the first
 connection, a reconnection, a channel asked for later) its subscribers are woken once, since notifications sent
-before it were missed. A connection that drops (or fails the liveness check every `CHECK_EVERY` seconds) is opened
-again at once, then after backoffs growing to RECONNECT_MAX. While it is down, `listening` is False and the
-subscribers poll at their fast interval; the polls are the safety net either way.
+before it were missed. A connection that drops (or fails the liveness check every `CHECK_EVERY` seconds) is
+opened again at once, then after backoffs growing to RECONNECT_MAX. While it is down, `listening` is False and
+the subscribers poll at their fast interval; the polls are the safety net either way.
 
 Besides Events, a channel can be heard with its payloads (`hearing`): a function called with each notification's
 payload, and with None whenever the channel's LISTEN takes effect. The directory version is kept that way, a
@@ -164,13 +163,7 @@ class Listener:
         try:
             yield
         finally:
-            hearers = self._hearers[channel]
-            hearers.remove(hearer)
-            if not hearers:
-                # Nobody hears it any more: the connection stops listening on it (and closes, nobody else asking),
-                # so that it is not `listening` for the next hearer until its LISTEN takes effect anew.
-                del self._hearers[channel]
-                self._asked.set()
+            self._hearers[channel].remove(hearer)
 
     def hear_own_commits(self, engine: AsyncEngine, channel: str) -> None:
         """Have every connection `engine` opens from now on LISTEN on `channel` too, its notifications told to the
@@ -191,7 +184,7 @@ class Listener:
 
         failures = 0
         while not stopping.is_set():
-            if not self._wanted():
+            if not self._subscribers and not self._hearers:
                 await first_of(self._asked.wait(), stopping.wait())  # opened lazily: once somebody subscribes
                 continue
             if failures:
@@ -216,9 +209,8 @@ class Listener:
                 )
             finally:
                 # Once it listened, a drop is news and the next attempt is at once; a connection that never
-                # came to listen is a failure like one that never opened, so that a refusal is not a spin. One let
-                # go because nobody asks any more is neither.
-                failures = 0 if self._active or not self._wanted() else failures + 1
+                # came to listen is a failure like one that never opened, so that a refusal is not a spin.
+                failures = 0 if self._active else failures + 1
                 self._active.clear()
                 if not connection.is_closed():
                     connection.terminate()
@@ -228,13 +220,7 @@ class Listener:
         connection.add_termination_listener(lambda _: lost.set())
         while not stopping.is_set() and not lost.is_set():
             self._asked.clear()
-            wanted = self._wanted()
-            if not wanted:
-                break
-            for channel in sorted(self._active - wanted):
-                await connection.remove_listener(channel, self._deliver)
-                self._active.discard(channel)
-            for channel in sorted(wanted - self._active):
+            for channel in sorted((self._subscribers.keys() | self._hearers.keys()) - self._active):
                 await connection.add_listener(channel, self._deliver)
                 self._active.add(channel)
                 self._wake_all(channel)  # what was sent before the LISTEN took effect was missed
@@ -244,10 +230,6 @@ class Listener:
         if not lost.is_set():
             with contextlib.suppress(Exception):
                 await connection.close(timeout=CHECK_TIMEOUT)
-
-    def _wanted(self) -> set[str]:
-        """The channels to LISTEN on: those subscribed to (kept once asked for: a few fixed names) and those heard."""
-        return set(self._subscribers) | set(self._hearers)
 
     def _deliver(self, _connection: object, _pid: int, channel: str, payload: str) -> None:
         for woken, wanted in list(self._subscribers.get(channel, {}).items()):

@@ -42,21 +42,6 @@ async def woken(event: asyncio.Event) -> None:
         await event.wait()
 
 
-async def listening_connections(store: Store) -> int:
-    """The listening connections open on the store's database, whoever's."""
-    return int(
-        await store.read_statement(
-            lambda connection: connection.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND application_name = :listener"
-                ),
-                {"listener": notifications.APPLICATION_NAME},
-            ).scalar_one()
-        )
-    )
-
-
 async def test_a_notification_committed_through_one_store_wakes_a_subscriber_of_another(
     stores: tuple[Store, Store],
 ) -> None:
@@ -152,23 +137,6 @@ async def test_the_listener_reconnects_after_its_connection_is_killed_and_wakes_
     async with sender.transaction() as session:
         notify(session, CHANNEL)
     await woken(subscribed)
-
-
-async def test_a_channel_only_heard_is_let_go_with_its_last_hearer_and_the_connection_with_it(
-    stores: tuple[Store, Store],
-) -> None:
-    _sender, receiver = stores
-    with receiver.listener.hearing(CHANNEL, lambda _payload: None):
-        await listening(receiver, CHANNEL)
-    await eventually(lambda: not receiver.listener.listening(CHANNEL))
-    async with asyncio.timeout(WITHIN):
-        while await listening_connections(receiver):
-            await asyncio.sleep(0.01)
-    heard: list[str | None] = []
-    with receiver.listener.hearing(CHANNEL, heard.append):  # heard again: a LISTEN anew, told as one
-        await listening(receiver, CHANNEL)
-        assert heard == [None]
-        assert receiver.listener.connections == 2
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -1,5 +1,5 @@
-"""PostgreSQL's pooled connections, the aside reads' one too: checked with a ping on checkout only after they
-rested (`PING_AFTER_IDLE`), and never more of them than the pool's size."""
+"""PostgreSQL's pooled connections: checked with a ping on checkout only after they rested (`PING_AFTER_IDLE`), and
+never more of them than the pool's size."""
 
 from __future__ import annotations
 
@@ -54,15 +54,6 @@ async def test_a_connection_that_rested_is_pinged_and_replaced_if_its_server_end
     await _end_backend(database_url, gone)
     clock.advance(PING_AFTER_IDLE)
     assert await pooled.read_statement(_backend) != gone
-
-
-async def test_the_aside_reads_connection_that_rested_is_pinged_and_replaced_as_the_pools_are(
-    pooled: Store, database_url: str, clock: ManualClock
-) -> None:
-    gone = await pooled.read_aside(_backend)
-    await _end_backend(database_url, gone)
-    clock.advance(PING_AFTER_IDLE)
-    assert await pooled.read_aside(_backend) != gone
 
 
 async def test_a_connection_in_steady_use_is_not_pinged_so_a_broken_one_fails_one_unit_only(
