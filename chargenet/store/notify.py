@@ -59,7 +59,7 @@ COMMAND_ANSWERS = "chargenet_command_answers"  # the command whose id is the pay
 CONNECTOR_STATUS = "chargenet_connector_status"  # connector statuses were written: the console's live feeds read
 WEBHOOK_LANES = "chargenet_webhook_lanes"  # a filler put entries in lanes: their holders wake the idle ones
 SITE_POWER = "chargenet_site_power"  # what the site named by the payload may draw changed: its round runs at once
-# The charge point directory's version moved: the payload is the version a trigger wrote (migration 0037).
+# The charge point directory's version moved: the payload is the version a trigger wrote (migration 0038).
 DIRECTORY = "chargenet_directory"
 
 APPLICATION_NAME = "chargenet-listener"  # how the connection shows in pg_stat_activity

@@ -1,4 +1,4 @@
-"""Migration 0037 on both backends: on PostgreSQL a bump of the directory version is notified with the version it
+"""Migration 0038 on both backends: on PostgreSQL a bump of the directory version is notified with the version it
 wrote, heard by the committing process before its commit returns; rolled back, the bump notifies nothing; on
 SQLite nothing changes. The version is bumped either way."""
 
@@ -31,7 +31,7 @@ async def test_a_bump_of_the_directory_version_is_notified_with_it_and_rolls_bac
         await schema.upgrade(store, "0036")
         async with store.engine.begin() as connection:
             await connection.execute(text(f"INSERT INTO companies (id, name, created_at) VALUES ('c', 'Acme', {AT})"))
-        await schema.upgrade(store, "0037")
+        await schema.upgrade(store, "0038")
         with store.listener.hearing(DIRECTORY, heard.append):
             notified = await bump(store, 1)
             assert heard[:1] == ([str(notified)] if store.dialect == "postgresql" else [])

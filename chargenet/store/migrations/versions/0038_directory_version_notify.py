@@ -8,7 +8,7 @@ it, not the services, for the reason the triggers bump the version: every writer
 
 SQLite has no notifications: nothing changes there.
 
-Revision ID: 0037
+Revision ID: 0038
 Revises: 0036
 Create Date: 2026-11-29 20:20:00.000000
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0037"
+revision = "0038"
 down_revision = "0036"
 branch_labels = None
 depends_on = None
