@@ -8,19 +8,10 @@ it costs the page's own selection.
 What the copy promises, on both backends and whichever process wrote:
 - **Its structure is never behind.** Which charge points exist, on which site of which company, with which
   connectors and meters, is versioned by the store itself (`directory_version`, bumped by triggers in the
-  transaction that changes it). Every page first checks that version; when it has moved, the page is read from
-  the store as before and the copy is read again in the background, at once but at most once a `refresh_every`
+  transaction that changes it). Every page first reads that one row; when it has moved, the page is read from the
+  store as before and the copy is read again in the background, at once but at most once a `refresh_every`
   (stations created one by one by a script cost one whole read a period, not one each). A station created, moved
   or deleted, by the API, the command line or another process, shows in the very next page.
-- **On PostgreSQL the version is heard, not read a page.** The trigger also notifies each version it writes
-  (`store.notify.DIRECTORY`), and while the process's listening connection listens, pages take the version last
-  heard: no round trip, where one a page was most of a page's wait under load. This process's own commits are
-  heard before they return (`Listener.hear_own_commits`), so what it writes is in its next page as before; another
-  process's change shows once its notification arrives, milliseconds, well inside the 2 s of decisions.md. Not
-  listening (before the LISTEN takes effect, while the connection is down), pages read the version as on SQLite,
-  and once it listens again the first page's read is the base. A connection lost without a word is not noticed for
-  up to `notify.CHECK_EVERY`: meanwhile each follow read finds a moved version itself, so the structure is at most
-  a period and a read behind, and `stale_after` still holds.
 - **Never a copy the reader could not keep.** A page is read from the store while the copy has not been read
   for `stale_after` (2 s): the store away for a moment, the reader behind.
 - **What changes by the second follows within `refresh_every` (0.5 s).** A connector's status, a station's
@@ -74,7 +65,6 @@ from chargenet.services.charge_points import (
 from chargenet.services.connector_status import Marks
 from chargenet.store.db import Store
 from chargenet.store.models import DirectoryVersion, Meter, Site
-from chargenet.store.notify import DIRECTORY
 from chargenet.waiting import first_of, sleep_until
 
 log = logging.getLogger(__name__)
@@ -257,17 +247,8 @@ class ChargePointDirectory:
         self._version_next: asyncio.Future[int | None] | None = None  # the read the requests arriving meanwhile share
         self._version_task: asyncio.Task[None] | None = None  # that read, kept referenced while it runs
         self.missed = 0  # pages left to the store: the copy was behind the store's structure, or not loaded yet
-        # The store's version as heard (PostgreSQL, while run() listens): taken by pages without a read while the
-        # listening connection listens. None until a read that began after the LISTEN took effect, and again
-        # whenever it takes effect anew (what was notified before was missed).
-        self._heard_version: int | None = None
-        self._listens = 0  # how often the LISTEN took effect: a read begun before the last one is no base
 
     async def run(self, stopping: asyncio.Event) -> None:
-        with self.store.listener.hearing(DIRECTORY, self._heard):
-            await self._keep(stopping)
-
-    async def _keep(self, stopping: asyncio.Event) -> None:
         # A process that starts is about to be asked: the copy is read at once, and kept for IDLE_AFTER unasked.
         self._asked_at = self.clock.now()
         while not stopping.is_set():
@@ -307,10 +288,8 @@ class ChargePointDirectory:
             fetch = sweep_part(len(index.points), started - self._swept_at, self.whole_every)
             # One call for the whole follow read (on SQLite pysqlite on this thread, a few milliseconds): as a unit
             # of the ORM session each of its statements was a round trip through the store's thread and the busy
-            # event loop, and under 50 clients' pages the read took 1-5 s, past `stale_after`. On PostgreSQL its
-            # statements run on a loop of their own (`Store.read_aside`): on the serving loop each answer waited for
-            # it to come round, and the read took up to 1.8 s under the clients.
-            followed = await self.store.read_aside(
+            # event loop, and under 50 clients' pages the read took 1-5 s, past `stale_after`.
+            followed = await self.store.read_at_once(
                 functools.partial(
                     _follow,
                     version=index.version,
@@ -320,9 +299,7 @@ class ChargePointDirectory:
                     sweep=(self._swept_after, fetch),
                 )
             )
-            if isinstance(followed, int):
-                self._learned(followed)  # pages miss from now on, not once the whole read below ends
-            else:
+            if followed is not None:
                 changes, meters, swept = followed
                 index.absorb(changes.connectors, changes.links)
                 index.take_meters(meters)
@@ -335,9 +312,7 @@ class ChargePointDirectory:
                 self.reads += 1
                 return False
         # 150 ms of rows for 10,000 charge points: in a thread on SQLite, in parts on PostgreSQL.
-        loaded, self._marks = await self.store.read_in_parts(functools.partial(_whole, now=self.clock.now()))
-        self.index = loaded
-        self._learned(loaded.version)
+        self.index, self._marks = await self.store.read_in_parts(functools.partial(_whole, now=self.clock.now()))
         self._read_at = self._swept_at = started
         self._swept_after = None
         self.reads += 1
@@ -388,43 +363,7 @@ class ChargePointDirectory:
             return None
         return index
 
-    def _heard(self, payload: str | None) -> None:
-        """A notification of the version (its payload), or None: the LISTEN took effect, and what was notified
-        before it was missed."""
-        try:
-            version = None if payload is None else int(payload)
-        except ValueError:
-            version = None  # not the trigger's: what is heard is no longer known to be the store's
-        if version is None:
-            self._heard_version = None
-            self._listens += 1
-            return
-        self._learned(version)
-
-    def _learned(self, version: int) -> None:
-        """The store's version was `version` at some moment since the version heard was: the newer one is kept.
-        Versions only grow; a notification may come late (through two connections), never a version taken back."""
-        if self._heard_version is not None and version > self._heard_version:
-            self._heard_version = version
-
     async def _store_version(self) -> int | None:
-        """The store's directory version as of this call: the version heard while the listening connection listens
-        (PostgreSQL), else read after this call began (and, listening, kept as the version heard from then on)."""
-        listening = self.store.listener.listening(DIRECTORY)
-        if listening and self._heard_version is not None:
-            return self._heard_version
-        listens = self._listens
-        version = await self._read_version()
-        if (
-            version is not None
-            and listening
-            and listens == self._listens  # the LISTEN did not take effect anew while it was read
-            and self.store.listener.listening(DIRECTORY)
-        ):
-            self._heard_version = version if self._heard_version is None else max(self._heard_version, version)
-        return version
-
-    async def _read_version(self) -> int | None:
         """The store's directory version, read after this call began. Pages that arrive while a read is in flight
         share the next one, which begins as that one ends: on PostgreSQL each read is a pooled connection and a
         round trip, and one a page, 50 pages at a time, waited 32-39 ms (median) and up to 370 ms under load. On
@@ -517,14 +456,13 @@ def _follow(
     now: datetime,
     overlap: timedelta,
     sweep: tuple[str | None, int],
-) -> tuple[connector_status.Read, list[tuple[str, str, MeterRow]], list[ChargePointRows]] | int:
+) -> tuple[connector_status.Read, list[tuple[str, str, MeterRow]], list[ChargePointRows]] | None:
     """What changed by the second since `marks`, every meter's row, and the sweep's part (up to `sweep[1]` charge
-    points after `sweep[0]`, whole), in one snapshot; the store's directory version instead when it is no longer
-    `version` (the copy is read whole instead)."""
+    points after `sweep[0]`, whole), in one snapshot; None when the store's directory version is no longer `version`
+    (the copy is read whole instead)."""
     # The version first: whatever the reads after it find is at least as new as it says.
-    found = int(connection.execute(_VERSION).scalar_one())
-    if found != version:
-        return found
+    if int(connection.execute(_VERSION).scalar_one()) != version:
+        return None
     changes = connector_status.read_changes_on(connection, marks, now=now, overlap=overlap)
     after, fetch = sweep
     swept = read_charge_points_after(connection, after, fetch) if fetch else []

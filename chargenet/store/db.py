@@ -33,8 +33,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from chargenet.clock import Clock, SystemClock
-from chargenet.store.aside import AsideReads
-from chargenet.store.notify import DIRECTORY, Listener, connect_arguments
+from chargenet.store.notify import Listener, connect_arguments
 from chargenet.store.sqlite_driver import LoopConnection, loop_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -130,12 +129,6 @@ class Store:
         self.listener = Listener(
             connect_arguments(self.engine) if self.dialect == "postgresql" else None, clock or SystemClock()
         )
-        # `read_aside` on PostgreSQL: a loop and a connection of its own, in a thread, started at its first read.
-        self._aside = AsideReads(url) if self.dialect == "postgresql" else None
-        if self.dialect == "postgresql":
-            # The directory version is learned from its notifications (`services.directory`); this process's own
-            # changes to it must be known before their commit returns, not when the listening connection hears them.
-            self.listener.hear_own_commits(self.engine, DIRECTORY)
 
     def time_units(self, *, transaction: Observe, read: Observe) -> None:
         """Report the duration of every `transaction()` and every `read()` from now on."""
@@ -190,18 +183,6 @@ class Store:
                     await pooled.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
                 async with pooled.begin():
                     return await pooled.run_sync(work)
-        finally:
-            self._observe_read(time.perf_counter() - started)
-
-    async def read_aside(self, work: Callable[[Connection], T]) -> T:
-        """`read_at_once` for a reader of several statements off the hot path whose answers must not each wait for
-        a busy event loop to come round (`store.aside`): on PostgreSQL it runs on a loop and a connection of its
-        own, in a thread; on SQLite it is `read_at_once`, which never awaits a statement."""
-        if self._aside is None:
-            return await self.read_at_once(work)
-        started = time.perf_counter()
-        try:
-            return await self._aside.read_at_once(work)
         finally:
             self._observe_read(time.perf_counter() - started)
 
@@ -290,8 +271,6 @@ class Store:
         await self.dispose()
 
     async def dispose(self) -> None:
-        if self._aside is not None:
-            await self._aside.close()
         if self._value_reader is not None:
             self._value_reader.close()
             self._value_reader = None

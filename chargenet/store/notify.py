@@ -20,14 +20,7 @@ before it were missed. A connection that drops (or fails the liveness check ever
 opened again at once, then after backoffs growing to RECONNECT_MAX. While it is down, `listening` is False and
 the subscribers poll at their fast interval; the polls are the safety net either way.
 
-Besides Events, a channel can be heard with its payloads (`hearing`): a function called with each notification's
-payload, and with None whenever the channel's LISTEN takes effect. The directory version is kept that way, a
-value rather than a wake-up, and it must also be heard from this process's own commits before they return (a
-station created through the API is in the next page): `hear_own_commits` has every pooled connection of the
-engine LISTEN on its channel as well, and PostgreSQL hands a session its own notifications ahead of the reply to
-its COMMIT, so asyncpg calls the hearers before the commit's caller goes on.
-
-Payloads stay small (PostgreSQL's limit is 8,000 bytes): an id, a number, or nothing.
+Payloads stay small (PostgreSQL's limit is 8,000 bytes): an id, or nothing.
 """
 
 from __future__ import annotations
@@ -36,10 +29,10 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
@@ -59,8 +52,6 @@ COMMAND_ANSWERS = "chargenet_command_answers"  # the command whose id is the pay
 CONNECTOR_STATUS = "chargenet_connector_status"  # connector statuses were written: the console's live feeds read
 WEBHOOK_LANES = "chargenet_webhook_lanes"  # a filler put entries in lanes: their holders wake the idle ones
 SITE_POWER = "chargenet_site_power"  # what the site named by the payload may draw changed: its round runs at once
-# The charge point directory's version moved: the payload is the version a trigger wrote (migration 0038).
-DIRECTORY = "chargenet_directory"
 
 APPLICATION_NAME = "chargenet-listener"  # how the connection shows in pg_stat_activity
 CHECK_EVERY = 30.0  # seconds between liveness checks of an idle listening connection (a peer gone without a word)
@@ -71,9 +62,6 @@ RECONNECT_MAX = 5.0
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _DRIVER_ONLY = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
-
-# Told each payload heard on a channel, and None when its LISTEN takes effect (what was sent before was missed).
-Hearer = Callable[[str | None], None]
 
 
 def notify(session: AsyncSession, channel: str, payload: str = "") -> None:
@@ -117,7 +105,6 @@ class Listener:
         self._arguments = arguments
         self.clock = clock
         self._subscribers: dict[str, dict[asyncio.Event, str | None]] = {}
-        self._hearers: dict[str, list[Hearer]] = {}
         self._active: set[str] = set()  # channels LISTENed on the live connection
         self._asked = asyncio.Event()  # a channel not yet LISTENed was subscribed to
         self.connections = 0  # connections opened so far (the first included)
@@ -153,27 +140,6 @@ class Listener:
         finally:
             self.unsubscribe(channel, woken)
 
-    @contextlib.contextmanager
-    def hearing(self, channel: str, hearer: Hearer) -> Iterator[None]:
-        """`hearer` called with the payload of every notification on `channel`, and with None whenever the
-        channel's LISTEN takes effect, while the block runs. It runs on the event loop: keep it short."""
-        self._hearers.setdefault(channel, []).append(hearer)
-        if channel not in self._active:
-            self._asked.set()
-        try:
-            yield
-        finally:
-            self._hearers[channel].remove(hearer)
-
-    def hear_own_commits(self, engine: AsyncEngine, channel: str) -> None:
-        """Have every connection `engine` opens from now on LISTEN on `channel` too, its notifications told to the
-        hearers as the listening connection's are: a commit of this process is then heard before it returns. These
-        connections do not make the channel `listening`: they come and go with the pool."""
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def _listen_too(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.run_async(lambda connection: connection.add_listener(channel, self._deliver))
-
     # --- the worker ---------------------------------------------------------------------------------------------
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -184,7 +150,7 @@ class Listener:
 
         failures = 0
         while not stopping.is_set():
-            if not self._subscribers and not self._hearers:
+            if not self._subscribers:
                 await first_of(self._asked.wait(), stopping.wait())  # opened lazily: once somebody subscribes
                 continue
             if failures:
@@ -220,7 +186,7 @@ class Listener:
         connection.add_termination_listener(lambda _: lost.set())
         while not stopping.is_set() and not lost.is_set():
             self._asked.clear()
-            for channel in sorted((self._subscribers.keys() | self._hearers.keys()) - self._active):
+            for channel in sorted(set(self._subscribers) - self._active):
                 await connection.add_listener(channel, self._deliver)
                 self._active.add(channel)
                 self._wake_all(channel)  # what was sent before the LISTEN took effect was missed
@@ -235,11 +201,7 @@ class Listener:
         for woken, wanted in list(self._subscribers.get(channel, {}).items()):
             if wanted is None or wanted == payload:
                 woken.set()
-        for hearer in list(self._hearers.get(channel, ())):
-            hearer(payload)
 
     def _wake_all(self, channel: str) -> None:
         for woken in list(self._subscribers.get(channel, {})):
             woken.set()
-        for hearer in list(self._hearers.get(channel, ())):
-            hearer(None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
@@ -105,22 +104,6 @@ async def test_a_read_at_once_sees_one_snapshot_across_its_statements(store: Sto
 
     assert await store.read_at_once(twice) == ([], [])
     assert await store.read_at_once(_keys_now) == ["r-between"]
-
-
-async def test_a_read_aside_sees_one_snapshot_across_its_statements_and_its_thread_ends_with_the_store(
-    store: Store,
-) -> None:
-    def twice(connection: Connection) -> tuple[list[str], list[str]]:
-        first = _keys_now(connection)
-        _commit_elsewhere(store, "r-between")
-        return first, _keys_now(connection)
-
-    assert await store.read_aside(twice) == ([], [])
-    assert await store.read_aside(_keys_now) == ["r-between"]
-    aside = [thread for thread in threading.enumerate() if thread.name == "store-aside-reads"]
-    assert len(aside) == (1 if store.dialect == "postgresql" else 0)
-    await store.dispose()
-    assert not any(thread.is_alive() for thread in aside)
 
 
 async def test_a_read_statement_sees_what_was_committed(store: Store) -> None:
