@@ -21,6 +21,14 @@ from chargenet.store.models import Station
 from tests.factories import make_tenant
 
 
+async def first_connector_of_a_new_station(store: Store, clock: ManualClock, tmp_path: Path) -> ConnectorAddress:
+    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-A")
+    async with store.transaction() as session:
+        station = await session.get(Station, "CS-A")
+    assert station is not None
+    return locate_connector(station.layout(), 1)
+
+
 async def test_reads_that_arrive_together_are_one_statement_and_each_gets_its_own_connector(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
@@ -58,11 +66,7 @@ async def test_reads_that_arrive_together_are_one_statement_and_each_gets_its_ow
 async def test_a_connector_above_the_limit_without_a_row_fails_its_own_read_alone(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
-    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-A")
-    async with store.transaction() as session:
-        station = await session.get(Station, "CS-A")
-    assert station is not None
-    first = locate_connector(station.layout(), 1)
+    first = await first_connector_of_a_new_station(store, clock, tmp_path)
     reads = ConnectorReads(store)
 
     above, fine = await asyncio.gather(
@@ -76,12 +80,9 @@ async def test_a_connector_above_the_limit_without_a_row_fails_its_own_read_alon
 async def test_closing_cancels_the_reads_still_waiting_and_leaves_no_reader_running(
     store: Store, clock: ManualClock, tmp_path: Path
 ) -> None:
-    await make_tenant(store, KeyStore(tmp_path), clock.now(), station_id="CS-A")
-    async with store.transaction() as session:
-        station = await session.get(Station, "CS-A")
-    assert station is not None
+    first = await first_connector_of_a_new_station(store, clock, tmp_path)
     reads = ConnectorReads(store)
-    waiting = asyncio.ensure_future(reads.load(locate_connector(station.layout(), 1), 1))
+    waiting = asyncio.ensure_future(reads.load(first, 1))
     await asyncio.sleep(0)  # one turn: the read is asked for and its reader task created, not yet run
 
     await reads.close()
