@@ -26,6 +26,7 @@ from chargenet.edge.core.status import StatusAssessment, assess
 from chargenet.errors import InvalidInput, NotFound
 from chargenet.outbox import Outbox
 from chargenet.store.models import Connector, ConnectorStatusHistory, Station
+from chargenet.store.models.tenants import CONNECTOR_STATUS_COLUMNS
 from chargenet.store.notify import CONNECTOR_STATUS, notify
 
 
@@ -40,14 +41,9 @@ _CONNECTOR = select(Connector.status, Connector.error_code, Connector.info, Conn
 )
 
 
-_CONNECTORS_OF = select(
-    Connector.charge_point_id,
-    Connector.connector_id,
-    Connector.status,
-    Connector.error_code,
-    Connector.info,
-    Connector.status_at,
-).where(Connector.charge_point_id.in_(bindparam("charge_point_ids", expanding=True)))
+_CONNECTORS_OF = select(*CONNECTOR_STATUS_COLUMNS).where(
+    Connector.charge_point_id.in_(bindparam("charge_point_ids", expanding=True))
+)
 
 ConnectorRow = tuple[str | None, str | None, str | None, datetime | None]  # status, error code, info, status at
 

@@ -38,7 +38,6 @@ from chargenet.errors import NotFound
 from chargenet.ports import StationCommands
 from chargenet.services import meters
 from chargenet.services.callers import Caller
-from chargenet.services.connector_status import STATUS_COLUMNS
 from chargenet.services.pages import Page, PageRequest
 from chargenet.services.reach import reachable_station, site_filter, site_of
 from chargenet.services.views import Instant, View
@@ -52,6 +51,7 @@ from chargenet.store.models import (
     Site,
     StationPresence,
 )
+from chargenet.store.models.tenants import CONNECTOR_STATUS_COLUMNS
 
 ChargePointConnection = Literal["connected", "meter", "disconnected"]
 
@@ -281,7 +281,7 @@ def _joined(query: Select[str, str, str, int], dialect: str, *, by_station: bool
     six."""
     points = query.subquery("points")
     presence = select(StationPresence.station_id, StationPresence.last_heartbeat_at, StationPresence.ocpp_version)
-    connectors = select(*STATUS_COLUMNS)
+    connectors = select(*CONNECTOR_STATUS_COLUMNS)
     metered = meters_with_state()
     present: FromClause
     connected: FromClause

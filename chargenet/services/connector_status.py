@@ -38,6 +38,7 @@ from chargenet.services.pages import Page, PageRequest, UnknownCursor
 from chargenet.services.reach import site_filter
 from chargenet.services.views import like_escaped
 from chargenet.store.models import ChargePoint, Connector, EventStream, OutboxEvent, Site, StationPresence
+from chargenet.store.models.tenants import CONNECTOR_STATUS_COLUMNS
 
 Connection = Literal["connected", "offline"]
 STATUSES = tuple(status.value for status in ConnectorStatus)
@@ -63,20 +64,11 @@ class Filters:
             raise InvalidInput("must be connected or offline", field="connection")
 
 
-# A connector and the last status its station reported, as every reader of statuses selects them.
-STATUS_COLUMNS: tuple[Any, ...] = (
-    Connector.charge_point_id,
-    Connector.connector_id,
-    Connector.status,
-    Connector.error_code,
-    Connector.info,
-    Connector.status_at,
-)
 _COLUMNS: list[Any] = [
     Site.company_id,
     ChargePoint.site_id,
     ChargePoint.station_id,
-    *STATUS_COLUMNS,
+    *CONNECTOR_STATUS_COLUMNS,
     Connector.updated_at,
 ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -101,3 +102,15 @@ class Connector(Base):
     info: Mapped[str | None] = mapped_column(String(255), default=None)
     status_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     updated_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+# A connector and the last status its station reported, as every reader of statuses selects them (the services'
+# pages and feeds, the edge's first reads).
+CONNECTOR_STATUS_COLUMNS: tuple[Any, ...] = (
+    Connector.charge_point_id,
+    Connector.connector_id,
+    Connector.status,
+    Connector.error_code,
+    Connector.info,
+    Connector.status_at,
+)
