@@ -27,7 +27,12 @@ from chargenet.meters.readings import Reading
 
 
 class ModbusLink:
-    """One open pymodbus client; `read` polls one meter on it."""
+    """One open pymodbus client; `read` polls one meter on it.
+
+    `read` connects when the link is down, and the poller's backoff paces the attempts, so pymodbus's own
+    reconnecting is off (`reconnect_delay=0`): with both, a peer that drops the line (anything but a meter on the
+    port, say) got a connection from each, and the one pymodbus no longer held was never closed, one socket leaked a
+    poll."""
 
     def __init__(self, transport: Transport, settings: BusSettings) -> None:
         self.transport = transport
@@ -40,8 +45,7 @@ class ModbusLink:
                 port=transport.port,
                 timeout=settings.timeout_s,
                 retries=settings.retries,
-                reconnect_delay=0.5,
-                reconnect_delay_max=30,
+                reconnect_delay=0,
             )
         else:
             self._client = AsyncModbusSerialClient(
@@ -53,8 +57,7 @@ class ModbusLink:
                 bytesize=8,
                 timeout=settings.timeout_s,
                 retries=settings.retries,
-                reconnect_delay=0.5,
-                reconnect_delay_max=30,
+                reconnect_delay=0,
                 trace_packet=self._hear,
             )
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -106,6 +109,33 @@ async def test_unreachable_endpoint_is_a_connect_failure() -> None:
         await link.read("m", get_profile("sdm630"), 1)
     link.close()
     assert raised.value.failure is ReadFailure.CONNECT
+
+
+async def test_a_peer_that_is_no_meter_costs_a_failed_read_and_no_socket() -> None:
+    async def not_modbus(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)  # an HTTP server on the meter's port: it refuses the request and hangs up
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+        writer.close()
+
+    before = _open_sockets()
+    server = await asyncio.start_server(not_modbus, "127.0.0.1", 0)
+    # The peer answers at once, if not as a meter: a short timeout is only how long the poller waits for the rest.
+    link = ModbusLink(TcpEndpoint("127.0.0.1", server.sockets[0].getsockname()[1]), BusSettings(timeout_s=0.3))
+    try:
+        for _ in range(3):
+            with pytest.raises(MeterUnreachable):
+                await link.read("m", get_profile("sdm630"), 1)
+    finally:
+        link.close()
+        server.close()
+        await server.wait_closed()
+    assert _open_sockets() - before == set()
+
+
+def _open_sockets() -> set[socket.socket]:
+    """The TCP sockets this process holds open, those that nothing refers to any more too (until the GC's turn)."""
+    tcp = (socket.AF_INET, socket.AF_INET6)
+    return {s for s in gc.get_objects() if isinstance(s, socket.socket) and s.family in tcp and s.fileno() != -1}
 
 
 async def test_dead_meter_is_backed_off_while_the_live_one_keeps_its_cadence(clock: ManualClock) -> None:
