@@ -2,9 +2,9 @@
 
 The policy is `chargenet.domain.rate_limits`. On SQLite a store has one serving process, and each application's
 bucket lives in its memory: a request costs a dictionary lookup and a little arithmetic. On PostgreSQL the budget
-is one bucket per application in `rate_limit_buckets`, shared by every process; a process takes a slice of it in
-one short transaction and spends the slice in memory (Rule 3), so the store is asked once a slice, not once a
-request. How far the processes together can stray from the quota is in docs/decisions.md ("Rate limits").
+is one bucket per application in `rate_limit_buckets`, shared by every process; a process takes a slice of it (one
+claim at a time, `SharedBuckets`) and spends the slice in memory (Rule 3), so the store is asked once a slice, not
+once a request. How far the processes together can stray from the quota is in docs/decisions.md ("Rate limits").
 
 An application's quota comes with its principal (`principals`), so a changed limit applies within PRINCIPAL_TTL.
 """
