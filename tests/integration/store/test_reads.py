@@ -1,5 +1,5 @@
 """`Store.read()`: a unit of work that only reads, on both backends; on SQLite it neither waits for a writer nor
-can write."""
+can write. And `Store.write_statement`, one statement committed by itself."""
 
 from __future__ import annotations
 
@@ -117,6 +117,14 @@ async def test_a_read_statement_does_not_wait_for_an_open_write_and_does_not_see
         await session.execute(insert(StoreSetting).values(key="r-open-statement", value="v"))
         assert await asyncio.wait_for(store.read_statement(_keys_now), timeout=5) == []
     assert await store.read_statement(_keys_now) == ["r-open-statement"]
+
+
+async def test_a_write_statement_is_committed_by_itself_and_answers_its_rows(store: Store) -> None:
+    def write(connection: Connection) -> int:
+        return connection.execute(insert(StoreSetting).values(key="r-written", value="v")).rowcount
+
+    assert await store.write_statement(write) == 1
+    assert await store.read_statement(_keys_now) == ["r-written"]
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
