@@ -64,8 +64,16 @@ def main() -> None:
             await connection.send(json.dumps([3, frame[1], answer]))
 
     async def run() -> None:
+        # The edge's uvicorn listens with a backlog of 2,048; asyncio's default of 100 overflowed under 200
+        # handshakes at once, and each handshake whose SYN was dropped waited a second for its retry: a connecting
+        # step against this server measured those seconds, not the server.
         async with serve(
-            handle, "127.0.0.1", port, subprotocols=[Subprotocol(name) for name in SCHEMAS], process_request=check
+            handle,
+            "127.0.0.1",
+            port,
+            subprotocols=[Subprotocol(name) for name in SCHEMAS],
+            process_request=check,
+            backlog=2048,
         ):
             print("ready", flush=True)
             await asyncio.Future()
