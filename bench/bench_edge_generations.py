@@ -587,7 +587,7 @@ def _run(database_url: str | None) -> list[Result]:
         serve = ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"]
         if database_url:
             serve += ["--database-url", database_url]
-        baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
+        baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD, "--no-collections"], base_port)
         try:
             edge = _start(serve, edge_port)
             try:
