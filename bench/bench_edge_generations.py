@@ -6,7 +6,7 @@ and one 2.0.1, connect and go through the paths:
 
 - connecting: N handshakes with Basic auth, 200 at a time, in WAVES waves;
 - Boot + Status: each station sends a BootNotification and a StatusNotification (Available) for its connector
-  (EVSE 1), BOOTS times;
+  (EVSE 1), in WAVES waves on fresh connections;
 - Heartbeat round trips, 4 x `CHARGENET_BENCH_ROUNDS` per station;
 - a transaction stream, CHARGES transactions a station: a 2.0.1 station tells each in TransactionEvents (Started
   with its token, EVSE and begin reading, ROUNDS Updated with a reading, Ended); a 1.6 station tells it twice
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import itertools
 import json
 import os
@@ -72,9 +73,10 @@ GENERATION_ROUNDS = int(os.environ.get("CHARGENET_BENCH_GENERATION_ROUNDS", "3")
 # step is WAVES waves of the fleet's N handshakes, each wave but the last closed again and its departures written
 # before the next opens; only the handshakes, and each wave's settle behind them, are counted.
 WAVES = int(os.environ.get("CHARGENET_BENCH_GENERATION_WAVES", "4"))
-# For the same reason the other steps repeat what a station sends: Boot + Status BOOTS times, HEARTBEATS Heartbeats
-# and CHARGES transactions a station, so that the bare responder's step takes some tenths of a second too.
-BOOTS = 4
+# For the same reason the other steps repeat what a station sends, so that the bare responder's step takes some
+# tenths of a second too: Boot + Status runs in WAVES waves as well, each on fresh connections (a station boots once
+# a connection: the fleet reconnects between waves, uncounted), HEARTBEATS Heartbeats and CHARGES transactions a
+# station.
 HEARTBEATS = 4 * ROUNDS
 CHARGES = 2
 OCPP16, OCPP201 = "ocpp1.6", "ocpp2.0.1"
@@ -271,7 +273,7 @@ class Fleet:
         if path == CONNECTING:
             return await self._connect_all()
         if path == BOOT:
-            return await self._sequences(lambda n: _boot_and_status(self.generation) * BOOTS)
+            return await self._sequences(lambda n: _boot_and_status(self.generation))
         if path == HEARTBEAT:
             return await self._sequences(lambda n: [("Heartbeat", {})] * HEARTBEATS)
         statuses = path == TRANSACTIONS_WITH_STATUSES
@@ -456,13 +458,22 @@ async def _round(number: int, servers: list[Server], store: Store) -> Round:
     async def timed(server: Server, generation: str, path: str) -> None:
         fleet = fleets[server.name, generation]
         calls, used, wall, busy = 0, 0.0, 0.0, 0.0
-        for wave in range(WAVES if path == CONNECTING else 1):
+        for wave in range(WAVES if path in (CONNECTING, BOOT) else 1):
             if wave:
                 await fleet.close()
+                if path == BOOT:
+                    await fleet.run(CONNECTING)
             found.waited[server.name, generation, path] = await _quiet(servers)
-            cpu, start = server.cpu_seconds(), time.perf_counter()
-            await fleet.run(path)
-            running = time.perf_counter() - start
+            # This process's collections (its clients' objects) would land in one step or another: none while
+            # timing, one before.
+            gc.collect()
+            gc.disable()
+            try:
+                cpu, start = server.cpu_seconds(), time.perf_counter()
+                await fleet.run(path)
+                running = time.perf_counter() - start
+            finally:
+                gc.enable()
             await asyncio.sleep(server.settle)
             used, wall = used + server.cpu_seconds() - cpu, wall + time.perf_counter() - start
             calls, busy = calls + fleet.answered, busy + running
@@ -576,7 +587,7 @@ def _run(database_url: str | None) -> list[Result]:
         serve = ["-m", "chargenet", "serve", "--port", str(edge_port), "--data-dir", str(data), "--log-level", "error"]
         if database_url:
             serve += ["--database-url", database_url]
-        baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD], base_port)
+        baseline = _start(["-m", "bench.ocpp_baseline", str(base_port), PASSWORD, "--no-collections"], base_port)
         try:
             edge = _start(serve, edge_port)
             try:
