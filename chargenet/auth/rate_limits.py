@@ -123,10 +123,17 @@ class SharedBuckets:
             left, granted = await self._claim(client_id, quota, now)
             # What this process held before the claim is added to, not replaced.
             self._shares[client_id] = claimed(self._shares.get(client_id, share), left, granted)
+        except Exception as exc:
+            # The requests waiting for it fail with it: each claiming again in turn, behind a store that fails
+            # slowly (a pool's 30 s), the last would fail after all the others' waits.
+            claim.set_exception(exc)
+            claim.exception()  # the claimer raises it itself, whether or not anyone waited
+            raise
         finally:
             if self._claims.get(client_id) is claim:
                 del self._claims[client_id]
-            claim.set_result(None)
+            if not claim.done():  # done, or the claimer cancelled: a waiter claims in its place
+                claim.set_result(None)
 
     async def _claim(self, client_id: str, quota: Quota, now: float) -> tuple[Bucket, int]:
         """Take a slice from the application's shared bucket (a full one when it has none yet): the bucket as left,

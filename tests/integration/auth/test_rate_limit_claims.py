@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, select
+from sqlalchemy.exc import IntegrityError
 
 from chargenet.auth.rate_limits import SharedBuckets
 from chargenet.clock import ManualClock
@@ -74,3 +75,22 @@ async def test_a_claim_after_another_process_claimed_takes_from_the_bucket_as_th
         await here.admit(CLIENT, QUOTA, now)
     assert await _tokens_left(store) == QUOTA.requests - 4 * slice_of(QUOTA)
     assert len(statements) == 2, statements  # the claim's, and the read of what it left
+
+
+async def test_requests_waiting_for_a_claim_that_fails_fail_with_it_rather_than_claim_in_turn(
+    store: Store, clock: ManualClock
+) -> None:
+    buckets = SharedBuckets(store)
+    inserts: list[str] = []
+
+    def executed(*args: Any) -> None:
+        if args[2].lstrip().upper().startswith("INSERT INTO RATE_LIMIT_BUCKETS"):
+            inserts.append(args[2])
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", executed)
+    # No such application: the claim's first insert of its bucket breaks the foreign key.
+    found = await asyncio.gather(
+        *(buckets.admit("app_gone", QUOTA, clock.now().timestamp()) for _ in range(10)), return_exceptions=True
+    )
+    assert all(isinstance(outcome, IntegrityError) for outcome in found), found
+    assert len(inserts) == 1
