@@ -224,9 +224,7 @@ class Store:
             return await self.read_at_once(work)
         started = time.perf_counter()
         try:
-            async with self.engine.connect() as pooled:
-                await pooled.execution_options(isolation_level="AUTOCOMMIT")
-                return await pooled.run_sync(work)
+            return await self._autocommit(work)
         finally:
             self._observe_read(time.perf_counter() - started)
 
@@ -239,11 +237,15 @@ class Store:
                 return await session.run_sync(lambda sync_session: work(sync_session.connection()))
         started = time.perf_counter()
         try:
-            async with self.engine.connect() as pooled:
-                await pooled.execution_options(isolation_level="AUTOCOMMIT")
-                return await pooled.run_sync(work)
+            return await self._autocommit(work)
         finally:
             self._observe_transaction(time.perf_counter() - started)
+
+    async def _autocommit(self, work: Callable[[Connection], T]) -> T:
+        """`work` on a pooled PostgreSQL connection outside any transaction: each statement commits by itself."""
+        async with self.engine.connect() as pooled:
+            await pooled.execution_options(isolation_level="AUTOCOMMIT")
+            return await pooled.run_sync(work)
 
     async def read_value(self, statement: Select[T]) -> T | None:
         """The first column of the first row of `statement`, a read of one row by its key (a version, a counter),
