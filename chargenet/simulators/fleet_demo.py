@@ -27,6 +27,8 @@ import random
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
 
 from chargenet.context import AppContext
 from chargenet.services import circuits, localauth, sites
@@ -131,8 +133,12 @@ class DemoFleet:
             except OSError:
                 # The server is still starting (workers start before it listens), or stopping.
                 pause = 1.0
-            except Exception:
+            except ConnectionClosed as closed:
                 # The server closing the stations' sockets as it stops (1012) ends a round mid-session: not a failure.
+                # uvicorn closes them before the lifespan tells the workers, so `stopping` may not be set yet.
+                if not stopping.is_set() and not (closed.rcvd and closed.rcvd.code == CloseCode.SERVICE_RESTART):
+                    log.exception("demo fleet round failed")
+            except Exception:
                 if not stopping.is_set():
                     log.exception("demo fleet round failed")
             with contextlib.suppress(TimeoutError):
