@@ -4,10 +4,10 @@ benchmark (`bench.ocpp_baseline`, which checks each CALL against the schemas of 
 The edge and the bare responder run side by side. For each of them, two fleets of N stations, one speaking 1.6
 and one 2.0.1, connect and go through the paths:
 
-- connecting: N handshakes with Basic auth, 200 at a time, in WAVES waves;
+- connecting: N handshakes with Basic auth, 200 at a time;
 - Boot + Status: each station sends a BootNotification and a StatusNotification (Available) for its connector
-  (EVSE 1), in WAVES waves on fresh connections;
-- Heartbeat round trips, 4 x `CHARGENET_BENCH_ROUNDS` per station;
+  (EVSE 1), on a fresh connection;
+- Heartbeat round trips, `CHARGENET_BENCH_ROUNDS` per station;
 - a transaction stream, CHARGES transactions a station: a 2.0.1 station tells each in TransactionEvents (Started
   with its token, EVSE and begin reading, ROUNDS Updated with a reading, Ended); a 1.6 station tells it twice
   over, as two streams:
@@ -20,19 +20,18 @@ and one 2.0.1, connect and go through the paths:
   At the edge each transaction is authorized (the tag is in no list: Invalid, and stored all the same), stored
   and raises its events.
 
-A run is `CHARGENET_BENCH_GENERATION_ROUNDS` rounds (default 3). Each round reconnects all four fleets and measures
-every path for both generations, the generation going first alternating from one round to the next; for one
-generation the bare responder and then the edge, back to back. For each round and path, 2.0.1's figure is a ratio
-to the bare responder's of the same generation, set against 1.6's ratio of the same round: the bare responder too
-is slower with 2.0.1's larger frames and richer schemas. The result is the median of those comparisons over the
-rounds, with their spread, by rate and by the server's CPU time a call (its batched writes included), which,
-unlike the rates, the machine's other load does not move much. The target (2.0.1 at least 0.9 of 1.6) is decided
-on the medians.
+A run is `CHARGENET_BENCH_GENERATION_ROUNDS` rounds (default 3), each of which reconnects all four fleets and
+measures every path in WAVES waves (`CHARGENET_BENCH_GENERATION_WAVES`, default 4). A wave is four steps a few
+seconds apart: each generation on the bare responder and then on the edge, the generation going first alternating
+from one wave to the next. For each wave, 2.0.1's figure is a ratio to the bare responder's of the same generation,
+set against 1.6's ratio of the same wave: the bare responder too pays for 2.0.1's larger frames and richer schemas.
+The result is the median of those comparisons over all the waves of all the rounds, with their spread, by rate and
+by the server's CPU time a call (its threads' own counts, its batched writes included), which the machine's other
+load moves less than the rates. The target (2.0.1 at least 0.9 of 1.6) is decided on the medians.
 
-Each step starts once the edge has written the batched writes of the step before (`SETTLE_SECONDS`), so that no
-figure carries another's. `CHARGENET_BENCH_GENERATION_STATIONS` sets N (default 250): three rounds of short steps,
-their median taken, say more than one round of long ones in the same time, and keep a run of both stores within
-a few minutes.
+Each step starts once both servers are quiet and is counted until the edge has written its batched writes
+(`SETTLE_SECONDS`), so that no figure carries another's. `CHARGENET_BENCH_GENERATION_STATIONS` sets N (default
+250). A run of both stores takes about a quarter of an hour.
 The edge runs on SQLite, then on a fresh PostgreSQL database when `make bench` has a server (as `bench_edge`).
 """
 
@@ -68,17 +67,18 @@ from chargenet.store.models import ConnectorStatusHistory, OutboxEvent
 
 STATIONS = int(os.environ.get("CHARGENET_BENCH_GENERATION_STATIONS", "250"))  # per generation and server
 GENERATION_ROUNDS = int(os.environ.get("CHARGENET_BENCH_GENERATION_ROUNDS", "3"))
-# N handshakes take a fifth of a second against the bare responder: alone, a step that short measured the machine's
-# moment more than the server (one generation's ratio 0.26 to 1.79 across the rounds of one run). The connecting
-# step is WAVES waves of the fleet's N handshakes, each wave but the last closed again and its departures written
-# before the next opens; only the handshakes, and each wave's settle behind them, are counted.
+# A path is measured in WAVES waves a round, each wave a step of each generation on each server, one after the
+# other. On this shared 2-core machine the CPU a call of one and the same server and path moved by a factor of 1.8
+# from one minute to the next: a step of one generation timed a minute after the other's compared two machines.
+# Within a wave the four steps are seconds apart; the comparison is made wave by wave, and decided on the median of
+# all the waves of all the rounds.
 WAVES = int(os.environ.get("CHARGENET_BENCH_GENERATION_WAVES", "4"))
-# For the same reason the other steps repeat what a station sends, so that the bare responder's step takes some
-# tenths of a second too: Boot + Status runs in WAVES waves as well, each on fresh connections (a station boots once
-# a connection: the fleet reconnects between waves, uncounted), HEARTBEATS Heartbeats and CHARGES transactions a
-# station.
-HEARTBEATS = 4 * ROUNDS
-CHARGES = 2
+# What a wave asks of each station: a connection (the wave before's closed again and its departures written first);
+# a BootNotification and a StatusNotification on a fresh connection (a station boots once a connection; the fleet
+# reconnects, uncounted); HEARTBEATS Heartbeats; CHARGES transactions. The bare responder's steps then take a tenth of
+# a second or more.
+HEARTBEATS = ROUNDS
+CHARGES = 1
 OCPP16, OCPP201 = "ocpp1.6", "ocpp2.0.1"
 GENERATIONS = (OCPP16, OCPP201)
 LABEL = {OCPP16: "1.6", OCPP201: "2.0.1"}
@@ -104,10 +104,12 @@ EDGE, BARE = "edge", "bare"
 CONNECTING, BOOT, HEARTBEAT = "connecting", "Boot + Status", "Heartbeat"
 TRANSACTIONS = "transaction stream"
 TRANSACTIONS_WITH_STATUSES = "transaction stream with statuses"
-# A round's stages, in order; in each, a generation runs those of the stage's paths it has.
-# The transaction stream with statuses runs first: its station ends it as a real one does, its connector reported
-# Available again, so that the lean stream's transaction starts on a free connector and derives no status.
-STAGES = ((CONNECTING,), (BOOT,), (HEARTBEAT,), (TRANSACTIONS_WITH_STATUSES, TRANSACTIONS))
+# A round's stages, in order, each all its waves; in each, a generation runs those of the stage's paths it has.
+# The transaction stream with statuses runs first, all its waves: its station ends each transaction as a real one
+# does, its connector reported Available again, so that the next one (and the lean stream's) starts on a free
+# connector. A 2.0.1 lean transaction leaves its connector as a station that never reported the cable unplugged
+# does: Occupied again after it reads Finishing, not Preparing, so no stream with statuses follows a lean one.
+STAGES = ((CONNECTING,), (BOOT,), (HEARTBEAT,), (TRANSACTIONS_WITH_STATUSES,), (TRANSACTIONS,))
 PATHS = {
     OCPP16: (CONNECTING, BOOT, HEARTBEAT, TRANSACTIONS_WITH_STATUSES, TRANSACTIONS),
     OCPP201: (CONNECTING, BOOT, HEARTBEAT, TRANSACTIONS_WITH_STATUSES, TRANSACTIONS),
@@ -268,7 +270,7 @@ class Fleet:
         self.sockets: list[ClientConnection] = []
         self.answered = 0  # calls (or connections) of the latest step
 
-    async def run(self, path: str) -> float:
+    async def run(self, path: str, wave: int = 0) -> float:
         """Run `path` on every station at once: connections or calls answered a second."""
         if path == CONNECTING:
             return await self._connect_all()
@@ -278,12 +280,12 @@ class Fleet:
             return await self._sequences(lambda n: [("Heartbeat", {})] * HEARTBEATS)
         statuses = path == TRANSACTIONS_WITH_STATUSES
         if self.generation == OCPP201:
-            named = "S" if statuses else "T"
+            named = f"{'S' if statuses else 'T'}{self.round_number}-{wave}"
             return await self._sequences(
                 lambda n: [
                     call
                     for charge in range(CHARGES)
-                    for call in _transaction_201(f"{named}{self.round_number}-{n}-{charge}", n, statuses=statuses)
+                    for call in _transaction_201(f"{named}-{n}-{charge}", n, statuses=statuses)
                 ]
             )
 
@@ -387,26 +389,44 @@ async def _raised_since(store: Store, mark: StoreMark) -> Counter[str]:
 
 
 @dataclass(frozen=True)
+class CpuMark:
+    """A server's CPU time at one moment: its process's count (every thread's, those gone too, in 10 ms ticks)
+    and, finer, each live thread's in nanoseconds."""
+
+    ticks: float  # seconds
+    threads: dict[int, float]  # seconds, by thread id
+
+
+@dataclass(frozen=True)
 class Server:
     name: str  # EDGE or BARE
     url: str
     pid: int
     settle: float  # seconds a step waits for the server's writes behind its answers
-    one_thread: bool  # all its work runs on its main thread
 
-    def cpu_seconds(self) -> float:
-        """The CPU time the server has used (Linux's /proc). A process's `stat` counts every thread's, those gone
-        too, but in ticks of 10 ms: 8 µs a call over 1,250 Heartbeats, coarse against the bare responder's 50 µs.
-        A single-threaded server's is read from its thread's `schedstat`, in nanoseconds."""
-        if self.one_thread:
-            return int(Path(f"/proc/{self.pid}/schedstat").read_text().split()[0]) / 1e9
+    def mark(self) -> CpuMark:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        threads = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                threads[int(task.name)] = int((task / "schedstat").read_text().split()[0]) / 1e9
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that ended as it was read
+        return CpuMark((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), threads)
+
+    def cpu_since(self, before: CpuMark) -> float:
+        """The CPU seconds the server used since `before`: the sum of its threads' (in nanoseconds; a wave of
+        Boot + Status is 15 ticks of the process's count, too coarse to set one generation against the other),
+        unless a thread ended meanwhile, whose time only the ticks still count."""
+        now = self.mark()
+        if not before.threads.keys() <= now.threads.keys():
+            return now.ticks - before.ticks
+        return sum(used - before.threads.get(tid, 0.0) for tid, used in now.threads.items())
 
 
 @dataclass(frozen=True)
 class Step:
-    """One path of one generation on one server in one round. CPU is counted until the next step starts, so with
+    """One wave of one path of one generation on one server. CPU is counted until the next step starts, so with
     the batched writes the step left."""
 
     rate: float
@@ -417,84 +437,88 @@ class Step:
 
 @dataclass
 class Round:
-    """What one round found. The machine's other load slows the rates but hardly the CPU a call takes, so on a
-    busy machine the CPU figures compare the generations better. (PostgreSQL's own CPU is not counted: it is
-    another process.)"""
+    """What one round found, wave by wave. The machine's other load slows the rates but hardly the CPU a call
+    takes, so on a busy machine the CPU figures compare the generations better. (PostgreSQL's own CPU is not
+    counted: it is another process.)"""
 
     number: int
-    first: str  # the generation measured first in each stage
-    steps: dict[tuple[str, str, str], Step] = field(default_factory=dict)  # by server, generation, path
+    first: str  # the generation measured first in the round's first wave of each stage
+    steps: dict[tuple[str, str, str], list[Step]] = field(default_factory=dict)  # by server, generation, path
     idle: dict[str, float] = field(default_factory=dict)  # a server's CPU seconds a second, nothing asked
     raised: dict[Key, Counter[str]] = field(default_factory=dict)  # the edge's transaction streams' events
     waited: dict[tuple[str, str, str], float] = field(default_factory=dict)  # seconds for quiet before a step
 
-    def rate(self, server: str, generation: str, path: str) -> float:
-        return self.steps[server, generation, path].rate
+    def rates(self, server: str, generation: str, path: str) -> list[float]:
+        return [step.rate for step in self.steps[server, generation, path]]
 
-    def cpu(self, server: str, generation: str, path: str) -> float:
-        """CPU seconds a call, the server's idle CPU over as long taken off."""
-        step = self.steps[server, generation, path]
-        return max(step.cpu - self.idle[server] * step.wall, 1e-7 * step.calls) / step.calls  # never 0
+    def cpus(self, server: str, generation: str, path: str) -> list[float]:
+        """CPU seconds a call in each wave, the server's idle CPU over as long taken off."""
+        idle = self.idle[server]
+        return [
+            max(step.cpu - idle * step.wall, 1e-7 * step.calls) / step.calls  # never 0
+            for step in self.steps[server, generation, path]
+        ]
 
-    def against_bare(self, generation: str, path: str) -> tuple[float, float]:
-        """The edge's figure as a ratio to the bare responder's: by rate, and by calls a CPU second."""
-        by_rate = self.rate(EDGE, generation, path) / self.rate(BARE, generation, path)
-        by_cpu = self.cpu(BARE, generation, path) / self.cpu(EDGE, generation, path)
-        return by_rate, by_cpu
-
-    def compare(self, comparison: Comparison) -> tuple[float, float]:
-        """2.0.1's ratios to the bare responder against 1.6's: by rate, and by CPU time."""
-        rate_201, cpu_201 = self.against_bare(OCPP201, comparison.path)
-        rate_16, cpu_16 = self.against_bare(OCPP16, comparison.path)
-        return rate_201 / rate_16, cpu_201 / cpu_16
+    def compare(self, comparison: Comparison) -> list[tuple[float, float]]:
+        """Wave by wave, 2.0.1's ratio to the bare responder against 1.6's: by rate, and by CPU time a call."""
+        path = comparison.path
+        found = []
+        for wave in range(WAVES):
+            rate = {g: self.rates(EDGE, g, path)[wave] / self.rates(BARE, g, path)[wave] for g in GENERATIONS}
+            cpu = {g: self.cpus(BARE, g, path)[wave] / self.cpus(EDGE, g, path)[wave] for g in GENERATIONS}
+            found.append((rate[OCPP201] / rate[OCPP16], cpu[OCPP201] / cpu[OCPP16]))
+        return found
 
 
 async def _round(number: int, servers: list[Server], store: Store) -> Round:
-    """Every path for both generations on both servers, the generation going first alternating by round."""
+    """Every path for both generations on both servers, wave by wave: in each wave of a stage, each generation's
+    steps on the bare responder and on the edge, one after the other, the generation going first alternating from
+    one wave to the next and the round's first wave alternating from one round to the next. What the machine's
+    other load does to the figures then falls on both generations alike, within seconds."""
     order = GENERATIONS if number % 2 == 0 else GENERATIONS[::-1]
     found = Round(number, first=order[0])
     fleets = {(s.name, g): Fleet(s.url, g, number) for s in servers for g in GENERATIONS}
 
-    async def timed(server: Server, generation: str, path: str) -> None:
+    async def timed(server: Server, generation: str, path: str, wave: int) -> Step:
         fleet = fleets[server.name, generation]
-        calls, used, wall, busy = 0, 0.0, 0.0, 0.0
-        for wave in range(WAVES if path in (CONNECTING, BOOT) else 1):
-            if wave:
-                await fleet.close()
-                if path == BOOT:
-                    await fleet.run(CONNECTING)
-            found.waited[server.name, generation, path] = await _quiet(servers)
-            # This process's collections (its clients' objects) would land in one step or another: none while
-            # timing, one before.
-            gc.collect()
-            gc.disable()
-            try:
-                cpu, start = server.cpu_seconds(), time.perf_counter()
-                await fleet.run(path)
-                running = time.perf_counter() - start
-            finally:
-                gc.enable()
-            await asyncio.sleep(server.settle)
-            used, wall = used + server.cpu_seconds() - cpu, wall + time.perf_counter() - start
-            calls, busy = calls + fleet.answered, busy + running
-        found.steps[server.name, generation, path] = Step(calls / busy, used, wall, calls)
+        if path == CONNECTING:
+            await fleet.close()  # the wave before's connections (none in the first)
+        elif path == BOOT:
+            await fleet.close()  # a station boots once a connection
+            await fleet.run(CONNECTING)
+        found.waited[server.name, generation, path] = await _quiet(servers)
+        # This process's collections (its clients' objects) would land in one step or another: none while timing,
+        # one before.
+        gc.collect()
+        gc.disable()
+        try:
+            cpu, start = server.mark(), time.perf_counter()
+            await fleet.run(path, wave)
+            running = time.perf_counter() - start
+        finally:
+            gc.enable()
+        await asyncio.sleep(server.settle)
+        return Step(fleet.answered / running, server.cpu_since(cpu), time.perf_counter() - start, fleet.answered)
 
     try:
         for stage in STAGES:
-            for generation in order:
-                for path in (p for p in stage if p in PATHS[generation]):
-                    for server in servers:
-                        watched = server.name == EDGE and path in (TRANSACTIONS, TRANSACTIONS_WITH_STATUSES)
-                        mark = await _mark(store) if watched else None
-                        await timed(server, generation, path)
-                        if mark is not None:
-                            found.raised[generation, path] = await _raised_since(store, mark)
+            for wave in range(WAVES):
+                for generation in order if wave % 2 == 0 else order[::-1]:
+                    for path in (p for p in stage if p in PATHS[generation]):
+                        for server in servers:
+                            watched = server.name == EDGE and path in (TRANSACTIONS, TRANSACTIONS_WITH_STATUSES)
+                            mark = await _mark(store) if watched else None
+                            step = await timed(server, generation, path, wave)
+                            found.steps.setdefault((server.name, generation, path), []).append(step)
+                            if mark is not None:
+                                raised = found.raised.setdefault((generation, path), Counter())
+                                raised.update(await _raised_since(store, mark))
             if stage == (CONNECTING,):
-                cpu = {s.name: s.cpu_seconds() for s in servers}
+                marks = {s.name: s.mark() for s in servers}
                 start = time.perf_counter()
                 await asyncio.sleep(2 * SETTLE_SECONDS)
                 wall = time.perf_counter() - start
-                found.idle = {s.name: (s.cpu_seconds() - cpu[s.name]) / wall for s in servers}
+                found.idle = {s.name: s.cpu_since(marks[s.name]) / wall for s in servers}
     finally:
         await asyncio.gather(*(fleet.close() for fleet in fleets.values()))
         await asyncio.sleep(SETTLE_SECONDS)  # the edge writes the stations' departures before the next round
@@ -505,10 +529,10 @@ async def _quiet(servers: list[Server]) -> float:
     """Wait until no server is busy with earlier work (QUIET_CPU); the seconds waited."""
     start = time.perf_counter()
     while time.perf_counter() - start < QUIET_LIMIT_SECONDS:
-        cpu, began = [s.cpu_seconds() for s in servers], time.perf_counter()
+        marks, began = [s.mark() for s in servers], time.perf_counter()
         await asyncio.sleep(QUIET_WINDOW_SECONDS)
         wall = time.perf_counter() - began
-        if all((s.cpu_seconds() - used) / wall <= QUIET_CPU for s, used in zip(servers, cpu, strict=True)):
+        if all(s.cpu_since(mark) / wall <= QUIET_CPU for s, mark in zip(servers, marks, strict=True)):
             break
     return time.perf_counter() - start
 
@@ -529,24 +553,32 @@ async def _measure(servers: list[Server], store_url: str, store_name: str) -> li
 
 
 def _round_line(found: Round, store_name: str, seconds: float) -> str:
-    figures = "; ".join("{} {:.2f} by rate, {:.2f} by CPU".format(c.path, *found.compare(c)) for c in COMPARISONS)
+    def waves(comparison: Comparison) -> str:
+        by_rate, by_cpu = zip(*found.compare(comparison), strict=True)
+        return f"{comparison.path} by rate {_listed(by_rate)}, by CPU {_listed(by_cpu)}"
+
+    figures = "; ".join(waves(c) for c in COMPARISONS)
     load = os.getloadavg()[0]
     connecting = ", ".join(
-        f"{server} {LABEL[generation]} {found.rate(server, generation, CONNECTING):.0f}/s"
-        f" after {found.waited[server, generation, CONNECTING]:.1f} s"
-        for generation in (found.first, *(g for g in GENERATIONS if g != found.first))
+        f"{server} {LABEL[generation]} {statistics.median(found.rates(server, generation, CONNECTING)):.0f}/s"
+        for generation in GENERATIONS
         for server in (BARE, EDGE)
     )
     return (
         f"  {store_name} round {found.number + 1} ({LABEL[found.first]} first, {seconds:.0f} s, "
-        f"load average {load:.1f}), 2.0.1 against 1.6: {figures}; connecting (waited for quiet): {connecting}"
+        f"load average {load:.1f}), 2.0.1 against 1.6 wave by wave: {figures}; connecting, median wave: {connecting}"
     )
 
 
+def _listed(values: tuple[float, ...]) -> str:
+    return " ".join(f"{value:.2f}" for value in values)
+
+
 def _raised_line(found: Round, store_name: str) -> str:
+    transactions = STATIONS * CHARGES * WAVES
     streams = "; ".join(
         f"{LABEL[generation]} {path}: "
-        + ", ".join(f"{kind} {count / STATIONS / CHARGES:g}" for kind, count in sorted(raised.items()))
+        + ", ".join(f"{kind} {count / transactions:g}" for kind, count in sorted(raised.items()))
         for (generation, path), raised in sorted(found.raised.items())
     )
     return f"  {store_name}, what each transaction stream raised at the edge a transaction (round 1): {streams}"
@@ -592,8 +624,8 @@ def _run(database_url: str | None) -> list[Result]:
             edge = _start(serve, edge_port)
             try:
                 servers = [
-                    Server(BARE, f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid, BARE_SETTLE_SECONDS, True),
-                    Server(EDGE, f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid, SETTLE_SECONDS, False),
+                    Server(BARE, f"ws://127.0.0.1:{base_port}/ocpp", baseline.pid, BARE_SETTLE_SECONDS),
+                    Server(EDGE, f"ws://127.0.0.1:{edge_port}/ocpp", edge.pid, SETTLE_SECONDS),
                 ]
                 rounds = asyncio.run(_measure(servers, store_url, store_name))
             finally:
@@ -610,14 +642,21 @@ def _spread(values: list[float]) -> str:
 
 
 def _results(rounds: list[Round], n: str) -> list[Result]:
-    median, count = statistics.median, f"median of {len(rounds)} rounds"
+    median, count = statistics.median, f"median of {len(rounds)} rounds of {WAVES} waves"
     unit = {CONNECTING: "connections/s"}
     keys = [(generation, path) for generation in GENERATIONS for path in PATHS[generation]]
+
+    def rates(server: str, generation: str, path: str) -> list[float]:
+        return [rate for r in rounds for rate in r.rates(server, generation, path)]
+
+    def cpus(server: str, generation: str, path: str) -> list[float]:
+        return [cpu for r in rounds for cpu in r.cpus(server, generation, path)]
+
     results = [
         Result(
             f"edge {LABEL[generation]} {path}, {count} ({n})",
-            median(r.rate(EDGE, generation, path) for r in rounds),
-            median(r.rate(BARE, generation, path) for r in rounds),
+            median(rates(EDGE, generation, path)),
+            median(rates(BARE, generation, path)),
             unit.get(path, "calls/s"),
         )
         for generation, path in keys
@@ -625,16 +664,16 @@ def _results(rounds: list[Round], n: str) -> list[Result]:
     results += [
         Result(
             f"edge {LABEL[generation]} {path}, CPU time a call, {count} ({n})",
-            median(r.cpu(EDGE, generation, path) for r in rounds) * 1e6,
-            median(r.cpu(BARE, generation, path) for r in rounds) * 1e6,
+            median(cpus(EDGE, generation, path)) * 1e6,
+            median(cpus(BARE, generation, path)) * 1e6,
             "us",
         )
         for generation, path in keys
     ]
-    # The target, on the medians of each round's comparison: 2.0.1's ratio to the bare responder against 1.6's.
+    # The target, on the median of the waves' comparisons: 2.0.1's ratio to the bare responder against 1.6's.
     # The bare responder speaking 2.0.1 pays for its larger frames and richer schemas too.
     for comparison in COMPARISONS:
-        by_rate, by_cpu = zip(*(r.compare(comparison) for r in rounds), strict=True)
+        by_rate, by_cpu = zip(*(found for r in rounds for found in r.compare(comparison)), strict=True)
         check = _events_differ(rounds, comparison.path) if comparison.same_events else ""
         results += [
             Result(
