@@ -38,6 +38,7 @@ from chargenet.simulators import demo_site
 from chargenet.simulators.cpo import SimulatedCentralSystem
 from chargenet.simulators.ocpp201.charging_profiles import DEFAULT_PHASES, VOLTS
 from chargenet.simulators.ocpp201.station import SimulatedStation201
+from chargenet.simulators.ocppj import StationConnectionLost
 from chargenet.simulators.scenario import simulated_station
 from chargenet.simulators.session import DemoStation
 from chargenet.simulators.station import SimulatedStation
@@ -130,16 +131,10 @@ class DemoFleet:
             pause = PAUSE_BETWEEN_TURNS_S
             try:
                 await self._take_turns(url, stopping)
-            except OSError:
-                # The server is still starting (workers start before it listens), or stopping.
-                pause = 1.0
-            except ConnectionClosed as closed:
-                # The server closing the stations' sockets as it stops (1012) ends a round mid-session: not a failure.
-                # uvicorn closes them before the lifespan tells the workers, so `stopping` may not be set yet.
-                if not stopping.is_set() and not (closed.rcvd and closed.rcvd.code == CloseCode.SERVICE_RESTART):
-                    log.exception("demo fleet round failed")
-            except Exception:
-                if not stopping.is_set():
+            except Exception as failed:
+                if _server_away(failed):
+                    pause = 1.0
+                elif not stopping.is_set():
                     log.exception("demo fleet round failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), pause)
@@ -180,6 +175,17 @@ class DemoFleet:
         finally:
             for station, _ in fleet:
                 await station.close()
+
+
+def _server_away(failed: Exception) -> bool:
+    """Whether a round ended because the server is not there: still starting (its workers start before it listens),
+    or stopping. uvicorn closes the stations' sockets (1012) before the lifespan tells the workers it stops, so the
+    fleet's `stopping` may not be set yet. A connection closed with any other code ends the round as a failure."""
+    if isinstance(failed, StationConnectionLost):
+        return failed.code in (None, CloseCode.SERVICE_RESTART)
+    if isinstance(failed, ConnectionClosed):
+        return failed.rcvd is None or failed.rcvd.code == CloseCode.SERVICE_RESTART
+    return isinstance(failed, OSError)
 
 
 async def install(context: AppContext, site_id: str, *, ocpp201: bool = OCPP201_STATION) -> DemoFleet:

@@ -45,6 +45,15 @@ class AnswerWithError(Exception):
         self.code, self.description = code, description
 
 
+class StationConnectionLost(ConnectionError):
+    """The connection closed while a CALL waited for its answer; `code` is the close code the central system sent
+    (None: it sent none)."""
+
+    def __init__(self, code: int | None) -> None:
+        super().__init__(f"connection closed ({code})" if code is not None else "connection closed")
+        self.code = code
+
+
 def now_text() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -121,9 +130,10 @@ class StationConnection:
         except Exception:
             log.debug("simulated station connection ended", exc_info=True)
         finally:
+            code = self._socket.close_code if self._socket is not None else None
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(ConnectionError("connection closed"))
+                    future.set_exception(StationConnectionLost(code))
             self._pending.clear()
 
     async def _dispatch(self, message: str | bytes) -> None:
