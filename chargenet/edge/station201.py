@@ -217,10 +217,23 @@ class Station201Link(LinkBase):
         await self.edge.record_boot(records.boot_of(self.station.station_id, booted, now))
         return render.local_answer(call.action, now)
 
+    def quick_answer(self, call: Call) -> Payload | None:
+        # As for 1.6: a Heartbeat the edge answers itself costs no task and no turn of the event loop.
+        if call.action != "Heartbeat":
+            return None
+        queue_empty = self.upstream is None or self.upstream.queued == 0
+        if proxy.route_station_call(call.action, self._route_state, queue_empty) is not Handling.LOCAL:
+            return None
+        self.heard()
+        return self._heartbeat_answer()
+
     async def _heartbeat(self, call: Call) -> Payload:
+        return self._heartbeat_answer()
+
+    def _heartbeat_answer(self) -> Payload:
         now = self.edge.clock.now()
         self.edge.message_log.heartbeat(self.station.station_id, now)
-        return render.local_answer(call.action, now)
+        return render.local_answer("Heartbeat", now)
 
     async def _notice(self, call: Call) -> Payload:
         """Kept as received; a NotifyEvent's Problems also set their connectors' statuses, in the same unit."""
@@ -231,9 +244,9 @@ class Station201Link(LinkBase):
                     session, self.station.station_id, call.action, call.payload, self.edge.clock.now()
                 )
                 for problem in found:
-                    known = await self._known(problem.connector, session)
-                    self._evse[problem.connector.address] = fault_reported(known, problem.fault)
-                    await self._derive(problem.connector, problem.timestamp, session=session)
+                    state = fault_reported(await self._known(problem.connector, session), problem.fault)
+                    self._evse[problem.connector.address] = state
+                    await self._derive(problem.connector, state, problem.timestamp, session=session)
             await self._statuses_written()
         except BaseException:
             self._forget()
@@ -246,9 +259,9 @@ class Station201Link(LinkBase):
 
     async def _status(self, call: Call) -> Payload:
         report = parse.connector_report(self.station.layout, call.payload)  # InvalidInput: an EVSE never given
-        address = report.connector.address
-        self._evse[address] = connector_reported(await self._known(report.connector), report.state)
-        await self._derive(report.connector, report.timestamp, reported=True)
+        state = connector_reported(await self._known(report.connector), report.state)
+        self._evse[report.connector.address] = state
+        await self._derive(report.connector, state, report.timestamp, reported=True)
         return {}
 
     async def _known(self, connector: ConnectorRef, session: AsyncSession | None = None) -> EvseConnector:
@@ -258,27 +271,17 @@ class Station201Link(LinkBase):
         known = self._evse.get(address)
         if known is not None:
             return known
-        station_id, number = self.station.station_id, connector.station_number
-
-        def load(connection: Connection) -> statuses.LoadedConnector:
-            return statuses.load_connector(connection, address, number)
-
-        def transaction(connection: Connection) -> bool:
-            return records.transaction_open_on(connection, station_id, address)
-
+        number = connector.station_number
         # One statement each, the second only when it may matter: the first StatusNotification of a connection
         # is on the path a reconnect storm takes.
         if session is None:
             loaded = await self.edge.load_connector(address, number)
         else:
-            loaded = await session.run_sync(lambda sync: load(sync.connection()))
+            loaded = await session.run_sync(lambda sync: statuses.load_connector(sync.connection(), address, number))
         last = loaded.last
         transaction_open = False
         if transaction_may_be_open(last.status if last is not None else None):
-            if session is None:
-                transaction_open = await self.edge.store.read_statement(transaction)
-            else:
-                transaction_open = await session.run_sync(lambda sync: transaction(sync.connection()))
+            transaction_open = await self._transaction_open(address, session)
         if last is None:
             known = restored(None, ChargePointErrorCode.NO_ERROR, None, transaction_open=transaction_open)
         else:
@@ -287,6 +290,16 @@ class Station201Link(LinkBase):
         self._connectors[(address.charge_point_id, address.connector_id)] = loaded
         self._evse[address] = known
         return known
+
+    async def _transaction_open(self, address: ConnectorAddress, session: AsyncSession | None) -> bool:
+        station_id = self.station.station_id
+
+        def transaction(connection: Connection) -> bool:
+            return records.transaction_open_on(connection, station_id, address)
+
+        if session is None:
+            return await self.edge.store.read_statement(transaction)
+        return await session.run_sync(lambda sync: transaction(sync.connection()))
 
     def _forget(self) -> None:
         """What this link knew of transactions and connectors may not have been written: the store is the truth
@@ -299,17 +312,18 @@ class Station201Link(LinkBase):
     async def _derive(
         self,
         connector: ConnectorRef,
+        state: EvseConnector,
         timestamp: datetime,
         *,
         reported: bool = False,
         session: AsyncSession | None = None,
     ) -> None:
-        """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it; an event
-        when it changes (`LinkBase._record_status`). A StatusNotification is written as a report even when the
-        status stays; a TransactionEvent that leaves it as it was writes nothing. Derived in a unit (`session`),
-        it is handed over with the unit and written with its batch's status writes, its caller waiting for
-        `_statuses_written` after the unit."""
-        derived = derive(self._evse.get(connector.address, EvseConnector()))
+        """decisions.md §5: the connector's ChargePointStatus derived from what the station said of it (`state`, what
+        the link now knows of the connector); an event when it changes (`LinkBase._record_status`). A
+        StatusNotification is written as a report even when the status stays; a TransactionEvent that leaves it as
+        it was writes nothing. Derived in a unit (`session`), it is handed over with the unit and written with its
+        batch's status writes, its caller waiting for `_statuses_written` after the unit."""
+        derived = derive(state)
         if derived is None or (not reported and self._derived.get(connector.address) == derived):
             return
         report = StatusReport(connector, parse.known_status(derived, timestamp))
@@ -495,11 +509,11 @@ class Station201Link(LinkBase):
         station_id = self.station.station_id
         self.edge.message_log.samples(station_id, known.transaction_id, parse.samples(readings), last=ended)
         flowed = report.charging is ChargingState.CHARGING or any(r.energy_wh > known.meter_start_wh for r in readings)
-        state = await self._known(connector, session)
-        self._evse[connector.address] = transaction_reported(
-            state, ended=ended, charging=report.charging, energy_flowed=flowed
+        state = transaction_reported(
+            await self._known(connector, session), ended=ended, charging=report.charging, energy_flowed=flowed
         )
-        await self._derive(connector, report.timestamp, session=session)
+        self._evse[connector.address] = state
+        await self._derive(connector, state, report.timestamp, session=session)
 
     async def _plan(
         self, session: AsyncSession, received: TransactionReport

@@ -21,6 +21,8 @@ from sqlalchemy import select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
+from chargenet.edge.ocpp16.frames import Call, Payload
+from chargenet.edge.station201 import Station201Link
 from chargenet.errors import CommandNotForGeneration
 from chargenet.services import charge_points, stations
 from chargenet.services.callers import OPERATOR
@@ -305,6 +307,28 @@ async def test_on_a_site_whose_upstream_takes_1_6_only_the_edge_answers_a_2_0_1_
             await served.edge.command("CS-1", "Reset", {"type": "Soft"})
     [authorize] = await served.events("Authorize")
     assert authorize["payload"] == {"stationId": "CS-1", "idTag": "NOBODY", "status": "Invalid", "idTokenType": "eMAID"}
+
+
+async def test_a_heartbeat_the_edge_answers_itself_is_answered_without_the_handler(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handled: list[str] = []
+    handle = Station201Link.handle
+
+    async def recording(link: Station201Link, received: Call) -> Payload | None:
+        handled.append(received.action)
+        return await handle(link, received)
+
+    monkeypatch.setattr(Station201Link, "handle", recording)
+    async with station_201(served) as (point, _):
+        await point.call(call.BootNotification(charging_station={"vendorName": "V", "model": "M"}, reason="PowerUp"))
+        beat = await point.call(call.Heartbeat())
+        assert datetime.fromisoformat(beat.current_time) <= datetime.now(UTC)
+        await served.edge.message_log.run_once()
+    assert handled == ["BootNotification"]  # the Heartbeat needed no task of the connection's worker
+    async with served.context.store.transaction() as session:
+        presence = await session.get(StationPresence, "CS-1")
+        assert presence is not None and presence.last_heartbeat_at is not None
 
 
 def problem(value: str, minutes: int, **tech: str) -> call.NotifyEvent:
