@@ -180,7 +180,10 @@ class DemoFleet:
 def _server_away(failed: Exception) -> bool:
     """Whether a round ended because the server is not there: still starting (its workers start before it listens),
     or stopping. uvicorn closes the stations' sockets (1012) before the lifespan tells the workers it stops, so the
-    fleet's `stopping` may not be set yet. A connection closed with any other code ends the round as a failure."""
+    fleet's `stopping` may not be set yet. A connection closed with any other code, or a call the server left
+    unanswered, ends the round as a failure."""
+    if isinstance(failed, TimeoutError):  # an OSError too
+        return False
     if isinstance(failed, StationConnectionLost):
         return failed.code in (None, CloseCode.SERVICE_RESTART)
     if isinstance(failed, ConnectionClosed):

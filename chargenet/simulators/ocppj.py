@@ -47,7 +47,7 @@ class AnswerWithError(Exception):
 
 class StationConnectionLost(ConnectionError):
     """The connection closed while a CALL waited for its answer; `code` is the close code the central system sent
-    (None: it sent none)."""
+    (None: it sent no close frame, as when its process ends)."""
 
     def __init__(self, code: int | None) -> None:
         super().__init__(f"connection closed ({code})" if code is not None else "connection closed")
@@ -130,11 +130,18 @@ class StationConnection:
         except Exception:
             log.debug("simulated station connection ended", exc_info=True)
         finally:
-            code = self._socket.close_code if self._socket is not None else None
+            lost = self._lost()
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(StationConnectionLost(code))
+                    future.set_exception(lost)
             self._pending.clear()
+
+    def _lost(self) -> Exception:
+        """Why the calls still waiting will not be answered."""
+        if self._socket is not None and self._socket.state is State.OPEN:
+            return RuntimeError("the simulated station stopped reading an open connection")
+        received = self._socket.protocol.close_rcvd if self._socket is not None else None
+        return StationConnectionLost(received.code if received is not None else None)
 
     async def _dispatch(self, message: str | bytes) -> None:
         try:

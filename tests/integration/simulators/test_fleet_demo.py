@@ -21,15 +21,19 @@ from chargenet.simulators.fleet_demo import DemoFleet
 FAILED = "demo fleet round failed"
 
 
-async def _rounds_closed_with(code: CloseCode, rounds: int, caplog: pytest.LogCaptureFixture) -> list[str]:
-    """Run the fleet until the server has closed `rounds` rounds with `code`; the failures it logged."""
+async def _rounds_closed_with(code: CloseCode | None, rounds: int, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Run the fleet until the server has closed `rounds` rounds with `code` (None: dropped without a close frame,
+    as when its process ends); the failures it logged."""
     closed = 0
     enough = asyncio.Event()
 
     async def close_at_first_call(connection: ServerConnection) -> None:
         nonlocal closed
         await connection.recv()  # the station's BootNotification
-        await connection.close(code)
+        if code is None:
+            connection.transport.abort()
+        else:
+            await connection.close(code)
         closed += 1
         if closed >= rounds:
             enough.set()
@@ -61,3 +65,9 @@ async def test_a_round_the_server_ends_by_stopping_is_no_failure(caplog: pytest.
 @pytest.mark.expected_traceback("StationConnectionLost: connection closed (1011)")
 async def test_a_round_the_server_ends_otherwise_is_logged_as_a_failure(caplog: pytest.LogCaptureFixture) -> None:
     assert await _rounds_closed_with(CloseCode.INTERNAL_ERROR, 2, caplog) == [FAILED, FAILED]
+
+
+async def test_a_round_the_server_ends_by_dropping_the_connection_is_no_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert await _rounds_closed_with(None, 2, caplog) == []
