@@ -488,11 +488,14 @@ async def _round(number: int, servers: list[Server], store: Store) -> Round:
 
     async def timed(server: Server, generation: str, path: str, wave: int) -> Step:
         fleet = fleets[server.name, generation]
-        if path == CONNECTING:
+        if path in (CONNECTING, BOOT):
             await fleet.close()  # the wave before's connections (none in the first)
-        elif path == BOOT:
-            await fleet.close()  # a station boots once a connection
-            await fleet.run(CONNECTING)
+            if path == BOOT:
+                await fleet.run(CONNECTING)  # a station boots once a connection
+            # The edge writes those departures and arrivals in its next batch, within the settle time. The wait for
+            # quiet below looks at a fifth of a second only, which fits between two batches: a batch still pending
+            # would land in the step.
+            await asyncio.sleep(server.settle)
         found.waited.append(await _quiet(servers))
         # This process's collections (its clients' objects) would land in one step or another: none while timing,
         # one before.
