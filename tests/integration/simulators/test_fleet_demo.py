@@ -24,31 +24,29 @@ FAILED = "demo fleet round failed"
 async def _rounds_closed_with(code: CloseCode | None, rounds: int, caplog: pytest.LogCaptureFixture) -> list[str]:
     """Run the fleet until the server has closed `rounds` rounds with `code` (None: dropped without a close frame,
     as when its process ends); the failures it logged."""
-    closed = 0
-    enough = asyncio.Event()
+    opened = 0
+    stopping = asyncio.Event()
 
     async def close_at_first_call(connection: ServerConnection) -> None:
-        nonlocal closed
+        nonlocal opened
         await connection.recv()  # the station's BootNotification
+        opened += 1
+        if opened > rounds:
+            # A round begins only once the fleet has dealt with the end of the one before: the rounds counted are
+            # all decided, and this one ends with the fleet stopping.
+            stopping.set()
         if code is None:
             connection.transport.abort()
         else:
             await connection.close(code)
-        closed += 1
-        if closed >= rounds:
-            enough.set()
 
     subprotocols = [Subprotocol("ocpp1.6"), Subprotocol("ocpp2.0.1")]
     async with serve(close_at_first_call, "127.0.0.1", 0, subprotocols=subprotocols) as server:
         port = server.sockets[0].getsockname()[1]
         # The fleet reads only the port it serves on from the application's context.
         fleet = DemoFleet(cast(AppContext, SimpleNamespace(settings=SimpleNamespace(port=port))), "site")
-        stopping = asyncio.Event()
         with caplog.at_level(logging.ERROR, logger=fleet_demo.log.name):
-            running = asyncio.create_task(fleet.run(stopping))
-            await asyncio.wait_for(enough.wait(), 60)
-            stopping.set()
-            await asyncio.wait_for(running, 60)
+            await asyncio.wait_for(fleet.run(stopping), 60)
     return [record.getMessage() for record in caplog.records if record.getMessage() == FAILED]
 
 
@@ -58,7 +56,6 @@ def _short_pause(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_a_round_the_server_ends_by_stopping_is_no_failure(caplog: pytest.LogCaptureFixture) -> None:
-    # A second round begins only once the first one's end was handled.
     assert await _rounds_closed_with(CloseCode.SERVICE_RESTART, 2, caplog) == []
 
 
