@@ -8,9 +8,9 @@ and one 2.0.1, connect and go through the paths:
 - Boot + Status: each station sends a BootNotification and a StatusNotification (Available) for its connector
   (EVSE 1), on a fresh connection;
 - Heartbeat round trips, `CHARGENET_BENCH_ROUNDS` per station;
-- a transaction stream, CHARGES transactions a station: a 2.0.1 station tells each in TransactionEvents (Started
-  with its token, EVSE and begin reading, ROUNDS Updated with a reading, Ended); a 1.6 station tells it twice
-  over, as two streams:
+- a transaction stream, CHARGES transactions on each of the fleet's first CHARGING stations: a 2.0.1 station
+  tells each in TransactionEvents (Started with its token, EVSE and begin reading, ROUNDS Updated with a reading,
+  Ended); a 1.6 station tells it twice over, as two streams:
   - lean: StartTransaction, ROUNDS MeterValues with the transaction id it was given, StopTransaction;
   - with statuses: the same with the StatusNotifications a real station sends around it (Preparing before
     StartTransaction, Charging after it, Finishing after StopTransaction). The edge derives those three statuses
@@ -32,7 +32,8 @@ spread.
 
 Each step starts once both servers are quiet and is counted until the edge has written its batched writes
 (`SETTLE_SECONDS`), so that no figure carries another's. `CHARGENET_BENCH_GENERATION_STATIONS` sets N (default
-250). A run of both stores takes about a quarter of an hour.
+1,000); the transaction streams run on the first `CHARGENET_BENCH_GENERATION_CHARGING` stations of each fleet (default
+250). A run of both stores takes about 25 minutes.
 The edge runs on SQLite, then on a fresh PostgreSQL database when `make bench` has a server (as `bench_edge`).
 """
 
@@ -44,6 +45,7 @@ import gc
 import itertools
 import json
 import os
+import resource
 import tempfile
 import time
 from collections import Counter
@@ -65,7 +67,11 @@ from chargenet.services.callers import OPERATOR
 from chargenet.store.db import Store
 from chargenet.store.models import ConnectorStatusHistory, OutboxEvent
 
-STATIONS = int(os.environ.get("CHARGENET_BENCH_GENERATION_STATIONS", "250"))  # per generation and server
+STATIONS = int(os.environ.get("CHARGENET_BENCH_GENERATION_STATIONS", "1000"))  # per generation and server
+# The first CHARGING of them run the transaction streams; the rest stay connected meanwhile. A bare responder's step
+# of the short paths with 250 stations took 60 to 150 ms, in which one 10 ms slice the machine gave elsewhere moved
+# its figure by up to a sixth; a transaction step of 250 stations already takes seconds at the edge.
+CHARGING = min(STATIONS, int(os.environ.get("CHARGENET_BENCH_GENERATION_CHARGING", "250")))
 GENERATION_ROUNDS = int(os.environ.get("CHARGENET_BENCH_GENERATION_ROUNDS", "3"))
 # A path is measured in WAVES waves a round, each wave a step of each generation on each server, one after the
 # other. On this shared 2-core machine the CPU a call of one and the same server and path moved by a factor of 1.8
@@ -77,8 +83,8 @@ GENERATION_ROUNDS = int(os.environ.get("CHARGENET_BENCH_GENERATION_ROUNDS", "3")
 WAVES = int(os.environ.get("CHARGENET_BENCH_GENERATION_WAVES", "4"))
 # What a wave asks of each station: a connection (the wave before's closed again and its departures written first);
 # a BootNotification and a StatusNotification on a fresh connection (a station boots once a connection; the fleet
-# reconnects, uncounted); HEARTBEATS Heartbeats; CHARGES transactions. The bare responder's steps then take a tenth of
-# a second or more.
+# reconnects, uncounted); HEARTBEATS Heartbeats; CHARGES transactions (the first CHARGING stations). The bare
+# responder's steps of a thousand stations then take half a second or so.
 HEARTBEATS = ROUNDS
 CHARGES = 1
 OCPP16, OCPP201 = "ocpp1.6", "ocpp2.0.1"
@@ -288,13 +294,14 @@ class Fleet:
                     call
                     for charge in range(CHARGES)
                     for call in _transaction_201(f"{named}-{n}-{charge}", n, statuses=statuses)
-                ]
+                ],
+                charging=True,
             )
 
         async def charges_16(n: int, socket: ClientConnection) -> int:
             return sum([await _transaction_16(socket, n, statuses=statuses) for _ in range(CHARGES)])
 
-        return await self._each(charges_16)
+        return await self._each(charges_16, charging=True)
 
     async def _open(self, n: int) -> ClientConnection:
         station_id = f"{PREFIX[self.generation]}{n:05d}"
@@ -320,21 +327,22 @@ class Fleet:
         self.answered = STATIONS
         return STATIONS / (time.perf_counter() - start)
 
-    async def _each(self, station: Callable[[int, ClientConnection], Awaitable[int]]) -> float:
-        """Every station runs `station` at once; calls answered per second."""
+    async def _each(self, station: Callable[[int, ClientConnection], Awaitable[int]], charging: bool = False) -> float:
+        """Every station (the first CHARGING when `charging`) runs `station` at once; calls answered per second."""
         start = time.perf_counter()
-        calls = await asyncio.gather(*(station(n, s) for n, s in enumerate(self.sockets)))
+        sockets = self.sockets[:CHARGING] if charging else self.sockets
+        calls = await asyncio.gather(*(station(n, s) for n, s in enumerate(sockets)))
         self.answered = sum(calls)
         return self.answered / (time.perf_counter() - start)
 
-    async def _sequences(self, make: Callable[[int], list[Call]]) -> float:
+    async def _sequences(self, make: Callable[[int], list[Call]], charging: bool = False) -> float:
         async def station(n: int, socket: ClientConnection) -> int:
             calls = make(n)
             for action, payload in calls:
                 await _call(socket, action, payload)
             return len(calls)
 
-        return await self._each(station)
+        return await self._each(station, charging)
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
@@ -586,7 +594,7 @@ def _round_line(found: Round, store_name: str, seconds: float) -> str:
 
 
 def _raised_line(found: Round, store_name: str) -> str:
-    transactions = STATIONS * CHARGES * WAVES
+    transactions = CHARGING * CHARGES * WAVES
     streams = "; ".join(
         f"{LABEL[generation]} {path}: "
         + ", ".join(f"{kind} {count / transactions:g}" for kind, count in sorted(raised.items()))
@@ -609,6 +617,10 @@ def _events_differ(rounds: list[Round], path: str) -> str:
 
 
 def run() -> list[Result]:
+    # Four fleets of STATIONS connections each, in this one process.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 4 * STATIONS + 1024:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results = _run(None)
     server_url = os.environ.get(POSTGRES_SERVER)
     if server_url:
@@ -645,7 +657,7 @@ def _run(database_url: str | None) -> list[Result]:
         finally:
             baseline.kill()
             baseline.wait()
-    return _results(rounds, f"{STATIONS} stations per generation, {store_name}")
+    return _results(rounds, f"{STATIONS} stations per generation, {CHARGING} charging, {store_name}")
 
 
 def _spread(values: list[float]) -> str:
