@@ -71,7 +71,7 @@ STATIONS = int(os.environ.get("CHARGENET_BENCH_GENERATION_STATIONS", "1000"))  #
 # The first CHARGING of them run the transaction streams; the rest stay connected meanwhile. A bare responder's step
 # of the short paths with 250 stations took 60 to 150 ms, in which one 10 ms slice the machine gave elsewhere moved
 # its figure by up to a sixth; a transaction step of 250 stations already takes seconds at the edge.
-CHARGING = min(STATIONS, int(os.environ.get("CHARGENET_BENCH_GENERATION_CHARGING", "250")))
+CHARGING = max(1, min(STATIONS, int(os.environ.get("CHARGENET_BENCH_GENERATION_CHARGING", "250"))))
 # An even number of rounds: the generation going first alternates by round, and what falls at fixed points of a
 # round's sequence lands on one generation in one round and on the other in the next. The edge's collector is one: a
 # middle-generation collection (about 200 ms with two thousand stations connected) every three waves of connecting
@@ -82,9 +82,9 @@ GENERATION_ROUNDS = max(2, _ROUNDS_ASKED + _ROUNDS_ASKED % 2)
 # other. On this shared 2-core machine the CPU a call of one and the same server and path moved by a factor of 1.8
 # from one minute to the next: a step of one generation timed a minute after the other's compared two machines.
 # Within a wave the four steps are seconds apart, and the waves alternate the generation going first, so what the
-# machine does to the figures falls on both generations alike. A wave is still short (a tenth of a second for the
-# bare responder), and one of the edge's background tasks landing in it moved its figure by half: a run's figures
-# are its sums over all the waves, not a median of each wave's.
+# machine does to the figures falls on both generations alike. A wave is still short (half a second or so for the
+# bare responder), and one of the edge's collections landing in it moved its figure by a third: a run's figures are
+# its sums over all the waves, not a median of each wave's.
 WAVES = int(os.environ.get("CHARGENET_BENCH_GENERATION_WAVES", "4"))
 # What a wave asks of each station: a connection (the wave before's closed again and its departures written first);
 # a BootNotification and a StatusNotification on a fresh connection (a station boots once a connection; the fleet
@@ -97,16 +97,17 @@ GENERATIONS = (OCPP16, OCPP201)
 LABEL = {OCPP16: "1.6", OCPP201: "2.0.1"}
 PREFIX = {OCPP16: "G", OCPP201: "H"}  # the fleets' station ids: G00000..., H00000...
 TARGET = 0.9  # a 2.0.1 figure against the 1.6 one of the same round
-# The edge writes the message log (every frame, each station's last heartbeat) in a batch every second. A step
-# timed right after another would pay for the other's batch: 500 stations' Heartbeat step leaves 5,000 frames,
-# about 60 ms of CPU (100 ms and more of wall time) for SQLite to write, which landed in the 2.0.1 fleet's step
-# timed next. Every step starts once the batches of the one before have been written: the last batch starts within
-# a second of the step's last frame and takes a few hundred milliseconds at most on a busy machine. The bare
-# responder writes nothing behind its answers; it only gets a moment for the last frames' loose ends.
+# The edge writes the message log (every frame, each station's last heartbeat) in a batch every second. A step timed
+# right after another would pay for the other's batch: 500 stations' Heartbeat step left 5,000 frames, about 60 ms
+# of CPU (100 ms and more of wall time) for SQLite to write, which landed in the 2.0.1 fleet's step timed next (a
+# thousand stations' leave twice as many). Every step starts once the batches of the one before have been written:
+# the last batch starts within a second of the step's last frame and takes a few hundred milliseconds at most on a
+# busy machine. The bare responder writes nothing behind its answers; it only gets a moment for the last frames'
+# loose ends.
 SETTLE_SECONDS = 1.5
 BARE_SETTLE_SECONDS = 0.2
 # The settle time is what a step's own batches take; whatever else a server still has to do (on PostgreSQL, the
-# 500 departures of the round before, written as the next round's first step ran) is waited out before each step:
+# departures of the round before, written as the next round's first step ran) is waited out before each step:
 # both servers below a twentieth of a core over a fifth of a second, for at most QUIET_LIMIT_SECONDS.
 QUIET_CPU = 0.05
 TICK_SLACK_SECONDS = 0.03  # the process's count lags its threads' by up to a 10 ms tick or two
@@ -285,7 +286,8 @@ class Fleet:
         self.answered = 0  # calls (or connections) of the latest step
 
     async def run(self, path: str, wave: int = 0) -> float:
-        """Run `path` on every station at once: connections or calls answered a second."""
+        """Run `path` on every station at once (a transaction stream on the first CHARGING): connections or calls
+        answered a second."""
         if path == CONNECTING:
             return await self._connect_all()
         if path == BOOT:
@@ -349,10 +351,6 @@ class Fleet:
             return len(calls)
 
         return await self._each(station, charging)
-
-    async def report_available(self) -> None:
-        """The charging stations report their connector Available, as after a cable is unplugged."""
-        await self._sequences(lambda n: [_available(self.generation)], charging=True)
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sockets), return_exceptions=True)
@@ -548,9 +546,6 @@ async def _round(number: int, servers: list[Server], store: Store) -> Round:
                 await asyncio.sleep(2 * SETTLE_SECONDS)
                 wall = time.perf_counter() - start
                 found.idle = {s.name: s.cpu_since(marks[s.name]) / wall for s in servers}
-        # A 2.0.1 lean transaction leaves its connector Occupied (the edge reads Finishing), a 1.6 one Available: the
-        # next round's first Boot + Status would find a change to write for 2.0.1 alone. Uncounted, both end free.
-        await asyncio.gather(*(fleet.report_available() for fleet in fleets.values()))
     finally:
         await asyncio.gather(*(fleet.close() for fleet in fleets.values()))
         await asyncio.sleep(SETTLE_SECONDS)  # the edge writes the stations' departures before the next round
