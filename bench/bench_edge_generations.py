@@ -626,8 +626,13 @@ def _events_differ(rounds: list[Round], path: str) -> str:
 
 def run() -> list[Result]:
     # Four fleets of STATIONS connections each, in this one process.
+    needed = 4 * STATIONS + 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < 4 * STATIONS + 1024:
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise SystemExit(
+            f"CHARGENET_BENCH_GENERATION_STATIONS={STATIONS} needs {needed} open files; this machine allows {hard}"
+        )
+    if soft != resource.RLIM_INFINITY and soft < needed:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results = _run(None)
     server_url = os.environ.get(POSTGRES_SERVER)
